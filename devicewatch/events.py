@@ -1,0 +1,142 @@
+"""What a workload tells devicewatch: run info, phases, epoch metrics, markers, results.
+
+Standard library only, thread-safe, and a no-op when the process does not run under
+devicewatch, so a workload also runs by itself. The recorder names a FIFO in the
+environment variable ``DEVICEWATCH_EVENTS``; every event is one JSON line written to it,
+stamped with ``time.monotonic()`` (the system-wide monotonic clock on Linux, the same clock
+the recorder samples on). A FIFO rather than an inherited descriptor so that processes the
+workload starts itself (``torchrun`` ranks, pool workers) can report too.
+
+    from devicewatch import events
+    events.run_info(framework="torch", device="cpu", params=975_692, data="synthetic")
+    for epoch in range(1, epochs + 1):
+        with events.phase("train", epoch=epoch):
+            ...
+        with events.phase("validate", epoch=epoch, lane="validate"):
+            ...
+        events.epoch_metrics(epoch, loss=0.9, accuracy=0.61)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import threading
+import time
+from typing import Any, Iterator
+
+ENV_VAR = "DEVICEWATCH_EVENTS"
+DEFAULT_LANE = "main"
+# Writes of at most PIPE_BUF bytes to a FIFO are atomic, so lines from several processes
+# never interleave; longer events are cut down to a marker saying so.
+MAX_LINE_BYTES = 4096
+
+_lock = threading.Lock()
+_stream: Any = None
+_disabled = False
+_pid = 0
+
+
+def enabled() -> bool:
+    """True when this process runs under a devicewatch recorder."""
+    return bool(os.environ.get(ENV_VAR)) and not _disabled
+
+
+def _open_stream() -> Any:
+    global _stream, _disabled, _pid
+    if _stream is not None and _pid == os.getpid():
+        return _stream
+    path = os.environ.get(ENV_VAR)
+    if not path or _disabled:
+        return None
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        os.set_blocking(fd, True)  # non-blocking only to fail fast when no reader exists
+        _stream = os.fdopen(fd, "wb", buffering=0)
+        _pid = os.getpid()
+    except OSError:
+        _disabled = True
+        return None
+    return _stream
+
+
+def _clean(value: Any) -> Any:
+    """JSON has no NaN or infinity; send them as null rather than invalid JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    item = getattr(value, "item", None)  # numpy and torch scalars
+    if callable(item):
+        try:
+            return _clean(item())
+        except (TypeError, ValueError):
+            pass
+    return str(value)
+
+
+def emit(kind: str, **fields: Any) -> None:
+    """Send one event. Silently does nothing outside devicewatch or once the recorder is gone."""
+    global _disabled, _stream
+    if _disabled or not os.environ.get(ENV_VAR):
+        return
+    record = {"kind": kind, "mono": time.monotonic(), "pid": os.getpid(),
+              "thread": threading.current_thread().name}
+    record.update(_clean(fields))
+    data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
+    if len(data) > MAX_LINE_BYTES:
+        data = (json.dumps({"kind": "oversize", "mono": record["mono"], "pid": record["pid"],
+                            "of": kind, "bytes": len(data)}) + "\n").encode()
+    with _lock:
+        stream = _open_stream()
+        if stream is None:
+            return
+        try:
+            stream.write(data)
+        except OSError:  # the recorder is gone: carry on without it
+            _disabled = True
+            _stream = None
+
+
+def run_info(**info: Any) -> None:
+    """Describe the run: framework, device, params, data ("real" or "synthetic"), anything else."""
+    emit("run_info", info=info)
+
+
+def phase_begin(name: str, epoch: int | None = None, lane: str = DEFAULT_LANE) -> None:
+    emit("phase_begin", name=name, epoch=epoch, lane=lane)
+
+
+def phase_end(name: str, epoch: int | None = None, lane: str = DEFAULT_LANE) -> None:
+    emit("phase_end", name=name, epoch=epoch, lane=lane)
+
+
+@contextlib.contextmanager
+def phase(name: str, epoch: int | None = None, lane: str = DEFAULT_LANE) -> Iterator[None]:
+    """A phase (train, validate, data, kernel, …). Overlapping phases belong in different lanes."""
+    phase_begin(name, epoch, lane)
+    try:
+        yield
+    finally:
+        phase_end(name, epoch, lane)
+
+
+def epoch_metrics(epoch: int, **metrics: Any) -> None:
+    """Per-epoch figures, e.g. loss, accuracy, val_loss, val_accuracy, step_time_ms."""
+    emit("epoch", epoch=epoch, metrics=metrics)
+
+
+def marker(label: str, **fields: Any) -> None:
+    """A free-form instant on the timeline."""
+    emit("marker", label=label, **fields)
+
+
+def result(name: str, **values: Any) -> None:
+    """One measured outcome, e.g. result("im2row/squeezenet", ms=45.1, gflops=12.3)."""
+    emit("result", name=name, values=values)

@@ -1,0 +1,51 @@
+"""Every CPU core, total CPU, frequency, memory and swap, through psutil."""
+
+from __future__ import annotations
+
+import platform
+from typing import Any
+
+import psutil
+
+# Frequency and swap change slowly and reading them costs more than the per-core times
+# (one sysfs file per core), so they are refreshed once every this many samples.
+SLOW_EVERY = 10
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+class CpuProbe:
+    def __init__(self) -> None:
+        psutil.cpu_percent(percpu=True)  # primes the counters: the next read covers the interval
+        self._tick = 0
+        self._freq: float | None = None
+        self._swap = (0, 0)
+
+    def sample(self) -> dict[str, Any]:
+        cores = psutil.cpu_percent(percpu=True)
+        if self._tick % SLOW_EVERY == 0:
+            try:
+                freq = psutil.cpu_freq()
+                self._freq = round(freq.current, 0) if freq else None
+            except (OSError, NotImplementedError):
+                self._freq = None
+            swap = psutil.swap_memory()
+            self._swap = (swap.used, swap.total)
+        self._tick += 1
+        memory = psutil.virtual_memory()
+        return {
+            "cpu": cores,
+            "cpu_total": round(sum(cores) / len(cores), 1) if cores else 0.0,
+            "freq_mhz": self._freq,
+            "mem": {"used": memory.total - memory.available, "total": memory.total,
+                    "swap_used": self._swap[0], "swap_total": self._swap[1]},
+        }

@@ -1,0 +1,465 @@
+"""The recorder: launch a workload, sample the machine, collect events and output, write the run file.
+
+It runs in its own process (headless ``--record``, or started by the dashboard), so a slow or
+crashed viewer never delays a sample or loses a record. Four threads feed one ``RunWriter``:
+the sampler (the main thread, on a drift-free schedule), one reader each for the workload's
+stdout and stderr, and the reader of the event FIFO.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import re
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Callable, TextIO
+
+import psutil
+
+from . import __version__
+from .events import ENV_VAR
+from .probes.cpu import CpuProbe, cpu_model
+from .probes.gpu import GpuProbe
+from .probes.process import ProcessTreeProbe, SelfProbe
+from .runfile import RunWriter
+
+KERAS_EPOCH_LINE = re.compile(rb"^\s*Epoch (\d+)/(\d+)\s*$")
+MAX_LOG_LINE = 64 * 1024         # longer output lines are cut (and say so)
+MAX_EVENT_LINE = 1024 * 1024     # an event line longer than this is dropped unread
+NOTED_GARBAGE = 5                # garbage event lines noted one by one; the rest counted
+STATUS_EVERY = 0.5               # seconds between updates of the terminal status line
+
+
+class RecorderError(Exception):
+    """A problem the user must fix (unwritable output file…); the message is one line."""
+
+
+@dataclass
+class RecordOptions:
+    output: str
+    command: list[str]
+    workload: str | None = None
+    workload_args: list[str] = field(default_factory=list)
+    interval: float = 0.1
+    gpu: bool = True
+    echo: bool = True
+    status_line: bool | None = None   # None: only when stderr is a terminal
+    watcher_pid: int | None = None    # a dashboard following this run: its CPU is sampled too
+    grace: float = 3.0                # seconds between SIGINT, SIGTERM and SIGKILL on cancel
+
+
+def host_info(gpu: GpuProbe) -> dict[str, Any]:
+    return {
+        "hostname": socket.gethostname(),
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "cpu_model": cpu_model(),
+        "cpu_count": psutil.cpu_count(logical=True) or 1,
+        "mem_total": psutil.virtual_memory().total,
+        "gpus": gpu.devices,
+        "gpu_driver": gpu.driver,
+        "gpu_reason": gpu.reason,
+    }
+
+
+class Recorder:
+    def __init__(self, options: RecordOptions, gpu_probe: GpuProbe | None = None,
+                 out: TextIO | None = None, err: TextIO | None = None):
+        self.options = options
+        self.gpu = gpu_probe or GpuProbe(enabled=options.gpu)
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self.writer: RunWriter | None = None
+        self.process: subprocess.Popen[bytes] | None = None
+        self.start_mono = 0.0
+        self.start_unix = 0.0
+        self._cancel_requested = threading.Event()
+        self._echo_lock = threading.Lock()
+        self._events_seen = 0
+        self._garbage = 0
+        self._stdout_epoch: int | None = None
+        self._write_failed: OSError | None = None
+        self._status = {"epoch": None, "epochs": None, "phase": None}
+        self._status_shown = False
+        self._known_pids: set[int] = set()
+        self._last_sample: dict[str, Any] = {}
+
+    # -- public ---------------------------------------------------------------------------
+
+    def cancel(self) -> None:
+        """Ask for the workload to be stopped (safe from a signal handler)."""
+        self._cancel_requested.set()
+
+    def run(self) -> int:
+        """Record until the workload ends; returns the workload's exit status."""
+        self.gpu.start()
+        header = self._header()
+        try:
+            self.writer = RunWriter(self.options.output, header)
+        except OSError as exc:
+            self.gpu.stop()
+            raise RecorderError(f"cannot write {self.options.output}: {exc.strerror}") from None
+        fifo_dir = tempfile.mkdtemp(prefix="devicewatch-")  # 0700: only this user reaches the FIFO
+        fifo = os.path.join(fifo_dir, "events")
+        os.mkfifo(fifo, 0o600)
+        read_fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        keep_fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # no EOF while we wait
+        try:
+            return self._record(fifo, read_fd, keep_fd)
+        finally:
+            for fd in (read_fd, keep_fd):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            shutil.rmtree(fifo_dir, ignore_errors=True)
+            self.gpu.stop()
+            self.writer.close()
+
+    # -- the run --------------------------------------------------------------------------
+
+    def _header(self) -> dict[str, Any]:
+        now = time.time()
+        self.start_unix = now
+        self.start_mono = time.monotonic()
+        return {
+            "devicewatch": __version__,
+            "started": datetime.fromtimestamp(now, timezone.utc).isoformat(timespec="seconds"),
+            "started_unix": round(now, 3),
+            "interval": self.options.interval,
+            "host": host_info(self.gpu),
+            "workload": {"name": self.options.workload, "args": self.options.workload_args,
+                         "command": self.options.command},
+        }
+
+    def _t(self) -> float:
+        return round(time.monotonic() - self.start_mono, 4)
+
+    def _write(self, record: dict[str, Any]) -> None:
+        if self._write_failed is not None:
+            return
+        try:
+            assert self.writer is not None
+            self.writer.write(record)
+        except OSError as exc:  # disk full, file size limit: stop the run, keep what is written
+            self._write_failed = exc
+            self._cancel_requested.set()
+
+    def _record(self, fifo: str, read_fd: int, keep_fd: int) -> int:
+        options = self.options
+        self._write({"type": "gpu_status", "t": 0.0, "available": self.gpu.available,
+                     "reason": self.gpu.reason, "devices": len(self.gpu.devices)})
+        env = dict(os.environ, **{ENV_VAR: fifo, "PYTHONUNBUFFERED": "1"})
+        try:
+            self.process = subprocess.Popen(
+                options.command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, env=env, start_new_session=True, close_fds=True)
+        except OSError as exc:
+            message = f"cannot start {options.command[0]}: {exc.strerror or exc}"
+            self._write({"type": "notice", "t": self._t(), "level": "error", "message": message})
+            self._write({"type": "end", "t": self._t(), "status": "error", "exit_code": 127,
+                         "signal": None, "duration": self._t(), "reason": message})
+            raise RecorderError(message) from None
+
+        self._cpu = CpuProbe()
+        tree = ProcessTreeProbe(self.process.pid)
+        me = SelfProbe(os.getpid())
+        watcher = SelfProbe(options.watcher_pid) if options.watcher_pid else None
+        readers = [
+            threading.Thread(target=self._read_output, args=(self.process.stdout, "stdout"), daemon=True),
+            threading.Thread(target=self._read_output, args=(self.process.stderr, "stderr"), daemon=True),
+        ]
+        event_reader = threading.Thread(target=self._read_events, args=(read_fd,), daemon=True)
+        for thread in (*readers, event_reader):
+            thread.start()
+
+        exit_code = self._sample_until_exit(tree, me, watcher)
+        self._end_stragglers(tree)
+        for thread in readers:
+            thread.join(timeout=5)
+        os.close(keep_fd)  # now the FIFO reports EOF once every writer has gone
+        event_reader.join(timeout=5)
+        self._close_stdout_epoch()
+        if self._garbage > NOTED_GARBAGE:
+            self._write({"type": "notice", "t": self._t(), "level": "warning",
+                         "message": f"{self._garbage} unreadable lines on the event channel in all"})
+        self._finish(exit_code)
+        return exit_code
+
+    def _sample_until_exit(self, tree: ProcessTreeProbe, me: SelfProbe, watcher: SelfProbe | None) -> int:
+        assert self.process is not None
+        interval = self.options.interval
+        tick = 0
+        cancel_stage = 0
+        cancel_at = 0.0
+        last_status = 0.0
+        while True:
+            tick += 1
+            due = self.start_mono + tick * interval
+            now = time.monotonic()
+            if due > now:
+                time.sleep(due - now)
+            elif now - due > interval:  # fell behind (suspended, overloaded): skip, don't burst
+                tick = math.floor((now - self.start_mono) / interval)
+            self._write(self._sample(tree, me, watcher))
+            code = self.process.poll()
+            if code is not None:
+                return code if code >= 0 else 128 - code
+            now = time.monotonic()
+            if self._cancel_requested.is_set():
+                if cancel_stage == 0 or now - cancel_at >= self.options.grace and cancel_stage < 3:
+                    cancel_stage += 1
+                    cancel_at = now
+                    sig = {1: signal.SIGINT, 2: signal.SIGTERM, 3: signal.SIGKILL}[cancel_stage]
+                    self._signal_tree(tree, sig)
+            if now - last_status >= STATUS_EVERY:
+                last_status = now
+                self._show_status()
+
+    def _sample(self, tree: ProcessTreeProbe, me: SelfProbe, watcher: SelfProbe | None) -> dict[str, Any]:
+        record: dict[str, Any] = {"type": "sample", "t": self._t()}
+        record.update(self._cpu.sample())
+        record["proc"] = tree.sample()
+        self._known_pids.update(tree.pids())
+        if self.gpu.available:
+            gpus = self.gpu.sample(tree.pids(), self.start_unix)
+            if gpus is None:  # NVML failed just now: say why once, keep sampling the rest
+                self._write({"type": "gpu_status", "t": record["t"], "available": False,
+                             "reason": self.gpu.reason, "devices": len(self.gpu.devices)})
+            else:
+                record["gpus"] = gpus
+        record["recorder_cpu"] = me.sample()
+        if watcher is not None:
+            record["watcher_cpu"] = watcher.sample()
+        self._last_sample = record
+        return record
+
+    def _signal_tree(self, tree: ProcessTreeProbe, sig: signal.Signals) -> None:
+        """Signal the workload's process group and any descendant that left it (setsid)."""
+        assert self.process is not None
+        try:
+            os.killpg(self.process.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        for pid in set(tree.pids()) | self._known_pids:
+            if pid == os.getpid():
+                continue
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def _end_stragglers(self, tree: ProcessTreeProbe) -> None:
+        """Descendants still alive after the workload exited are ended: none is left orphaned."""
+        assert self.process is not None
+        alive = self._alive_descendants()
+        if not alive:
+            return
+        self._write({"type": "notice", "t": self._t(), "level": "warning",
+                     "message": f"ending {len(alive)} process(es) the workload left running"})
+        self._signal_tree(tree, signal.SIGTERM)
+        _gone, alive = psutil.wait_procs(alive, timeout=self.options.grace)
+        if alive:
+            self._signal_tree(tree, signal.SIGKILL)
+            psutil.wait_procs(alive, timeout=self.options.grace)
+
+    def _alive_descendants(self) -> list[psutil.Process]:
+        assert self.process is not None
+        pids = set(self._known_pids)
+        try:  # members of the group that we never saw in a sample
+            for proc in psutil.process_iter(["pid"]):
+                try:
+                    if os.getpgid(proc.pid) == self.process.pid:
+                        pids.add(proc.pid)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        except psutil.Error:
+            pass
+        alive = []
+        for pid in pids - {self.process.pid, os.getpid()}:
+            try:
+                proc = psutil.Process(pid)
+                if proc.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(proc)
+            except psutil.Error:
+                pass
+        return alive
+
+    def _finish(self, exit_code: int) -> None:
+        assert self.process is not None
+        code = self.process.returncode
+        signal_name = signal.Signals(-code).name if code is not None and code < 0 else None
+        if self._write_failed is not None:
+            status, reason = "error", f"writing the run file failed: {self._write_failed.strerror}"
+        elif self._cancel_requested.is_set():
+            status, reason = "cancelled", "cancelled by the user"
+        elif exit_code == 0:
+            status, reason = "ok", "the workload finished"
+        else:
+            status = "failed"
+            reason = f"killed by {signal_name}" if signal_name else f"exit code {exit_code}"
+        self._clear_status()
+        self._write({"type": "end", "t": self._t(), "status": status, "exit_code": exit_code,
+                     "signal": signal_name, "duration": self._t(), "reason": reason})
+        if self._write_failed is not None:
+            raise RecorderError(f"writing {self.options.output} failed: {self._write_failed.strerror}; "
+                                "the workload was stopped and the file holds everything up to then")
+
+    # -- workload output ------------------------------------------------------------------
+
+    def _read_output(self, pipe: Any, stream: str) -> None:
+        echo_to = self.out if stream == "stdout" else self.err
+        for raw in iter(pipe.readline, b""):
+            line = raw.rstrip(b"\n")
+            cut = len(line) > MAX_LOG_LINE
+            shown = line[:MAX_LOG_LINE]
+            # A progress bar rewrites one line with carriage returns: keep what it ended as.
+            last = shown.rsplit(b"\r", 1)[-1] if b"\r" in shown else shown
+            text = last.decode("utf-8", errors="replace")
+            record: dict[str, Any] = {"type": "log", "t": self._t(), "stream": stream, "line": text}
+            if cut:
+                record["cut_from"] = len(line)
+            self._write(record)
+            match = KERAS_EPOCH_LINE.match(last)
+            if match:
+                self._stdout_epoch_line(int(match.group(1)), int(match.group(2)))
+            if self.options.echo:
+                with self._echo_lock:
+                    self._clear_status()
+                    echo_to.write(text + "\n")
+                    echo_to.flush()
+        pipe.close()
+
+    def _stdout_epoch_line(self, epoch: int, epochs: int) -> None:
+        """``Epoch 3/20`` from an unmodified Keras script: epoch phases, unless it sends events."""
+        self._status.update(epoch=epoch, epochs=epochs, phase="epoch")
+        if self._events_seen:
+            return
+        self._close_stdout_epoch()
+        self._stdout_epoch = epoch
+        self._write({"type": "event", "t": self._t(), "kind": "phase_begin", "name": "epoch",
+                     "epoch": epoch, "epochs": epochs, "lane": "main", "source": "stdout"})
+
+    def _close_stdout_epoch(self) -> None:
+        if self._stdout_epoch is not None:
+            self._write({"type": "event", "t": self._t(), "kind": "phase_end", "name": "epoch",
+                         "epoch": self._stdout_epoch, "lane": "main", "source": "stdout"})
+            self._stdout_epoch = None
+
+    # -- events ---------------------------------------------------------------------------
+
+    def _read_events(self, fd: int) -> None:
+        pending = b""
+        dropping = False
+        while True:
+            ready, _, _ = select.select([fd], [], [], 0.5)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                break  # every writer, our own keep-alive end included, has closed
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                if dropping:
+                    dropping = False  # the rest of an oversized line
+                    continue
+                self._take_event(line)
+            if len(pending) > MAX_EVENT_LINE:
+                self._note_garbage(f"an event line over {MAX_EVENT_LINE} bytes was dropped")
+                pending, dropping = b"", True
+        if pending and not dropping:
+            self._take_event(pending)
+
+    def _take_event(self, line: bytes) -> None:
+        if not line.strip():
+            return
+        try:
+            event = json.loads(line.decode("utf-8"), parse_constant=lambda _name: None)
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            event = None
+        if not isinstance(event, dict) or not isinstance(event.get("kind"), str) \
+                or not isinstance(event.get("mono"), (int, float)):
+            self._note_garbage(f"unreadable line on the event channel: {line[:80]!r}")
+            return
+        self._events_seen += 1
+        mono = event.pop("mono")
+        record = {"type": "event", "t": round(mono - self.start_mono, 6), **event}
+        record["type"] = "event"
+        self._write(record)
+        kind = event["kind"]
+        if kind == "phase_begin":
+            self._status["phase"] = event.get("name")
+            if isinstance(event.get("epoch"), int):
+                self._status["epoch"] = event["epoch"]
+        elif kind == "run_info" and isinstance(event.get("info"), dict) and "epochs" in event["info"]:
+            self._status["epochs"] = event["info"]["epochs"]
+
+    def _note_garbage(self, message: str) -> None:
+        self._garbage += 1
+        if self._garbage <= NOTED_GARBAGE:
+            self._write({"type": "notice", "t": self._t(), "level": "warning", "message": message})
+
+    # -- the terminal status line ---------------------------------------------------------
+
+    def _wants_status(self) -> bool:
+        if self.options.status_line is not None:
+            return self.options.status_line
+        return self.err.isatty()
+
+    def _show_status(self) -> None:
+        if not self._wants_status():
+            return
+        sample = self._last_sample
+        parts = [f"{self._t():7.1f}s"]
+        epoch, epochs = self._status["epoch"], self._status["epochs"]
+        if epoch is not None:
+            parts.append(f"epoch {epoch}" + (f"/{epochs}" if epochs else ""))
+        if self._status["phase"]:
+            parts.append(str(self._status["phase"]))
+        parts.append(f"CPU {sample.get('cpu_total', 0):5.1f}%")
+        gpus = sample.get("gpus") or []
+        if gpus:
+            parts.append("GPU " + " ".join(f"{g.get('util') or 0:3.0f}%" for g in gpus))
+        with self._echo_lock:
+            self.err.write("\r\x1b[K[devicewatch] " + " · ".join(parts))
+            self.err.flush()
+            self._status_shown = True
+
+    def _clear_status(self) -> None:
+        if self._status_shown:
+            self.err.write("\r\x1b[K")
+            self.err.flush()
+            self._status_shown = False
+
+
+def record(options: RecordOptions, on_start: Callable[[Recorder], None] | None = None) -> int:
+    """Run a recorder with Ctrl-C and SIGTERM turned into a clean cancel of the workload."""
+    recorder = Recorder(options)
+
+    def handle(signum: int, _frame: Any) -> None:
+        recorder.cancel()
+
+    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        if on_start:
+            on_start(recorder)
+        return recorder.run()
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)

@@ -1,0 +1,219 @@
+"""The run file: one JSON object per line, the only interface between recorder and views.
+
+Line 1 is the header, then samples, events, log lines and notices in time order as they
+happened, and last an end record. Every record has ``type`` and (except the header) ``t``,
+seconds since the run started on the monotonic clock. ``docs/run-format.md`` documents every
+field. This module holds the schema constants, the writer and the one reader: ``load`` for a
+finished file and ``Follower`` for a file that is still growing; both accept a last line cut
+off by a crash, and both refuse foreign or newer-schema files with a one-line ``RunFileError``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+FORMAT = "devicewatch-run"
+SCHEMA = 1
+RECORD_TYPES = ("header", "sample", "event", "log", "notice", "gpu_status", "end")
+END_STATUSES = ("ok", "failed", "cancelled", "error")
+
+
+class RunFileError(Exception):
+    """A run file that cannot be read; the message is one line meant for the user."""
+
+
+@dataclass
+class Run:
+    """Everything one run file holds, in the order it was written."""
+
+    path: str
+    header: dict[str, Any]
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    logs: list[dict[str, Any]] = field(default_factory=list)
+    notices: list[dict[str, Any]] = field(default_factory=list)
+    gpu_status: list[dict[str, Any]] = field(default_factory=list)
+    end: dict[str, Any] | None = None
+    bad_lines: int = 0          # lines in the middle that were not valid records
+    cut_last_line: bool = False  # the final line was incomplete (a crash mid-write)
+
+    @property
+    def finished(self) -> bool:
+        return self.end is not None
+
+    @property
+    def ended_abruptly(self) -> bool:
+        """The recorder stopped without writing its end record (killed, power lost)."""
+        return self.end is None
+
+    @property
+    def duration(self) -> float:
+        if self.end is not None and "duration" in self.end:
+            return float(self.end["duration"])
+        last = 0.0
+        for records in (self.samples, self.events, self.logs):
+            if records:
+                last = max(last, float(records[-1].get("t", 0.0)))
+        return last
+
+    @property
+    def cores(self) -> int:
+        return int(self.header.get("host", {}).get("cpu_count", 0))
+
+    @property
+    def gpu_names(self) -> list[str]:
+        return [g.get("name", f"GPU {i}") for i, g in enumerate(self.header.get("host", {}).get("gpus", []))]
+
+    @property
+    def title(self) -> str:
+        workload = self.header.get("workload", {})
+        return workload.get("name") or " ".join(workload.get("command", [])) or Path(self.path).name
+
+    def add(self, record: dict[str, Any]) -> None:
+        kind = record.get("type")
+        if kind == "sample":
+            self.samples.append(record)
+        elif kind == "event":
+            self.events.append(record)
+        elif kind == "log":
+            self.logs.append(record)
+        elif kind == "notice":
+            self.notices.append(record)
+        elif kind == "gpu_status":
+            self.gpu_status.append(record)
+        elif kind == "end":
+            self.end = record
+        else:
+            self.bad_lines += 1
+
+
+def check_header(record: Any, path: str) -> dict[str, Any]:
+    name = os.path.basename(path)
+    if not isinstance(record, dict) or record.get("type") != "header" or record.get("format") != FORMAT:
+        raise RunFileError(f"{name} is not a devicewatch run file")
+    schema = record.get("schema")
+    if not isinstance(schema, int) or schema < 1:
+        raise RunFileError(f"{name} has an invalid schema version: {schema!r}")
+    if schema > SCHEMA:
+        raise RunFileError(
+            f"{name} was written by a newer devicewatch (schema {schema}; this one reads up to {SCHEMA})")
+    return record
+
+
+def _parse(line: bytes) -> dict[str, Any] | None:
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+class Follower:
+    """Reads a run file incrementally: each ``poll`` returns the records added since the last.
+
+    Only complete lines are consumed while the file may still grow; ``poll(final=True)``
+    also takes an unterminated last line, or marks it cut if it does not parse.
+    """
+
+    CHUNK = 1 << 20
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = str(path)
+        self._offset = 0
+        self._pending = b""
+        self.run: Run | None = None
+        try:
+            self._file = open(self.path, "rb")
+        except FileNotFoundError:
+            raise RunFileError(f"no such file: {self.path}") from None
+        except IsADirectoryError:
+            raise RunFileError(f"{self.path} is a directory, not a run file") from None
+        except OSError as exc:
+            raise RunFileError(f"cannot read {self.path}: {exc.strerror}") from None
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> "Follower":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def poll(self, final: bool = False) -> list[dict[str, Any]]:
+        """New records since the last poll. Raises RunFileError if the header is not ours."""
+        new: list[dict[str, Any]] = []
+        while True:
+            chunk = self._file.read(self.CHUNK)
+            if not chunk:
+                break
+            self._pending += chunk
+            lines = self._pending.split(b"\n")
+            self._pending = lines.pop()
+            for line in lines:
+                self._take(line, new, last=False)
+        if final and self._pending:
+            line, self._pending = self._pending, b""
+            self._take(line, new, last=True)
+        if final and self.run is None:
+            raise RunFileError(f"{os.path.basename(self.path)} is empty, not a run file")
+        return new
+
+    def _take(self, line: bytes, new: list[dict[str, Any]], last: bool) -> None:
+        if not line.strip():
+            return
+        record = _parse(line)
+        if self.run is None:
+            if record is None and b"\0" in line[:64]:
+                raise RunFileError(f"{os.path.basename(self.path)} is not a devicewatch run file")
+            self.run = Run(self.path, check_header(record, self.path))
+            return
+        if record is None:
+            if last:
+                self.run.cut_last_line = True
+            else:
+                self.run.bad_lines += 1
+            return
+        self.run.add(record)
+        new.append(record)
+
+
+def load(path: str | os.PathLike[str]) -> Run:
+    """Read a whole run file, finished or not (a recorder may still be writing it)."""
+    with Follower(path) as follower:
+        follower.poll(final=True)
+        assert follower.run is not None
+        return follower.run
+
+
+class RunWriter:
+    """Appends records, one flushed line each, so a crash loses at most the line being written."""
+
+    def __init__(self, path: str | os.PathLike[str], header: dict[str, Any]):
+        self.path = str(path)
+        self._lock = threading.Lock()
+        # 0o666 filtered by the user's umask, like any file the user creates; never executable.
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+        self.closed = False
+        self.write({"type": "header", "format": FORMAT, "schema": SCHEMA, **header})
+
+    def write(self, record: dict[str, Any]) -> None:
+        data = (json.dumps(record, separators=(",", ":"), allow_nan=False, default=str) + "\n").encode()
+        with self._lock:
+            if self.closed:
+                return
+            view = memoryview(data)
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+
+    def close(self) -> None:
+        with self._lock:
+            if not self.closed:
+                self.closed = True
+                os.close(self._fd)
