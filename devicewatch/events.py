@@ -109,22 +109,24 @@ def run_info(**info: Any) -> None:
     emit("run_info", info=info)
 
 
-def phase_begin(name: str, epoch: int | None = None, lane: str = DEFAULT_LANE) -> None:
-    emit("phase_begin", name=name, epoch=epoch, lane=lane)
+def phase_begin(name: str, epoch: int | None = None, lane: str = DEFAULT_LANE, **attrs: Any) -> None:
+    emit("phase_begin", name=name, epoch=epoch, lane=lane, **attrs)
 
 
-def phase_end(name: str, epoch: int | None = None, lane: str = DEFAULT_LANE) -> None:
-    emit("phase_end", name=name, epoch=epoch, lane=lane)
+def phase_end(name: str, epoch: int | None = None, lane: str = DEFAULT_LANE, **attrs: Any) -> None:
+    emit("phase_end", name=name, epoch=epoch, lane=lane, **attrs)
 
 
 @contextlib.contextmanager
-def phase(name: str, epoch: int | None = None, lane: str = DEFAULT_LANE) -> Iterator[None]:
-    """A phase (train, validate, data, kernel, …). Overlapping phases belong in different lanes."""
-    phase_begin(name, epoch, lane)
+def phase(name: str, epoch: int | None = None, lane: str = DEFAULT_LANE, **attrs: Any) -> Iterator[None]:
+    """A phase (train, validate, data, copy, or a method's name). Overlapping phases belong
+    in different lanes; a phase is identified by (lane, name, epoch). ``attrs`` are extra
+    key-values carried on both ends, e.g. ``net="squeezenet"``."""
+    phase_begin(name, epoch, lane, **attrs)
     try:
         yield
     finally:
-        phase_end(name, epoch, lane)
+        phase_end(name, epoch, lane, **attrs)
 
 
 def epoch_metrics(epoch: int, **metrics: Any) -> None:
