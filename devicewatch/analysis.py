@@ -111,9 +111,12 @@ def phases(run: Run) -> list[Phase]:
     """Pair phase_begin and phase_end events by (pid, lane, name, epoch), in start order."""
     open_: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     done: list[Phase] = []
+    # Epochs parsed from output lines stand in only for workloads that send no phases of
+    # their own (the recorder may see an output line before the workload's first event).
+    own = any(e.get("kind") == "phase_begin" and e.get("source") != "stdout" for e in run.events)
     for event in run.events:
         kind = event.get("kind")
-        if kind not in ("phase_begin", "phase_end"):
+        if kind not in ("phase_begin", "phase_end") or (own and event.get("source") == "stdout"):
             continue
         key = (event.get("pid"), str(event.get("lane", "main")), str(event.get("name")), event.get("epoch"))
         if kind == "phase_begin":
@@ -264,9 +267,10 @@ def series(run: Run) -> Series:
 
 
 def _active_mask(t: np.ndarray, intervals: list[tuple[float, float]]) -> np.ndarray:
+    """Which times fall in any of the half-open intervals [start, end)."""
     mask = np.zeros(len(t), dtype=bool)
     for start, end in intervals:
-        lo, hi = np.searchsorted(t, start, "left"), np.searchsorted(t, end, "right")
+        lo, hi = np.searchsorted(t, start, "left"), np.searchsorted(t, end, "left")
         mask[lo:hi] = True
     return mask
 
@@ -343,7 +347,7 @@ def dips(t: np.ndarray, values: np.ndarray, all_phases: list[Phase],
 
 
 def _phase_at(all_phases: list[Phase], time: float) -> str:
-    names = sorted({p.name for p in all_phases if p.start <= time <= p.end})
+    names = sorted({p.name for p in all_phases if p.start <= time < p.end})
     return "+".join(names) if names else NO_PHASE
 
 

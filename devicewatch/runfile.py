@@ -75,10 +75,20 @@ class Run:
         return workload.get("name") or " ".join(workload.get("command", [])) or Path(self.path).name
 
     def add(self, record: dict[str, Any]) -> None:
+        """File one record; a record without a numeric time or of an unknown type is counted bad."""
         kind = record.get("type")
-        if kind == "sample":
+        t = record.get("t")
+        if not isinstance(t, (int, float)) or isinstance(t, bool) or t != t:
+            self.bad_lines += 1
+        elif kind == "sample":
+            if not isinstance(record.get("cpu", []), list):
+                self.bad_lines += 1
+                return
             self.samples.append(record)
         elif kind == "event":
+            if not isinstance(record.get("kind"), str):
+                self.bad_lines += 1
+                return
             self.events.append(record)
         elif kind == "log":
             self.logs.append(record)
@@ -105,9 +115,13 @@ def check_header(record: Any, path: str) -> dict[str, Any]:
     return record
 
 
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")  # NaN and Infinity: Python accepts them, JSON does not
+
+
 def _parse(line: bytes) -> dict[str, Any] | None:
     try:
-        record = json.loads(line)
+        record = json.loads(line, parse_constant=_refuse_constant)
     except (ValueError, RecursionError):
         return None
     return record if isinstance(record, dict) else None
