@@ -232,8 +232,10 @@ def _pct(fraction: float) -> str:
     return f"{abs(fraction) * 100:.0f}%"
 
 
-def _duration(seconds: float) -> str:
-    return f"{seconds:.2f}s" if seconds < 10 else f"{seconds:.1f}s" if seconds < 600 else f"{seconds / 60:.1f} min"
+def _duration(seconds: float, scale: float | None = None) -> str:
+    """Seconds with a precision that suits ``scale`` (the larger of two figures shown together)."""
+    scale = seconds if scale is None else scale
+    return f"{seconds:.2f}s" if scale < 10 else f"{seconds:.1f}s" if scale < 600 else f"{seconds / 60:.1f} min"
 
 
 def headline(c: Comparison) -> str:
@@ -242,11 +244,13 @@ def headline(c: Comparison) -> str:
         first = "the runs cannot be timed against each other (one has no duration)"
     elif abs(c.change) < 0.005:
         first = f"B took as long as A ({_duration(c.seconds_a)})"
-    elif c.change < 0:
-        first = (f"B finished {_pct(c.change)} sooner ({_duration(c.seconds_b)} vs {_duration(c.seconds_a)}, "
-                 f"{c.speedup:.2f}x as fast)")
     else:
-        first = f"B took {_pct(c.change)} longer ({_duration(c.seconds_b)} vs {_duration(c.seconds_a)})"
+        scale = max(c.seconds_a, c.seconds_b)
+        both = f"{_duration(c.seconds_b, scale)} vs {_duration(c.seconds_a, scale)}"
+        if c.change < 0:
+            first = f"B finished {_pct(c.change)} sooner ({both}, {c.speedup:.2f}x as fast)"
+        else:
+            first = f"B took {_pct(c.change)} longer ({both})"
     if c.basis != "whole run":
         first += f" over the {c.basis}"
     da, db = c.a.idle_device, c.b.idle_device
