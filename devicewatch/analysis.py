@@ -397,8 +397,10 @@ def verdict(run: Run, s: Series | None = None, all_phases: list[Phase] | None = 
     if len(s.t) < 2:
         return Verdict("too short", "too few samples to judge (the run lasted under a sample or two)", {})
     in_run = _active_mask(s.t, [(p.start, p.end) for p in all_phases]) if all_phases else np.ones(len(s.t), bool)
-    cpu_total = float(np.nanmean(s.cpu_total[in_run])) if in_run.any() else 0.0
-    busiest_core = float(np.nanmean(np.nanmax(s.cpu[in_run], axis=1))) if in_run.any() and s.cpu.size else 0.0
+    if not in_run.any():  # phases too short to hold a sample: judge the whole run instead
+        in_run = np.ones(len(s.t), bool)
+    cpu_total = float(np.nanmean(s.cpu_total[in_run]))
+    busiest_core = float(np.nanmean(np.nanmax(s.cpu[in_run], axis=1))) if s.cpu.size else 0.0
     figures = {"cpu_mean": round(cpu_total, 1), "busiest_core_mean": round(busiest_core, 1)}
     gpu_used = [g for g in range(s.gpus) if s.gpu_util[g].size and np.nanmax(s.gpu_util[g]) > IDLE_THRESHOLD]
     if gpu_used:

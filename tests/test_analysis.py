@@ -132,3 +132,10 @@ def test_summarize_is_plain_data(tmp_path):
     json.dumps(summary)  # must serialize
     assert [e["epoch"] for e in summary["epochs"]] == [1, 2]
     assert summary["status"] == "ok"
+
+
+def test_a_run_whose_phases_hold_no_sample_is_judged_on_all_samples(tmp_path):
+    # Two busy samples at t=0 and t=1; one phase from 0.2 to 0.4 holds neither of them.
+    records = [*samples([(95, 97), (96, 98)]), begin(0.2, "train", 1), end(0.4, "train", 1)]
+    run = load(write_run(tmp_path / "r.jsonl", records))
+    assert analysis.verdict(run).label == "CPU-bound"
