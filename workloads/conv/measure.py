@@ -38,12 +38,6 @@ def _torch_reference(x: Any, w: Any, stride: int, pad: int) -> Any:
         return F.conv2d(torch.from_numpy(x), torch.from_numpy(w), stride=stride, padding=pad).numpy()
 
 
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-
-
 def run(args: Any, nets: list[str], methods: list[str], unet_shape: tuple[int, int]) -> int:
     import numba
     import torch
@@ -135,16 +129,17 @@ def run_layers(args: Any, net: str, methods: list[str], peak: float | None) -> b
                           dataparallel_ms=wall * 1e3, streams=args.streams)
             print(f"conv: {m}: kernels {sum(per_layer[m]):.3f} ms, host→device {transfers[m][0]:.3f} ms, "
                   f"device→host {transfers[m][1]:.3f} ms, data-parallel with copies {wall * 1e3:.3f} ms", flush=True)
-    report(net, layers, per_layer, methods, args.batch, peak)
+    label = f"best of {args.repeats} rounds" if args.device == "cpu" else f"kernel median of {args.repeats}"
+    report(net, layers, per_layer, methods, args.batch, peak, label)
     return ok
 
 
 def report(net: str, layers: list[Any], per_layer: dict[str, list[float]], methods: list[str],
-           batch: int, peak: float | None) -> None:
+           batch: int, peak: float | None, label: str) -> None:
     """Print the per-layer and per-network table and send every figure as a result."""
     baseline = "mcmk" if "mcmk" in per_layer else ("naive" if "naive" in per_layer else None)
     reference = "torch" if "torch" in per_layer else ("cudnn" if "cudnn" in per_layer else None)
-    print(f"\n{net}: best-of-{len(next(iter(times.values()))[0]) if times else 0} ms per layer" + (f" (share of {peak:.0f} GFLOP/s peak for the network)" if peak else ""))
+    print(f"\n{net}: ms per layer, {label}" + (f" (share of {peak:.0f} GFLOP/s peak for the network)" if peak else ""))
     print(f"{'layer':<22}{'shape':<26}" + "".join(f"{m:>10}" for m in methods))
     for i, l in enumerate(layers):
         print(f"{l.name:<22}{l.describe():<26}" + "".join(f"{per_layer[m][i]:>10.3f}" for m in methods))
