@@ -2,7 +2,8 @@
 
 Budget: load + full analysis (what `devicewatch report` computes) in at most 1 s.
 The file is generated here with the real writer: utilization that dips every epoch on the
-GPUs, 60 epochs of train and validate phases, and the driver's buffered GPU samples.
+GPUs, 60 epochs of train and validate phases, one buffered driver sample per GPU per poll,
+per-process GPU use, and every field the recorder writes.
 
     python -m bench.bench_analysis [--keep FILE]
 """
@@ -46,7 +47,9 @@ def generate(path: str) -> None:
         cores = [round(min(100.0, max(0.0, (80.0 if validating else 40.0) + rng.gauss(0, 10))), 1) for _ in range(CORES)]
         gpus = []
         for g in range(GPUS):
-            util = [[round(t - 0.1 + k / 60, 4), round(min(100.0, max(0.0, gpu_level + rng.gauss(0, 5))), 0)] for k in range(6)]
+            # NVML buffers a utilization sample every 1/6 s to 1 s depending on the product;
+            # one buffered sample per 0.1 s poll over-counts that, to stay on the safe side.
+            util = [[round(t - 0.05, 4), round(min(100.0, max(0.0, gpu_level + rng.gauss(0, 5))), 0)]]
             gpus.append({"index": g, "util": util[-1][1], "util_samples": util, "mem_util": 40,
                          "mem_used": 20 << 30, "mem_total": 80 << 30, "power_w": 300.0, "temp_c": 60,
                          "sm_clock_mhz": 1980, "procs": [{"pid": 1000 + g, "mem": 20 << 30, "util": util[-1][1]}]})

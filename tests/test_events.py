@@ -63,7 +63,8 @@ def test_non_json_values_are_sent_as_valid_json(tmp_path):
 CORE_MODULES = ["devicewatch", "devicewatch.cli", "devicewatch.recorder", "devicewatch.runfile",
                 "devicewatch.analysis", "devicewatch.report", "devicewatch.registry",
                 "devicewatch.probes.cpu", "devicewatch.probes.gpu", "devicewatch.probes.process",
-                "devicewatch.events"]
+                "devicewatch.events", "devicewatch.compare", "devicewatch.export",
+                "devicewatch.integrations"]
 
 
 def test_the_core_imports_neither_textual_nor_a_framework():
