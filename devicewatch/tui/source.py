@@ -26,7 +26,7 @@ from ..runfile import Follower, Run, RunFileError
 def run_file_name(runs_dir: str, label: str, now: float | None = None) -> Path:
     """``runs/2026-11-21T17-30-05-demo.jsonl``, with a counter if that second is taken."""
     stamp = datetime.fromtimestamp(time.time() if now is None else now).strftime("%Y-%m-%dT%H-%M-%S")
-    safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", label).strip("-.") or "run"
+    safe = re.sub(r"[^A-Za-z0-9_.]+", "-", label).strip("-.") or "run"
     folder = Path(runs_dir)
     path = folder / f"{stamp}-{safe}.jsonl"
     n = 2
