@@ -133,7 +133,10 @@ class LiveSource(Source):
 
     @property
     def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
+        """The recorder is alive and has not yet finished the file (after that it only exits)."""
+        if self.process is None or self.process.poll() is not None:
+            return False
+        return not (self.run is not None and self.run.finished)
 
     def poll(self) -> list[dict[str, Any]]:
         if self.follower is None:
