@@ -128,6 +128,7 @@ def finished(path: Path | None) -> bool:
 def stop_and_quit(dash: PtyDashboard, runs: Path) -> None:
     dash.press("s")
     wait_for(lambda: finished(newest_run(runs)), 30)
+    time.sleep(1.5)
     dash.press("q")
     try:
         dash.process.wait(15)
@@ -178,6 +179,7 @@ def burn_dashboard(tmp: str) -> float:
     try:
         if not wait_for(lambda: finished(newest_run(runs)), 300, step=0.5):
             raise SystemExit("the watched workload did not finish")
+        time.sleep(1.5)  # let the dashboard read the end record before quitting
         dash.press("q")
         dash.process.wait(15)
     finally:

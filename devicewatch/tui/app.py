@@ -73,6 +73,8 @@ class DashboardApp(App[int]):
 
     async def action_quit(self) -> None:
         screen = self.run_screen()
+        if screen is not None:
+            screen.poll_now()  # the end record may have arrived since the last tick
         if screen is None or not screen.source.running:
             self._close_sources()
             self.exit(self.exit_code_for(screen.source if screen else None))

@@ -136,6 +136,10 @@ class RunScreen(Screen[None]):
         elif not self.paused and self.source.live and self.source.error and not self._error_noted:
             self._redraw()
 
+    def poll_now(self) -> None:
+        if self._poll() and not self.paused:
+            self._redraw()
+
     def _poll(self) -> bool:
         try:
             records = self.source.poll()
