@@ -1,0 +1,67 @@
+"""Render the dashboard's screenshots from real recordings: ``python -m bench.screenshots``.
+
+Records the demo workload with the headless recorder, then opens the recording in the
+dashboard headless at a fixed size and saves SVGs under screenshots/. PNGs are written too
+when ``cairosvg`` is installed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "screenshots"
+SIZE = (200, 50)
+
+
+def record_demo(folder: Path) -> Path:
+    path = folder / "demo.jsonl"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("DEVICEWATCH_EVENTS", None)
+    subprocess.run([sys.executable, "-m", "devicewatch", "--record", str(path), "--quiet", "demo", "--epochs", "4",
+                    "--samples", "30000"], env=env, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
+    return path
+
+
+async def shoot(path: Path, name: str, presenter: bool = False, home: bool = False) -> Path:
+    from devicewatch.cli import Invocation
+    from devicewatch.tui.app import DashboardApp
+    from devicewatch.tui.source import open_replay
+
+    inv = Invocation(command="dashboard" if home else "replay", rest=[str(path)], presenter=presenter,
+                     runs_dir=str(path.parent))
+    app = DashboardApp(inv, None if home else open_replay(str(path)))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.5)
+        app.save_screenshot(f"{name}.svg", str(OUT))
+    return OUT / f"{name}.svg"
+
+
+def to_png(svg: Path) -> None:
+    try:
+        import cairosvg
+    except ImportError:
+        return
+    cairosvg.svg2png(url=str(svg), write_to=str(svg.with_suffix(".png")))
+
+
+def main() -> int:
+    OUT.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        run = record_demo(Path(tmp))
+        shots = [asyncio.run(shoot(run, "dashboard-demo-replay")),
+                 asyncio.run(shoot(run, "dashboard-demo-presenter", presenter=True)),
+                 asyncio.run(shoot(run, "dashboard-home", home=True))]
+    for svg in shots:
+        to_png(svg)
+        print(svg.relative_to(ROOT))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
