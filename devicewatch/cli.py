@@ -35,6 +35,8 @@ options (before the workload or command):
   --runs-dir DIR       where the dashboard records its runs (default ./runs)
   --presenter          dashboard: fewer, larger panels in high contrast, for a projector
   --quiet              headless: do not echo the workload's output
+  --control            headless: read marker commands, one JSON line each, on stdin (the
+                       dashboard's channel: {"kind": "marker", "label": "..."})
   --version            print the version and exit
   -h, --help           this help; `devicewatch workloads` lists the workloads and their options
 
@@ -56,13 +58,14 @@ class Invocation:
     presenter: bool = False
     runs_dir: str = "runs"
     watcher_pid: int | None = None
+    control: bool = False
     workload: str | None = None
     rest: list[str] = field(default_factory=list)  # workload options, or the raw command
 
 
 SUBCOMMANDS = ("run", "replay", "compare", "report", "export", "workloads")
 VALUE_OPTIONS = ("--record", "--interval", "--gpu", "--runs-dir", "--watcher-pid")
-FLAG_OPTIONS = ("--quiet", "--presenter")
+FLAG_OPTIONS = ("--quiet", "--presenter", "--control")
 
 
 def _take_options(argv: list[str], inv: Invocation) -> list[str]:
@@ -193,7 +196,8 @@ def cmd_record(inv: Invocation) -> int:
     command = _workload_command(inv)
     options = RecordOptions(output=inv.record or "", command=command, workload=inv.workload,
                             workload_args=inv.rest if inv.workload else [], interval=inv.interval,
-                            gpu=inv.gpu, echo=not inv.quiet, watcher_pid=inv.watcher_pid)
+                            gpu=inv.gpu, echo=not inv.quiet, watcher_pid=inv.watcher_pid,
+                            control=inv.control)
     if os.path.isdir(options.output):
         raise UsageError(f"--record needs a file, and {options.output} is a directory")
     code = record(options)

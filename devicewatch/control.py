@@ -12,8 +12,9 @@ Standard library only, like ``events``: the recorder imports it, the dashboard i
 from __future__ import annotations
 
 import json
+import os
 import threading
-from typing import IO, Any, Callable
+from typing import Any, Callable
 
 MAX_LABEL = 200
 MAX_LINE = 4096
@@ -40,26 +41,32 @@ def parse_command(line: bytes, t: float) -> dict[str, Any] | None:
     return {"type": "event", "t": t, "kind": "marker", "label": label[:MAX_LABEL], "source": "dashboard"}
 
 
-def follow(stream: IO[bytes], write: Callable[[dict[str, Any]], None],
+def follow(fd: int, write: Callable[[dict[str, Any]], None],
            clock: Callable[[], float]) -> threading.Thread:
-    """Read commands from ``stream`` on a daemon thread and ``write`` the events they ask for."""
+    """Read commands from file descriptor ``fd`` on a daemon thread and ``write`` their events.
+
+    Plain ``os.read`` rather than a buffered file: a daemon thread parked inside a buffered
+    reader makes the interpreter abort at exit, while one parked in ``os.read`` is harmless.
+    """
 
     def read() -> None:
+        pending = b""
         try:
-            for line in iter(stream.readline, b""):
-                record = parse_command(line.strip(), clock())
-                if record is not None:
-                    write(record)
-        except (OSError, ValueError):
-            pass  # the viewer went away: the run goes on without its control channel
+            while True:
+                chunk = os.read(fd, 4096)
+                if not chunk:
+                    return  # the viewer went away: the run goes on without its control channel
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    record = parse_command(line.strip(), clock())
+                    if record is not None:
+                        write(record)
+                if len(pending) > MAX_LINE:
+                    pending = b""
+        except OSError:
+            pass
 
     thread = threading.Thread(target=read, name="devicewatch-control", daemon=True)
     thread.start()
     return thread
-
-
-def supported() -> bool:
-    """Whether this devicewatch's recorder accepts ``--control`` (markers from the dashboard)."""
-    from . import cli  # the command line knows its own options; no Textual here
-
-    return "--control" in cli.FLAG_OPTIONS

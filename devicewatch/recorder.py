@@ -58,6 +58,7 @@ class RecordOptions:
     status_line: bool | None = None   # None: only when stderr is a terminal
     watcher_pid: int | None = None    # a dashboard following this run: its CPU is sampled too
     grace: float = 3.0                # seconds between SIGINT, SIGTERM and SIGKILL on cancel
+    control: bool = False             # read marker commands on stdin (devicewatch.control)
 
 
 def host_info(gpu: GpuProbe) -> dict[str, Any]:
@@ -184,6 +185,10 @@ class Recorder:
         event_reader = threading.Thread(target=self._read_events, args=(read_fd,), daemon=True)
         for thread in (*readers, event_reader):
             thread.start()
+        if options.control:
+            from . import control
+
+            control.follow(sys.stdin.fileno(), self._write, self._t)
 
         exit_code = self._sample_until_exit(tree, me, watcher)
         self._end_stragglers(tree)

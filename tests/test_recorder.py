@@ -227,3 +227,22 @@ def test_workloads_lists_every_workload_with_its_options():
     result = devicewatch("workloads")
     assert result.returncode == 0
     assert "demo:" in result.stdout and "--epochs" in result.stdout
+
+
+def test_markers_sent_on_the_control_channel_land_in_the_file(tmp_path):
+    from devicewatch import control
+
+    out = tmp_path / "run.jsonl"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    recorder = subprocess.Popen([sys.executable, "-m", "devicewatch", "--record", str(out), "--control", "--quiet",
+                                 "--", sys.executable, "-c", "import time; time.sleep(1.5)"],
+                                cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE)
+    recorder.stdin.write(control.marker_line("look here"))
+    recorder.stdin.write(b"garbage that is ignored\n")
+    recorder.stdin.flush()
+    recorder.stdin.close()  # a viewer that goes away ends the channel, not the run
+    assert recorder.wait(timeout=30) == 0
+    run = load(out)
+    assert [(e["label"], e["source"]) for e in run.events if e["kind"] == "marker"] == [("look here", "dashboard")]
+    assert run.end["status"] == "ok"

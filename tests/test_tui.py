@@ -209,7 +209,7 @@ async def test_live_run_is_recorded_into_the_runs_folder_and_stop_cancels_it(tmp
         await pilot.pause(0.2)
         assert source.run.end["status"] == "cancelled"
         assert "CANCELLED" in plain(app, "status")
-        assert source.process.poll() is not None
+        assert source.process.wait(timeout=30) is not None  # it prints its summary, then exits
     files = list(runs.glob("*-demo.jsonl"))
     assert files == [source.path]
     assert runfile.load(files[0]).end["status"] == "cancelled"

@@ -309,9 +309,7 @@ class RunScreen(Screen[None]):
         if sent:
             self.notify(f"{label} at {format_seconds(at)}, written to the recording")
         else:
-            why = "replays are not changed" if not self.source.live else \
-                "this recorder takes no markers (--control)" if isinstance(self.source, LiveSource) \
-                and not self.source.controllable else "the recorder is not running"
+            why = "replays are not changed" if not self.source.live else "the recorder is not running"
             self.notify(f"{label} at {format_seconds(at)}, shown here only: {why}")
         self._redraw()
 

@@ -109,7 +109,6 @@ class LiveSource(Source):
         self.workload, self.args, self.command = workload, list(args), list(command)
         self.interval, self.gpu = interval, gpu
         self.process: subprocess.Popen[bytes] | None = None
-        self.controllable = control.supported()
         self.stop_requested = False
         self._stderr = tempfile.TemporaryFile()
         self._started = 0.0
@@ -117,9 +116,7 @@ class LiveSource(Source):
     def recorder_argv(self, watcher_pid: int) -> list[str]:
         argv = [sys.executable, "-m", "devicewatch", "--record", str(self.path),
                 "--interval", f"{self.interval:g}", "--gpu", "on" if self.gpu else "off",
-                "--quiet", "--watcher-pid", str(watcher_pid)]
-        if self.controllable:
-            argv.append("--control")
+                "--quiet", "--control", "--watcher-pid", str(watcher_pid)]
         if self.workload:
             return argv + [self.workload, *self.args]
         return argv + ["--", *self.command]
@@ -127,7 +124,7 @@ class LiveSource(Source):
     def start(self) -> None:
         # Its own session: closing the terminal hangs up the dashboard, not the recording.
         self.process = subprocess.Popen(
-            self.recorder_argv(os.getpid()), stdin=subprocess.PIPE if self.controllable else subprocess.DEVNULL,
+            self.recorder_argv(os.getpid()), stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL, stderr=self._stderr, start_new_session=True, close_fds=True)
         self._started = time.monotonic()
 
@@ -181,7 +178,7 @@ class LiveSource(Source):
 
     def send_marker(self, label: str) -> bool:
         """Ask the recorder to write a marker; False if it cannot take one."""
-        if not (self.controllable and self.running and self.process and self.process.stdin):
+        if not (self.running and self.process and self.process.stdin):
             return False
         try:
             self.process.stdin.write(control.marker_line(label))
