@@ -16,7 +16,8 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from ..runfile import RunFileError
+from ..runfile import Run, RunFileError
+from .compare import CompareScreen, open_compare, previous_run
 from .dialogs import QuitDuringRun
 from .home_screen import HomeScreen
 from .run_screen import TICK, RunScreen
@@ -30,17 +31,23 @@ class DashboardApp(App[int]):
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "help", "Keys", key_display="?"),
         Binding("p", "presenter", "Presenter"),
+        Binding("c", "compare_previous", "Compare with previous run"),
     ]
 
-    def __init__(self, inv: Any, start: Source | None = None, tick: float = TICK):
+    def __init__(self, inv: Any, start: Source | None = None, tick: float = TICK,
+                 compare: tuple[Run, Run] | None = None):
         super().__init__()
         self.inv = inv
         self.start_source = start
+        self.start_compare = compare
         self.tick = tick
         self.presenter = bool(getattr(inv, "presenter", False))
 
     def on_mount(self) -> None:
         self.set_class(self.presenter, "-presenter")
+        if self.start_compare is not None:  # devicewatch compare A B: the comparison alone
+            self.push_screen(CompareScreen(*self.start_compare))
+            return
         self.push_screen(HomeScreen(self.inv.runs_dir))
         if self.start_source is not None:
             self.push_screen(RunScreen(self.start_source, self.tick))
@@ -62,6 +69,9 @@ class DashboardApp(App[int]):
             self.notify(str(exc), severity="error")
             return
         self.push_screen(RunScreen(source, self.tick))
+
+    def compare_files(self, path_a: str | Path, path_b: str | Path) -> None:
+        open_compare(self, path_a, path_b)
 
     def run_screen(self) -> RunScreen | None:
         for screen in reversed(self.screen_stack):
@@ -116,9 +126,30 @@ class DashboardApp(App[int]):
     def action_presenter(self) -> None:
         self.presenter = not self.presenter
         self.set_class(self.presenter, "-presenter")
-        screen = self.run_screen()
-        if screen is not None:
-            self.call_after_refresh(screen.redraw_all)
+        for screen in {self.run_screen(), self.screen}:
+            if hasattr(screen, "redraw_all"):
+                self.call_after_refresh(screen.redraw_all)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "compare_previous":  # offered on the run screen only
+            return isinstance(self.screen, RunScreen)
+        return super().check_action(action, parameters)
+
+    def action_compare_previous(self) -> None:
+        """Compare the run on screen (B) with the newest earlier run of the same workload (A)."""
+        screen = self.screen
+        if not isinstance(screen, RunScreen):
+            return
+        screen.poll_now()
+        if screen.source.running or screen.source.run is None:
+            self.notify("the run is still recording: compare it when it has finished", severity="warning")
+            return
+        previous = previous_run(screen.source.path)
+        if previous is None:
+            self.notify(f"no earlier run of {screen.source.run.title} in {screen.source.path.parent}",
+                        severity="warning")
+            return
+        self.compare_files(previous, screen.source.path)
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """The command palette lists every key binding of the app and the current screen."""

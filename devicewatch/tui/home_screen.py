@@ -69,6 +69,8 @@ class HomeScreen(Screen[None]):
         Binding("r", "run", "Run workload"),
         Binding("R", "replay", "Replay recording", key_display="shift+r"),
         Binding("f5", "rescan", "Rescan runs"),
+        Binding("x", "mark", "Mark for comparison"),
+        Binding("c", "compare", "Compare marked"),
     ]
 
     def __init__(self, runs_dir: str):
@@ -77,6 +79,7 @@ class HomeScreen(Screen[None]):
         self.names = registry.available()
         self.current: registry.WorkloadInfo | None = None
         self.recent: list[Path] = []
+        self.marked: list[Path] = []  # at most two recordings: A, then B
 
     def compose(self) -> ComposeResult:
         yield Static("devicewatch: watch a workload's cores, GPUs and phases on one time axis", id="home-title")
@@ -191,14 +194,48 @@ class HomeScreen(Screen[None]):
             return
         self.app.start_replay(str(self.recent[recent.highlighted]))  # type: ignore[attr-defined]
 
+    def _recent_prompt(self, path: Path) -> str:
+        mark = f"[b reverse] {'AB'[self.marked.index(path)]} [/] " if path in self.marked else ""
+        return f"{mark}{path.name}  [dim]{path.stat().st_size / 1024:.0f} KiB[/]"
+
+    def action_mark(self) -> None:
+        """Mark the chosen recording as A (first mark) or B (second); marking it again unmarks it."""
+        recent = self.query_one("#recent", OptionList)
+        index = recent.highlighted
+        if index is None or index >= len(self.recent):
+            self.notify("no recording chosen", severity="warning")
+            return
+        path = self.recent[index]
+        if path in self.marked:
+            self.marked.remove(path)
+        else:
+            self.marked = (self.marked + [path])[-2:]
+        for i, p in enumerate(self.recent):
+            recent.replace_option_prompt_at_index(i, self._recent_prompt(p))
+        if len(self.marked) == 2:
+            self.notify(f"A: {self.marked[0].name}, B: {self.marked[1].name}; c compares them")
+
+    def action_compare(self) -> None:
+        """Compare the two marked recordings, or the one marked (A) with the chosen one (B)."""
+        pair = list(self.marked)
+        recent = self.query_one("#recent", OptionList)
+        if len(pair) == 1 and recent.highlighted is not None and recent.highlighted < len(self.recent):
+            if self.recent[recent.highlighted] != pair[0]:
+                pair.append(self.recent[recent.highlighted])
+        if len(pair) != 2:
+            self.notify("mark two recordings with x (A, then B), then press c", severity="warning")
+            return
+        self.app.compare_files(*pair)  # type: ignore[attr-defined]
+
     def action_rescan(self) -> None:
         from .source import recent_runs
 
         self.recent = recent_runs(self.runs_dir)
+        self.marked = [p for p in self.marked if p in self.recent]
         recent = self.query_one("#recent", OptionList)
         recent.clear_options()
         if self.recent:
-            recent.add_options([Option(f"{p.name}  [dim]{p.stat().st_size / 1024:.0f} KiB[/]") for p in self.recent])
+            recent.add_options([Option(self._recent_prompt(p)) for p in self.recent])
             recent.highlighted = 0
         else:
             recent.add_option(Option("no recordings yet: every run started here is recorded", disabled=True))
