@@ -94,6 +94,7 @@ class Recorder:
         self._status = {"epoch": None, "epochs": None, "phase": None}
         self._status_shown = False
         self._known_pids: set[int] = set()
+        self._fifo = ""
         self._last_sample: dict[str, Any] = {}
 
     # -- public ---------------------------------------------------------------------------
@@ -112,7 +113,7 @@ class Recorder:
             self.gpu.stop()
             raise RecorderError(f"cannot write {self.options.output}: {exc.strerror}") from None
         fifo_dir = tempfile.mkdtemp(prefix="devicewatch-")  # 0700: only this user reaches the FIFO
-        fifo = os.path.join(fifo_dir, "events")
+        fifo = self._fifo = os.path.join(fifo_dir, "events")
         os.mkfifo(fifo, 0o600)
         read_fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         keep_fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # no EOF while we wait
@@ -269,21 +270,28 @@ class Recorder:
             return
         self._write({"type": "notice", "t": self._t(), "level": "warning",
                      "message": f"ending {len(alive)} process(es) the workload left running"})
-        self._signal_tree(tree, signal.SIGTERM)
-        _gone, alive = psutil.wait_procs(alive, timeout=self.options.grace)
-        if alive:
-            self._signal_tree(tree, signal.SIGKILL)
-            psutil.wait_procs(alive, timeout=self.options.grace)
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            self._signal_tree(tree, sig)
+            for proc in alive:  # found only by their environment: neither in the tree nor the group
+                try:
+                    proc.send_signal(sig)
+                except psutil.Error:
+                    pass
+            _gone, alive = psutil.wait_procs(alive, timeout=self.options.grace)
+            if not alive:
+                break
 
     def _alive_descendants(self) -> list[psutil.Process]:
         assert self.process is not None
         pids = set(self._known_pids)
-        try:  # members of the group that we never saw in a sample
+        try:  # members of the group, and anyone carrying our FIFO's name, never seen in a sample
             for proc in psutil.process_iter(["pid"]):
                 try:
                     if os.getpgid(proc.pid) == self.process.pid:
                         pids.add(proc.pid)
-                except (ProcessLookupError, PermissionError):
+                    elif proc.environ().get(ENV_VAR) == self._fifo:  # left the group (setsid)
+                        pids.add(proc.pid)
+                except (ProcessLookupError, PermissionError, psutil.Error):
                     pass
         except psutil.Error:
             pass
