@@ -208,7 +208,14 @@ def cmd_record(inv: Invocation) -> int:
         raise UsageError(f"--record needs a file, and {options.output} is a directory")
     code = record(options)
     run = load(options.output)
-    print(render_text(run), end="", file=sys.stdout)
+    try:
+        print(render_text(run), end="", file=sys.stdout)
+        sys.stdout.flush()
+    except OSError:  # nobody reads our output any more (a closed viewer): the status still counts
+        try:  # what is still buffered goes nowhere, so flushing at exit cannot fail and change it
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
     return code
 
 
