@@ -95,6 +95,7 @@ class Recorder:
         self._status_shown = False
         self._known_pids: set[int] = set()
         self._fifo = ""
+        self._echo_broken = False
         self._last_sample: dict[str, Any] = {}
 
     # -- public ---------------------------------------------------------------------------
@@ -343,11 +344,16 @@ class Recorder:
             match = KERAS_EPOCH_LINE.match(last)
             if match:
                 self._stdout_epoch_line(int(match.group(1)), int(match.group(2)))
-            if self.options.echo:
-                with self._echo_lock:
-                    self._clear_status()
-                    echo_to.write(text + "\n")
-                    echo_to.flush()
+            if self.options.echo and not self._echo_broken:
+                try:
+                    with self._echo_lock:
+                        self._clear_status()
+                        echo_to.write(text + "\n")
+                        echo_to.flush()
+                except (OSError, ValueError) as exc:  # our terminal or viewer went away: record on
+                    self._echo_broken = True
+                    self._write({"type": "notice", "t": self._t(), "level": "warning",
+                                 "message": f"stopped echoing the workload's output: {exc}"})
         pipe.close()
 
     def _stdout_epoch_line(self, epoch: int, epochs: int) -> None:
@@ -445,15 +451,21 @@ class Recorder:
         if gpus:
             parts.append("GPU " + " ".join(f"{g.get('util') or 0:3.0f}%" for g in gpus))
         with self._echo_lock:
-            self.err.write("\r\x1b[K[devicewatch] " + " · ".join(parts))
-            self.err.flush()
-            self._status_shown = True
+            try:
+                self.err.write("\r\x1b[K[devicewatch] " + " · ".join(parts))
+                self.err.flush()
+                self._status_shown = True
+            except (OSError, ValueError):  # the terminal is gone (closed window, EIO): record on
+                self.options.status_line = False
 
     def _clear_status(self) -> None:
         if self._status_shown:
-            self.err.write("\r\x1b[K")
-            self.err.flush()
             self._status_shown = False
+            try:
+                self.err.write("\r\x1b[K")
+                self.err.flush()
+            except (OSError, ValueError):
+                self.options.status_line = False
 
 
 def record(options: RecordOptions, on_start: Callable[[Recorder], None] | None = None) -> int:
