@@ -188,6 +188,7 @@ class Recorder:
             thread.start()
 
         exit_code = self._sample_until_exit(tree, me, watcher)
+        cancelled = self._cancel_requested.is_set()  # a Ctrl-C during the clean-up changes no outcome
         self._end_stragglers(tree)
         for thread in readers:
             thread.join(timeout=5)
@@ -197,7 +198,7 @@ class Recorder:
         if self._garbage > NOTED_GARBAGE:
             self._write({"type": "notice", "t": self._t(), "level": "warning",
                          "message": f"{self._garbage} unreadable lines on the event channel in all"})
-        self._finish(exit_code)
+        self._finish(exit_code, cancelled)
         return exit_code
 
     def _sample_until_exit(self, tree: ProcessTreeProbe, me: SelfProbe, watcher: SelfProbe | None) -> int:
@@ -306,13 +307,13 @@ class Recorder:
                 pass
         return alive
 
-    def _finish(self, exit_code: int) -> None:
+    def _finish(self, exit_code: int, cancelled: bool) -> None:
         assert self.process is not None
         code = self.process.returncode
         signal_name = signal.Signals(-code).name if code is not None and code < 0 else None
         if self._write_failed is not None:
             status, reason = "error", f"writing the run file failed: {self._write_failed.strerror}"
-        elif self._cancel_requested.is_set():
+        elif cancelled:
             status, reason = "cancelled", "cancelled by the user"
         elif exit_code == 0:
             status, reason = "ok", "the workload finished"
