@@ -58,7 +58,12 @@ def start_recorder(output: str | os.PathLike[str], *command: str, **kwargs) -> s
 def run_recorder(output: str | os.PathLike[str], *command: str, timeout: float = 60, **kwargs):
     """Record COMMAND to OUTPUT to the end; returns (exit status, stdout, stderr) as text."""
     proc = start_recorder(output, *command, **kwargs)
-    out, err = proc.communicate(timeout=timeout)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()   # its workload is killed by the recorder's own clean-up, or by the test
+        proc.communicate()
+        raise
     return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
 
 
