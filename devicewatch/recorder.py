@@ -396,7 +396,8 @@ class Recorder:
                     continue
                 self._take_event(line)
             if len(pending) > MAX_EVENT_LINE:
-                self._note_garbage(f"an event line over {MAX_EVENT_LINE} bytes was dropped")
+                if not dropping:  # one note per oversized line, however many megabytes it runs on
+                    self._note_garbage(f"an event line over {MAX_EVENT_LINE} bytes was dropped")
                 pending, dropping = b"", True
         if pending and not dropping:
             self._take_event(pending)
