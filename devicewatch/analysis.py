@@ -111,9 +111,12 @@ def phases(run: Run) -> list[Phase]:
     """Pair phase_begin and phase_end events by (pid, lane, name, epoch), in start order."""
     open_: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     done: list[Phase] = []
+    # Epochs parsed from output lines stand in only for workloads that send no phases of
+    # their own (the recorder may see an output line before the workload's first event).
+    own = any(e.get("kind") == "phase_begin" and e.get("source") != "stdout" for e in run.events)
     for event in run.events:
         kind = event.get("kind")
-        if kind not in ("phase_begin", "phase_end"):
+        if kind not in ("phase_begin", "phase_end") or (own and event.get("source") == "stdout"):
             continue
         key = (event.get("pid"), str(event.get("lane", "main")), str(event.get("name")), event.get("epoch"))
         if kind == "phase_begin":
@@ -214,59 +217,75 @@ def lane_overlap(all_phases: list[Phase]) -> dict[str, float]:
 # -- samples ---------------------------------------------------------------------------------
 
 def _column(samples: list[dict[str, Any]], key: str, sub: str | None = None) -> np.ndarray:
-    out = np.full(len(samples), np.nan)
-    for i, s in enumerate(samples):
-        value = s.get(key)
-        if sub is not None:
-            value = value.get(sub) if isinstance(value, dict) else None
-        if isinstance(value, (int, float)):
-            out[i] = value
+    if sub is None:
+        values = [s.get(key) for s in samples]
+    else:
+        values = [(s.get(key) or {}).get(sub) if isinstance(s.get(key), dict) else None for s in samples]
+    return np.array([v if isinstance(v, (int, float)) else np.nan for v in values], dtype=float)
+
+
+def _rows(rows: list[Any], width: int) -> np.ndarray:
+    """A (len(rows), width) float array; rows of another width or type become NaN."""
+    try:
+        array = np.array(rows, dtype=float)
+        if array.shape == (len(rows), width):
+            return array
+    except (TypeError, ValueError):
+        pass
+    out = np.full((len(rows), width), np.nan)
+    for i, row in enumerate(rows):
+        if isinstance(row, list) and len(row) == width:
+            try:
+                out[i] = row
+            except (TypeError, ValueError):
+                pass
     return out
 
 
 def series(run: Run) -> Series:
     samples = run.samples
     n = len(samples)
-    cores = max([len(s.get("cpu") or ()) for s in samples] or [run.cores or 0])
-    cpu = np.full((n, cores), np.nan)
-    for i, s in enumerate(samples):
-        row = s.get("cpu") or ()
-        if len(row) == cores:
-            cpu[i] = row
-    t = _column(samples, "t")
-    gpu_count = max([len(s.get("gpus") or ()) for s in samples] or [0])
-    gpu_t: list[list[float]] = [[] for _ in range(gpu_count)]
-    gpu_util: list[list[float]] = [[] for _ in range(gpu_count)]
+    t = np.array([s["t"] for s in samples], dtype=float)
+    cpu_rows = [s.get("cpu") or [] for s in samples]
+    cores = max((len(r) for r in cpu_rows), default=0) or run.cores
+    cpu = _rows(cpu_rows, cores)
+    gpu_lists = [s.get("gpus") if isinstance(s.get("gpus"), list) else [] for s in samples]
+    gpu_count = max((len(g) for g in gpu_lists), default=0)
+    gpu_t: list[np.ndarray] = []
+    gpu_util: list[np.ndarray] = []
     mem = np.full((n, gpu_count), np.nan)
     power = np.full((n, gpu_count), np.nan)
-    for i, s in enumerate(samples):
-        for g, gpu in enumerate((s.get("gpus") or ())[:gpu_count]):
-            buffered = gpu.get("util_samples")
-            if buffered:
-                for stamp, value in buffered:
-                    gpu_t[g].append(stamp)
-                    gpu_util[g].append(value)
-            elif isinstance(gpu.get("util"), (int, float)):
-                gpu_t[g].append(s["t"])
-                gpu_util[g].append(gpu["util"])
-            if isinstance(gpu.get("mem_used"), (int, float)):
-                mem[i, g] = gpu["mem_used"]
-            if isinstance(gpu.get("power_w"), (int, float)):
-                power[i, g] = gpu["power_w"]
-    gt = [np.asarray(x, dtype=float) for x in gpu_t]
-    gu = [np.asarray(x, dtype=float) for x in gpu_util]
-    for g in range(gpu_count):  # buffered samples can arrive slightly out of order across polls
-        order = np.argsort(gt[g], kind="stable")
-        gt[g], gu[g] = gt[g][order], gu[g][order]
+    for g in range(gpu_count):
+        pairs: list[Any] = []
+        for i, gpus in enumerate(gpu_lists):
+            entry = gpus[g] if g < len(gpus) and isinstance(gpus[g], dict) else None
+            if entry is None:
+                continue
+            buffered = entry.get("util_samples")
+            if buffered:  # the driver's own samples: sub-interval dips are real values
+                pairs.extend(buffered)
+            elif isinstance(entry.get("util"), (int, float)):
+                pairs.append((t[i], entry["util"]))
+            used, watts = entry.get("mem_used"), entry.get("power_w")
+            if isinstance(used, (int, float)):
+                mem[i, g] = used
+            if isinstance(watts, (int, float)):
+                power[i, g] = watts
+        array = _rows(pairs, 2)
+        array = array[~np.isnan(array).any(axis=1)]
+        order = np.argsort(array[:, 0], kind="stable")  # polls can overlap by a sample
+        gpu_t.append(array[order, 0])
+        gpu_util.append(array[order, 1])
     return Series(t, cpu, _column(samples, "cpu_total"), _column(samples, "proc", "cpu"),
                   _column(samples, "proc", "rss"), _column(samples, "recorder_cpu"),
-                  _column(samples, "watcher_cpu"), gt, gu, mem, power)
+                  _column(samples, "watcher_cpu"), gpu_t, gpu_util, mem, power)
 
 
 def _active_mask(t: np.ndarray, intervals: list[tuple[float, float]]) -> np.ndarray:
+    """Which times fall in any of the half-open intervals [start, end)."""
     mask = np.zeros(len(t), dtype=bool)
     for start, end in intervals:
-        lo, hi = np.searchsorted(t, start, "left"), np.searchsorted(t, end, "right")
+        lo, hi = np.searchsorted(t, start, "left"), np.searchsorted(t, end, "left")
         mask[lo:hi] = True
     return mask
 
@@ -343,7 +362,7 @@ def dips(t: np.ndarray, values: np.ndarray, all_phases: list[Phase],
 
 
 def _phase_at(all_phases: list[Phase], time: float) -> str:
-    names = sorted({p.name for p in all_phases if p.start <= time <= p.end})
+    names = sorted({p.name for p in all_phases if p.start <= time < p.end})
     return "+".join(names) if names else NO_PHASE
 
 
@@ -378,8 +397,10 @@ def verdict(run: Run, s: Series | None = None, all_phases: list[Phase] | None = 
     if len(s.t) < 2:
         return Verdict("too short", "too few samples to judge (the run lasted under a sample or two)", {})
     in_run = _active_mask(s.t, [(p.start, p.end) for p in all_phases]) if all_phases else np.ones(len(s.t), bool)
-    cpu_total = float(np.nanmean(s.cpu_total[in_run])) if in_run.any() else 0.0
-    busiest_core = float(np.nanmean(np.nanmax(s.cpu[in_run], axis=1))) if in_run.any() and s.cpu.size else 0.0
+    if not in_run.any():  # phases too short to hold a sample: judge the whole run instead
+        in_run = np.ones(len(s.t), bool)
+    cpu_total = float(np.nanmean(s.cpu_total[in_run]))
+    busiest_core = float(np.nanmean(np.nanmax(s.cpu[in_run], axis=1))) if s.cpu.size else 0.0
     figures = {"cpu_mean": round(cpu_total, 1), "busiest_core_mean": round(busiest_core, 1)}
     gpu_used = [g for g in range(s.gpus) if s.gpu_util[g].size and np.nanmax(s.gpu_util[g]) > IDLE_THRESHOLD]
     if gpu_used:

@@ -6,7 +6,8 @@
     devicewatch --record FILE WORKLOAD [OPTIONS…] headless: no UI, writes FILE, prints a summary
     devicewatch --record FILE -- COMMAND [ARGS…]  headless, any command
     devicewatch replay FILE                       dashboard on a recorded run
-    devicewatch compare FILE_A FILE_B [--text]    side by side (dashboard, or a plain table)
+    devicewatch compare FILE_A FILE_B [--text|--json]   side by side (dashboard, or a table)
+    devicewatch compare --pair WORKLOAD --a=OPTS --b=OPTS   record two runs, then compare
     devicewatch report FILE [--json]              epochs, phase times, utilization, verdict
     devicewatch export FILE --format perfetto|csv|svg -o OUT
     devicewatch workloads                         the workloads, what each shows, their options
