@@ -262,8 +262,9 @@ class RunWriter:
     def __init__(self, path: str | os.PathLike[str], header: dict[str, Any]):
         self.path = str(path)
         self._lock = threading.Lock()
-        # 0o666 filtered by the user's umask, like any file the user creates; never executable.
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+        # 0o664 filtered by the user's umask: never executable, and never writable by others
+        # even under umask 0 (another user could otherwise rewrite what a run recorded).
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o664)
         self.closed = False
         self.write({"type": "header", "format": FORMAT, "schema": SCHEMA, **header})
 
