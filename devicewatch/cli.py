@@ -59,12 +59,14 @@ class Invocation:
     runs_dir: str = "runs"
     watcher_pid: int | None = None
     control: bool = False
+    grace: float = 3.0
     workload: str | None = None
     rest: list[str] = field(default_factory=list)  # workload options, or the raw command
 
 
 SUBCOMMANDS = ("run", "replay", "compare", "report", "export", "workloads")
-VALUE_OPTIONS = ("--record", "--interval", "--gpu", "--runs-dir", "--watcher-pid")
+# --grace is left out of --help on purpose (docs/reliability.md): tests and the dashboard use it.
+VALUE_OPTIONS = ("--record", "--interval", "--gpu", "--runs-dir", "--watcher-pid", "--grace")
 FLAG_OPTIONS = ("--quiet", "--presenter", "--control")
 
 
@@ -115,6 +117,14 @@ def _set_option(inv: Invocation, name: str, value: str) -> None:
         if not value.isdigit():
             raise UsageError(f"--watcher-pid needs a process id, not {value!r}")
         inv.watcher_pid = int(value)
+    elif name == "--grace":
+        try:
+            grace = float(value)
+        except ValueError:
+            raise UsageError(f"--grace needs a number of seconds, not {value!r}") from None
+        if not math.isfinite(grace) or not 0 <= grace <= 60:
+            raise UsageError(f"--grace must be between 0 and 60 seconds, not {value}")
+        inv.grace = grace
 
 
 def _print_help() -> int:
@@ -197,12 +207,19 @@ def cmd_record(inv: Invocation) -> int:
     options = RecordOptions(output=inv.record or "", command=command, workload=inv.workload,
                             workload_args=inv.rest if inv.workload else [], interval=inv.interval,
                             gpu=inv.gpu, echo=not inv.quiet, watcher_pid=inv.watcher_pid,
-                            control=inv.control)
+                            control=inv.control, grace=inv.grace)
     if os.path.isdir(options.output):
         raise UsageError(f"--record needs a file, and {options.output} is a directory")
     code = record(options)
     run = load(options.output)
-    print(render_text(run), end="", file=sys.stdout)
+    try:
+        print(render_text(run), end="", file=sys.stdout)
+        sys.stdout.flush()
+    except OSError:  # nobody reads our output any more (a closed viewer): the status still counts
+        try:  # what is still buffered goes nowhere, so flushing at exit cannot fail and change it
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
     return code
 
 
