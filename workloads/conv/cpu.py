@@ -50,15 +50,19 @@ def _pad_nchw(x: Any, pad: int) -> Any:
     return np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
 
 
-def _pad_nhwc(x: Any, pad: int) -> Any:
+# --------------------------------------------------------------------------- GEMM methods
+
+_scratch: list[Any] = []
+
+
+def scratch(size: int) -> Any:
+    """A float32 work buffer of ``size`` elements, reused by every layer (grown, never shrunk):
+    the patch matrix is rebuilt for each layer, so one allocation serves a whole network."""
     import numpy as np
 
-    if pad == 0:
-        return x
-    return np.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
-
-
-# --------------------------------------------------------------------------- GEMM methods
+    if not _scratch or _scratch[0].size < size:
+        _scratch[:] = [np.empty(size, dtype=np.float32)]
+    return _scratch[0][:size]
 
 def im2col_conv(x: Any, w_matrix: Any, kh: int, kw: int, stride: int, pad: int) -> Any:
     """x: (N, C, H, W); w_matrix: (K, C·KH·KW). Returns (N, K, OH, OW)."""
@@ -72,13 +76,12 @@ def im2col_conv(x: Any, w_matrix: Any, kh: int, kw: int, stride: int, pad: int) 
         for i in range(n):
             np.matmul(w_matrix, x[i].reshape(c, h * w), out=out[i])
         return out.reshape(n, k, oh, ow)
-    xp = _pad_nchw(x, pad)
-    cols = np.empty((c, kh, kw, oh, ow), dtype=np.float32)
+    from workloads.conv import patches
+
+    cols = scratch(c * kh * kw * oh * ow).reshape(c * kh * kw, oh * ow)
     for i in range(n):
-        for r in range(kh):
-            for s in range(kw):
-                cols[:, r, s] = xp[i, :, r:r + stride * oh:stride, s:s + stride * ow:stride]
-        np.matmul(w_matrix, cols.reshape(c * kh * kw, oh * ow), out=out[i])
+        patches.im2col(x[i], kh, kw, stride, pad, oh, ow, cols)
+        np.matmul(w_matrix, cols, out=out[i])
     return out.reshape(n, k, oh, ow)
 
 
@@ -93,13 +96,12 @@ def im2row_conv(x: Any, w_matrix: Any, kh: int, kw: int, stride: int, pad: int) 
     if kh == 1 and kw == 1 and stride == 1 and pad == 0:
         np.matmul(x.reshape(n * h * w, c), w_matrix, out=out.reshape(n * oh * ow, k))
         return out.reshape(n, oh, ow, k)
-    xp = _pad_nhwc(x, pad)
-    rows = np.empty((oh, ow, kh, kw, c), dtype=np.float32)
+    from workloads.conv import patches
+
+    rows = scratch(oh * ow * kh * kw * c).reshape(oh * ow, kh * kw * c)
     for i in range(n):
-        for r in range(kh):
-            for s in range(kw):
-                rows[:, :, r, s, :] = xp[i, r:r + stride * oh:stride, s:s + stride * ow:stride, :]
-        np.matmul(rows.reshape(oh * ow, kh * kw * c), w_matrix, out=out[i])
+        patches.im2row(x[i], kh, kw, stride, pad, oh, ow, rows)
+        np.matmul(rows, w_matrix, out=out[i])
     return out.reshape(n, oh, ow, k)
 
 
