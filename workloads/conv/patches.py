@@ -17,9 +17,10 @@ def im2row(x, kh, kw, stride, pad, oh, ow, rows):
     """x: (H, W, C) one NHWC image; rows: (OH·OW, KH·KW·C), row = one output pixel's patch.
 
     The patch of pixel (y, x) is, per kernel row, a run of KW·C floats that is contiguous in the
-    NHWC input when it lies inside the image: it is copied as such, element by element only
+    NHWC input when it lies inside the image: it is copied as one run, element by element only
     at the border."""
     h, w, c = x.shape
+    flat = x.reshape(h, w * c)  # one image row: W·C contiguous floats
     run = kw * c
     for oy in nb.prange(oh):
         for ox in range(ow):
@@ -33,10 +34,10 @@ def im2row(x, kh, kw, stride, pad, oh, ow, rows):
                     for j in range(run):
                         row[base + j] = 0.0
                 elif inside_x:
-                    src = x[iy]
-                    for s in range(kw):
-                        for ch in range(c):
-                            row[base + s * c + ch] = src[x0 + s, ch]
+                    src = flat[iy]
+                    start = x0 * c
+                    for j in range(run):
+                        row[base + j] = src[start + j]
                 else:
                     for s in range(kw):
                         ix = x0 + s
