@@ -31,13 +31,15 @@ def im2row(x, kh, kw, stride, pad, oh, ow, rows):
                 iy = oy * stride - pad + r
                 base = r * run
                 if iy < 0 or iy >= h:
-                    for j in range(run):
-                        row[base + j] = 0.0
+                    row[base:base + run] = 0.0
                 elif inside_x:
-                    src = flat[iy]
                     start = x0 * c
-                    for j in range(run):
-                        row[base + j] = src[start + j]
+                    if run >= 16:  # a slice copy (memcpy-like) pays off for long runs
+                        row[base:base + run] = flat[iy, start:start + run]
+                    else:  # e.g. 3 input channels: an explicit loop is cheaper
+                        src = flat[iy]
+                        for j in range(run):
+                            row[base + j] = src[start + j]
                 else:
                     for s in range(kw):
                         ix = x0 + s
