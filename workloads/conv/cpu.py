@@ -12,8 +12,13 @@ in its own layout end to end: im2row keeps activations NHWC, the others NCHW.
 - ``im2col``: Darknet's layout: patches become the columns of a (C·KH·KW) × (OH·OW) matrix,
   then one GEMM with the (K) × (C·KH·KW) weights, on NumPy's BLAS.
 - ``im2row``: the transpose: NHWC input, each output pixel's patch becomes one row of a
-  (OH·OW) × (KH·KW·C) matrix, copied as contiguous runs of C channels (the cache-friendlier
+  (OH·OW) × (KH·KW·C) matrix, copied as contiguous runs of KW·C floats (the cache-friendlier
   gather), then one GEMM giving the NHWC output.
+
+Both build the patch matrix with a numba-parallel copy (``patches.py``) straight from the
+unpadded input into one float32 scratch buffer shared by all layers, and hand C-contiguous
+float32 operands to ``np.matmul`` with ``out=``, so BLAS runs sgemm with no hidden copy and
+the result is already in the method's layout (no transpose follows).
 - ``tiled``: a cache-blocked direct convolution: a block of output channels shares each input
   row while it is in L1, and accumulates into a small output tile.
 - ``torch``: ``torch.nn.functional.conv2d``, the reference (oneDNN on x86).
