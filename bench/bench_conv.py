@@ -14,7 +14,7 @@ import sys
 from workloads.conv import main as conv_main
 
 DEFAULT_ARGS = ["--net", "squeezenet,tinydarknet,unet", "--input-size", "224", "--unet-shape", "128x191",
-                "--width", "16", "--repeats", "7"]
+                "--width", "16", "--repeats", "15"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -155,3 +155,21 @@ def test_import_is_light():
     out = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("method_name", ["im2col", "im2row"])
+def test_gemm_methods_reuse_scratch_without_aliasing_outputs(method_name):
+    """The patch matrix lives in one buffer shared by all layers: a later, larger layer must
+    not overwrite an earlier layer's output."""
+    from workloads.conv.cpu import make_method
+
+    method = make_method(method_name)
+    rng = np.random.default_rng(5)
+    x1 = rng.standard_normal((1, 3, 8, 9), dtype=np.float32)
+    w1 = rng.standard_normal((4, 3, 3, 3), dtype=np.float32)
+    x2 = rng.standard_normal((1, 6, 20, 21), dtype=np.float32)
+    w2 = rng.standard_normal((5, 6, 5, 5), dtype=np.float32)
+    y1 = np.asarray(method.conv(x1, w1, 1, 1))
+    y2 = np.asarray(method.conv(x2, w2, 2, 2))
+    _assert_close(y1, _reference(x1, w1, 1, 1))
+    _assert_close(y2, _reference(x2, w2, 2, 2))

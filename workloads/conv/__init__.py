@@ -89,6 +89,10 @@ def main(argv: list[str] | None = None) -> int:
     if "numpy" not in sys.modules:  # BLAS reads its thread count when it loads
         for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ[var] = str(args.threads)
+        # OpenBLAS's idle workers otherwise spin for 2^28 cycles after every GEMM (tens of ms),
+        # taking a core from the numba patch copy that follows and from the next method: 2^4
+        # cycles lets them sleep at once, as OMP_WAIT_POLICY=PASSIVE does for OpenMP pools.
+        os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
     # Idle OpenMP workers of one pool must not spin on the cores the next method needs.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     if args.device == "cuda":

@@ -12,8 +12,13 @@ in its own layout end to end: im2row keeps activations NHWC, the others NCHW.
 - ``im2col``: Darknet's layout: patches become the columns of a (C·KH·KW) × (OH·OW) matrix,
   then one GEMM with the (K) × (C·KH·KW) weights, on NumPy's BLAS.
 - ``im2row``: the transpose: NHWC input, each output pixel's patch becomes one row of a
-  (OH·OW) × (KH·KW·C) matrix, copied as contiguous runs of C channels (the cache-friendlier
+  (OH·OW) × (KH·KW·C) matrix, copied as contiguous runs of KW·C floats (the cache-friendlier
   gather), then one GEMM giving the NHWC output.
+
+Both build the patch matrix with a numba-parallel copy (``patches.py``) straight from the
+unpadded input into one float32 scratch buffer shared by all layers, and hand C-contiguous
+float32 operands to ``np.matmul`` with ``out=``, so BLAS runs sgemm with no hidden copy and
+the result is already in the method's layout (no transpose follows).
 - ``tiled``: a cache-blocked direct convolution: a block of output channels shares each input
   row while it is in L1, and accumulates into a small output tile.
 - ``torch``: ``torch.nn.functional.conv2d``, the reference (oneDNN on x86).
@@ -50,15 +55,19 @@ def _pad_nchw(x: Any, pad: int) -> Any:
     return np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
 
 
-def _pad_nhwc(x: Any, pad: int) -> Any:
+# --------------------------------------------------------------------------- GEMM methods
+
+_scratch: list[Any] = []
+
+
+def scratch(size: int) -> Any:
+    """A float32 work buffer of ``size`` elements, reused by every layer (grown, never shrunk):
+    the patch matrix is rebuilt for each layer, so one allocation serves a whole network."""
     import numpy as np
 
-    if pad == 0:
-        return x
-    return np.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
-
-
-# --------------------------------------------------------------------------- GEMM methods
+    if not _scratch or _scratch[0].size < size:
+        _scratch[:] = [np.empty(size, dtype=np.float32)]
+    return _scratch[0][:size]
 
 def im2col_conv(x: Any, w_matrix: Any, kh: int, kw: int, stride: int, pad: int) -> Any:
     """x: (N, C, H, W); w_matrix: (K, C·KH·KW). Returns (N, K, OH, OW)."""
@@ -72,13 +81,12 @@ def im2col_conv(x: Any, w_matrix: Any, kh: int, kw: int, stride: int, pad: int) 
         for i in range(n):
             np.matmul(w_matrix, x[i].reshape(c, h * w), out=out[i])
         return out.reshape(n, k, oh, ow)
-    xp = _pad_nchw(x, pad)
-    cols = np.empty((c, kh, kw, oh, ow), dtype=np.float32)
+    from workloads.conv import patches
+
+    cols = scratch(c * kh * kw * oh * ow).reshape(c * kh * kw, oh * ow)
     for i in range(n):
-        for r in range(kh):
-            for s in range(kw):
-                cols[:, r, s] = xp[i, :, r:r + stride * oh:stride, s:s + stride * ow:stride]
-        np.matmul(w_matrix, cols.reshape(c * kh * kw, oh * ow), out=out[i])
+        patches.im2col(x[i], kh, kw, stride, pad, oh, ow, cols)
+        np.matmul(w_matrix, cols, out=out[i])
     return out.reshape(n, k, oh, ow)
 
 
@@ -93,13 +101,12 @@ def im2row_conv(x: Any, w_matrix: Any, kh: int, kw: int, stride: int, pad: int) 
     if kh == 1 and kw == 1 and stride == 1 and pad == 0:
         np.matmul(x.reshape(n * h * w, c), w_matrix, out=out.reshape(n * oh * ow, k))
         return out.reshape(n, oh, ow, k)
-    xp = _pad_nhwc(x, pad)
-    rows = np.empty((oh, ow, kh, kw, c), dtype=np.float32)
+    from workloads.conv import patches
+
+    rows = scratch(oh * ow * kh * kw * c).reshape(oh * ow, kh * kw * c)
     for i in range(n):
-        for r in range(kh):
-            for s in range(kw):
-                rows[:, :, r, s, :] = xp[i, r:r + stride * oh:stride, s:s + stride * ow:stride, :]
-        np.matmul(rows.reshape(oh * ow, kh * kw * c), w_matrix, out=out[i])
+        patches.im2row(x[i], kh, kw, stride, pad, oh, ow, rows)
+        np.matmul(rows, w_matrix, out=out[i])
     return out.reshape(n, oh, ow, k)
 
 
