@@ -21,8 +21,11 @@ demo: setup
 test: setup
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
+# The budgets of docs/benchmarks.md; each workload has its own bench too (bench/bench_*.py).
 bench: setup
-	$(BIN)/python -m bench.all
+	$(BIN)/python -m bench.bench_recorder
+	$(BIN)/python -m bench.bench_analysis
+	$(BIN)/python -m bench.bench_dashboard
 
 screenshots: setup
 	$(BIN)/python -m bench.screenshots

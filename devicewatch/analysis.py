@@ -216,12 +216,8 @@ def lane_overlap(all_phases: list[Phase]) -> dict[str, float]:
 
 # -- samples ---------------------------------------------------------------------------------
 
-def _column(samples: list[dict[str, Any]], key: str, sub: str | None = None) -> np.ndarray:
-    if sub is None:
-        values = [s.get(key) for s in samples]
-    else:
-        values = [(s.get(key) or {}).get(sub) if isinstance(s.get(key), dict) else None for s in samples]
-    return np.array([v if isinstance(v, (int, float)) else np.nan for v in values], dtype=float)
+def _column(samples: list[dict[str, Any]], key: str) -> np.ndarray:
+    return np.array([_number(s.get(key)) for s in samples], dtype=float)
 
 
 def _rows(rows: list[Any], width: int) -> np.ndarray:
@@ -242,43 +238,54 @@ def _rows(rows: list[Any], width: int) -> np.ndarray:
     return out
 
 
+def _number(value: Any) -> float:
+    return value if value.__class__ in (int, float) else np.nan
+
+
 def series(run: Run) -> Series:
+    """One pass over the samples: a one-hour, 64-core, 8-GPU recording has 36,000 of them."""
     samples = run.samples
     n = len(samples)
+    nan = np.nan
     t = np.array([s["t"] for s in samples], dtype=float)
     cpu_rows = [s.get("cpu") or [] for s in samples]
     cores = max((len(r) for r in cpu_rows), default=0) or run.cores
     cpu = _rows(cpu_rows, cores)
-    gpu_lists = [s.get("gpus") if isinstance(s.get("gpus"), list) else [] for s in samples]
-    gpu_count = max((len(g) for g in gpu_lists), default=0)
-    gpu_t: list[np.ndarray] = []
-    gpu_util: list[np.ndarray] = []
-    mem = np.full((n, gpu_count), np.nan)
-    power = np.full((n, gpu_count), np.nan)
-    for g in range(gpu_count):
-        pairs: list[Any] = []
-        for i, gpus in enumerate(gpu_lists):
-            entry = gpus[g] if g < len(gpus) and isinstance(gpus[g], dict) else None
-            if entry is None:
+    gpu_count = max((len(s["gpus"]) for s in samples if s.get("gpus").__class__ is list), default=0)
+    pairs: list[list[Any]] = [[] for _ in range(gpu_count)]
+    mem = [[nan] * n for _ in range(gpu_count)]
+    power = [[nan] * n for _ in range(gpu_count)]
+    for i, sample in enumerate(samples):
+        gpus = sample.get("gpus")
+        if gpus.__class__ is not list:
+            continue
+        for g, entry in enumerate(gpus):
+            if entry.__class__ is not dict:
                 continue
             buffered = entry.get("util_samples")
             if buffered:  # the driver's own samples: sub-interval dips are real values
-                pairs.extend(buffered)
-            elif isinstance(entry.get("util"), (int, float)):
-                pairs.append((t[i], entry["util"]))
-            used, watts = entry.get("mem_used"), entry.get("power_w")
-            if isinstance(used, (int, float)):
-                mem[i, g] = used
-            if isinstance(watts, (int, float)):
-                power[i, g] = watts
-        array = _rows(pairs, 2)
+                pairs[g] += buffered
+            else:
+                util = entry.get("util")
+                if util.__class__ in (int, float):
+                    pairs[g].append((t[i], util))
+            mem[g][i] = _number(entry.get("mem_used"))
+            power[g][i] = _number(entry.get("power_w"))
+    gpu_t: list[np.ndarray] = []
+    gpu_util: list[np.ndarray] = []
+    for g in range(gpu_count):
+        array = _rows(pairs[g], 2)
         array = array[~np.isnan(array).any(axis=1)]
         order = np.argsort(array[:, 0], kind="stable")  # polls can overlap by a sample
         gpu_t.append(array[order, 0])
         gpu_util.append(array[order, 1])
-    return Series(t, cpu, _column(samples, "cpu_total"), _column(samples, "proc", "cpu"),
-                  _column(samples, "proc", "rss"), _column(samples, "recorder_cpu"),
-                  _column(samples, "watcher_cpu"), gpu_t, gpu_util, mem, power)
+    procs = [s.get("proc") if s.get("proc").__class__ is dict else {} for s in samples]
+    return Series(t, cpu, _column(samples, "cpu_total"),
+                  np.array([_number(p.get("cpu")) for p in procs], dtype=float),
+                  np.array([_number(p.get("rss")) for p in procs], dtype=float),
+                  _column(samples, "recorder_cpu"), _column(samples, "watcher_cpu"), gpu_t, gpu_util,
+                  np.array(mem, dtype=float).reshape(gpu_count, n).T,
+                  np.array(power, dtype=float).reshape(gpu_count, n).T)
 
 
 def _active_mask(t: np.ndarray, intervals: list[tuple[float, float]]) -> np.ndarray:
@@ -342,22 +349,20 @@ def _utilization_entry(s: Series, mask: np.ndarray, gpu_masks: list[np.ndarray],
 
 def dips(t: np.ndarray, values: np.ndarray, all_phases: list[Phase],
          threshold: float = DIP_THRESHOLD, min_seconds: float = MIN_DIP_SECONDS) -> list[Dip]:
-    """Maximal stretches below ``threshold``, each a step-function interval between samples."""
+    """Maximal stretches below ``threshold``, from the last sample above it to the next one
+    (or to the last sample, when the run ends in a dip)."""
     found: list[Dip] = []
     if len(t) < 2:
         return found
-    below = values < threshold
-    start_index = None
-    for i in range(len(t)):
-        if below[i] and start_index is None:
-            start_index = i
-        if start_index is not None and (not below[i] or i == len(t) - 1):
-            end_time = t[i]
-            begin_time = t[start_index - 1] if start_index > 0 else t[start_index]
-            if end_time - begin_time >= min_seconds:
-                found.append(Dip(float(begin_time), float(end_time),
-                                 _phase_at(all_phases, (begin_time + end_time) / 2)))
-            start_index = None
+    below = np.concatenate(([False], values < threshold, [False]))
+    edges = np.flatnonzero(np.diff(below.astype(np.int8)))
+    last = len(t) - 1
+    for first, after in zip(edges[::2], edges[1::2]):  # run of low samples: first .. after-1
+        begin_time = t[first - 1] if first > 0 else t[first]
+        end_time = t[min(after, last)]
+        if end_time - begin_time >= min_seconds:
+            found.append(Dip(float(begin_time), float(end_time),
+                             _phase_at(all_phases, (begin_time + end_time) / 2)))
     return found
 
 
