@@ -15,10 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .config import VALIDATION_SPLIT
+
 TRAIN_SAMPLES = 50_000
 IMAGE_SHAPE = (32, 32, 3)
 CLASSES = 100
-VALIDATION_SPLIT = 0.15
 ARCHIVE_NAME = "cifar-100-python.tar.gz"
 FOLDER_NAME = "cifar-100-python"
 

@@ -255,8 +255,6 @@ def _train(config: TrainingConfig, dataset: Dataset, device, dist: Distributed, 
         order = rng.permutation(len(x_train))[dist.rank::dist.world]
         val_order = np.arange(len(x_val))[dist.rank::dist.world]
         timer = StepTimes()
-        if dist.reports:
-            log(f"Epoch {epoch}/{config.epochs}")
         began = time.perf_counter()
         with events.phase("train", epoch=epoch, lane=dist.lane):
             loss_sum, correct, seen = train_epoch(trained, optimizer, x_train, dataset.y_train, order,
@@ -278,13 +276,14 @@ def _train(config: TrainingConfig, dataset: Dataset, device, dist: Distributed, 
         history.append(metrics)
         if dist.reports:
             events.epoch_metrics(epoch, **metrics)
-            log(epoch_line(metrics, train_seconds))
+            log(epoch_line(epoch, config.epochs, metrics, train_seconds))
     return history
 
 
-def epoch_line(metrics: dict[str, float], seconds: float) -> str:
-    """The figures of one epoch, laid out as Keras prints them."""
-    return (f"{metrics['steps']}/{metrics['steps']} - {seconds:.0f}s - {metrics['step_ms_mean']:.0f}ms/step"
+def epoch_line(epoch: int, epochs: int, metrics: dict[str, float], seconds: float) -> str:
+    """The figures of one epoch, laid out as Keras prints them (but on one line: a bare
+    ``Epoch 3/20`` line is what devicewatch reads from scripts that send no events)."""
+    return (f"epoch {epoch}/{epochs}: {metrics['steps']}/{metrics['steps']} - {seconds:.0f}s - {metrics['step_ms_mean']:.0f}ms/step"
             f" (p95 {metrics['step_ms_p95']:.0f}ms) - accuracy: {metrics['accuracy']:.4f}"
             f" - loss: {metrics['loss']:.4f} - val_accuracy: {metrics['val_accuracy']:.4f}"
             f" - val_loss: {metrics['val_loss']:.4f}")
