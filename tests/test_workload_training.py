@@ -142,8 +142,8 @@ def test_synthetic_data_is_learnable_above_chance():
     pytest.importorskip("torch")
     from workloads.training import torch_run
 
-    config = TrainingConfig(model="dense", epochs=2, steps_per_epoch=None, train_samples=4000)
-    history = torch_run.run(config, lambda: data.load(None, 4000), log=lambda line: None)
+    config = TrainingConfig(model="dense", epochs=2, steps_per_epoch=None, train_samples=2000)
+    history = torch_run.run(config, lambda: data.load(None, 2000), log=lambda line: None)
     # Chance is 1 in 100; five times chance after two short epochs is clear learning.
     assert history[-1]["val_accuracy"] > 0.05
     assert history[-1]["loss"] < history[0]["loss"]
