@@ -58,6 +58,7 @@ class RecordOptions:
     status_line: bool | None = None   # None: only when stderr is a terminal
     watcher_pid: int | None = None    # a dashboard following this run: its CPU is sampled too
     grace: float = 3.0                # seconds between SIGINT, SIGTERM and SIGKILL on cancel
+    control: bool = False             # read marker commands on stdin (devicewatch.control)
 
 
 def host_info(gpu: GpuProbe) -> dict[str, Any]:
@@ -94,6 +95,8 @@ class Recorder:
         self._status = {"epoch": None, "epochs": None, "phase": None}
         self._status_shown = False
         self._known_pids: set[int] = set()
+        self._fifo = ""
+        self._echo_broken = False
         self._last_sample: dict[str, Any] = {}
 
     # -- public ---------------------------------------------------------------------------
@@ -112,7 +115,7 @@ class Recorder:
             self.gpu.stop()
             raise RecorderError(f"cannot write {self.options.output}: {exc.strerror}") from None
         fifo_dir = tempfile.mkdtemp(prefix="devicewatch-")  # 0700: only this user reaches the FIFO
-        fifo = os.path.join(fifo_dir, "events")
+        fifo = self._fifo = os.path.join(fifo_dir, "events")
         os.mkfifo(fifo, 0o600)
         read_fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         keep_fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # no EOF while we wait
@@ -184,8 +187,13 @@ class Recorder:
         event_reader = threading.Thread(target=self._read_events, args=(read_fd,), daemon=True)
         for thread in (*readers, event_reader):
             thread.start()
+        if options.control:
+            from . import control
+
+            control.follow(sys.stdin.fileno(), self._write, self._t)
 
         exit_code = self._sample_until_exit(tree, me, watcher)
+        cancelled = self._cancel_requested.is_set()  # a Ctrl-C during the clean-up changes no outcome
         self._end_stragglers(tree)
         for thread in readers:
             thread.join(timeout=5)
@@ -195,7 +203,7 @@ class Recorder:
         if self._garbage > NOTED_GARBAGE:
             self._write({"type": "notice", "t": self._t(), "level": "warning",
                          "message": f"{self._garbage} unreadable lines on the event channel in all"})
-        self._finish(exit_code)
+        self._finish(exit_code, cancelled)
         return exit_code
 
     def _sample_until_exit(self, tree: ProcessTreeProbe, me: SelfProbe, watcher: SelfProbe | None) -> int:
@@ -269,21 +277,28 @@ class Recorder:
             return
         self._write({"type": "notice", "t": self._t(), "level": "warning",
                      "message": f"ending {len(alive)} process(es) the workload left running"})
-        self._signal_tree(tree, signal.SIGTERM)
-        _gone, alive = psutil.wait_procs(alive, timeout=self.options.grace)
-        if alive:
-            self._signal_tree(tree, signal.SIGKILL)
-            psutil.wait_procs(alive, timeout=self.options.grace)
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            self._signal_tree(tree, sig)
+            for proc in alive:  # found only by their environment: neither in the tree nor the group
+                try:
+                    proc.send_signal(sig)
+                except psutil.Error:
+                    pass
+            _gone, alive = psutil.wait_procs(alive, timeout=self.options.grace)
+            if not alive:
+                break
 
     def _alive_descendants(self) -> list[psutil.Process]:
         assert self.process is not None
         pids = set(self._known_pids)
-        try:  # members of the group that we never saw in a sample
+        try:  # members of the group, and anyone carrying our FIFO's name, never seen in a sample
             for proc in psutil.process_iter(["pid"]):
                 try:
                     if os.getpgid(proc.pid) == self.process.pid:
                         pids.add(proc.pid)
-                except (ProcessLookupError, PermissionError):
+                    elif proc.environ().get(ENV_VAR) == self._fifo:  # left the group (setsid)
+                        pids.add(proc.pid)
+                except (ProcessLookupError, PermissionError, psutil.Error):
                     pass
         except psutil.Error:
             pass
@@ -297,13 +312,13 @@ class Recorder:
                 pass
         return alive
 
-    def _finish(self, exit_code: int) -> None:
+    def _finish(self, exit_code: int, cancelled: bool) -> None:
         assert self.process is not None
         code = self.process.returncode
         signal_name = signal.Signals(-code).name if code is not None and code < 0 else None
         if self._write_failed is not None:
             status, reason = "error", f"writing the run file failed: {self._write_failed.strerror}"
-        elif self._cancel_requested.is_set():
+        elif cancelled:
             status, reason = "cancelled", "cancelled by the user"
         elif exit_code == 0:
             status, reason = "ok", "the workload finished"
@@ -335,11 +350,16 @@ class Recorder:
             match = KERAS_EPOCH_LINE.match(last)
             if match:
                 self._stdout_epoch_line(int(match.group(1)), int(match.group(2)))
-            if self.options.echo:
-                with self._echo_lock:
-                    self._clear_status()
-                    echo_to.write(text + "\n")
-                    echo_to.flush()
+            if self.options.echo and not self._echo_broken:
+                try:
+                    with self._echo_lock:
+                        self._clear_status()
+                        echo_to.write(text + "\n")
+                        echo_to.flush()
+                except (OSError, ValueError) as exc:  # our terminal or viewer went away: record on
+                    self._echo_broken = True
+                    self._write({"type": "notice", "t": self._t(), "level": "warning",
+                                 "message": f"stopped echoing the workload's output: {exc}"})
         pipe.close()
 
     def _stdout_epoch_line(self, epoch: int, epochs: int) -> None:
@@ -381,7 +401,8 @@ class Recorder:
                     continue
                 self._take_event(line)
             if len(pending) > MAX_EVENT_LINE:
-                self._note_garbage(f"an event line over {MAX_EVENT_LINE} bytes was dropped")
+                if not dropping:  # one note per oversized line, however many megabytes it runs on
+                    self._note_garbage(f"an event line over {MAX_EVENT_LINE} bytes was dropped")
                 pending, dropping = b"", True
         if pending and not dropping:
             self._take_event(pending)
@@ -437,15 +458,21 @@ class Recorder:
         if gpus:
             parts.append("GPU " + " ".join(f"{g.get('util') or 0:3.0f}%" for g in gpus))
         with self._echo_lock:
-            self.err.write("\r\x1b[K[devicewatch] " + " · ".join(parts))
-            self.err.flush()
-            self._status_shown = True
+            try:
+                self.err.write("\r\x1b[K[devicewatch] " + " · ".join(parts))
+                self.err.flush()
+                self._status_shown = True
+            except (OSError, ValueError):  # the terminal is gone (closed window, EIO): record on
+                self.options.status_line = False
 
     def _clear_status(self) -> None:
         if self._status_shown:
-            self.err.write("\r\x1b[K")
-            self.err.flush()
             self._status_shown = False
+            try:
+                self.err.write("\r\x1b[K")
+                self.err.flush()
+            except (OSError, ValueError):
+                self.options.status_line = False
 
 
 def record(options: RecordOptions, on_start: Callable[[Recorder], None] | None = None) -> int:

@@ -11,6 +11,7 @@ off by a crash, and both refuse foreign or newer-schema files with a one-line ``
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 from dataclasses import dataclass, field
@@ -75,10 +76,20 @@ class Run:
         return workload.get("name") or " ".join(workload.get("command", [])) or Path(self.path).name
 
     def add(self, record: dict[str, Any]) -> None:
+        """File one record; a record without a numeric time or of an unknown type is counted bad."""
         kind = record.get("type")
-        if kind == "sample":
+        t = record.get("t")
+        if not isinstance(t, (int, float)) or isinstance(t, bool) or t != t:
+            self.bad_lines += 1
+        elif kind == "sample":
+            if not isinstance(record.get("cpu", []), list):
+                self.bad_lines += 1
+                return
             self.samples.append(record)
         elif kind == "event":
+            if not isinstance(record.get("kind"), str):
+                self.bad_lines += 1
+                return
             self.events.append(record)
         elif kind == "log":
             self.logs.append(record)
@@ -102,13 +113,64 @@ def check_header(record: Any, path: str) -> dict[str, Any]:
     if schema > SCHEMA:
         raise RunFileError(
             f"{name} was written by a newer devicewatch (schema {schema}; this one reads up to {SCHEMA})")
+    for key, kinds, what in HEADER_FIELDS:
+        if key in record and not isinstance(record[key], kinds) or isinstance(record.get(key), bool):
+            raise RunFileError(f"{name} has a damaged header: {key} is not {what}")
     return record
+
+
+# Fields every view relies on, with the JSON types the recorder writes. A record that breaks
+# them was not written by a recorder (a hand edit, a bit flip): it counts as a bad line, so
+# that no view ever meets a string where it expects a number.
+_NUMBER = (int, float)
+HEADER_FIELDS = (("host", dict, "an object"), ("workload", dict, "an object"),
+                 ("interval", _NUMBER, "a number"), ("started_unix", _NUMBER, "a number"),
+                 ("started", str, "a string"))
+RECORD_FIELDS: dict[str, tuple[tuple[str, Any], ...]] = {
+    "sample": (("cpu", list), ("cpu_total", _NUMBER), ("gpus", list), ("proc", dict), ("mem", dict),
+               ("recorder_cpu", _NUMBER), ("watcher_cpu", _NUMBER)),
+    "event": (("kind", str), ("metrics", dict), ("info", dict), ("values", dict)),
+    "log": (("line", str), ("stream", str)),
+    "notice": (("message", str), ("level", str)),
+    "gpu_status": (("reason", str),),
+    "end": (("status", str), ("exit_code", int), ("signal", str), ("duration", _NUMBER), ("reason", str)),
+}
+
+
+def well_formed(record: dict[str, Any]) -> bool:
+    """The record's time is a finite number and its known fields have their types (or null)."""
+    t = record.get("t")
+    if type(t) not in _NUMBER or not math.isfinite(t):
+        return False
+    for key, kinds in RECORD_FIELDS.get(record.get("type"), ()):  # type: ignore[arg-type]
+        value = record.get(key)
+        if value is not None and (not isinstance(value, kinds) or isinstance(value, bool)):
+            return False
+    return True
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")  # NaN and Infinity: Python accepts them, JSON does not
+
+
+try:  # orjson parses a long recording several times faster; the standard library does the same job
+    import orjson
+
+    def _decode(line: bytes) -> Any:
+        return orjson.loads(line)
+
+    _DECODE_ERRORS: tuple[type[Exception], ...] = (orjson.JSONDecodeError, RecursionError)
+except ImportError:  # pragma: no cover - orjson is a dependency, but the reader must not need it
+    def _decode(line: bytes) -> Any:
+        return json.loads(line, parse_constant=_refuse_constant)
+
+    _DECODE_ERRORS = (ValueError, RecursionError)
 
 
 def _parse(line: bytes) -> dict[str, Any] | None:
     try:
-        record = json.loads(line)
-    except (ValueError, RecursionError):
+        record = _decode(line)
+    except _DECODE_ERRORS:
         return None
     return record if isinstance(record, dict) else None
 
@@ -179,6 +241,9 @@ class Follower:
             else:
                 self.run.bad_lines += 1
             return
+        if not well_formed(record):
+            self.run.bad_lines += 1
+            return
         self.run.add(record)
         new.append(record)
 
@@ -197,8 +262,9 @@ class RunWriter:
     def __init__(self, path: str | os.PathLike[str], header: dict[str, Any]):
         self.path = str(path)
         self._lock = threading.Lock()
-        # 0o666 filtered by the user's umask, like any file the user creates; never executable.
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+        # 0o664 filtered by the user's umask: never executable, and never writable by others
+        # even under umask 0 (another user could otherwise rewrite what a run recorded).
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o664)
         self.closed = False
         self.write({"type": "header", "format": FORMAT, "schema": SCHEMA, **header})
 

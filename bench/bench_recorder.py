@@ -1,0 +1,84 @@
+"""What recording costs, and whether samples arrive on time when the machine is saturated.
+
+1. The recorder's CPU at the default 10 samples/s while the workload sleeps (budget: at most
+   1% of one core), measured from outside: the recorder process's CPU time between two
+   instants well after start-up, divided by the wall time between them.
+2. Sample-interval error while the workload keeps every core busy (budget: p99 at most
+   20 ms): the gaps between consecutive samples' times minus the interval.
+
+    python -m bench.bench_recorder [--seconds 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import psutil
+
+from devicewatch.runfile import load
+
+SATURATE = """
+import multiprocessing as mp, time
+def spin(seconds):
+    end = time.monotonic() + seconds
+    x = 0
+    while time.monotonic() < end:
+        x += 1
+if __name__ == "__main__":
+    seconds = float(__import__("sys").argv[1])
+    procs = [mp.Process(target=spin, args=(seconds,)) for _ in range(mp.cpu_count())]
+    for p in procs: p.start()
+    for p in procs: p.join()
+"""
+
+
+def record(workload: list[str], out: str, measure_from: float, measure_to: float) -> float:
+    """Record WORKLOAD; return the recorder's CPU (% of one core) between the two instants."""
+    recorder = subprocess.Popen([sys.executable, "-m", "devicewatch", "--record", out, "--quiet", "--", *workload],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = psutil.Process(recorder.pid)
+    time.sleep(measure_from)
+    cpu_start, wall_start = sum(proc.cpu_times()[:2]), time.monotonic()
+    time.sleep(measure_to - measure_from)
+    cpu_end, wall_end = sum(proc.cpu_times()[:2]), time.monotonic()
+    recorder.wait()
+    return 100.0 * (cpu_end - cpu_start) / (wall_end - wall_start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=30.0, help="length of each recording")
+    args = parser.parse_args()
+    seconds = args.seconds
+    folder = tempfile.mkdtemp()
+
+    idle_out = os.path.join(folder, "idle.jsonl")
+    idle_cpu = record([sys.executable, "-c", f"import time; time.sleep({seconds})"], idle_out, 3.0, seconds - 1.0)
+    idle = load(idle_out)
+    print(f"recorder CPU at 10 Hz, idle workload: {idle_cpu:.2f}% of one core "
+          f"(budget 1%; {len(idle.samples)} samples in {idle.duration:.1f}s)")
+
+    script = os.path.join(folder, "saturate.py")
+    with open(script, "w") as f:
+        f.write(SATURATE)
+    busy_out = os.path.join(folder, "busy.jsonl")
+    busy_cpu = record([sys.executable, script, str(seconds)], busy_out, 3.0, seconds - 1.0)
+    busy = load(busy_out)
+    times = np.array([s["t"] for s in busy.samples])
+    interval = busy.header["interval"]
+    errors_ms = np.abs(np.diff(times) - interval) * 1000
+    cpu_total = np.mean([s["cpu_total"] for s in busy.samples[10:-10]])
+    print(f"recorder CPU at 10 Hz, every core saturated ({cpu_total:.0f}% CPU): {busy_cpu:.2f}% of one core")
+    print(f"sample-interval error while saturated: p50 {np.percentile(errors_ms, 50):.1f} ms, "
+          f"p99 {np.percentile(errors_ms, 99):.1f} ms, max {errors_ms.max():.1f} ms "
+          f"over {len(errors_ms)} intervals (budget p99 20 ms)")
+
+
+if __name__ == "__main__":
+    main()

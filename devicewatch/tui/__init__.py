@@ -1,0 +1,1 @@
+"""The Textual dashboard. The only part of devicewatch that imports Textual."""

@@ -1,0 +1,420 @@
+"""Cheap live charts: Line-API widgets that draw NumPy arrays into cached strips.
+
+A chart is rebuilt only when ``update`` hands it a different key (data version, time window,
+size, palette); ``render_line`` then returns a cached ``Strip``. Each chart reduces its data to
+one value per screen column with a single ``reduceat`` and draws with block or braille
+characters, so a redraw costs microseconds per line instead of a plotting library's layout.
+Every chart shares the same time-to-column mapping (``AXIS`` label columns, then the plot), so
+charts stacked in one panel line up.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+from rich.segment import Segment
+from rich.style import Style
+from textual.strip import Strip
+from textual.widget import Widget
+
+AXIS = 7          # columns of y labels left of every plot
+EIGHTHS = " ▁▂▃▄▅▆▇█"
+BRAILLE_BITS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))  # [row][col] in a cell
+
+
+@dataclass
+class Palette:
+    """The colours of one look; ``presenter`` is high contrast for a projector."""
+
+    heat: list[str]
+    phase_bg: dict[str, str]
+    lines: list[str]
+    area: str
+    axis: str
+    boundary: str
+    marker: str
+    empty_bg: str | None
+
+
+NORMAL = Palette(
+    heat=["#1b1f3a", "#1f3c78", "#1f6fa8", "#1fa39a", "#4cbf4c", "#a6d13a", "#e8d22a",
+          "#f5a623", "#f06a1f", "#e0301e", "#ff2e6e"],
+    phase_bg={"train": "#0f3320", "validate": "#3a2a08", "data": "#0d2a45", "copy": "#2f1240",
+              "other": "#2a2a2a"},
+    lines=["#5fd7ff", "#ffaf5f", "#87ff87", "#ff87d7", "#d7d75f", "#af87ff", "#ff5f5f", "#5fffd7"],
+    area="#5fd7ff", axis="#8a8a8a", boundary="#e8d22a", marker="#ff5fff", empty_bg=None)
+
+PRESENTER = Palette(
+    heat=["#000000", "#00008b", "#0000ff", "#008b8b", "#00c000", "#7fff00", "#ffff00",
+          "#ffa500", "#ff4500", "#ff0000", "#ffffff"],
+    phase_bg={"train": "#004000", "validate": "#604000", "data": "#00306a", "copy": "#500070",
+              "other": "#404040"},
+    lines=["#ffffff", "#ffff00", "#00ffff", "#ff00ff", "#00ff00", "#ff8000", "#ff0000", "#8080ff"],
+    area="#ffffff", axis="#ffffff", boundary="#ffff00", marker="#ff00ff", empty_bg="#000000")
+
+PHASE_LABELS = {"train": "train", "validate": "validate", "data": "data", "copy": "copy", "other": "other"}
+
+
+@dataclass
+class View:
+    """The time window every chart of a screen draws: ``t0`` to ``t1`` seconds of the run."""
+
+    t0: float
+    t1: float
+    live: bool = True
+
+    def columns(self, times: np.ndarray, width: int) -> np.ndarray:
+        span = max(self.t1 - self.t0, 1e-9)
+        return np.floor((times - self.t0) / span * width).astype(int)
+
+    def column(self, time: float, width: int) -> int:
+        return int(math.floor((time - self.t0) / max(self.t1 - self.t0, 1e-9) * width))
+
+    def key(self) -> tuple[float, float]:
+        return (round(self.t0, 3), round(self.t1, 3))
+
+
+def per_column(t: np.ndarray, values: np.ndarray, view: View, width: int, fill: bool = True) -> np.ndarray:
+    """Mean of ``values`` (rows, or rows × k) in each of ``width`` time columns; NaN where none.
+
+    With ``fill``, a column without a sample between two that have one repeats the previous
+    value: a window shorter than one sample per column still draws a continuous line.
+    """
+    shape = (width,) + values.shape[1:]
+    out = np.full(shape, np.nan)
+    if width <= 0 or t.size == 0:
+        return out
+    lo = int(np.searchsorted(t, view.t0, "left"))
+    hi = int(np.searchsorted(t, view.t1, "right"))
+    if hi <= lo:
+        return out
+    cols = np.clip(view.columns(t[lo:hi], width), 0, width - 1)
+    vals = values[lo:hi]
+    valid = ~np.isnan(vals)
+    starts = np.flatnonzero(np.r_[True, cols[1:] != cols[:-1]])
+    sums = np.add.reduceat(np.where(valid, vals, 0.0), starts, axis=0)
+    counts = np.add.reduceat(valid.astype(float), starts, axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out[cols[starts]] = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+    if fill:
+        first, last = cols[0], cols[-1]
+        has = ~np.isnan(out if out.ndim == 1 else out[:, 0])
+        index = np.where(has, np.arange(width), 0)
+        np.maximum.accumulate(index, out=index)
+        filled = out[index]
+        inside = np.zeros(width, dtype=bool)
+        inside[first:last + 1] = True
+        out = np.where((inside & ~has).reshape((width,) + (1,) * (out.ndim - 1)), filled, out)
+    return out
+
+
+@dataclass
+class Overlay:
+    """What is drawn behind and over a time chart: phase shading, epoch lines, markers."""
+
+    spans: list[tuple[float, float, str]] = field(default_factory=list)  # (start, end, kind)
+    boundaries: list[float] = field(default_factory=list)
+    markers: list[float] = field(default_factory=list)
+
+    def key(self) -> tuple[Any, ...]:
+        return (len(self.spans), tuple(round(s[1], 2) for s in self.spans[-2:]), len(self.boundaries),
+                len(self.markers))
+
+    def columns(self, view: View, width: int, palette: Palette) -> tuple[list[str | None], set[int], set[int]]:
+        bg: list[str | None] = [palette.empty_bg] * width
+        for start, end, kind in self.spans:
+            a, b = max(view.column(start, width), 0), min(view.column(end, width), width - 1)
+            colour = palette.phase_bg.get(kind, palette.phase_bg["other"])
+            for x in range(a, b + 1):
+                bg[x] = colour
+        edges = {view.column(b, width) for b in self.boundaries}
+        marks = {view.column(m, width) for m in self.markers}
+        return bg, {x for x in edges if 0 <= x < width}, {x for x in marks if 0 <= x < width}
+
+
+def format_seconds(value: float) -> str:
+    value = max(value, 0.0)
+    if value < 60:
+        return f"{value:.0f}s" if value >= 10 or value == int(value) else f"{value:.1f}s"
+    minutes, seconds = divmod(int(value), 60)
+    if minutes < 60:
+        return f"{minutes}:{seconds:02d}"
+    return f"{minutes // 60}h{minutes % 60:02d}"
+
+
+def time_axis(view: View, width: int, style: Style) -> Strip:
+    """A row of tick labels under a plot: times since the run started."""
+    chars = [" "] * width
+    ticks = max(2, min(6, width // 14))
+    for i in range(ticks):
+        x = round(i * (width - 1) / (ticks - 1))
+        label = format_seconds(view.t0 + (view.t1 - view.t0) * x / max(width - 1, 1))
+        at = min(max(0, x - len(label) // 2), width - len(label))
+        if all(c == " " for c in chars[max(at - 1, 0):at + len(label) + 1]):
+            chars[at:at + len(label)] = label
+    return Strip([Segment(" " * AXIS), Segment("".join(chars), style)], AXIS + width)
+
+
+class Chart(Widget):
+    """Base: caches one Strip per line, rebuilt by ``update`` when its key changes."""
+
+    DEFAULT_CSS = "Chart { height: 1fr; }"
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None):
+        super().__init__(id=id, classes=classes)
+        self._key: Any = None
+        self._strips: list[Strip] = []
+        self.rebuilds = 0
+
+    @property
+    def palette(self) -> Palette:
+        return PRESENTER if getattr(self.app, "presenter", False) else NORMAL
+
+    def update(self, key: Any, *args: Any) -> bool:
+        """Rebuild if ``key`` (plus size and palette) differs from the last build; True if it did."""
+        full_key = (key, self.size.width, self.size.height, self.palette is PRESENTER)
+        if full_key == self._key or self.size.width <= AXIS or self.size.height <= 0:
+            return False
+        self._key = full_key
+        self._strips = self.build(self.size.width, self.size.height, *args)
+        self.rebuilds += 1
+        self.refresh()
+        return True
+
+    def build(self, width: int, height: int, *args: Any) -> list[Strip]:
+        raise NotImplementedError
+
+    def render_line(self, y: int) -> Strip:
+        if y < len(self._strips):
+            return self._strips[y].crop_extend(0, self.size.width, None)
+        return Strip.blank(self.size.width)
+
+    def on_resize(self) -> None:
+        self._key = None
+        request = getattr(self.screen, "request_redraw", None)
+        if request is not None:  # sizes are known only after layout: draw again at the new size
+            request()
+
+
+def _label(text: str, style: Style) -> Segment:
+    return Segment(text[:AXIS - 1].rjust(AXIS - 1) + " ", style)
+
+
+def _runs(cells: Sequence[tuple[str, Style]]) -> list[Segment]:
+    """Merge neighbouring cells of the same style into one segment."""
+    segments: list[Segment] = []
+    text, style = "", None
+    for char, cell_style in cells:
+        if cell_style == style:
+            text += char
+        else:
+            if text:
+                segments.append(Segment(text, style))
+            text, style = char, cell_style
+    if text:
+        segments.append(Segment(text, style))
+    return segments
+
+
+class AreaChart(Chart):
+    """One series as a filled area of eighth blocks over phase shading, with epoch lines."""
+
+    def build(self, width: int, height: int, t: np.ndarray, values: np.ndarray, view: View,
+              top: float, unit: str, overlay: Overlay, axis: bool = True) -> list[Strip]:
+        palette = self.palette
+        plot_w = width - AXIS
+        rows = height - 1 if axis and height > 2 else height
+        col = per_column(t, values, view, plot_w)
+        top = top if top > 0 else 1.0
+        level = np.where(np.isnan(col), -1, np.clip(np.round(col / top * rows * 8), 0, rows * 8)).astype(int)
+        bg, edges, marks = overlay.columns(view, plot_w, palette)
+        styles: dict[tuple[str | None, str], Style] = {}
+
+        def style(fg: str, back: str | None) -> Style:
+            key = (back, fg)
+            if key not in styles:
+                styles[key] = Style(color=fg, bgcolor=back)
+            return styles[key]
+
+        axis_style = Style(color=palette.axis)
+        strips = []
+        for y in range(rows):
+            from_bottom = rows - 1 - y
+            cells = []
+            for x in range(plot_w):
+                fg = palette.boundary if x in edges else palette.area
+                fill = min(max(level[x] - from_bottom * 8, 0), 8) if level[x] >= 0 else 0
+                if fill:
+                    char = EIGHTHS[fill]
+                elif y == 0 and x in marks:
+                    char, fg = "▼", palette.marker
+                elif x in edges:
+                    char = "┊"
+                else:
+                    char = " "
+                cells.append((char, style(fg, bg[x])))
+            if y == 0:
+                label = f"{_fmt(top)}{unit}"
+            elif y == rows - 1:
+                label = f"0{unit}"
+            elif y == rows // 2 and rows >= 5:
+                label = f"{_fmt(top / 2)}{unit}"
+            else:
+                label = ""
+            strips.append(Strip([_label(label, axis_style), *_runs(cells)], width))
+        if rows < height:
+            strips.append(time_axis(view, plot_w, axis_style))
+        return strips
+
+
+class LineChart(Chart):
+    """Several series as braille lines, one colour each, on a shared y scale."""
+
+    def build(self, width: int, height: int, series: list[tuple[np.ndarray, np.ndarray]],
+              view: View, top: float, unit: str, axis: bool = True) -> list[Strip]:
+        palette = self.palette
+        plot_w = width - AXIS
+        rows = height - 1 if axis and height > 2 else height
+        bits = np.zeros((rows, plot_w), dtype=np.int32)
+        owner = np.full((rows, plot_w), -1, dtype=np.int32)
+        dots_h = rows * 4
+        top = top if top > 0 else 1.0
+        for s, (t, values) in enumerate(series):
+            col = per_column(t, values, view, plot_w * 2)
+            dot = np.where(np.isnan(col), -1, np.clip(np.round(col / top * (dots_h - 1)), 0, dots_h - 1)).astype(int)
+            previous = -1
+            for x, d in enumerate(dot):
+                if d < 0:
+                    previous = -1
+                    continue
+                low, high = (min(previous, d), max(previous, d)) if previous >= 0 else (d, d)
+                for level in range(low, high + 1):
+                    row_dot = dots_h - 1 - level
+                    cy, cx = divmod(row_dot, 4)[0], x // 2
+                    bits[cy, cx] |= BRAILLE_BITS[row_dot % 4][x % 2]
+                    owner[cy, cx] = s
+                previous = d
+        axis_style = Style(color=palette.axis)
+        colours = [Style(color=palette.lines[i % len(palette.lines)], bgcolor=palette.empty_bg)
+                   for i in range(max(len(series), 1))]
+        blank = Style(bgcolor=palette.empty_bg)
+        strips = []
+        for y in range(rows):
+            cells = [(chr(0x2800 + int(bits[y, x])), colours[owner[y, x]]) if bits[y, x] else (" ", blank)
+                     for x in range(plot_w)]
+            label = f"{_fmt(top)}{unit}" if y == 0 else (f"0{unit}" if y == rows - 1 else "")
+            strips.append(Strip([_label(label, axis_style), *_runs(cells)], width))
+        if rows < height:
+            strips.append(time_axis(view, plot_w, axis_style))
+        return strips
+
+
+class HeatStrip(Chart):
+    """Every CPU core over time: two cores per text row (upper and lower half block), or groups
+    of cores averaged per half row when there are more cores than half rows."""
+
+    def build(self, width: int, height: int, t: np.ndarray, cpu: np.ndarray, view: View,
+              overlay: Overlay) -> list[Strip]:
+        palette = self.palette
+        plot_w = width - AXIS
+        cores = cpu.shape[1] if cpu.ndim == 2 else 0
+        rows = max(1, height - 1)
+        group = max(1, math.ceil(cores / (rows * 2)))
+        halves = math.ceil(cores / group) if cores else 0
+        grid = per_column(t, cpu, view, plot_w) if cores else np.full((plot_w, 0), np.nan)
+        if group > 1 and cores:
+            padded = np.full((plot_w, halves * group), np.nan)
+            padded[:, :cores] = grid
+            with np.errstate(invalid="ignore"):
+                grid = np.nanmean(padded.reshape(plot_w, halves, group), axis=2)
+        steps = len(palette.heat) - 1
+        level = np.where(np.isnan(grid), -1, np.clip(np.round(grid / 100.0 * steps), 0, steps)).astype(int)
+        _bg, edges, marks = overlay.columns(view, plot_w, palette)
+        styles: dict[tuple[int, int], Style] = {}
+        empty = palette.empty_bg or "#000000"
+
+        def colour(l: int) -> str:
+            return empty if l < 0 else palette.heat[l]
+
+        axis_style = Style(color=palette.axis)
+        strips = []
+        if cores and cores <= rows // 2:  # few cores: whole rows each, up to three per core
+            per_core = min(3, rows // cores)
+            for core in range(cores):
+                for line in range(per_core):
+                    cells = []
+                    for x in range(plot_w):
+                        a = int(level[x, core])
+                        if (a, -3) not in styles:
+                            styles[(a, -3)] = Style(color=colour(a), bgcolor=palette.empty_bg)
+                        cells.append(("█", styles[(a, -3)]))
+                    strips.append(Strip([_label(f"cpu{core}" if line == 0 else "", axis_style), *_runs(cells)], width))
+            strips.append(time_axis(view, plot_w, axis_style))
+            return strips
+        for r in range(min(rows, math.ceil(halves / 2))):
+            upper, lower = 2 * r, 2 * r + 1
+            cells = []
+            for x in range(plot_w):
+                a = int(level[x, upper])
+                b = int(level[x, lower]) if lower < halves else -2
+                key = (a, b)
+                if key not in styles:
+                    styles[key] = Style(color=colour(a), bgcolor=colour(b) if b > -2 else palette.empty_bg)
+                cells.append(("▀", styles[key]))
+            first = upper * group
+            last = min((lower + 1) * group, cores) - 1
+            label = f"{first}-{last}" if last > first else f"{first}"
+            strips.append(Strip([_label(label, axis_style), *_runs(cells)], width))
+        strips.append(time_axis(view, plot_w, axis_style))
+        return strips
+
+    @staticmethod
+    def legend(palette: Palette) -> list[Segment]:
+        return [Segment("0% ")] + [Segment("█", Style(color=c)) for c in palette.heat] + [Segment(" 100%")]
+
+
+class PhaseLanes(Chart):
+    """One row per lane: which phase runs when, coloured like the shading of the charts."""
+
+    def build(self, width: int, height: int, lanes: list[str], all_phases: list[Any], view: View,
+              overlay: Overlay) -> list[Strip]:
+        palette = self.palette
+        plot_w = width - AXIS
+        axis_style = Style(color=palette.axis)
+        _bg, edges, marks = overlay.columns(view, plot_w, palette)
+        strips = []
+        for lane in lanes[:max(height, 1)]:
+            cells: list[tuple[str, Style]] = []
+            row: list[str | None] = [palette.empty_bg] * plot_w
+            names: list[str] = [" "] * plot_w
+            for p in all_phases:
+                if p.lane != lane:
+                    continue
+                a, b = max(view.column(p.start, plot_w), 0), min(view.column(p.end, plot_w), plot_w - 1)
+                colour = palette.phase_bg.get(p.kind, palette.phase_bg["other"])
+                for x in range(a, b + 1):
+                    row[x] = colour
+                text = p.name if p.epoch is None else f"{p.name} {p.epoch}"
+                if b - a + 1 > len(text) + 1:
+                    names[a + 1:a + 1 + len(text)] = text
+            for x in range(plot_w):
+                if x in edges and names[x] == " ":
+                    cells.append(("┊", Style(color=palette.boundary, bgcolor=row[x])))
+                elif x in marks:
+                    cells.append(("▼", Style(color=palette.marker, bgcolor=row[x])))
+                else:
+                    cells.append((names[x], Style(color="#ffffff" if palette is PRESENTER else "#d0d0d0",
+                                                  bgcolor=row[x])))
+            strips.append(Strip([_label(lane, axis_style), *_runs(cells)], width))
+        return strips
+
+
+def _fmt(value: float) -> str:
+    if value >= 100:
+        return f"{value:.0f}"
+    if value >= 10:
+        return f"{value:.0f}"
+    return f"{value:.1f}".rstrip("0").rstrip(".")

@@ -1,0 +1,300 @@
+"""The comparison view: two recorded runs side by side, on one time axis or epoch by epoch.
+
+The figures (headline, epoch deltas, totals and speedup, utilization per phase, idle time,
+verdicts, notes) all come from ``devicewatch.compare.comparison``, so the view, ``compare --text``
+and ``compare --json`` never disagree; the charts are the run screen's own widgets over the run
+screen's own model. Two alignments (``e`` toggles): *time* draws both runs from their start on
+the same span; *epoch* shifts each run so that epoch k (``[`` / ``]`` choose k) starts at the
+same column in both panels.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from .. import compare
+from ..runfile import Run, RunFileError, check_header, load
+from .charts import AreaChart, HeatStrip, Overlay, PhaseLanes, View
+from .model import RunModel
+
+# Tables of ``compare.renderables`` by title, in the order the view shows them; presenter mode
+# keeps only the first two.
+TABLE_ORDER = ("Epochs", "Idle time", "Mean utilization", "Runs", "Epoch metrics", "Results")
+PRESENTER_TABLES = 2
+
+
+def read_header(path: str | Path) -> dict[str, Any] | None:
+    """The header of a run file (first line only), or None if it is not a readable run file."""
+    try:
+        with open(path, "rb") as handle:
+            return check_header(json.loads(handle.readline()), str(path))
+    except (OSError, ValueError, RunFileError):
+        return None
+
+
+def _workload_key(header: dict[str, Any]) -> tuple[Any, ...]:
+    """What makes two runs "the same workload": its name, or the command for ``-- COMMAND`` runs."""
+    workload = header.get("workload") or {}
+    if workload.get("name"):
+        return ("name", workload["name"])
+    return ("command", tuple(workload.get("command") or ()))
+
+
+def previous_run(path: str | Path, folder: str | Path | None = None) -> Path | None:
+    """The newest run file in ``folder`` (default: the run's own) started before ``path``'s run,
+    with the same workload name in its header; None if there is none."""
+    path = Path(path)
+    header = read_header(path)
+    if header is None:
+        return None
+    key = _workload_key(header)
+    started = header.get("started_unix")
+    best: tuple[float, Path] | None = None
+    for candidate in Path(folder or path.parent).glob("*.jsonl"):
+        if not candidate.is_file() or candidate.resolve() == path.resolve():
+            continue
+        other = read_header(candidate)
+        if other is None or _workload_key(other) != key:
+            continue
+        when = other.get("started_unix")
+        if not isinstance(when, (int, float)) or not isinstance(started, (int, float)) or when >= started:
+            continue
+        if best is None or when > best[0]:
+            best = (float(when), candidate)
+    return best[1] if best else None
+
+
+def _side_panel_title(s: compare.Side) -> str:
+    return f"{s.label}: {s.command} · {Path(s.run.path).name} · {s.status}"
+
+
+class ComparePanel(Vertical):
+    """One run's charts: verdict, every core, GPU utilization (or total CPU), phase lanes."""
+
+    def __init__(self, s: compare.Side, model: RunModel):
+        super().__init__(id=f"cmp-{s.label.lower()}", classes="panel cmp-side")
+        self.side = s
+        self.model = model
+
+    def compose(self) -> ComposeResult:
+        label = self.side.label.lower()
+        yield Static(id=f"cmp-verdict-{label}", classes="cmp-verdict")
+        yield HeatStrip(id=f"cmp-cores-{label}", classes="cmp-cores")
+        if self.model.gpus:
+            for g, track in enumerate(self.model.gpus):
+                chart = AreaChart(classes="cmp-util")
+                chart.border_title = f"GPU {g} {track.name}: utilization %, phases shaded"
+                yield chart
+        else:
+            chart = AreaChart(classes="cmp-util")
+            chart.border_title = "no GPU in this run: all cores %, phases shaded"
+            yield chart
+        yield PhaseLanes(id=f"cmp-lanes-{label}", classes="cmp-lanes")
+
+    def on_mount(self) -> None:
+        self.border_title = _side_panel_title(self.side)
+        verdict = Text(f"verdict {self.side.label}: ", style="bold")
+        verdict.append(self.side.verdict.text)
+        self.query_one(".cmp-verdict", Static).update(verdict)
+        self.query_one(".cmp-lanes").styles.height = max(1, len(self.model.lanes))
+
+    def draw(self, view: View, key: Any) -> None:
+        model = self.model
+        main_lane = model.lanes[0] if model.lanes else "main"
+        overlay = Overlay([(p.start, p.end, p.kind) for p in model.phases if p.lane == main_lane],
+                          sorted({r.start for r in model.epoch_rows[1:]}), [m[0] for m in model.markers])
+        all_lanes = Overlay([], overlay.boundaries, overlay.markers)
+        t = model.t.values
+        if model.cpu is not None:
+            self.query_one(".cmp-cores", HeatStrip).update(key, t, model.cpu.values, view, all_lanes)
+        charts = list(self.query(".cmp-util").results(AreaChart))
+        if model.gpus:
+            for chart, track in zip(charts, model.gpus):
+                chart.update(key, track.util_t.values, track.util.values, view, 100.0, "%", overlay)
+        else:
+            charts[0].update(key, t, model.cpu_total.values, view, 100.0, "%", overlay)
+        self.query_one(".cmp-lanes", PhaseLanes).update(key, model.lanes or ["main"], model.phases, view, all_lanes)
+
+
+class CompareScreen(Screen[None]):
+    BINDINGS = [
+        Binding("e", "toggle_align", "Time/epoch align"),
+        Binding("right_square_bracket", "epoch(1)", "Next epoch", key_display="]"),
+        Binding("left_square_bracket", "epoch(-1)", "Previous epoch", key_display="["),
+        Binding("escape", "back", "Back"),
+    ]
+
+    def __init__(self, run_a: Run, run_b: Run):
+        super().__init__()
+        self.comparison = compare.comparison(run_a, run_b)
+        self.models = {}
+        for label, run in (("A", run_a), ("B", run_b)):
+            model = RunModel(run)
+            model.refresh_phases()
+            self.models[label] = model
+        self.align = "time"          # or "epoch"
+        self.epoch = 1               # the epoch that starts at the same x in epoch alignment
+        self._redraw_pending = False
+
+    # -- layout ------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        c = self.comparison
+        yield Static(Text(c.headline, style="bold"), id="cmp-headline")
+        yield Static(self._notes_text(), id="cmp-notes")
+        yield Static(id="cmp-align")
+        with Horizontal(id="cmp-charts"):
+            yield ComparePanel(c.a, self.models["A"])
+            yield ComparePanel(c.b, self.models["B"])
+        with VerticalScroll(id="cmp-tables", classes="panel"):
+            for i, table in enumerate(self._tables()):
+                yield Static(table, classes="cmp-table" + (" cmp-detail" if i >= PRESENTER_TABLES else ""))
+        yield Footer()
+
+    def _notes_text(self) -> Text:
+        """compare's notes: what is not comparable between the runs, said rather than hidden."""
+        notes = self.comparison.notes
+        if not notes:
+            return Text("comparable: same workload, machine, cores, GPUs, epoch count and sampling interval",
+                        style="grey50")
+        text = Text()
+        for i, note in enumerate(notes):
+            text.append(("\n" if i else "") + "note: ", style="bold")
+            text.append(note)
+        return text
+
+    def _tables(self) -> list[Table]:
+        """The tables of ``compare.renderables`` in the order of TABLE_ORDER (the lines of text
+        it also returns, verdicts, notes and headline, are shown above the charts instead)."""
+        tables = [item for item in compare.renderables(self.comparison) if isinstance(item, Table)]
+
+        def rank(table: Table) -> int:
+            title = str(table.title or "")
+            return next((i for i, prefix in enumerate(TABLE_ORDER) if title.startswith(prefix)), len(TABLE_ORDER))
+
+        return sorted(tables, key=rank)
+
+    def on_mount(self) -> None:
+        self.query_one("#cmp-tables").border_title = "figures (Δ = B − A; speedup = A time / B time)"
+        self.query_one("#cmp-tables").focus()
+        self.redraw()
+
+    # -- drawing -----------------------------------------------------------------------------
+
+    def epoch_start(self, label: str, epoch: int) -> float | None:
+        for row in self.models[label].epoch_rows:
+            if row.epoch == epoch:
+                return row.start
+        return None
+
+    def common_epochs(self) -> list[int]:
+        a = {r.epoch for r in self.models["A"].epoch_rows}
+        return sorted(a & {r.epoch for r in self.models["B"].epoch_rows})
+
+    def views(self) -> dict[str, View]:
+        """Each run's time window: both from 0 on one span, or shifted so epoch k starts together."""
+        durations = {label: max(m.latest, 1e-3) for label, m in self.models.items()}
+        if self.align == "epoch":
+            starts = {label: self.epoch_start(label, self.epoch) for label in self.models}
+            if all(s is not None for s in starts.values()):
+                lead = max(starts.values())  # type: ignore[type-var]
+                span = max(lead + durations[k] - starts[k] for k in starts)  # type: ignore[operator]
+                return {k: View(starts[k] - lead, starts[k] - lead + span, live=False)  # type: ignore[operator]
+                        for k in starts}
+        span = max(durations.values())
+        return {label: View(0.0, span, live=False) for label in self.models}
+
+    def _align_text(self) -> Text:
+        text = Text("x axis: ", style="bold")
+        if self.align == "epoch":
+            text.append(f"epoch {self.epoch} starts at the same x in both panels", style="bold reverse")
+            text.append("; each axis counts its own run's seconds", style="grey50")
+        else:
+            text.append("shared time axis, both runs from their start", style="bold reverse")
+        text.append("   (e: toggle, [ ]: which epoch)", style="grey50")
+        return text
+
+    def redraw(self) -> None:
+        self.query_one("#cmp-align", Static).update(self._align_text())
+        views = self.views()
+        for panel in self.query(ComparePanel):
+            view = views[panel.side.label]
+            panel.draw(view, (self.align, view.key()))
+
+    def request_redraw(self) -> None:
+        """Charts ask for this when they are resized: one redraw after the next refresh."""
+        if not self._redraw_pending:
+            self._redraw_pending = True
+            self.call_after_refresh(self._pending_redraw)
+
+    def _pending_redraw(self) -> None:
+        self._redraw_pending = False
+        self.redraw()
+
+    redraw_all = redraw
+
+    # -- actions -----------------------------------------------------------------------------
+
+    def action_toggle_align(self) -> None:
+        if self.align == "time":
+            epochs = self.common_epochs()
+            if not epochs:
+                self.notify("epoch alignment needs an epoch number both runs have", severity="warning")
+                return
+            if self.epoch not in epochs:
+                self.epoch = epochs[0]
+            self.align = "epoch"
+        else:
+            self.align = "time"
+        self.redraw()
+
+    def action_epoch(self, step: int) -> None:
+        epochs = self.common_epochs()
+        if not epochs:
+            self.notify("no epoch number is in both runs", severity="warning")
+            return
+        index = epochs.index(self.epoch) if self.epoch in epochs else 0
+        self.epoch = epochs[max(0, min(len(epochs) - 1, index + step))]
+        self.align = "epoch"
+        self.redraw()
+
+    def action_back(self) -> None:
+        if len(self.app.screen_stack) > 2:
+            self.app.pop_screen()
+
+
+def open_compare(app: Any, path_a: str | Path, path_b: str | Path) -> bool:
+    """Push the comparison of two files onto ``app``; a bad file is a notification, not a crash."""
+    try:
+        run_a, run_b = load(path_a), load(path_b)
+    except (OSError, RunFileError) as exc:
+        app.notify(str(exc), severity="error")
+        return False
+    app.push_screen(CompareScreen(run_a, run_b))
+    return True
+
+
+def launch_compare(path_a: str, path_b: str, presenter: bool = False) -> int:
+    """``devicewatch compare A B``: the comparison view alone (``q`` quits).
+
+    Both files are read before the terminal is taken over: a missing or foreign file raises
+    ``RunFileError`` (one line, exit status 2 from the command line).
+    """
+    from ..cli import Invocation
+    from .app import DashboardApp
+
+    run_a, run_b = load(path_a), load(path_b)
+    app = DashboardApp(Invocation(command="compare", rest=[path_a, path_b], presenter=presenter),
+                       compare=(run_a, run_b))
+    code = app.run()
+    return code if isinstance(code, int) else 0

@@ -1,0 +1,39 @@
+"""Questions the dashboard asks before doing something that cannot be undone."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+
+
+class QuitDuringRun(ModalScreen[str]):
+    """Quit while recording: stop the run, or leave the recorder to finish it alone.
+
+    Either way the run file is finished by the recorder; the dialog only decides whether the
+    workload goes on.
+    """
+
+    BINDINGS = [Binding("escape", "choose('cancel')", "Keep watching")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static("A run is still recording. Quit the dashboard?", id="question")
+            yield Static("[b]Stop and quit[/b]: cancel the workload; the recorder finishes the file.\n"
+                         "[b]Quit, keep recording[/b]: the recorder runs on without a window and "
+                         "finishes the file when the workload ends.", id="explain")
+            with Horizontal(id="choices"):
+                yield Button("Stop and quit", id="stop", variant="error")
+                yield Button("Quit, keep recording", id="leave", variant="warning")
+                yield Button("Keep watching", id="cancel", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one("#cancel", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id or "cancel")
+
+    def action_choose(self, choice: str) -> None:
+        self.dismiss(choice)

@@ -1,0 +1,241 @@
+"""The home screen: pick a workload, set its options, run it; or replay a recent recording.
+
+The options form is built from the workload's own argparse parser, so a new option appears
+here without any change to the dashboard, and the arguments are checked by that same parser
+before anything is launched.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Button, Checkbox, Footer, Input, Label, OptionList, Select, Static
+from textual.widgets.option_list import Option
+
+from .. import registry
+
+
+class OptionError(Exception):
+    pass
+
+
+def form_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    """The parser's options that a form can show (everything but --help)."""
+    return [a for a in parser._actions if not isinstance(a, argparse._HelpAction)]
+
+
+def _flag(action: argparse.Action) -> bool:
+    return isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction))
+
+
+def arguments_from(parser: argparse.ArgumentParser, values: dict[str, Any]) -> list[str]:
+    """Command-line arguments for the values that differ from the parser's defaults, checked by it.
+
+    ``values`` maps each action's ``dest`` to a string (text fields and choices) or a bool (flags).
+    """
+    args: list[str] = []
+    for action in form_actions(parser):
+        value = values.get(action.dest)
+        if not action.option_strings:
+            if value not in (None, ""):
+                args.append(str(value))
+            continue
+        option = max(action.option_strings, key=len)
+        if _flag(action):
+            if bool(value) != bool(action.default):
+                args.append(option)
+        elif value not in (None, "") and str(value) != str(action.default):
+            args += [option, str(value)]
+
+    def refuse(message: str) -> None:
+        raise OptionError(message)
+
+    parser.error = refuse  # type: ignore[method-assign]
+    try:
+        parser.parse_args(args)
+    except SystemExit:
+        raise OptionError("invalid options") from None
+    return args
+
+
+class HomeScreen(Screen[None]):
+    BINDINGS = [
+        Binding("r", "run", "Run workload"),
+        Binding("R", "replay", "Replay recording", key_display="shift+r"),
+        Binding("f5", "rescan", "Rescan runs"),
+        Binding("x", "mark", "Mark for comparison"),
+        Binding("c", "compare", "Compare marked"),
+    ]
+
+    def __init__(self, runs_dir: str):
+        super().__init__()
+        self.runs_dir = runs_dir
+        self.names = registry.available()
+        self.current: registry.WorkloadInfo | None = None
+        self.recent: list[Path] = []
+        self.marked: list[Path] = []  # at most two recordings: A, then B
+
+    def compose(self) -> ComposeResult:
+        yield Static("devicewatch: watch a workload's cores, GPUs and phases on one time axis", id="home-title")
+        with Horizontal(id="home"):
+            with Vertical(id="workloads-panel", classes="panel"):
+                yield OptionList(*[Option(self._describe(n), id=n) for n in self.names], id="workloads")
+            with Vertical(id="form-panel", classes="panel"):
+                yield Static(id="workload-title")
+                yield VerticalScroll(id="form")
+                yield Button("Run ▶", id="run", variant="success")
+            with Vertical(id="recent-panel", classes="panel"):
+                yield OptionList(id="recent")
+                yield Button("Replay", id="replay", variant="primary")
+        yield Footer()
+
+    def _describe(self, name: str) -> str:
+        try:
+            info = registry.get(name)
+        except Exception as exc:  # a broken workload module must not take the home screen down
+            return f"{name}: cannot be loaded ({exc})"
+        return f"[b]{name}[/b]\n{info.title}" + (f"\n[dim]recreates {info.source}[/]" if info.source else "")
+
+    async def on_mount(self) -> None:
+        self.query_one("#workloads-panel").border_title = "workloads"
+        self.query_one("#form-panel").border_title = "options"
+        self.query_one("#recent-panel").border_title = f"recordings in {self.runs_dir}"
+        self.action_rescan()
+        if self.names:
+            self.query_one("#workloads", OptionList).highlighted = 0
+            await self.show_form(self.names[0])
+
+    def on_screen_resume(self) -> None:
+        self.action_rescan()
+
+    async def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        if event.option_list.id == "workloads" and event.option.id:
+            await self.show_form(event.option.id)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        if event.option_list.id == "recent":
+            self.action_replay()
+        elif event.option_list.id == "workloads":
+            options = self.query(".option")
+            if options:
+                options.first().focus()
+
+    async def show_form(self, name: str) -> None:
+        if self.current is not None and self.current.name == name:
+            return
+        try:
+            info = registry.get(name)
+        except Exception as exc:
+            self.query_one("#workload-title", Static).update(f"{name}: cannot be loaded ({exc})")
+            return
+        self.current = info
+        self.query_one("#workload-title", Static).update(
+            f"[b]{info.name}[/b]: {info.title}" + (f"\n[dim]recreates {info.source}[/]" if info.source else ""))
+        form = self.query_one("#form", VerticalScroll)
+        await form.remove_children()
+        widgets = []
+        for action in form_actions(info.parser):
+            name_ = max(action.option_strings, key=len) if action.option_strings else action.dest
+            help_text = (action.help or "").replace("%(default)s", str(action.default))
+            if _flag(action):
+                widgets.append(Checkbox(f"{name_}  {help_text}", value=bool(action.default),
+                                        id=f"opt-{action.dest}", classes="option"))
+                continue
+            widgets.append(Label(f"{name_}  [dim]{help_text}[/]", classes="option-label"))
+            if action.choices:
+                choices = [(str(c), str(c)) for c in action.choices]
+                widgets.append(Select(choices, value=str(action.default) if action.default is not None
+                                      else Select.BLANK, id=f"opt-{action.dest}", classes="option"))
+            else:
+                widgets.append(Input(value="" if action.default is None else str(action.default),
+                                     placeholder=str(action.metavar or action.dest),
+                                     id=f"opt-{action.dest}", classes="option"))
+        await form.mount(*widgets)
+
+    def values(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for widget in self.query(".option"):
+            dest = (widget.id or "")[4:]
+            if isinstance(widget, Checkbox):
+                out[dest] = widget.value
+            elif isinstance(widget, Select):
+                out[dest] = None if widget.value is Select.BLANK else widget.value
+            elif isinstance(widget, Input):
+                out[dest] = widget.value.strip()
+        return out
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "run":
+            self.action_run()
+        elif event.button.id == "replay":
+            self.action_replay()
+
+    def action_run(self) -> None:
+        if self.current is None:
+            self.notify("no workload chosen", severity="warning")
+            return
+        try:
+            args = arguments_from(self.current.parser, self.values())
+        except OptionError as exc:
+            self.notify(f"{self.current.name}: {exc}", severity="error")
+            return
+        self.app.start_live(self.current.name, args, self.current.command(args))  # type: ignore[attr-defined]
+
+    def action_replay(self) -> None:
+        recent = self.query_one("#recent", OptionList)
+        if recent.highlighted is None or recent.highlighted >= len(self.recent):
+            self.notify("no recording chosen", severity="warning")
+            return
+        self.app.start_replay(str(self.recent[recent.highlighted]))  # type: ignore[attr-defined]
+
+    def _recent_prompt(self, path: Path) -> str:
+        mark = f"[b reverse] {'AB'[self.marked.index(path)]} [/] " if path in self.marked else ""
+        return f"{mark}{path.name}  [dim]{path.stat().st_size / 1024:.0f} KiB[/]"
+
+    def action_mark(self) -> None:
+        """Mark the chosen recording as A (first mark) or B (second); marking it again unmarks it."""
+        recent = self.query_one("#recent", OptionList)
+        index = recent.highlighted
+        if index is None or index >= len(self.recent):
+            self.notify("no recording chosen", severity="warning")
+            return
+        path = self.recent[index]
+        if path in self.marked:
+            self.marked.remove(path)
+        else:
+            self.marked = (self.marked + [path])[-2:]
+        for i, p in enumerate(self.recent):
+            recent.replace_option_prompt_at_index(i, self._recent_prompt(p))
+        if len(self.marked) == 2:
+            self.notify(f"A: {self.marked[0].name}, B: {self.marked[1].name}; c compares them")
+
+    def action_compare(self) -> None:
+        """Compare the two marked recordings, or the one marked (A) with the chosen one (B)."""
+        pair = list(self.marked)
+        recent = self.query_one("#recent", OptionList)
+        if len(pair) == 1 and recent.highlighted is not None and recent.highlighted < len(self.recent):
+            if self.recent[recent.highlighted] != pair[0]:
+                pair.append(self.recent[recent.highlighted])
+        if len(pair) != 2:
+            self.notify("mark two recordings with x (A, then B), then press c", severity="warning")
+            return
+        self.app.compare_files(*pair)  # type: ignore[attr-defined]
+
+    def action_rescan(self) -> None:
+        from .source import recent_runs
+
+        self.recent = recent_runs(self.runs_dir)
+        self.marked = [p for p in self.marked if p in self.recent]
+        recent = self.query_one("#recent", OptionList)
+        recent.clear_options()
+        if self.recent:
+            recent.add_options([Option(self._recent_prompt(p)) for p in self.recent])
+            recent.highlighted = 0
+        else:
+            recent.add_option(Option("no recordings yet: every run started here is recorded", disabled=True))

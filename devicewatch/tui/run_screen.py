@@ -1,0 +1,377 @@
+"""The run screen: one live or recorded run on one time axis.
+
+One timer drives everything: it polls the run file and redraws the visible panels whose data
+or window changed. Polling and drawing both happen on the UI thread (a poll reads only the
+bytes appended since the last), so no widget is ever touched from another thread.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import Footer, Log, Static
+
+from ..runfile import RunFileError
+from . import panels
+from .charts import AreaChart, HeatStrip, LineChart, Overlay, PhaseLanes, View, format_seconds
+from .model import RunModel
+from .source import LiveSource, Source
+
+WINDOWS: list[float | None] = [10, 30, 60, 120, 300, 600, 1800, None]  # seconds; None: whole run
+TICK = 0.4  # seconds between poll-and-redraw ticks (2.5 Hz)
+
+
+def _nice_top(value: float, floor: float = 1.0) -> float:
+    """A round axis maximum at or above ``value`` (1, 2, 5 × 10^n)."""
+    if not math.isfinite(value) or value <= floor:
+        return floor
+    exponent = 10 ** math.floor(math.log10(value))
+    for step in (1, 2, 2.5, 5, 10):
+        if step * exponent >= value:
+            return step * exponent
+    return 10 * exponent
+
+
+def _visible_max(t: np.ndarray, values: np.ndarray, view: View) -> float:
+    lo, hi = np.searchsorted(t, view.t0, "left"), np.searchsorted(t, view.t1, "right")
+    part = values[lo:hi]
+    part = part[~np.isnan(part)]
+    return float(part.max()) if part.size else 0.0
+
+
+class RunScreen(Screen[None]):
+    BINDINGS = [
+        Binding("s", "stop", "Stop run"),
+        Binding("m", "marker", "Marker"),
+        Binding("space", "pause", "Pause"),
+        Binding("plus,equals_sign", "zoom_in", "Zoom in", key_display="+"),
+        Binding("minus", "zoom_out", "Zoom out", key_display="-"),
+        Binding("0", "zoom_all", "Whole run"),
+        Binding("left", "pan(-1)", "Earlier", show=False),
+        Binding("right", "pan(1)", "Later", show=False),
+        Binding("end", "follow", "Follow the end", show=False),
+        Binding("y", "yscale", "Y 0-100/auto"),
+        Binding("l", "toggle_log", "Log", show=False),
+        Binding("escape", "back", "Back", show=False),
+    ]
+
+    def __init__(self, source: Source, tick: float = TICK):
+        super().__init__()
+        self.source = source
+        self.tick = tick
+        self.model: RunModel | None = None
+        self.window: float | None = 60 if source.live else None
+        self.pan_offset = 0.0          # seconds the view ends before the newest data (panning)
+        self.paused = False
+        self.fixed_y = True
+        self.quit_when_done = False
+        self.gpu_charts: list[AreaChart] = []
+        self._shown: dict[str, Any] = {}
+        self._error_noted = False
+        self._timer: Any = None
+        self._redraw_pending = False
+
+    # -- layout ------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="status")
+        yield Static(id="progress")
+        yield Static(id="verdict")
+        with Horizontal(id="top"):
+            with Vertical(id="cpu-panel", classes="panel"):
+                yield HeatStrip(id="cores")
+                yield Static(id="heat-legend")
+                yield AreaChart(id="cpu-total")
+            with Vertical(id="gpu-panel", classes="panel"):
+                yield Static(id="gpu-reason")
+                yield Vertical(id="gpu-utils")
+                yield AreaChart(id="cpu-phases")
+                yield PhaseLanes(id="lanes")
+                with Horizontal(id="gpu-mem-power"):
+                    yield LineChart(id="gpu-mem")
+                    yield LineChart(id="gpu-power")
+        with Horizontal(id="bottom"):
+            with Vertical(id="proc-panel", classes="panel"):
+                yield AreaChart(id="proc-cpu")
+                yield AreaChart(id="proc-rss")
+                yield Static(id="cost")
+            yield Static(id="epochs", classes="panel")
+            yield Log(id="log", classes="panel", max_lines=2000)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        titles = {"cpu-panel": "CPU: every core, % busy", "gpu-panel": "GPU",
+                  "proc-panel": "workload process tree", "epochs": "epochs: time per phase",
+                  "log": "workload output", "cpu-total": "all cores, %", "lanes": "phases by lane",
+                  "gpu-mem": "GPU memory, GiB", "cpu-phases": "all cores %, phases shaded (no GPU)", "gpu-power": "GPU power, W",
+                  "proc-cpu": "workload CPU, % of one core", "proc-rss": "workload RSS, MiB"}
+        for widget_id, title in titles.items():
+            self.query_one(f"#{widget_id}").border_title = title
+        if isinstance(self.source, LiveSource) and self.source.process is None:
+            try:
+                self.source.start()
+            except OSError as exc:
+                self.source.error = f"cannot start the recorder: {exc.strerror or exc}"
+        self._poll()
+        self._redraw(force=True)
+        self._timer = self.set_interval(self.tick, self._on_tick)
+
+    # -- the tick ----------------------------------------------------------------------------
+
+    def _on_tick(self) -> None:
+        changed = self._poll()
+        if self.quit_when_done and not self.source.running:
+            self.app.exit(self.app.exit_code_for(self.source))
+            return
+        if changed and not self.paused:
+            self._redraw()
+        elif not self.paused and self.source.live and self.source.error and not self._error_noted:
+            self._redraw()
+
+    def poll_now(self) -> None:
+        if self._poll() and not self.paused:
+            self._redraw()
+
+    def _poll(self) -> bool:
+        try:
+            records = self.source.poll()
+        except RunFileError as exc:
+            self.source.error = str(exc)
+            records = []
+        run = self.source.run
+        if run is None:
+            return self.source.error is not None
+        if self.model is None:
+            self.model = RunModel(run)
+            self._new_lines = self.model.take_logs()
+            return True
+        if records:
+            self.model.ingest(records)
+        return bool(records) or self.source.error is not None
+
+    def _view(self) -> View:
+        assert self.model is not None
+        latest = self.model.latest
+        if self.window is None:
+            return View(0.0, max(latest, 1.0), live=self.source.live)
+        end = max(latest - self.pan_offset, self.window)
+        return View(max(end - self.window, 0.0), end, live=self.source.live and self.pan_offset == 0)
+
+    def _redraw(self, force: bool = False) -> None:
+        model = self.model
+        if model is None:
+            self._set("status", Text(" starting the recorder… ", style="bold black on cyan") if not self.source.error
+                      else Text(f" error: {self.source.error} ", style="bold white on red"))
+            return
+        if self.source.error:
+            self._note_error()
+        model.refresh_phases()
+        model.refresh_verdict(force=force or model.run.finished)
+        view = self._view()
+        presenter = getattr(self.app, "presenter", False)
+        self._set("status", self._status(model, view))
+        self._set("progress", panels.progress_text(model, 40 if presenter else 30))
+        self._set("verdict", panels.verdict_text(model))
+        main_lane = model.lanes[0] if model.lanes else "main"
+        overlay = Overlay([(p.start, p.end, p.kind) for p in model.phases if p.lane == main_lane],
+                          sorted({r.start for r in model.epoch_rows[1:]}),
+                          [m[0] for m in model.all_markers])
+        all_lanes = Overlay([], overlay.boundaries, overlay.markers)
+        base = (model.version, view.key(), self.fixed_y, overlay.key())
+        t = model.t.values
+        if model.cpu is not None:
+            self.query_one("#cores", HeatStrip).update(base, t, model.cpu.values, view, all_lanes)
+        self._set("heat-legend", Text.assemble("colour: ", *[(s.text, s.style) for s in HeatStrip.legend(
+            self.query_one("#cores", HeatStrip).palette)], f"   {model.cores} cores"))
+        self.query_one("#cpu-total", AreaChart).update(base, t, model.cpu_total.values, view, 100.0, "%", overlay)
+        self._draw_gpus(model, view, base, overlay)
+        lanes = self.query_one("#lanes", PhaseLanes)
+        lanes.styles.height = max(1, len(model.lanes))
+        lanes.update(base, model.lanes or ["main"], model.phases, view, all_lanes)
+        if self._visible("proc-panel"):
+            cores = max(model.cores, 1)
+            cpu_top = 100.0 * cores if self.fixed_y else _nice_top(_visible_max(t, model.proc_cpu.values, view), 10)
+            self.query_one("#proc-cpu", AreaChart).update(base, t, model.proc_cpu.values, view, cpu_top, "%", overlay)
+            rss = model.proc_rss.values / 2**20
+            self.query_one("#proc-rss", AreaChart).update(
+                (model.version, view.key()), t, rss, view, _nice_top(_visible_max(t, rss, view), 16), "M", overlay)
+            self._set("cost", panels.cost_text(model))
+        if self._visible("epochs"):
+            self._set("epochs", panels.epoch_bars(model, max(30, self.query_one("#epochs").size.width)))
+        new_lines = getattr(self, "_new_lines", []) + model.take_logs()
+        self._new_lines = []
+        if new_lines:
+            self.query_one("#log", Log).write_lines(new_lines)
+
+    def _draw_gpus(self, model: RunModel, view: View, base: tuple[Any, ...], overlay: Overlay) -> None:
+        reason = model.gpu_reason if not model.gpus else None
+        reason_widget = self.query_one("#gpu-reason", Static)
+        if reason or not model.gpus:
+            self._set("gpu-reason", Text.assemble(("No GPU data: ", "bold"),
+                                                  reason or "waiting for the first GPU sample",
+                                                  ("\nCPU charts and phases carry on; replaying a GPU "
+                                                   "recording shows its GPU panels on any machine.", "grey50")))
+        reason_widget.display = bool(reason or not model.gpus)
+        self.query_one("#gpu-mem-power").display = bool(model.gpus)
+        container = self.query_one("#gpu-utils", Vertical)
+        container.display = bool(model.gpus)
+        cpu_phases = self.query_one("#cpu-phases", AreaChart)
+        cpu_phases.display = not model.gpus
+        if not model.gpus:
+            cpu_phases.update(base, model.t.values, model.cpu_total.values, view, 100.0, "%", overlay)
+        while len(self.gpu_charts) < len(model.gpus):
+            track = model.gpus[len(self.gpu_charts)]
+            chart = AreaChart(classes="gpu-util")
+            chart.border_title = f"GPU {len(self.gpu_charts)} {track.name}: utilization %, phases shaded"
+            self.gpu_charts.append(chart)
+            container.mount(chart)
+        if not model.gpus:
+            return
+        for chart, track in zip(self.gpu_charts, model.gpus):
+            chart.update(base, track.util_t.values, track.util.values, view, 100.0, "%", overlay)
+        if self._visible("gpu-mem-power"):
+            mem = [(g.t.values, g.mem_used.values / 2**30) for g in model.gpus]
+            totals = [g.mem_total / 2**30 for g in model.gpus if math.isfinite(g.mem_total)]
+            mem_top = max(totals) if totals and self.fixed_y else _nice_top(max(_visible_max(t, v, view) for t, v in mem), 1)
+            self.query_one("#gpu-mem", LineChart).update(base, mem, view, mem_top, "G")
+            power = [(g.t.values, g.power.values) for g in model.gpus]
+            power_top = _nice_top(max(_visible_max(t, v, view) for t, v in power), 50)
+            self.query_one("#gpu-power", LineChart).update(base, power, view, power_top, "W")
+
+    def _status(self, model: RunModel, view: View) -> Text:
+        source = self.source
+        if source.error:
+            state, style = "ERROR", "bold white on red"
+        elif model.run.finished:
+            end = model.run.end or {}
+            status = end.get("status", "?")
+            state = {"ok": "FINISHED", "cancelled": "CANCELLED", "failed": "FAILED"}.get(status, status.upper())
+            style = "bold black on green" if status == "ok" else "bold white on red" if status != "cancelled" \
+                else "bold black on yellow"
+        elif source.live:
+            state, style = ("STOPPING" if getattr(source, "stop_requested", False) else "LIVE"), "bold black on cyan"
+        else:
+            state, style = "REPLAY (unfinished file)", "bold black on magenta"
+        window = "whole run" if self.window is None else format_seconds(self.window)
+        if self.pan_offset:
+            window += f" ending {format_seconds(view.t1)}"
+        label = f"recording {source.path}" if source.live else f"replay {source.path}"
+        return panels.status_text(model, label, state, style, window, "0-100%" if self.fixed_y else "auto",
+                                  self.paused)
+
+    def _note_error(self) -> None:
+        if not self._error_noted and self.source.error:
+            self._error_noted = True
+            self.notify(self.source.error, title="recorder", severity="error", timeout=30)
+
+    def _set(self, widget_id: str, content: Any) -> None:
+        """Update a Static only when what it shows changed."""
+        plain = content.markup if isinstance(content, Text) else str(content)
+        if self._shown.get(widget_id) == plain:
+            return
+        self._shown[widget_id] = plain
+        self.query_one(f"#{widget_id}", Static).update(content)
+
+    def _visible(self, widget_id: str) -> bool:
+        node: Widget | None = self.query_one(f"#{widget_id}")
+        while node is not None and node is not self:
+            if not node.display:
+                return False
+            node = node.parent  # type: ignore[assignment]
+        return True
+
+    # -- actions -----------------------------------------------------------------------------
+
+    def action_stop(self) -> None:
+        if isinstance(self.source, LiveSource) and self.source.running:
+            self.source.stop()
+            self.notify("stopping: the recorder cancels the workload and finishes the file")
+            self._redraw(force=True)
+        else:
+            self.notify("no run to stop")
+
+    def action_marker(self) -> None:
+        if self.model is None:
+            return
+        at = self.model.latest
+        label = f"mark {len(self.model.local_markers) + 1}"
+        self.model.local_markers.append((at, label))
+        self.model.version += 1
+        sent = isinstance(self.source, LiveSource) and self.source.send_marker(label)
+        if sent:
+            self.notify(f"{label} at {format_seconds(at)}, written to the recording")
+        else:
+            why = "replays are not changed" if not self.source.live else "the recorder is not running"
+            self.notify(f"{label} at {format_seconds(at)}, shown here only: {why}")
+        self._redraw()
+
+    def action_pause(self) -> None:
+        self.paused = not self.paused
+        self._shown.pop("status", None)
+        self._redraw(force=True)
+
+    def action_zoom_in(self) -> None:
+        index = WINDOWS.index(self.window)
+        if self.window is None and self.model is not None:  # from the whole run, to the next window below it
+            index = next((i for i, w in enumerate(WINDOWS) if w is not None and w >= self.model.latest),
+                         len(WINDOWS) - 1)
+        self.window = WINDOWS[max(index - 1, 0)]
+        self._redraw(force=True)
+
+    def action_zoom_out(self) -> None:
+        self.window = WINDOWS[min(WINDOWS.index(self.window) + 1, len(WINDOWS) - 1)]
+        self._redraw(force=True)
+
+    def action_zoom_all(self) -> None:
+        self.window, self.pan_offset = None, 0.0
+        self._redraw(force=True)
+
+    def action_pan(self, direction: int) -> None:
+        if self.window is None or self.model is None:
+            return
+        self.pan_offset = min(max(self.pan_offset - direction * self.window / 2, 0.0),
+                          max(self.model.latest - self.window, 0.0))
+        self._redraw(force=True)
+
+    def action_follow(self) -> None:
+        self.pan_offset = 0.0
+        self._redraw(force=True)
+
+    def action_yscale(self) -> None:
+        self.fixed_y = not self.fixed_y
+        self._redraw(force=True)
+
+    def action_toggle_log(self) -> None:
+        log = self.query_one("#log")
+        log.display = not log.display
+
+    def action_back(self) -> None:
+        if self.source.running:
+            self.notify("the run is still recording: stop it (s) first, or quit (q)")
+            return
+        if len(self.app.screen_stack) > 2:
+            self.source.close()
+            self.app.pop_screen()
+
+    def request_redraw(self) -> None:
+        """Redraw once after the next refresh (many charts resizing together cost one redraw)."""
+        if not self._redraw_pending:
+            self._redraw_pending = True
+            self.call_after_refresh(self._pending_redraw)
+
+    def _pending_redraw(self) -> None:
+        self._redraw_pending = False
+        self._redraw(force=True)
+
+    def redraw_all(self) -> None:
+        """After a change of look (presenter): rebuild every chart at once."""
+        self._shown.clear()
+        self._redraw(force=True)

@@ -1,0 +1,197 @@
+"""Where the dashboard's records come from: a recorder it started (live) or a finished file (replay).
+
+Both end in the same place: a ``runfile.Follower`` polled from the UI's timer, so live and
+replay share every line of drawing code. The live source owns the recorder process: it starts
+it, asks it to stop (SIGINT: the recorder cancels the workload's whole tree and finishes the
+file), passes markers to it, and notices when it died without finishing the file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from .. import control
+from ..runfile import Follower, Run, RunFileError
+
+
+def run_file_name(runs_dir: str, label: str, now: float | None = None) -> Path:
+    """``runs/2026-11-21T17-30-05-demo.jsonl``, with a counter if that second is taken."""
+    stamp = datetime.fromtimestamp(time.time() if now is None else now).strftime("%Y-%m-%dT%H-%M-%S")
+    safe = re.sub(r"[^A-Za-z0-9_.]+", "-", label).strip("-.") or "run"
+    folder = Path(runs_dir)
+    path = folder / f"{stamp}-{safe}.jsonl"
+    n = 2
+    while path.exists():
+        path = folder / f"{stamp}-{safe}-{n}.jsonl"
+        n += 1
+    return path
+
+
+def recent_runs(runs_dir: str, limit: int = 30) -> list[Path]:
+    """The newest run files in the runs folder, newest first."""
+    folder = Path(runs_dir)
+    if not folder.is_dir():
+        return []
+    files = [p for p in folder.glob("*.jsonl") if p.is_file()]
+    files.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    return files[:limit]
+
+
+class Source:
+    """A run file being read; ``poll`` returns new records (the run object is kept up to date)."""
+
+    live = False
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = Path(path)
+        self.follower: Follower | None = None
+        self.error: str | None = None
+
+    @property
+    def run(self) -> Run | None:
+        return self.follower.run if self.follower else None
+
+    def poll(self) -> list[dict[str, Any]]:
+        if self.follower is None:
+            return []
+        return self.follower.poll(final=self.finished_writing())
+
+    def finished_writing(self) -> bool:
+        return self.run is not None and self.run.finished
+
+    @property
+    def running(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        if self.follower:
+            self.follower.close()
+
+
+class ReplaySource(Source):
+    """A recorded file; one that is still being written is simply followed as it grows."""
+
+    def __init__(self, path: str | os.PathLike[str]):
+        super().__init__(path)
+        self.follower = Follower(path)
+        self.follower.poll(final=False)
+        if self.follower.run is None:  # empty, or only a header line without its newline
+            self.follower.poll(final=True)
+
+
+def open_replay(path: str) -> ReplaySource:
+    """Check a file before the app starts: a missing or foreign file is a one-line RunFileError."""
+    if not os.path.exists(path):
+        raise RunFileError(f"no such file: {path}")
+    return ReplaySource(path)
+
+
+class LiveSource(Source):
+    """A recorder subprocess writing into the runs folder, followed as it writes."""
+
+    live = True
+    START_TIMEOUT = 30.0  # seconds to wait for the recorder to create its file
+
+    def __init__(self, runs_dir: str, workload: str | None, args: list[str], command: list[str],
+                 interval: float = 0.1, gpu: bool = True):
+        label = workload or (Path(command[0]).name if command else "command")
+        os.makedirs(runs_dir, exist_ok=True)
+        super().__init__(run_file_name(runs_dir, label))
+        self.workload, self.args, self.command = workload, list(args), list(command)
+        self.interval, self.gpu = interval, gpu
+        self.process: subprocess.Popen[bytes] | None = None
+        self.stop_requested = False
+        self._stderr = tempfile.TemporaryFile()
+        self._started = 0.0
+
+    def recorder_argv(self, watcher_pid: int) -> list[str]:
+        argv = [sys.executable, "-m", "devicewatch", "--record", str(self.path),
+                "--interval", f"{self.interval:g}", "--gpu", "on" if self.gpu else "off",
+                "--quiet", "--control", "--watcher-pid", str(watcher_pid)]
+        if self.workload:
+            return argv + [self.workload, *self.args]
+        return argv + ["--", *self.command]
+
+    def start(self) -> None:
+        # Its own session: closing the terminal hangs up the dashboard, not the recording.
+        self.process = subprocess.Popen(
+            self.recorder_argv(os.getpid()), stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL, stderr=self._stderr, start_new_session=True, close_fds=True)
+        self._started = time.monotonic()
+
+    @property
+    def running(self) -> bool:
+        """The recorder is alive and has not yet finished the file (after that it only exits)."""
+        if self.process is None or self.process.poll() is not None:
+            return False
+        return not (self.run is not None and self.run.finished)
+
+    def poll(self) -> list[dict[str, Any]]:
+        if self.follower is None:
+            if not self.path.exists():
+                self._check_died()
+                return []
+            self.follower = Follower(self.path)
+        exited = self.process is not None and self.process.poll() is not None
+        records = self.follower.poll(final=exited)
+        if exited and self.error is None and (self.run is None or not self.run.finished):
+            self._check_died()
+        return records
+
+    def _check_died(self) -> None:
+        if self.process is None or self.error is not None:
+            return
+        code = self.process.poll()
+        if code is None:
+            if time.monotonic() - self._started > self.START_TIMEOUT and self.follower is None:
+                self.error = f"the recorder has not created {self.path} after {self.START_TIMEOUT:.0f}s"
+            return
+        how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+        detail = self.stderr_tail()
+        self.error = f"the recorder stopped without finishing the run ({how})" + (f": {detail}" if detail else "")
+
+    def stderr_tail(self) -> str:
+        try:
+            self._stderr.seek(0)
+            lines = [line.strip() for line in self._stderr.read().decode("utf-8", "replace").splitlines() if line.strip()]
+        except (OSError, ValueError):
+            return ""
+        return lines[-1] if lines else ""
+
+    def stop(self) -> None:
+        """Cancel the workload: the recorder signals its whole tree and finishes the file."""
+        if self.running and self.process is not None:
+            self.stop_requested = True
+            try:
+                self.process.send_signal(signal.SIGINT)
+            except ProcessLookupError:
+                pass
+
+    def send_marker(self, label: str) -> bool:
+        """Ask the recorder to write a marker; False if it cannot take one."""
+        if not (self.running and self.process and self.process.stdin):
+            return False
+        try:
+            self.process.stdin.write(control.marker_line(label))
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            return False
+        return True
+
+    def close(self) -> None:
+        super().close()
+        if self.process is not None and self.process.stdin:
+            try:
+                self.process.stdin.close()
+            except OSError:
+                pass
+        self._stderr.close()

@@ -1,0 +1,121 @@
+"""Resources failing under the recorder: the run file cannot grow, NVML breaks mid-run."""
+
+from __future__ import annotations
+
+import io
+import resource
+import signal
+import subprocess
+import types
+
+import psutil
+
+from devicewatch import runfile
+from devicewatch.probes.gpu import GpuProbe
+from devicewatch.recorder import Recorder, RecordOptions
+
+from .conftest import PY, alive, child_env, no_traceback, reap, script, start_recorder, wait_for  # noqa: F401
+
+
+def _file_size_limit(limit: int):
+    def apply() -> None:
+        # Ignored SIGXFSZ makes a write past the limit fail with EFBIG instead of killing us,
+        # as a full disk makes it fail with ENOSPC.
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return apply
+
+
+def test_file_size_limit_mid_run_stops_the_workload_and_keeps_the_file(tmp_path, reap):
+    out = tmp_path / "run.jsonl"
+    limit = 200_000
+    recorder = start_recorder(out, PY, script("chatty.py"), preexec_fn=_file_size_limit(limit))
+    reap.append(recorder.pid)
+    workload = wait_for(lambda: psutil.Process(recorder.pid).children(), what="the workload")[0]
+    reap.append(workload.pid)
+    _, err = recorder.communicate(timeout=60)
+    err_text = err.decode()
+    no_traceback(err_text)
+    assert recorder.returncode == 2
+    assert err_text.count("\n") == 1 and "File too large" in err_text, err_text
+    assert not alive(workload.pid)
+    assert out.stat().st_size <= limit
+    # Everything written before the limit reads back; a line cut by the limit may end it.
+    run = runfile.load(out)
+    assert run.bad_lines == 0
+    assert run.logs and run.samples
+    assert run.end is None   # no room was left for it: the reader reports an abrupt end
+
+
+def test_file_size_limit_before_the_header_is_one_line(tmp_path):
+    out = tmp_path / "run.jsonl"
+    recorder = start_recorder(out, PY, "-c", "pass", preexec_fn=_file_size_limit(100))
+    _, err = recorder.communicate(timeout=60)
+    text = err.decode()
+    no_traceback(text)
+    assert recorder.returncode == 2 and text.count("\n") == 1 and "cannot write" in text, text
+
+
+class FakeNVMLError(Exception):
+    def __init__(self, value: int):
+        super().__init__(f"NVML error {value}")
+        self.value = value
+
+
+def fake_nvml(healthy_samples: int) -> types.SimpleNamespace:
+    """One GPU that answers normally for HEALTHY_SAMPLES samples, then reports itself lost."""
+    state = {"calls": 0}
+    gpu_is_lost = 15
+
+    def utilization(_handle):
+        state["calls"] += 1
+        if state["calls"] > healthy_samples:
+            raise FakeNVMLError(gpu_is_lost)
+        return types.SimpleNamespace(gpu=50, memory=10)
+
+    def unsupported(*_args):
+        raise FakeNVMLError(3)
+
+    return types.SimpleNamespace(
+        NVMLError=FakeNVMLError, NVML_ERROR_NOT_SUPPORTED=3, NVML_ERROR_FUNCTION_NOT_FOUND=13,
+        NVML_ERROR_NOT_FOUND=6, NVML_TEMPERATURE_GPU=0, NVML_CLOCK_SM=1, NVML_GPU_UTILIZATION_SAMPLES=1,
+        nvmlInit=lambda: None, nvmlShutdown=lambda: None, nvmlDeviceGetCount=lambda: 1,
+        nvmlSystemGetDriverVersion=lambda: "999.0", nvmlDeviceGetHandleByIndex=lambda i: i,
+        nvmlDeviceGetName=lambda h: b"Fake GPU", nvmlDeviceGetUUID=lambda h: "GPU-fake",
+        nvmlDeviceGetMemoryInfo=lambda h: types.SimpleNamespace(total=8 << 30, used=1 << 30),
+        nvmlDeviceGetUtilizationRates=utilization, nvmlDeviceGetPowerUsage=lambda h: 100_000,
+        nvmlDeviceGetTemperature=lambda h, kind: 60, nvmlDeviceGetClockInfo=lambda h, kind: 1500,
+        nvmlDeviceGetSamples=unsupported, nvmlDeviceGetComputeRunningProcesses=lambda h: [],
+        nvmlDeviceGetProcessUtilization=unsupported)
+
+
+def test_gpu_failing_mid_run_is_noted_and_the_rest_goes_on(tmp_path):
+    healthy = 5
+    out = tmp_path / "run.jsonl"
+    options = RecordOptions(output=str(out), command=[PY, "-c", "import time; time.sleep(1.0)"],
+                            interval=0.05, echo=False, status_line=False, grace=0.5)
+    probe = GpuProbe(nvml_loader=lambda: fake_nvml(healthy))
+    code = Recorder(options, gpu_probe=probe, out=io.StringIO(), err=io.StringIO()).run()
+    assert code == 0
+    run = runfile.load(out)
+    assert run.header["host"]["gpus"][0]["name"] == "Fake GPU"
+    assert [s["available"] for s in run.gpu_status] == [True, False]
+    assert "NVML error 15" in run.gpu_status[1]["reason"]
+    with_gpu = [s for s in run.samples if "gpus" in s]
+    assert len(with_gpu) == healthy and with_gpu == run.samples[:healthy]
+    after = run.samples[healthy:]
+    # A second of sampling at 0.05 s leaves well over five samples after the failure, all
+    # with the CPU still in them.
+    assert len(after) >= 5 and all("cpu" in s and "proc" in s for s in after)
+    assert run.gpu_status[1]["t"] >= run.samples[healthy - 1]["t"]
+    assert run.end["status"] == "ok"
+
+
+def test_no_traceback_when_the_workload_cannot_start(tmp_path):
+    out = tmp_path / "run.jsonl"
+    proc = subprocess.run([PY, "-m", "devicewatch", "--record", str(out), "--gpu", "off", "--",
+                           str(tmp_path / "no such program")], capture_output=True, text=True, timeout=60,
+                          env=child_env())
+    no_traceback(proc.stderr)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert runfile.load(out).end["status"] == "error"

@@ -1,0 +1,271 @@
+"""The dashboard, driven by Pilot on recorded and synthetic runs, plus its one-line refusals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("textual")
+
+from devicewatch import control, runfile  # noqa: E402
+from devicewatch.cli import Invocation  # noqa: E402
+from devicewatch.tui.app import DashboardApp  # noqa: E402
+from devicewatch.tui.home_screen import HomeScreen, OptionError, arguments_from  # noqa: E402
+from devicewatch.tui.run_screen import RunScreen  # noqa: E402
+from devicewatch.tui.source import LiveSource, open_replay, run_file_name  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+CPU_RUN = FIXTURES / "demo-cpu.jsonl"
+GPU_RUN = FIXTURES / "gpu-synthetic.jsonl"
+SIZE = (200, 50)
+
+GPU_EPOCHS = 3
+TRAIN_S, VALIDATE_S = 4.0, 1.0       # per epoch
+TRAIN_UTIL, VALIDATE_UTIL = 95, 10   # GPU utilization in each phase
+
+
+def make_gpu_run(path: Path) -> Path:
+    """A synthetic one-GPU run: busy while training, a dip in every validation (Fig. 1's picture)."""
+    host = {"hostname": "synthetic", "cpu_model": "synthetic", "cpu_count": 4, "mem_total": 2**34,
+            "gpus": [{"index": 0, "name": "Synthetic GPU", "uuid": None, "mem_total": 16 * 2**30}],
+            "gpu_driver": "0", "gpu_reason": None}
+    writer = runfile.RunWriter(path, {"devicewatch": "test", "started": "2026-01-01T00:00:00+00:00",
+                                      "started_unix": 0.0, "interval": 0.1, "host": host,
+                                      "workload": {"name": "synthetic", "args": [], "command": ["synthetic"]}})
+    writer.write({"type": "gpu_status", "t": 0.0, "available": True, "reason": None, "devices": 1})
+    writer.write({"type": "event", "t": 0.0, "kind": "run_info", "info": {"epochs": GPU_EPOCHS, "device": "cuda"}})
+    epoch_s = TRAIN_S + VALIDATE_S
+    spans = []
+    for e in range(GPU_EPOCHS):
+        start = e * epoch_s
+        spans += [("train", e + 1, start, start + TRAIN_S), ("validate", e + 1, start + TRAIN_S, start + epoch_s)]
+    records = []
+    for name, epoch, start, end in spans:
+        records.append((start, {"type": "event", "t": start, "kind": "phase_begin", "name": name, "epoch": epoch, "lane": "main"}))
+        records.append((end, {"type": "event", "t": end, "kind": "phase_end", "name": name, "epoch": epoch, "lane": "main"}))
+    total = GPU_EPOCHS * epoch_s
+    for i in range(1, int(round(total / 0.1)) + 1):
+        t = round(i * 0.1, 4)
+        in_train = (t - 0.05) % epoch_s < TRAIN_S
+        util = TRAIN_UTIL if in_train else VALIDATE_UTIL
+        gpu = {"index": 0, "util": util, "mem_util": util // 2, "mem_used": 6 * 2**30, "mem_total": 16 * 2**30,
+               "power_w": 250.0 if in_train else 90.0, "temp_c": 60, "sm_clock_mhz": 1500, "procs": []}
+        records.append((t, {"type": "sample", "t": t, "cpu": [30.0, 10.0, 5.0, 5.0], "cpu_total": 12.5,
+                            "proc": {"cpu": 110.0, "rss": 2**31, "threads": 8, "count": 1},
+                            "recorder_cpu": 0.8, "watcher_cpu": 2.0, "gpus": [gpu]}))
+    for _t, record in sorted(records, key=lambda r: r[0]):
+        writer.write(record)
+    writer.write({"type": "end", "t": total, "status": "ok", "exit_code": 0, "signal": None,
+                  "duration": total, "reason": "the workload finished"})
+    writer.close()
+    return path
+
+
+def test_gpu_fixture_is_what_the_generator_writes(tmp_path):
+    assert make_gpu_run(tmp_path / "g.jsonl").read_text() == GPU_RUN.read_text()
+
+
+def replay_app(path: Path, **inv_fields) -> DashboardApp:
+    inv = Invocation(command="replay", rest=[str(path)], **inv_fields)
+    return DashboardApp(inv, open_replay(str(path)))
+
+
+def plain(app: DashboardApp, widget_id: str) -> str:
+    return str(app.screen.query_one(f"#{widget_id}").render())
+
+
+@pytest.mark.asyncio
+async def test_replay_of_a_recorded_cpu_run_shows_every_panel():
+    run = runfile.load(CPU_RUN)
+    app = replay_app(CPU_RUN)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
+        screen = app.screen
+        assert isinstance(screen, RunScreen)
+        assert "FINISHED" in plain(app, "status")
+        # No GPU in this recording: the GPU panel says why, from the recorder's own words.
+        assert run.gpu_status[0]["reason"] in plain(app, "gpu-reason")
+        assert screen.query_one("#cpu-phases").display
+        assert not screen.gpu_charts
+        # One heat row per core at 200x50, cores from the header.
+        cores = screen.query_one("#cores")
+        assert cores.rebuilds >= 1
+        assert any(f"cpu{c}" in "".join(s.text for s in cores.render_line(y)._segments)
+                   for c in range(run.cores) for y in range(cores.size.height))
+        assert screen.model.epochs_total == 3
+        assert "3/3 done" in plain(app, "progress")
+        assert plain(app, "verdict").startswith("verdict: " + screen.model.verdict.label)
+        log_lines = [str(line) for line in screen.query_one("#log").lines]
+        assert log_lines == [r["line"] for r in run.logs]
+
+
+@pytest.mark.asyncio
+async def test_gpu_replay_shows_util_chart_and_the_validation_dip():
+    app = replay_app(GPU_RUN)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
+        screen = app.screen
+        assert len(screen.gpu_charts) == 1
+        assert "Synthetic GPU" in screen.gpu_charts[0].border_title
+        assert not screen.query_one("#gpu-reason").display
+        assert screen.query_one("#gpu-mem-power").display
+        # Mean utilization (4 s at 95 %, 1 s at 10 %) = 78 % < 80 %, and every dip falls in
+        # validation: the analysis calls it validation-bound.
+        assert screen.model.verdict.label == "validation-bound"
+        chart = screen.gpu_charts[0]
+        bottom = "".join(s.text for s in chart.render_line(chart.size.height - 2)._segments)
+        top = "".join(s.text for s in chart.render_line(0)._segments)
+        assert "█" in bottom and " " in top[8:]  # full at the bottom, gaps (dips) near the top
+
+
+@pytest.mark.asyncio
+async def test_keys_zoom_pause_yscale_presenter_help_and_marker():
+    app = replay_app(CPU_RUN)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.2)
+        screen = app.screen
+        assert screen.window is None  # a replay opens on the whole run
+        await pilot.press("plus")
+        assert screen.window is not None and screen.window >= 10
+        first = screen.window
+        await pilot.press("plus")
+        assert screen.window < first
+        await pilot.press("minus", "0")
+        assert screen.window is None
+        await pilot.press("y")
+        assert not screen.fixed_y and "y auto" in plain(app, "status")
+        await pilot.press("space")
+        assert screen.paused and "PAUSED" in plain(app, "status")
+        await pilot.press("space")
+        assert not screen.paused
+        await pilot.press("p")
+        await pilot.pause(0.2)
+        assert app.presenter and not screen.query_one("#bottom").display
+        await pilot.press("p")
+        await pilot.pause(0.2)
+        assert screen.query_one("#bottom").display
+        await pilot.press("question_mark")
+        await pilot.pause(0.1)
+        assert app.screen.query("HelpPanel")
+        await pilot.press("m")
+        assert screen.model.local_markers and screen.model.all_markers
+
+
+@pytest.mark.asyncio
+async def test_home_screen_lists_workloads_with_an_options_form(tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "2026-01-01T00-00-00-demo.jsonl").write_text(CPU_RUN.read_text())
+    app = DashboardApp(Invocation(command="dashboard", runs_dir=str(runs)))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
+        screen = app.screen
+        assert isinstance(screen, HomeScreen)
+        assert screen.current is not None and screen.current.name == "demo"
+        assert screen.query_one("#opt-epochs").value == "5"
+        assert screen.recent == [runs / "2026-01-01T00-00-00-demo.jsonl"]
+        await pilot.press("R")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, RunScreen) and not app.screen.source.live
+
+
+def test_form_arguments_are_checked_by_the_workloads_parser():
+    from devicewatch import registry
+
+    parser = registry.get("demo").parser
+    assert arguments_from(parser, {"epochs": "2", "batch": "256"}) == ["--epochs", "2"]
+    with pytest.raises(OptionError):
+        arguments_from(registry.get("demo").parser, {"epochs": "two"})
+
+
+@pytest.mark.asyncio
+async def test_live_run_is_recorded_into_the_runs_folder_and_stop_cancels_it(tmp_path):
+    runs = tmp_path / "runs"
+    inv = Invocation(command="run", workload="demo", runs_dir=str(runs),
+                     rest=["--epochs", "1000", "--samples", "2000"])
+    from devicewatch import registry
+
+    source = LiveSource(str(runs), "demo", inv.rest, registry.get("demo").command(inv.rest))
+    app = DashboardApp(inv, source, tick=0.1)
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(300):
+            await pilot.pause(0.1)
+            if app.screen.model is not None and app.screen.model.epoch_rows:
+                break
+        assert app.screen.model.epoch_rows, "the workload's first epoch should have arrived"
+        assert "LIVE" in plain(app, "status")
+        await pilot.press("s")
+        for _ in range(300):
+            await pilot.pause(0.1)
+            if source.run.finished:
+                break
+        await pilot.pause(0.2)
+        assert source.run.end["status"] == "cancelled"
+        assert "CANCELLED" in plain(app, "status")
+        assert source.process.wait(timeout=30) is not None  # it prints its summary, then exits
+    files = list(runs.glob("*-demo.jsonl"))
+    assert files == [source.path]
+    assert runfile.load(files[0]).end["status"] == "cancelled"
+
+
+@pytest.mark.asyncio
+async def test_a_recorder_that_dies_shows_an_error(tmp_path):
+    source = LiveSource(str(tmp_path), None, [], [sys.executable, "-c", "import time; time.sleep(60)"])
+    app = DashboardApp(Invocation(command="run", runs_dir=str(tmp_path)), source, tick=0.1)
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(200):
+            await pilot.pause(0.1)
+            if app.screen.model is not None and app.screen.model.run.samples:
+                break
+        import psutil
+
+        workload = psutil.Process(source.process.pid).children(recursive=True)
+        os.kill(source.process.pid, signal.SIGKILL)
+        for _ in range(100):
+            await pilot.pause(0.1)
+            if source.error:
+                break
+        await pilot.pause(0.3)
+        assert "SIGKILL" in source.error
+        assert "ERROR" in plain(app, "status")
+    for process in workload:  # the killed recorder could not end the workload it started
+        process.kill()
+
+
+@pytest.mark.parametrize("content, expected", [
+    (None, "no such file"),
+    ('{"type": "something else"}\n', "is not a devicewatch run file"),
+])
+def test_bad_replay_file_is_one_line_and_exit_2(tmp_path, content, expected):
+    path = tmp_path / "run.jsonl"
+    if content is not None:
+        path.write_text(content)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-m", "devicewatch", "replay", str(path)], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and expected in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_run_file_names_are_timestamped_and_never_overwrite(tmp_path):
+    first = run_file_name(str(tmp_path), "python -c", now=0.0)
+    assert first.name.endswith("-python-c.jsonl") and first.parent == tmp_path
+    first.write_text("")
+    assert run_file_name(str(tmp_path), "python -c", now=0.0).name.endswith("-python-c-2.jsonl")
+
+
+def test_control_lines_become_marker_events():
+    line = control.marker_line("warm-up done")
+    assert control.parse_command(line.strip(), 1.5) == {
+        "type": "event", "t": 1.5, "kind": "marker", "label": "warm-up done", "source": "dashboard"}
+    assert control.parse_command(b'{"kind": "shutdown"}', 0.0) is None
+    assert control.parse_command(b"not json", 0.0) is None
+    assert control.parse_command(json.dumps({"kind": "marker", "label": 3}).encode(), 0.0) is None

@@ -1,0 +1,36 @@
+"""A snapshot of the comparison view at a fixed size on the committed fixture runs.
+
+Update after an intended change of look with
+``pytest tests/test_tui_compare_snapshot.py --snapshot-update`` and inspect the SVG under
+tests/__snapshots__/.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pytest_textual_snapshot")
+
+from devicewatch import runfile  # noqa: E402
+from devicewatch.cli import Invocation  # noqa: E402
+from devicewatch.tui.app import DashboardApp  # noqa: E402
+
+FIXTURES = Path("tests") / "fixtures"  # relative: the file names shown are fixed
+
+
+@pytest.fixture(autouse=True)
+def at_repository_root(monkeypatch):
+    monkeypatch.chdir(Path(__file__).resolve().parent.parent)
+
+
+async def settle(pilot) -> None:
+    await pilot.pause(0.3)
+
+
+def test_compare_cpu_with_gpu_fixture(snap_compare):
+    a, b = FIXTURES / "demo-cpu.jsonl", FIXTURES / "gpu-synthetic.jsonl"
+    app = DashboardApp(Invocation(command="compare", rest=[str(a), str(b)]),
+                       compare=(runfile.load(a), runfile.load(b)))
+    assert snap_compare(app, terminal_size=(160, 45), run_before=settle)

@@ -1,0 +1,45 @@
+"""Snapshots of the run screen at a fixed size on fixed data (the committed fixture runs).
+
+Update after an intended change of look with ``pytest tests/test_tui_snapshots.py --snapshot-update``
+and inspect the SVGs under tests/__snapshots__/.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pytest_textual_snapshot")
+
+from devicewatch.cli import Invocation  # noqa: E402
+from devicewatch.tui.app import DashboardApp  # noqa: E402
+from devicewatch.tui.source import open_replay  # noqa: E402
+
+FIXTURES = Path("tests") / "fixtures"  # relative: the path shown in the status line is fixed
+
+
+def replay(name: str, presenter: bool = False) -> DashboardApp:
+    path = str(FIXTURES / name)
+    return DashboardApp(Invocation(command="replay", rest=[path], presenter=presenter), open_replay(path))
+
+
+@pytest.fixture(autouse=True)
+def at_repository_root(monkeypatch):
+    monkeypatch.chdir(Path(__file__).resolve().parent.parent)
+
+
+async def settle(pilot) -> None:
+    await pilot.pause(0.3)
+
+
+def test_cpu_replay(snap_compare):
+    assert snap_compare(replay("demo-cpu.jsonl"), terminal_size=(160, 45), run_before=settle)
+
+
+def test_gpu_replay(snap_compare):
+    assert snap_compare(replay("gpu-synthetic.jsonl"), terminal_size=(160, 45), run_before=settle)
+
+
+def test_gpu_replay_presenter(snap_compare):
+    assert snap_compare(replay("gpu-synthetic.jsonl", presenter=True), terminal_size=(120, 36), run_before=settle)

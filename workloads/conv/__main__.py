@@ -1,0 +1,5 @@
+import sys
+
+from workloads.conv import main
+
+sys.exit(main())
