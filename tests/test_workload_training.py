@@ -4,7 +4,6 @@ Keras runs go through subprocesses, since Keras fixes its backend once per proce
 
 from __future__ import annotations
 
-import io
 import os
 import pickle
 import shutil
@@ -17,7 +16,6 @@ import numpy as np
 import pytest
 
 from devicewatch import runfile
-from devicewatch.recorder import Recorder, RecordOptions
 from workloads.training import data
 from workloads.training.config import TrainingConfig
 from workloads.training.steptimes import percentile, summarize
@@ -46,20 +44,12 @@ def env() -> dict[str, str]:
 
 
 def record(tmp_path: Path, command: list[str]) -> tuple[int, runfile.Run]:
-    """Run ``command`` under the devicewatch recorder and load the run file it writes."""
+    """Run ``command`` under ``devicewatch --record`` and load the run file it writes."""
     output = tmp_path / "run.jsonl"
-    options = RecordOptions(output=str(output), command=command, gpu=False, echo=False,
-                            status_line=False)
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = str(ROOT)
-    try:
-        code = Recorder(options).run()
-    finally:
-        if old is None:
-            del os.environ["PYTHONPATH"]
-        else:
-            os.environ["PYTHONPATH"] = old
-    return code, runfile.load(output)
+    done = subprocess.run([sys.executable, "-m", "devicewatch", "--record", str(output), "--gpu", "off",
+                           "--quiet", "--", *command], env=env(), capture_output=True, text=True,
+                          timeout=300)
+    return done.returncode, runfile.load(output)
 
 
 def events_of(run: runfile.Run, kind: str) -> list[dict]:
