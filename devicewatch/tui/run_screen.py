@@ -8,6 +8,7 @@ bytes appended since the last), so no widget is ever touched from another thread
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,7 @@ from .source import LiveSource, Source
 
 WINDOWS: list[float | None] = [10, 30, 60, 120, 300, 600, 1800, None]  # seconds; None: whole run
 TICK = 0.4  # seconds between poll-and-redraw ticks (2.5 Hz)
+LOG_EVERY = 2.0  # seconds between appends to the workload-output panel while a run is live
 
 
 def _nice_top(value: float, floor: float = 1.0) -> float:
@@ -75,6 +77,9 @@ class RunScreen(Screen[None]):
         self.quit_when_done = False
         self.gpu_charts: list[AreaChart] = []
         self._shown: dict[str, Any] = {}
+        self._lines_shown: dict[str, int] = {}
+        self._new_lines: list[str] = []
+        self._log_written = -1e9
         self._error_noted = False
         self._timer: Any = None
         self._redraw_pending = False
@@ -205,11 +210,19 @@ class RunScreen(Screen[None]):
                 (model.version, view.key()), t, rss, view, _nice_top(_visible_max(t, rss, view), 16), "M", overlay)
             self._set("cost", panels.cost_text(model))
         if self._visible("epochs"):
-            self._set("epochs", panels.epoch_bars(model, max(30, self.query_one("#epochs").size.width)))
-        new_lines = getattr(self, "_new_lines", []) + model.take_logs()
-        self._new_lines = []
-        if new_lines:
-            self.query_one("#log", Log).write_lines(new_lines)
+            epochs = self.query_one("#epochs")
+            self._set("epochs", panels.epoch_bars(model, max(30, epochs.size.width), max(1, epochs.size.height - 1)))
+        self._new_lines += model.take_logs()
+        self._write_log(force or not self.source.running)
+
+    def _write_log(self, force: bool) -> None:
+        """Append the waiting log lines, at most every ``LOG_EVERY`` seconds while live: each
+        write grows the log's virtual size, which costs a layout pass of the whole screen."""
+        now = time.monotonic()
+        if self._new_lines and (force or now - self._log_written >= LOG_EVERY):
+            self.query_one("#log", Log).write_lines(self._new_lines)
+            self._new_lines = []
+            self._log_written = now
 
     def _draw_gpus(self, model: RunModel, view: View, base: tuple[Any, ...], overlay: Overlay) -> None:
         reason = model.gpu_reason if not model.gpus else None
@@ -278,7 +291,14 @@ class RunScreen(Screen[None]):
         if self._shown.get(widget_id) == plain:
             return
         self._shown[widget_id] = plain
-        self.query_one(f"#{widget_id}", Static).update(content)
+        widget = self.query_one(f"#{widget_id}", Static)
+        # A layout pass costs more than the whole redraw: only a widget whose height follows its
+        # content, and whose line count changed, needs one. The rest keep their CSS size.
+        lines = plain.count("\n") + 1
+        auto = widget.styles.height is None or widget.styles.height.is_auto
+        layout = auto and self._lines_shown.get(widget_id) != lines
+        self._lines_shown[widget_id] = lines
+        widget.update(content, layout=layout)
 
     def _visible(self, widget_id: str) -> bool:
         node: Widget | None = self.query_one(f"#{widget_id}")
@@ -374,4 +394,5 @@ class RunScreen(Screen[None]):
     def redraw_all(self) -> None:
         """After a change of look (presenter): rebuild every chart at once."""
         self._shown.clear()
+        self._lines_shown.clear()
         self._redraw(force=True)
