@@ -17,6 +17,7 @@ from typing import Any, Sequence
 import numpy as np
 from rich.segment import Segment
 from rich.style import Style
+from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -177,10 +178,19 @@ class Chart(Widget):
         full_key = (key, self.size.width, self.size.height, self.palette is PRESENTER)
         if full_key == self._key or self.size.width <= AXIS or self.size.height <= 0:
             return False
+        size_changed = self._key is None or full_key[1:] != self._key[1:]
         self._key = full_key
-        self._strips = self.build(self.size.width, self.size.height, *args)
+        old, self._strips = self._strips, self.build(self.size.width, self.size.height, *args)
         self.rebuilds += 1
-        self.refresh()
+        if size_changed or len(old) != len(self._strips):
+            self.refresh()
+            return True
+        # Repaint only the lines that differ: a chart whose view did not move changes in its
+        # newest columns alone, and repainting the whole widget is most of a redraw's cost.
+        for y, (before, after) in enumerate(zip(old, self._strips)):
+            span = _changed_span(list(before), list(after))
+            if span is not None:
+                self.refresh(Region(span[0], y, span[1] - span[0], 1))
         return True
 
     def build(self, width: int, height: int, *args: Any) -> list[Strip]:
@@ -196,6 +206,25 @@ class Chart(Widget):
         request = getattr(self.screen, "request_redraw", None)
         if request is not None:  # sizes are known only after layout: draw again at the new size
             request()
+
+
+def _changed_span(before: list[Segment], after: list[Segment]) -> tuple[int, int] | None:
+    """The cells ``[x0, x1)`` of a line that differ between two builds; None if none do."""
+    if before == after:
+        return None
+    head = 0
+    x0 = 0
+    while head < min(len(before), len(after)) and before[head] == after[head]:
+        x0 += before[head].cell_length
+        head += 1
+    tail = 0
+    right = 0
+    while tail < min(len(before), len(after)) - head and before[-1 - tail] == after[-1 - tail]:
+        right += before[-1 - tail].cell_length
+        tail += 1
+    total = max(sum(s.cell_length for s in before), sum(s.cell_length for s in after))
+    x1 = total - right
+    return (x0, x1) if x1 > x0 else (0, total)
 
 
 def _label(text: str, style: Style) -> Segment:

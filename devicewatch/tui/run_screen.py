@@ -28,6 +28,7 @@ from .source import LiveSource, Source
 
 WINDOWS: list[float | None] = [10, 30, 60, 120, 300, 600, 1800, None]  # seconds; None: whole run
 TICK = 0.4  # seconds between poll-and-redraw ticks (2.5 Hz)
+VIEW_STEPS = 20  # a live view's end advances in steps of 1/20 of the window
 LOG_EVERY = 2.0  # seconds between appends to the workload-output panel while a run is live
 
 
@@ -165,9 +166,20 @@ class RunScreen(Screen[None]):
     def _view(self) -> View:
         assert self.model is not None
         latest = self.model.latest
+        growing = self.source.live and not self.model.run.finished
         if self.window is None:
-            return View(0.0, max(latest, 1.0), live=self.source.live)
+            # Following the whole run: the end moves in steps of 1/VIEW_STEPS of the run so far.
+            end = max(latest, 1.0)
+            if growing:
+                step = _nice_top(end / VIEW_STEPS, 0.1)
+                end = math.ceil(end / step) * step
+            return View(0.0, end, live=self.source.live)
         end = max(latest - self.pan_offset, self.window)
+        if growing and self.pan_offset == 0:
+            # The window slides in steps of 1/VIEW_STEPS of its width, not every tick: between
+            # steps only the newest columns change, and only their lines are redrawn.
+            step = self.window / VIEW_STEPS
+            end = max(math.ceil(latest / step) * step, self.window)
         return View(max(end - self.window, 0.0), end, live=self.source.live and self.pan_offset == 0)
 
     def _redraw(self, force: bool = False) -> None:
