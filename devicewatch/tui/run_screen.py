@@ -27,8 +27,9 @@ from .model import RunModel
 from .source import LiveSource, Source
 
 WINDOWS: list[float | None] = [10, 30, 60, 120, 300, 600, 1800, None]  # seconds; None: whole run
-TICK = 0.4  # seconds between poll-and-redraw ticks (2.5 Hz)
+TICK = 0.5  # seconds between poll-and-redraw ticks (2 Hz)
 VIEW_STEPS = 20  # a live view's end advances in steps of 1/20 of the window
+SLOW_EVERY = 1.0  # seconds between redraws of the status line and the bottom row while live
 LOG_EVERY = 2.0  # seconds between appends to the workload-output panel while a run is live
 
 
@@ -81,6 +82,7 @@ class RunScreen(Screen[None]):
         self._lines_shown: dict[str, int] = {}
         self._new_lines: list[str] = []
         self._log_written = -1e9
+        self._slow_at = -1e9
         self._error_noted = False
         self._timer: Any = None
         self._redraw_pending = False
@@ -194,7 +196,14 @@ class RunScreen(Screen[None]):
         model.refresh_verdict(force=force or model.run.finished)
         view = self._view()
         presenter = getattr(self.app, "presenter", False)
-        self._set("status", self._status(model, view))
+        # The status line and the bottom row (workload charts, cost, epochs, log) change every
+        # tick too, but are read at a glance: refreshing them once a second keeps most frames
+        # down to the changed columns of the top charts instead of the whole screen.
+        now = time.monotonic()
+        slow = force or not self.source.running or now - self._slow_at >= SLOW_EVERY
+        if slow:
+            self._slow_at = now
+            self._set("status", self._status(model, view))
         self._set("progress", panels.progress_text(model, 40 if presenter else 30))
         self._set("verdict", panels.verdict_text(model))
         main_lane = model.lanes[0] if model.lanes else "main"
@@ -213,6 +222,12 @@ class RunScreen(Screen[None]):
         lanes = self.query_one("#lanes", PhaseLanes)
         lanes.styles.height = max(1, len(model.lanes))
         lanes.update(base, model.lanes or ["main"], model.phases, view, all_lanes)
+        if slow:
+            self._redraw_bottom(model, view, base, overlay, force)
+
+    def _redraw_bottom(self, model: RunModel, view: View, base: tuple[Any, ...], overlay: Overlay,
+                       force: bool) -> None:
+        t = model.t.values
         if self._visible("proc-panel"):
             cores = max(model.cores, 1)
             cpu_top = 100.0 * cores if self.fixed_y else _nice_top(_visible_max(t, model.proc_cpu.values, view), 10)
