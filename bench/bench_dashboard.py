@@ -6,9 +6,15 @@ draws, as a terminal would), via ``python -m devicewatch run``. Its CPU is read 
 from its process (the recorder and workload are separate processes), and cross-checked against
 the ``watcher_cpu`` the recorder itself sampled. The slowdown compares the same CPU-bound
 workload (one busy process per core, a fixed amount of pure-Python work, timed inside the
-workload) run bare, under the headless recorder, and in the dashboard, interleaved.
+workload after a settle delay, so that the tools' start-up is not counted) run bare, under the
+headless recorder, and in the dashboard.
 
-    python -m bench.bench_dashboard [--follow-seconds 30] [--repeats 3] [--write-docs]
+The machine may be shared with other work whose load drifts over minutes, so single timings
+say little: each repetition runs all three back to back (in an order that rotates from one
+repetition to the next), the figure is the ratio within a repetition, and the report gives the
+median ratio over all repetitions with its interquartile range and extremes.
+
+    python -m bench.bench_dashboard [--follow-seconds 30] [--repeats 15] [--burn-n 12000000] [--write-docs]
 """
 
 from __future__ import annotations
@@ -34,7 +40,10 @@ from devicewatch import runfile
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "dashboard.md"
+FIGURES_END = "<!-- end of the figures written by bench.bench_dashboard -->"
 COLUMNS, ROWS = 200, 50
+BURN_SETTLE = 4.0  # seconds every burn waits before its timed work: the dashboard starts up meanwhile
+BURN_SETTINGS = {"BURN_N": "12000000", "BURN_SETTLE": str(BURN_SETTLE)}
 
 # One process per core, each a fixed pure-Python loop; prints the wall time of the work alone.
 BURN = """
@@ -46,6 +55,7 @@ def work(n):
     return x
 if __name__ == "__main__":
     n = int(os.environ.get("BURN_N", "6000000"))
+    time.sleep(float(os.environ.get("BURN_SETTLE", "0")))
     with mp.Pool(os.cpu_count()) as pool:
         start = time.perf_counter()
         pool.map(work, [n] * os.cpu_count())
@@ -55,7 +65,8 @@ BURN_LINE = re.compile(r"burn seconds ([0-9.]+)")
 
 
 def env() -> dict[str, str]:
-    out = dict(os.environ, PYTHONPATH=str(ROOT), TERM="xterm-256color", COLUMNS=str(COLUMNS), LINES=str(ROWS))
+    out = dict(os.environ, PYTHONPATH=str(ROOT), TERM="xterm-256color", COLUMNS=str(COLUMNS), LINES=str(ROWS),
+               **BURN_SETTINGS)
     out.pop("DEVICEWATCH_EVENTS", None)
     return out
 
@@ -195,26 +206,50 @@ def _burn_from(path: Path) -> float:
     raise SystemExit(f"no timing line in {path}")
 
 
+KINDS = {"bare": burn_bare, "recorder only": burn_recorded, "dashboard": burn_dashboard}
+
+
 def measure_slowdown(repeats: int) -> dict[str, list[float]]:
-    times: dict[str, list[float]] = {"bare": [], "recorder only": [], "dashboard": []}
+    """Burn timings per kind; repetition ``i`` runs the kinds in an order rotated by ``i``."""
+    times: dict[str, list[float]] = {kind: [] for kind in KINDS}
+    names = list(KINDS)
     with tempfile.TemporaryDirectory() as tmp:
-        for _ in range(repeats):
-            times["bare"].append(burn_bare(tmp))
-            times["recorder only"].append(burn_recorded(tmp))
-            times["dashboard"].append(burn_dashboard(tmp))
+        for i in range(repeats):
+            for kind in names[i % 3:] + names[:i % 3]:
+                times[kind].append(KINDS[kind](tmp))
+            print(f"repetition {i + 1}/{repeats}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()),
+                  file=sys.stderr, flush=True)
     return times
+
+
+def ratio_summary(numerator: list[float], denominator: list[float]) -> dict[str, float]:
+    """Median of the per-repetition ratios, with quartiles and extremes (as % slower)."""
+    ratios = sorted(100 * (a / b - 1) for a, b in zip(numerator, denominator))
+    q1, median, q3 = statistics.quantiles(ratios, n=4, method="inclusive") if len(ratios) > 1 else ratios * 3
+    return {"median": median, "q1": q1, "q3": q3, "min": ratios[0], "max": ratios[-1], "n": len(ratios)}
+
+
+def _ratio_cell(r: dict[str, float]) -> str:
+    return (f"{r['median']:+.1f}% (quartiles {r['q1']:+.1f}% to {r['q3']:+.1f}%, "
+            f"range {r['min']:+.1f}% to {r['max']:+.1f}%)")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_dashboard", description=__doc__.split("\n")[0])
     parser.add_argument("--follow-seconds", type=float, default=30.0)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=15, help="repetitions of bare / recorder / dashboard")
+    parser.add_argument("--burn-n", type=int, default=int(BURN_SETTINGS["BURN_N"]),
+                        help="loop iterations of each burning process")
     parser.add_argument("--write-docs", action="store_true", help="put the figures into docs/dashboard.md")
     args = parser.parse_args(argv)
+    BURN_SETTINGS["BURN_N"] = str(args.burn_n)
     command = "python -m bench.bench_dashboard " + " ".join(argv if argv is not None else sys.argv[1:])
     follow = measure_follow(args.follow_seconds)
     times = measure_slowdown(args.repeats)
     median = {k: statistics.median(v) for k, v in times.items()}
+    watched = ratio_summary(times["dashboard"], times["bare"])
+    recorder = ratio_summary(times["recorder only"], times["bare"])
+    over_recorder = ratio_summary(times["dashboard"], times["recorder only"])
     lines = [
         f"Command: `{command.strip()}` on {psutil.cpu_count()} cores "
         f"({os.uname().machine}, {time.strftime('%Y-%m-%d')}), terminal {COLUMNS}×{ROWS} (a real pty).",
@@ -225,21 +260,23 @@ def main(argv: list[str] | None = None) -> int:
         f"{follow['seconds']:.0f} s, psutil) | {follow['dashboard_cpu_percent']:.1f}% of one core | ≤ 5% |",
         f"| the same, as the recorder sampled it (`watcher_cpu` mean) | "
         f"{follow['watcher_cpu_mean_recorded']:.1f}% of one core | |",
-        f"| CPU-bound workload, bare (median of {args.repeats}) | {median['bare']:.2f} s | |",
-        f"| the same under the headless recorder | {median['recorder only']:.2f} s "
-        f"({100 * (median['recorder only'] / median['bare'] - 1):+.1f}%) | |",
-        f"| the same watched by the dashboard | {median['dashboard']:.2f} s "
-        f"({100 * (median['dashboard'] / median['bare'] - 1):+.1f}% vs bare, "
-        f"{100 * (median['dashboard'] / median['recorder only'] - 1):+.1f}% vs recorder only) | ≤ 3% |",
+        f"| CPU-bound workload ({psutil.cpu_count()} processes × {args.burn_n:,} iterations), bare "
+        f"(median of {args.repeats}) | {median['bare']:.2f} s | |",
+        f"| the same under the headless recorder, slower than bare (median of per-repetition ratios) | "
+        f"{_ratio_cell(recorder)} | |",
+        f"| the same watched by the dashboard, slower than bare | {_ratio_cell(watched)} | ≤ 3% |",
+        f"| the dashboard's share alone: watched vs recorder only | {_ratio_cell(over_recorder)} | |",
         "",
-        "All repetitions (s): " + "; ".join(f"{k}: {', '.join(f'{x:.2f}' for x in v)}" for k, v in times.items()),
+        "All repetitions (s), in order: " + "; ".join(f"{k}: {', '.join(f'{x:.2f}' for x in v)}"
+                                                       for k, v in times.items()),
     ]
     report = "\n".join(lines)
-    print(report)
+    print(report, flush=True)
     if args.write_docs:
         text = DOC.read_text() if DOC.exists() else "# The dashboard\n"
-        head, marker, _ = text.partition("## Benchmarks")
-        DOC.write_text(head + "## Benchmarks\n\n" + report + "\n")
+        head, _, rest = text.partition("## Benchmarks")
+        _, end, prose = rest.partition(FIGURES_END)  # what follows the figures is kept
+        DOC.write_text(head + "## Benchmarks\n\n" + report + "\n\n" + FIGURES_END + prose)
     return 0
 
 
