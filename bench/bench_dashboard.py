@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import math
 import os
 import pty
 import re
@@ -74,11 +75,11 @@ def env() -> dict[str, str]:
 class PtyDashboard:
     """``python -m devicewatch ARGS`` in a 200×50 pseudo-terminal whose output is drained."""
 
-    def __init__(self, args: list[str], cwd: str):
+    def __init__(self, args: list[str], cwd: str, launcher: list[str] | None = None):
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
         self.master = master
-        self.process = subprocess.Popen([sys.executable, "-m", "devicewatch", *args], cwd=cwd, env=env(),
+        self.process = subprocess.Popen([*(launcher or [sys.executable, "-m", "devicewatch"]), *args], cwd=cwd, env=env(),
                                         stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
         os.close(slave)
         self.received = 0
@@ -206,6 +207,96 @@ def _burn_from(path: Path) -> float:
     raise SystemExit(f"no timing line in {path}")
 
 
+# Short bursts of the same work, back to back until a deadline; prints each burst's wall-clock span.
+BURSTS = """
+import multiprocessing as mp, os, time
+def work(n):
+    x = 0
+    for i in range(n):
+        x = (x * 31 + i) % 1000003
+    return x
+if __name__ == "__main__":
+    n, until = int(os.environ["BURST_N"]), float(os.environ["BURST_UNTIL"])
+    with mp.Pool(os.cpu_count()) as pool:
+        while time.time() < until:
+            start = time.time()
+            pool.map(work, [n] * os.cpu_count())
+            print(f"burst {start:.6f} {time.time():.6f}", flush=True)
+"""
+# The dashboard as ``python -m devicewatch``, except that a SIGCONT does not make Textual set the
+# terminal up again (its handler is for resuming after Ctrl+Z; the bench's SIGSTOP/SIGCONT
+# pauses are not that, and a terminal re-initialisation per pause would be counted as watching).
+PAUSABLE = """
+import runpy, sys
+from textual.drivers.linux_driver import LinuxDriver
+LinuxDriver._sigcont_application = lambda self, *_: None
+sys.argv = ["devicewatch", *sys.argv[1:]]
+runpy.run_module("devicewatch", run_name="__main__", alter_sys=True)
+"""
+BURST_LINE = re.compile(r"burst ([0-9.]+) ([0-9.]+)")
+STATES = ("bare", "recorder only", "dashboard")
+
+
+def measure_toggled(cycles: int, period: float, burst_n: int, startup: float = 10.0) -> dict[str, list[float]]:
+    """One watched run of back-to-back bursts whose watchers are paused and resumed in turn.
+
+    Each cycle holds three periods: recorder and dashboard both stopped (SIGSTOP: bare),
+    dashboard stopped (recorder only), both running (watched). A burst counts for a state when
+    it lies wholly inside one of its periods. States a few seconds apart see the same load from
+    the rest of the machine, so the ratio within a cycle is steady where separate runs are not.
+    Returns, per state, the median burst time of each cycle.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = Path(tmp) / "runs"
+        begin = time.time() + startup
+        until = begin + cycles * len(STATES) * period
+        environment = {"BURST_N": str(burst_n), "BURST_UNTIL": f"{until:.3f}"}
+        os.environ.update(environment)
+        try:
+            dash = PtyDashboard(["--runs-dir", str(runs), "run", "--", sys.executable, "-c", BURSTS], tmp,
+                                launcher=[sys.executable, "-c", PAUSABLE])
+        finally:
+            for key in environment:
+                os.environ.pop(key, None)
+        periods: list[tuple[str, int, float, float]] = []
+        stopped: list[psutil.Process] = []
+        try:
+            if not wait_for(lambda: newest_run(runs) is not None, 60):
+                raise SystemExit("the dashboard did not start a recording")
+            time.sleep(max(begin - time.time(), 0.0))
+            dashboard = psutil.Process(dash.process.pid)
+            recorder = dashboard.children()[0]
+            for cycle in range(cycles):
+                for state in STATES:
+                    for process in stopped:
+                        process.resume()
+                    stopped = [] if state == "dashboard" else [dashboard] if state == "recorder only" \
+                        else [dashboard, recorder]
+                    for process in stopped:
+                        process.suspend()
+                    start = time.time()
+                    time.sleep(period)
+                    periods.append((state, cycle, start, time.time()))
+        finally:
+            for process in stopped:
+                process.resume()
+        if not wait_for(lambda: finished(newest_run(runs)), 60, step=0.5):
+            raise SystemExit("the burst workload did not finish")
+        time.sleep(1.5)
+        dash.press("q")
+        try:
+            dash.process.wait(15)
+        finally:
+            dash.close()
+        bursts = [(float(m.group(1)), float(m.group(2))) for r in runfile.load(newest_run(runs)).logs
+                  if (m := BURST_LINE.search(r.get("line", "")))]
+    per_cycle: dict[str, list[float]] = {state: [] for state in STATES}
+    for state, cycle, start, end in periods:
+        inside = [b - a for a, b in bursts if a >= start and b <= end]
+        per_cycle[state].append(statistics.median(inside) if inside else float("nan"))
+    return per_cycle
+
+
 KINDS = {"bare": burn_bare, "recorder only": burn_recorded, "dashboard": burn_dashboard}
 
 
@@ -223,35 +314,41 @@ def measure_slowdown(repeats: int) -> dict[str, list[float]]:
 
 
 def ratio_summary(numerator: list[float], denominator: list[float]) -> dict[str, float]:
-    """Median of the per-repetition ratios, with quartiles and extremes (as % slower)."""
-    ratios = sorted(100 * (a / b - 1) for a, b in zip(numerator, denominator))
+    """Median of the paired ratios, with quartiles and extremes (as % slower); NaN pairs dropped."""
+    ratios = sorted(100 * (a / b - 1) for a, b in zip(numerator, denominator) if a == a and b == b)
+    if not ratios:
+        return {"median": math.nan, "q1": math.nan, "q3": math.nan, "min": math.nan, "max": math.nan, "n": 0}
     q1, median, q3 = statistics.quantiles(ratios, n=4, method="inclusive") if len(ratios) > 1 else ratios * 3
     return {"median": median, "q1": q1, "q3": q3, "min": ratios[0], "max": ratios[-1], "n": len(ratios)}
 
 
 def _ratio_cell(r: dict[str, float]) -> str:
     return (f"{r['median']:+.1f}% (quartiles {r['q1']:+.1f}% to {r['q3']:+.1f}%, "
-            f"range {r['min']:+.1f}% to {r['max']:+.1f}%)")
+            f"range {r['min']:+.1f}% to {r['max']:+.1f}%, n={r['n']})")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_dashboard", description=__doc__.split("\n")[0])
     parser.add_argument("--follow-seconds", type=float, default=30.0)
-    parser.add_argument("--repeats", type=int, default=15, help="repetitions of bare / recorder / dashboard")
+    parser.add_argument("--cycles", type=int, default=60, help="bare / recorder only / watched cycles of one toggled run")
+    parser.add_argument("--period", type=float, default=1.0, help="seconds of each state in a cycle")
+    parser.add_argument("--burst-n", type=int, default=2_000_000, help="loop iterations per process in one burst")
+    parser.add_argument("--repeats", type=int, default=0,
+                        help="also time whole separate runs, this many of each kind (start-up included)")
     parser.add_argument("--burn-n", type=int, default=int(BURN_SETTINGS["BURN_N"]),
-                        help="loop iterations of each burning process")
+                        help="loop iterations of each process in one separate run")
     parser.add_argument("--write-docs", action="store_true", help="put the figures into docs/dashboard.md")
     args = parser.parse_args(argv)
     BURN_SETTINGS["BURN_N"] = str(args.burn_n)
     command = "python -m bench.bench_dashboard " + " ".join(argv if argv is not None else sys.argv[1:])
     follow = measure_follow(args.follow_seconds)
-    times = measure_slowdown(args.repeats)
-    median = {k: statistics.median(v) for k, v in times.items()}
-    watched = ratio_summary(times["dashboard"], times["bare"])
-    recorder = ratio_summary(times["recorder only"], times["bare"])
-    over_recorder = ratio_summary(times["dashboard"], times["recorder only"])
+    cycles = measure_toggled(args.cycles, args.period, args.burst_n)
+    watched = ratio_summary(cycles["dashboard"], cycles["bare"])
+    recorder = ratio_summary(cycles["recorder only"], cycles["bare"])
+    over_recorder = ratio_summary(cycles["dashboard"], cycles["recorder only"])
+    cores = psutil.cpu_count()
     lines = [
-        f"Command: `{command.strip()}` on {psutil.cpu_count()} cores "
+        f"Command: `{command.strip()}` on {cores} cores "
         f"({os.uname().machine}, {time.strftime('%Y-%m-%d')}), terminal {COLUMNS}×{ROWS} (a real pty).",
         "",
         "| figure | value | budget |",
@@ -260,16 +357,28 @@ def main(argv: list[str] | None = None) -> int:
         f"{follow['seconds']:.0f} s, psutil) | {follow['dashboard_cpu_percent']:.1f}% of one core | ≤ 5% |",
         f"| the same, as the recorder sampled it (`watcher_cpu` mean) | "
         f"{follow['watcher_cpu_mean_recorded']:.1f}% of one core | |",
-        f"| CPU-bound workload ({psutil.cpu_count()} processes × {args.burn_n:,} iterations), bare "
-        f"(median of {args.repeats}) | {median['bare']:.2f} s | |",
-        f"| the same under the headless recorder, slower than bare (median of per-repetition ratios) | "
+        f"| CPU-bound bursts ({cores} processes × {args.burst_n:,} iterations), bare: median burst | "
+        f"{statistics.median([x for x in cycles['bare'] if x == x]):.3f} s | |",
+        f"| under the recorder alone, slower than bare (median of {args.cycles} per-cycle ratios) | "
         f"{_ratio_cell(recorder)} | |",
-        f"| the same watched by the dashboard, slower than bare | {_ratio_cell(watched)} | ≤ 3% |",
+        f"| **watched by the dashboard, slower than bare** | {_ratio_cell(watched)} | ≤ 3% |",
         f"| the dashboard's share alone: watched vs recorder only | {_ratio_cell(over_recorder)} | |",
         "",
-        "All repetitions (s), in order: " + "; ".join(f"{k}: {', '.join(f'{x:.2f}' for x in v)}"
-                                                       for k, v in times.items()),
+        "Per-cycle median bursts (s): " + "; ".join(f"{k}: {', '.join(f'{x:.3f}' for x in v)}"
+                                                    for k, v in cycles.items()),
     ]
+    if args.repeats:
+        times = measure_slowdown(args.repeats)
+        lines += [
+            "",
+            f"Whole separate runs ({cores} processes × {args.burn_n:,} iterations, timed after a "
+            f"{BURN_SETTLE:.0f} s settle), {args.repeats} repetitions: dashboard vs bare "
+            f"{_ratio_cell(ratio_summary(times['dashboard'], times['bare']))}; recorder only vs bare "
+            f"{_ratio_cell(ratio_summary(times['recorder only'], times['bare']))}.",
+            "",
+            "All repetitions (s), in order: " + "; ".join(f"{k}: {', '.join(f'{x:.2f}' for x in v)}"
+                                                           for k, v in times.items()),
+        ]
     report = "\n".join(lines)
     print(report, flush=True)
     if args.write_docs:
