@@ -4,17 +4,18 @@ CPU-bound workload watched by it.
 The dashboard runs for real, in a pseudo-terminal of 200×50 (the bench reads everything it
 draws, as a terminal would), via ``python -m devicewatch run``. Its CPU is read with psutil
 from its process (the recorder and workload are separate processes), and cross-checked against
-the ``watcher_cpu`` the recorder itself sampled. The slowdown compares the same CPU-bound
-workload (one busy process per core, a fixed amount of pure-Python work, timed inside the
-workload after a settle delay, so that the tools' start-up is not counted) run bare, under the
-headless recorder, and in the dashboard.
+the ``watcher_cpu`` the recorder itself sampled.
 
-The machine may be shared with other work whose load drifts over minutes, so single timings
-say little: each repetition runs all three back to back (in an order that rotates from one
-repetition to the next), the figure is the ratio within a repetition, and the report gives the
-median ratio over all repetitions with its interquartile range and extremes.
+The slowdown is that of a CPU-bound workload (one busy process per core, pure-Python loops)
+watched by the dashboard. The machine may be shared with other work whose load drifts, and
+separate whole runs differ by more than the effect, so the figure comes from one run of short
+bursts of work, back to back, while the bench pauses and resumes the watchers in turn (SIGSTOP
+/ SIGCONT): both paused (bare), the dashboard paused (recorder only), neither (watched). States
+a second apart see the same outside load; the report gives the median of the per-cycle ratios
+with its quartiles and extremes. Start-up is not in this figure; ``--repeats N`` adds timings
+of whole separate runs of each kind (start-up included, interleaved in rotating order).
 
-    python -m bench.bench_dashboard [--follow-seconds 30] [--repeats 15] [--burn-n 12000000] [--write-docs]
+    python -m bench.bench_dashboard [--follow-seconds 30] [--cycles 60] [--period 1] [--repeats 0] [--write-docs]
 """
 
 from __future__ import annotations
