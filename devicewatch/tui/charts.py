@@ -17,6 +17,7 @@ from typing import Any, Sequence
 import numpy as np
 from rich.segment import Segment
 from rich.style import Style
+from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -127,9 +128,8 @@ class Overlay:
         bg: list[str | None] = [palette.empty_bg] * width
         for start, end, kind in self.spans:
             a, b = max(view.column(start, width), 0), min(view.column(end, width), width - 1)
-            colour = palette.phase_bg.get(kind, palette.phase_bg["other"])
-            for x in range(a, b + 1):
-                bg[x] = colour
+            if b >= a:
+                bg[a:b + 1] = [palette.phase_bg.get(kind, palette.phase_bg["other"])] * (b - a + 1)
         edges = {view.column(b, width) for b in self.boundaries}
         marks = {view.column(m, width) for m in self.markers}
         return bg, {x for x in edges if 0 <= x < width}, {x for x in marks if 0 <= x < width}
@@ -178,10 +178,19 @@ class Chart(Widget):
         full_key = (key, self.size.width, self.size.height, self.palette is PRESENTER)
         if full_key == self._key or self.size.width <= AXIS or self.size.height <= 0:
             return False
+        size_changed = self._key is None or full_key[1:] != self._key[1:]
         self._key = full_key
-        self._strips = self.build(self.size.width, self.size.height, *args)
+        old, self._strips = self._strips, self.build(self.size.width, self.size.height, *args)
         self.rebuilds += 1
-        self.refresh()
+        if size_changed or len(old) != len(self._strips):
+            self.refresh()
+            return True
+        # Repaint only the lines that differ: a chart whose view did not move changes in its
+        # newest columns alone, and repainting the whole widget is most of a redraw's cost.
+        for y, (before, after) in enumerate(zip(old, self._strips)):
+            span = _changed_span(list(before), list(after))
+            if span is not None:
+                self.refresh(Region(span[0], y, span[1] - span[0], 1))
         return True
 
     def build(self, width: int, height: int, *args: Any) -> list[Strip]:
@@ -197,6 +206,25 @@ class Chart(Widget):
         request = getattr(self.screen, "request_redraw", None)
         if request is not None:  # sizes are known only after layout: draw again at the new size
             request()
+
+
+def _changed_span(before: list[Segment], after: list[Segment]) -> tuple[int, int] | None:
+    """The cells ``[x0, x1)`` of a line that differ between two builds; None if none do."""
+    if before == after:
+        return None
+    head = 0
+    x0 = 0
+    while head < min(len(before), len(after)) and before[head] == after[head]:
+        x0 += before[head].cell_length
+        head += 1
+    tail = 0
+    right = 0
+    while tail < min(len(before), len(after)) - head and before[-1 - tail] == after[-1 - tail]:
+        right += before[-1 - tail].cell_length
+        tail += 1
+    total = max(sum(s.cell_length for s in before), sum(s.cell_length for s in after))
+    x1 = total - right
+    return (x0, x1) if x1 > x0 else (0, total)
 
 
 def _label(text: str, style: Style) -> Segment:
@@ -219,6 +247,22 @@ def _runs(cells: Sequence[tuple[str, Style]]) -> list[Segment]:
     return segments
 
 
+def _grid_segments(chars: np.ndarray, style_ids: np.ndarray, styles: list[Style]) -> list[list[Segment]]:
+    """Rows of segments from a grid of characters (``<U1``) and of indexes into ``styles``:
+    neighbouring cells of equal style merge into one segment, as ``_runs`` does cell by cell."""
+    canonical: list[int] = []
+    for i, style in enumerate(styles):  # equal styles built from different keys still merge
+        canonical.append(next(j for j in range(i + 1) if styles[j] == style))
+    ids = np.asarray(canonical, dtype=np.int64)[style_ids]
+    width = chars.shape[1]
+    rows = []
+    for text, row in zip(np.ascontiguousarray(chars, dtype="<U1").view(f"<U{width}").ravel(), ids):
+        starts = np.flatnonzero(np.r_[True, row[1:] != row[:-1]]).tolist()
+        ends = starts[1:] + [width]
+        rows.append([Segment(text[a:b].ljust(b - a), styles[row[a]]) for a, b in zip(starts, ends)])
+    return rows
+
+
 class AreaChart(Chart):
     """One series as a filled area of eighth blocks over phase shading, with epoch lines."""
 
@@ -231,31 +275,28 @@ class AreaChart(Chart):
         top = top if top > 0 else 1.0
         level = np.where(np.isnan(col), -1, np.clip(np.round(col / top * rows * 8), 0, rows * 8)).astype(int)
         bg, edges, marks = overlay.columns(view, plot_w, palette)
-        styles: dict[tuple[str | None, str], Style] = {}
-
-        def style(fg: str, back: str | None) -> Style:
-            key = (back, fg)
-            if key not in styles:
-                styles[key] = Style(color=fg, bgcolor=back)
-            return styles[key]
-
+        # Every cell's style is (background column, foreground kind): index = bg * 3 + fg.
+        backs = list(dict.fromkeys(bg))
+        bg_index = np.array([backs.index(b) for b in bg], dtype=np.int64)
+        fg_colours = [palette.area, palette.boundary, palette.marker]
+        styles = [Style(color=fg, bgcolor=back) for back in backs for fg in fg_colours]
+        is_edge = np.zeros(plot_w, dtype=bool)
+        is_edge[list(edges)] = True
+        is_mark = np.zeros(plot_w, dtype=bool)
+        is_mark[list(marks)] = True
+        from_bottom = (rows - 1 - np.arange(rows))[:, None]
+        fill = np.where(level >= 0, np.clip(level[None, :] - from_bottom * 8, 0, 8), 0)
+        chars = np.array(list(EIGHTHS), dtype="<U1")[fill]
+        fg = np.broadcast_to(is_edge.astype(np.int64), (rows, plot_w)).copy()
+        chars[(fill == 0) & is_edge[None, :]] = "┊"
+        if rows:
+            top_mark = (fill[0] == 0) & is_mark
+            chars[0, top_mark] = "▼"
+            fg[0, top_mark] = 2
+        rows_segments = _grid_segments(chars, bg_index[None, :] * 3 + fg, styles)
         axis_style = Style(color=palette.axis)
         strips = []
         for y in range(rows):
-            from_bottom = rows - 1 - y
-            cells = []
-            for x in range(plot_w):
-                fg = palette.boundary if x in edges else palette.area
-                fill = min(max(level[x] - from_bottom * 8, 0), 8) if level[x] >= 0 else 0
-                if fill:
-                    char = EIGHTHS[fill]
-                elif y == 0 and x in marks:
-                    char, fg = "▼", palette.marker
-                elif x in edges:
-                    char = "┊"
-                else:
-                    char = " "
-                cells.append((char, style(fg, bg[x])))
             if y == 0:
                 label = f"{_fmt(top)}{unit}"
             elif y == rows - 1:
@@ -264,7 +305,7 @@ class AreaChart(Chart):
                 label = f"{_fmt(top / 2)}{unit}"
             else:
                 label = ""
-            strips.append(Strip([_label(label, axis_style), *_runs(cells)], width))
+            strips.append(Strip([_label(label, axis_style), *rows_segments[y]], width))
         if rows < height:
             strips.append(time_axis(view, plot_w, axis_style))
         return strips
@@ -301,12 +342,12 @@ class LineChart(Chart):
         colours = [Style(color=palette.lines[i % len(palette.lines)], bgcolor=palette.empty_bg)
                    for i in range(max(len(series), 1))]
         blank = Style(bgcolor=palette.empty_bg)
+        chars = np.where(bits > 0, (0x2800 + bits).astype(np.uint32).view("<U1"), " ")
+        segments = _grid_segments(chars, np.where(bits > 0, owner + 1, 0), [blank, *colours])
         strips = []
         for y in range(rows):
-            cells = [(chr(0x2800 + int(bits[y, x])), colours[owner[y, x]]) if bits[y, x] else (" ", blank)
-                     for x in range(plot_w)]
             label = f"{_fmt(top)}{unit}" if y == 0 else (f"0{unit}" if y == rows - 1 else "")
-            strips.append(Strip([_label(label, axis_style), *_runs(cells)], width))
+            strips.append(Strip([_label(label, axis_style), *segments[y]], width))
         if rows < height:
             strips.append(time_axis(view, plot_w, axis_style))
         return strips
@@ -332,42 +373,37 @@ class HeatStrip(Chart):
                 grid = np.nanmean(padded.reshape(plot_w, halves, group), axis=2)
         steps = len(palette.heat) - 1
         level = np.where(np.isnan(grid), -1, np.clip(np.round(grid / 100.0 * steps), 0, steps)).astype(int)
-        _bg, edges, marks = overlay.columns(view, plot_w, palette)
-        styles: dict[tuple[int, int], Style] = {}
         empty = palette.empty_bg or "#000000"
-
-        def colour(l: int) -> str:
-            return empty if l < 0 else palette.heat[l]
-
+        colours = [empty, *palette.heat]  # index = level + 1
         axis_style = Style(color=palette.axis)
         strips = []
         if cores and cores <= rows // 2:  # few cores: whole rows each, up to three per core
             per_core = min(3, rows // cores)
+            styles = [Style(color=c, bgcolor=palette.empty_bg) for c in colours]
+            chars = np.full((cores, plot_w), "█", dtype="<U1")
+            segments = _grid_segments(chars, level.T[:cores] + 1, styles)
             for core in range(cores):
                 for line in range(per_core):
-                    cells = []
-                    for x in range(plot_w):
-                        a = int(level[x, core])
-                        if (a, -3) not in styles:
-                            styles[(a, -3)] = Style(color=colour(a), bgcolor=palette.empty_bg)
-                        cells.append(("█", styles[(a, -3)]))
-                    strips.append(Strip([_label(f"cpu{core}" if line == 0 else "", axis_style), *_runs(cells)], width))
+                    strips.append(Strip([_label(f"cpu{core}" if line == 0 else "", axis_style), *segments[core]], width))
             strips.append(time_axis(view, plot_w, axis_style))
             return strips
-        for r in range(min(rows, math.ceil(halves / 2))):
-            upper, lower = 2 * r, 2 * r + 1
-            cells = []
-            for x in range(plot_w):
-                a = int(level[x, upper])
-                b = int(level[x, lower]) if lower < halves else -2
-                key = (a, b)
-                if key not in styles:
-                    styles[key] = Style(color=colour(a), bgcolor=colour(b) if b > -2 else palette.empty_bg)
-                cells.append(("▀", styles[key]))
-            first = upper * group
-            last = min((lower + 1) * group, cores) - 1
+        shown = min(rows, math.ceil(halves / 2))
+        if shown:
+            # Style index = upper level * (len + 1) + lower level, with one extra lower "colour"
+            # for a last row whose lower half has no core.
+            backs = [*colours, palette.empty_bg]
+            styles = [Style(color=fg, bgcolor=back) for fg in colours for back in backs]
+            upper = level[:, 0:2 * shown:2].T + 1
+            lower = np.full_like(upper, len(backs) - 1)
+            lower_part = level[:, 1:2 * shown:2].T + 1
+            lower[:lower_part.shape[0]] = lower_part
+            chars = np.full(upper.shape, "▀", dtype="<U1")
+            segments = _grid_segments(chars, upper * len(backs) + lower, styles)
+        for r in range(shown):
+            first = 2 * r * group
+            last = min((2 * r + 2) * group, cores) - 1
             label = f"{first}-{last}" if last > first else f"{first}"
-            strips.append(Strip([_label(label, axis_style), *_runs(cells)], width))
+            strips.append(Strip([_label(label, axis_style), *segments[r]], width))
         strips.append(time_axis(view, plot_w, axis_style))
         return strips
 

@@ -74,8 +74,9 @@ def status_text(model: RunModel, source_label: str, state: str, state_style: str
     return text
 
 
-def epoch_bars(model: RunModel, width: int) -> Text:
-    """One bar per epoch, train then validate then the rest, scaled to the longest epoch."""
+def epoch_bars(model: RunModel, width: int, max_rows: int = 40) -> Text:
+    """One bar per epoch, train then validate then the rest, scaled to the longest epoch; the
+    newest ``max_rows`` epochs when there are more."""
     rows = model.epoch_rows
     text = Text()
     if not rows:
@@ -86,7 +87,7 @@ def epoch_bars(model: RunModel, width: int) -> Text:
     text.append("  █ other   (seconds: total = train + validate + other)\n", style="grey50")
     longest = max(r.total for r in rows) or 1.0
     bar_w = max(10, width - 30)
-    for row in rows[-max(1, 40):]:
+    for row in rows[-max(1, max_rows):]:
         scale = bar_w / longest
         train = round(row.train * scale)
         validate = round(row.validate * scale)

@@ -8,6 +8,7 @@ bytes appended since the last), so no widget is ever touched from another thread
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,10 @@ from .model import RunModel
 from .source import LiveSource, Source
 
 WINDOWS: list[float | None] = [10, 30, 60, 120, 300, 600, 1800, None]  # seconds; None: whole run
-TICK = 0.4  # seconds between poll-and-redraw ticks (2.5 Hz)
+TICK = 0.5  # seconds between poll-and-redraw ticks (2 Hz)
+VIEW_STEPS = 20  # a live view's end advances in steps of 1/20 of the window
+SLOW_EVERY = 1.0  # seconds between redraws of the status line and the bottom row while live
+LOG_EVERY = 2.0  # seconds between appends to the workload-output panel while a run is live
 
 
 def _nice_top(value: float, floor: float = 1.0) -> float:
@@ -75,6 +79,10 @@ class RunScreen(Screen[None]):
         self.quit_when_done = False
         self.gpu_charts: list[AreaChart] = []
         self._shown: dict[str, Any] = {}
+        self._lines_shown: dict[str, int] = {}
+        self._new_lines: list[str] = []
+        self._log_written = -1e9
+        self._slow_at = -1e9
         self._error_noted = False
         self._timer: Any = None
         self._redraw_pending = False
@@ -160,9 +168,20 @@ class RunScreen(Screen[None]):
     def _view(self) -> View:
         assert self.model is not None
         latest = self.model.latest
+        growing = self.source.live and not self.model.run.finished
         if self.window is None:
-            return View(0.0, max(latest, 1.0), live=self.source.live)
+            # Following the whole run: the end moves in steps of 1/VIEW_STEPS of the run so far.
+            end = max(latest, 1.0)
+            if growing:
+                step = _nice_top(end / VIEW_STEPS, 0.1)
+                end = math.ceil(end / step) * step
+            return View(0.0, end, live=self.source.live)
         end = max(latest - self.pan_offset, self.window)
+        if growing and self.pan_offset == 0:
+            # The window slides in steps of 1/VIEW_STEPS of its width, not every tick: between
+            # steps only the newest columns change, and only their lines are redrawn.
+            step = self.window / VIEW_STEPS
+            end = max(math.ceil(latest / step) * step, self.window)
         return View(max(end - self.window, 0.0), end, live=self.source.live and self.pan_offset == 0)
 
     def _redraw(self, force: bool = False) -> None:
@@ -177,7 +196,14 @@ class RunScreen(Screen[None]):
         model.refresh_verdict(force=force or model.run.finished)
         view = self._view()
         presenter = getattr(self.app, "presenter", False)
-        self._set("status", self._status(model, view))
+        # The status line and the bottom row (workload charts, cost, epochs, log) change every
+        # tick too, but are read at a glance: refreshing them once a second keeps most frames
+        # down to the changed columns of the top charts instead of the whole screen.
+        now = time.monotonic()
+        slow = force or not self.source.running or now - self._slow_at >= SLOW_EVERY
+        if slow:
+            self._slow_at = now
+            self._set("status", self._status(model, view))
         self._set("progress", panels.progress_text(model, 40 if presenter else 30))
         self._set("verdict", panels.verdict_text(model))
         main_lane = model.lanes[0] if model.lanes else "main"
@@ -196,6 +222,12 @@ class RunScreen(Screen[None]):
         lanes = self.query_one("#lanes", PhaseLanes)
         lanes.styles.height = max(1, len(model.lanes))
         lanes.update(base, model.lanes or ["main"], model.phases, view, all_lanes)
+        if slow:
+            self._redraw_bottom(model, view, base, overlay, force)
+
+    def _redraw_bottom(self, model: RunModel, view: View, base: tuple[Any, ...], overlay: Overlay,
+                       force: bool) -> None:
+        t = model.t.values
         if self._visible("proc-panel"):
             cores = max(model.cores, 1)
             cpu_top = 100.0 * cores if self.fixed_y else _nice_top(_visible_max(t, model.proc_cpu.values, view), 10)
@@ -205,11 +237,19 @@ class RunScreen(Screen[None]):
                 (model.version, view.key()), t, rss, view, _nice_top(_visible_max(t, rss, view), 16), "M", overlay)
             self._set("cost", panels.cost_text(model))
         if self._visible("epochs"):
-            self._set("epochs", panels.epoch_bars(model, max(30, self.query_one("#epochs").size.width)))
-        new_lines = getattr(self, "_new_lines", []) + model.take_logs()
-        self._new_lines = []
-        if new_lines:
-            self.query_one("#log", Log).write_lines(new_lines)
+            epochs = self.query_one("#epochs")
+            self._set("epochs", panels.epoch_bars(model, max(30, epochs.size.width), max(1, epochs.size.height - 1)))
+        self._new_lines += model.take_logs()
+        self._write_log(force or not self.source.running)
+
+    def _write_log(self, force: bool) -> None:
+        """Append the waiting log lines, at most every ``LOG_EVERY`` seconds while live: each
+        write grows the log's virtual size, which costs a layout pass of the whole screen."""
+        now = time.monotonic()
+        if self._new_lines and (force or now - self._log_written >= LOG_EVERY):
+            self.query_one("#log", Log).write_lines(self._new_lines)
+            self._new_lines = []
+            self._log_written = now
 
     def _draw_gpus(self, model: RunModel, view: View, base: tuple[Any, ...], overlay: Overlay) -> None:
         reason = model.gpu_reason if not model.gpus else None
@@ -278,7 +318,14 @@ class RunScreen(Screen[None]):
         if self._shown.get(widget_id) == plain:
             return
         self._shown[widget_id] = plain
-        self.query_one(f"#{widget_id}", Static).update(content)
+        widget = self.query_one(f"#{widget_id}", Static)
+        # A layout pass costs more than the whole redraw: only a widget whose height follows its
+        # content, and whose line count changed, needs one. The rest keep their CSS size.
+        lines = plain.count("\n") + 1
+        auto = widget.styles.height is None or widget.styles.height.is_auto
+        layout = auto and self._lines_shown.get(widget_id) != lines
+        self._lines_shown[widget_id] = lines
+        widget.update(content, layout=layout)
 
     def _visible(self, widget_id: str) -> bool:
         node: Widget | None = self.query_one(f"#{widget_id}")
@@ -374,4 +421,5 @@ class RunScreen(Screen[None]):
     def redraw_all(self) -> None:
         """After a change of look (presenter): rebuild every chart at once."""
         self._shown.clear()
+        self._lines_shown.clear()
         self._redraw(force=True)
