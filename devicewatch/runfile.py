@@ -75,10 +75,20 @@ class Run:
         return workload.get("name") or " ".join(workload.get("command", [])) or Path(self.path).name
 
     def add(self, record: dict[str, Any]) -> None:
+        """File one record; a record without a numeric time or of an unknown type is counted bad."""
         kind = record.get("type")
-        if kind == "sample":
+        t = record.get("t")
+        if not isinstance(t, (int, float)) or isinstance(t, bool) or t != t:
+            self.bad_lines += 1
+        elif kind == "sample":
+            if not isinstance(record.get("cpu", []), list):
+                self.bad_lines += 1
+                return
             self.samples.append(record)
         elif kind == "event":
+            if not isinstance(record.get("kind"), str):
+                self.bad_lines += 1
+                return
             self.events.append(record)
         elif kind == "log":
             self.logs.append(record)
@@ -105,10 +115,28 @@ def check_header(record: Any, path: str) -> dict[str, Any]:
     return record
 
 
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")  # NaN and Infinity: Python accepts them, JSON does not
+
+
+try:  # orjson parses a long recording several times faster; the standard library does the same job
+    import orjson
+
+    def _decode(line: bytes) -> Any:
+        return orjson.loads(line)
+
+    _DECODE_ERRORS: tuple[type[Exception], ...] = (orjson.JSONDecodeError, RecursionError)
+except ImportError:  # pragma: no cover - orjson is a dependency, but the reader must not need it
+    def _decode(line: bytes) -> Any:
+        return json.loads(line, parse_constant=_refuse_constant)
+
+    _DECODE_ERRORS = (ValueError, RecursionError)
+
+
 def _parse(line: bytes) -> dict[str, Any] | None:
     try:
-        record = json.loads(line)
-    except (ValueError, RecursionError):
+        record = _decode(line)
+    except _DECODE_ERRORS:
         return None
     return record if isinstance(record, dict) else None
 

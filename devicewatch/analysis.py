@@ -1,0 +1,477 @@
+"""Pure functions over a ``Run``: phases, epochs, utilization per phase, GPU idle and dips,
+lane overlap, and a one-line verdict. Nothing here reads files or draws anything, so the
+report, the dashboard, compare and export all share the same figures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .runfile import Run
+
+PHASE_KINDS = ("train", "validate", "data", "copy")
+NO_PHASE = "(no phase)"
+DIP_THRESHOLD = 30.0   # % utilization under which a device counts as dipping
+IDLE_THRESHOLD = 10.0  # % under which a GPU counts as idle
+MIN_DIP_SECONDS = 0.2  # shorter excursions are noise, not a dip
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    lane: str
+    epoch: int | None
+    start: float
+    end: float
+    open: bool = False  # never ended: the workload died or is still running
+    attrs: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+    @property
+    def kind(self) -> str:
+        """train, validate, data, copy, or other."""
+        return self.name if self.name in PHASE_KINDS else "other"
+
+
+@dataclass
+class EpochRow:
+    epoch: int
+    start: float
+    end: float
+    train: float
+    validate: float
+    other: float
+    metrics: dict[str, Any]
+
+    @property
+    def total(self) -> float:
+        return self.end - self.start
+
+
+@dataclass
+class Series:
+    """Samples as arrays: row i of every array is sample i (times ``t`` in seconds)."""
+
+    t: np.ndarray
+    cpu: np.ndarray            # (samples, cores) percent
+    cpu_total: np.ndarray
+    proc_cpu: np.ndarray       # workload tree, percent of one core (NaN when not running)
+    proc_rss: np.ndarray       # bytes
+    recorder_cpu: np.ndarray
+    watcher_cpu: np.ndarray
+    gpu_t: list[np.ndarray]    # per GPU: times of utilization values (buffered samples where given)
+    gpu_util: list[np.ndarray]
+    gpu_mem_used: np.ndarray   # (samples, gpus) bytes
+    gpu_power: np.ndarray      # (samples, gpus) watts
+
+    @property
+    def gpus(self) -> int:
+        return len(self.gpu_util)
+
+
+@dataclass
+class Dip:
+    start: float
+    end: float
+    phase: str  # the phase(s) active in the middle of the dip
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+
+@dataclass
+class DeviceIdle:
+    device: str
+    idle_fraction: float
+    mean: float
+    dips: list[Dip]
+
+    @property
+    def dip_seconds(self) -> float:
+        return sum(d.duration for d in self.dips)
+
+
+@dataclass
+class Verdict:
+    label: str
+    text: str
+    figures: dict[str, float]
+
+
+# -- phases and epochs ---------------------------------------------------------------------
+
+def phases(run: Run) -> list[Phase]:
+    """Pair phase_begin and phase_end events by (pid, lane, name, epoch), in start order."""
+    open_: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    done: list[Phase] = []
+    # Epochs parsed from output lines stand in only for workloads that send no phases of
+    # their own (the recorder may see an output line before the workload's first event).
+    own = any(e.get("kind") == "phase_begin" and e.get("source") != "stdout" for e in run.events)
+    for event in run.events:
+        kind = event.get("kind")
+        if kind not in ("phase_begin", "phase_end") or (own and event.get("source") == "stdout"):
+            continue
+        key = (event.get("pid"), str(event.get("lane", "main")), str(event.get("name")), event.get("epoch"))
+        if kind == "phase_begin":
+            open_.setdefault(key, []).append(event)
+        elif open_.get(key):
+            begin = open_[key].pop()
+            done.append(_phase(begin, float(event["t"]), False))
+    end = run.duration
+    for stack in open_.values():
+        for begin in stack:
+            done.append(_phase(begin, max(end, float(begin["t"])), True))
+    done.sort(key=lambda p: (p.start, p.lane))
+    return done
+
+
+def _phase(begin: dict[str, Any], end: float, is_open: bool) -> Phase:
+    reserved = {"type", "t", "kind", "name", "lane", "epoch", "pid", "thread"}
+    epoch = begin.get("epoch")
+    return Phase(str(begin.get("name")), str(begin.get("lane", "main")),
+                 epoch if isinstance(epoch, int) else None, float(begin["t"]), end, is_open,
+                 {k: v for k, v in begin.items() if k not in reserved})
+
+
+def _union_length(intervals: list[tuple[float, float]]) -> float:
+    total = 0.0
+    current_start = current_end = None
+    for start, end in sorted(intervals):
+        if current_end is None or start > current_end:
+            if current_end is not None:
+                total += current_end - current_start
+            current_start, current_end = start, end
+        else:
+            current_end = max(current_end, end)
+    if current_end is not None:
+        total += current_end - current_start
+    return total
+
+
+def epochs(run: Run, all_phases: list[Phase] | None = None) -> list[EpochRow]:
+    """One row per epoch: its span, time in train and validate phases, the rest, its metrics."""
+    all_phases = phases(run) if all_phases is None else all_phases
+    by_epoch: dict[int, list[Phase]] = {}
+    for p in all_phases:
+        if p.epoch is not None:
+            by_epoch.setdefault(p.epoch, []).append(p)
+    metrics: dict[int, dict[str, Any]] = {}
+    for event in run.events:
+        if event.get("kind") == "epoch" and isinstance(event.get("epoch"), int):
+            metrics.setdefault(event["epoch"], {}).update(event.get("metrics") or {})
+    rows = []
+    for epoch in sorted(set(by_epoch) | set(metrics)):
+        members = by_epoch.get(epoch, [])
+        if not members:
+            continue
+        start = min(p.start for p in members)
+        end = max(p.end for p in members)
+        train = _union_length([(p.start, p.end) for p in members if p.kind == "train"])
+        validate = _union_length([(p.start, p.end) for p in members if p.kind == "validate"])
+        busy = _union_length([(p.start, p.end) for p in members if p.kind in ("train", "validate")])
+        rows.append(EpochRow(epoch, start, end, train, validate, max(0.0, (end - start) - busy),
+                             metrics.get(epoch, {})))
+    return rows
+
+
+def lanes(all_phases: list[Phase]) -> list[str]:
+    seen: dict[str, None] = {}
+    for p in all_phases:
+        seen.setdefault(p.lane, None)
+    return list(seen)
+
+
+def lane_overlap(all_phases: list[Phase]) -> dict[str, float]:
+    """How much of the time some phase runs is spent with phases running in two or more lanes."""
+    busy = overlap = 0.0
+    active = 0
+    previous = None
+    per_lane_active: dict[str, int] = {}
+    # Sweep over lane activity, counting distinct lanes rather than phases.
+    edges: list[tuple[float, int, str]] = []
+    for p in all_phases:
+        if p.duration > 0:
+            edges += [(p.start, 1, p.lane), (p.end, -1, p.lane)]
+    edges.sort(key=lambda e: (e[0], e[1]))
+    for time, delta, lane in edges:
+        if previous is not None:
+            span = time - previous
+            if active >= 1:
+                busy += span
+            if active >= 2:
+                overlap += span
+        per_lane_active[lane] = per_lane_active.get(lane, 0) + delta
+        active = sum(1 for v in per_lane_active.values() if v > 0)
+        previous = time
+    return {"busy_seconds": busy, "overlap_seconds": overlap,
+            "overlap_fraction": overlap / busy if busy > 0 else 0.0}
+
+
+# -- samples ---------------------------------------------------------------------------------
+
+def _column(samples: list[dict[str, Any]], key: str, sub: str | None = None) -> np.ndarray:
+    if sub is None:
+        values = [s.get(key) for s in samples]
+    else:
+        values = [(s.get(key) or {}).get(sub) if isinstance(s.get(key), dict) else None for s in samples]
+    return np.array([v if isinstance(v, (int, float)) else np.nan for v in values], dtype=float)
+
+
+def _rows(rows: list[Any], width: int) -> np.ndarray:
+    """A (len(rows), width) float array; rows of another width or type become NaN."""
+    try:
+        array = np.array(rows, dtype=float)
+        if array.shape == (len(rows), width):
+            return array
+    except (TypeError, ValueError):
+        pass
+    out = np.full((len(rows), width), np.nan)
+    for i, row in enumerate(rows):
+        if isinstance(row, list) and len(row) == width:
+            try:
+                out[i] = row
+            except (TypeError, ValueError):
+                pass
+    return out
+
+
+def series(run: Run) -> Series:
+    samples = run.samples
+    n = len(samples)
+    t = np.array([s["t"] for s in samples], dtype=float)
+    cpu_rows = [s.get("cpu") or [] for s in samples]
+    cores = max((len(r) for r in cpu_rows), default=0) or run.cores
+    cpu = _rows(cpu_rows, cores)
+    gpu_lists = [s.get("gpus") if isinstance(s.get("gpus"), list) else [] for s in samples]
+    gpu_count = max((len(g) for g in gpu_lists), default=0)
+    gpu_t: list[np.ndarray] = []
+    gpu_util: list[np.ndarray] = []
+    mem = np.full((n, gpu_count), np.nan)
+    power = np.full((n, gpu_count), np.nan)
+    for g in range(gpu_count):
+        pairs: list[Any] = []
+        for i, gpus in enumerate(gpu_lists):
+            entry = gpus[g] if g < len(gpus) and isinstance(gpus[g], dict) else None
+            if entry is None:
+                continue
+            buffered = entry.get("util_samples")
+            if buffered:  # the driver's own samples: sub-interval dips are real values
+                pairs.extend(buffered)
+            elif isinstance(entry.get("util"), (int, float)):
+                pairs.append((t[i], entry["util"]))
+            used, watts = entry.get("mem_used"), entry.get("power_w")
+            if isinstance(used, (int, float)):
+                mem[i, g] = used
+            if isinstance(watts, (int, float)):
+                power[i, g] = watts
+        array = _rows(pairs, 2)
+        array = array[~np.isnan(array).any(axis=1)]
+        order = np.argsort(array[:, 0], kind="stable")  # polls can overlap by a sample
+        gpu_t.append(array[order, 0])
+        gpu_util.append(array[order, 1])
+    return Series(t, cpu, _column(samples, "cpu_total"), _column(samples, "proc", "cpu"),
+                  _column(samples, "proc", "rss"), _column(samples, "recorder_cpu"),
+                  _column(samples, "watcher_cpu"), gpu_t, gpu_util, mem, power)
+
+
+def _active_mask(t: np.ndarray, intervals: list[tuple[float, float]]) -> np.ndarray:
+    """Which times fall in any of the half-open intervals [start, end)."""
+    mask = np.zeros(len(t), dtype=bool)
+    for start, end in intervals:
+        lo, hi = np.searchsorted(t, start, "left"), np.searchsorted(t, end, "left")
+        mask[lo:hi] = True
+    return mask
+
+
+def _stats(values: np.ndarray) -> dict[str, float | None]:
+    values = values[~np.isnan(values)]
+    if values.size == 0:
+        return {"mean": None, "p95": None}
+    return {"mean": round(float(values.mean()), 1), "p95": round(float(np.percentile(values, 95)), 1)}
+
+
+def phase_utilization(run: Run, s: Series | None = None,
+                      all_phases: list[Phase] | None = None) -> dict[str, dict[str, Any]]:
+    """Mean and p95 of total CPU, each core and each GPU while each phase name is active.
+
+    A sample counts for every phase name active at its time (overlapped lanes count for
+    both); samples outside every phase count under ``(no phase)``.
+    """
+    s = series(run) if s is None else s
+    all_phases = phases(run) if all_phases is None else all_phases
+    names: dict[str, list[tuple[float, float]]] = {}
+    for p in all_phases:
+        names.setdefault(p.name, []).append((p.start, p.end))
+    result: dict[str, dict[str, Any]] = {}
+    any_phase = np.zeros(len(s.t), dtype=bool)
+    gpu_any = [np.zeros(len(gt), dtype=bool) for gt in s.gpu_t]
+    for name, intervals in names.items():
+        mask = _active_mask(s.t, intervals)
+        any_phase |= mask
+        gpu_masks = [_active_mask(gt, intervals) for gt in s.gpu_t]
+        for g, m in enumerate(gpu_masks):
+            gpu_any[g] |= m
+        result[name] = _utilization_entry(s, mask, gpu_masks, _union_length(intervals))
+    outside = ~any_phase
+    if all_phases and outside.any():
+        result[NO_PHASE] = _utilization_entry(s, outside, [~m for m in gpu_any], None)
+    if not all_phases:
+        result[NO_PHASE] = _utilization_entry(s, outside, [~m for m in gpu_any], run.duration)
+    return result
+
+
+def _utilization_entry(s: Series, mask: np.ndarray, gpu_masks: list[np.ndarray],
+                       seconds: float | None) -> dict[str, Any]:
+    return {
+        "seconds": round(seconds, 3) if seconds is not None else None,
+        "samples": int(mask.sum()),
+        "cpu_total": _stats(s.cpu_total[mask]),
+        "cores": [_stats(s.cpu[mask, c]) for c in range(s.cpu.shape[1])],
+        "gpus": [_stats(s.gpu_util[g][m]) for g, m in enumerate(gpu_masks)],
+    }
+
+
+# -- idle time and dips ----------------------------------------------------------------------
+
+def dips(t: np.ndarray, values: np.ndarray, all_phases: list[Phase],
+         threshold: float = DIP_THRESHOLD, min_seconds: float = MIN_DIP_SECONDS) -> list[Dip]:
+    """Maximal stretches below ``threshold``, each a step-function interval between samples."""
+    found: list[Dip] = []
+    if len(t) < 2:
+        return found
+    below = values < threshold
+    start_index = None
+    for i in range(len(t)):
+        if below[i] and start_index is None:
+            start_index = i
+        if start_index is not None and (not below[i] or i == len(t) - 1):
+            end_time = t[i]
+            begin_time = t[start_index - 1] if start_index > 0 else t[start_index]
+            if end_time - begin_time >= min_seconds:
+                found.append(Dip(float(begin_time), float(end_time),
+                                 _phase_at(all_phases, (begin_time + end_time) / 2)))
+            start_index = None
+    return found
+
+
+def _phase_at(all_phases: list[Phase], time: float) -> str:
+    names = sorted({p.name for p in all_phases if p.start <= time < p.end})
+    return "+".join(names) if names else NO_PHASE
+
+
+def device_idle(run: Run, s: Series | None = None, all_phases: list[Phase] | None = None,
+                threshold: float = DIP_THRESHOLD) -> list[DeviceIdle]:
+    """Per GPU: idle fraction, mean utilization and dips. With no GPU: the same for total CPU."""
+    s = series(run) if s is None else s
+    all_phases = phases(run) if all_phases is None else all_phases
+    out = []
+    devices: list[tuple[str, np.ndarray, np.ndarray]] = []
+    names = run.gpu_names
+    for g in range(s.gpus):
+        devices.append((names[g] if g < len(names) else f"GPU {g}", s.gpu_t[g], s.gpu_util[g]))
+    if not devices:
+        devices.append(("CPU (all cores)", s.t, s.cpu_total))
+    for label, t, values in devices:
+        valid = ~np.isnan(values)
+        t, values = t[valid], values[valid]
+        if values.size == 0:
+            continue
+        idle = float((values < IDLE_THRESHOLD).mean())
+        out.append(DeviceIdle(label, round(idle, 4), round(float(values.mean()), 1),
+                              dips(t, values, all_phases, threshold)))
+    return out
+
+
+# -- the verdict -----------------------------------------------------------------------------
+
+def verdict(run: Run, s: Series | None = None, all_phases: list[Phase] | None = None) -> Verdict:
+    s = series(run) if s is None else s
+    all_phases = phases(run) if all_phases is None else all_phases
+    if len(s.t) < 2:
+        return Verdict("too short", "too few samples to judge (the run lasted under a sample or two)", {})
+    in_run = _active_mask(s.t, [(p.start, p.end) for p in all_phases]) if all_phases else np.ones(len(s.t), bool)
+    if not in_run.any():  # phases too short to hold a sample: judge the whole run instead
+        in_run = np.ones(len(s.t), bool)
+    cpu_total = float(np.nanmean(s.cpu_total[in_run]))
+    busiest_core = float(np.nanmean(np.nanmax(s.cpu[in_run], axis=1))) if s.cpu.size else 0.0
+    figures = {"cpu_mean": round(cpu_total, 1), "busiest_core_mean": round(busiest_core, 1)}
+    gpu_used = [g for g in range(s.gpus) if s.gpu_util[g].size and np.nanmax(s.gpu_util[g]) > IDLE_THRESHOLD]
+    if gpu_used:
+        idle = device_idle(run, s, all_phases)
+        gpu = max(idle[:s.gpus], key=lambda d: d.mean)
+        figures.update(gpu_mean=gpu.mean, gpu_idle_fraction=gpu.idle_fraction,
+                       gpu_dip_seconds=round(gpu.dip_seconds, 2))
+        if gpu.mean >= 80:
+            return Verdict("GPU-bound", f"GPU-bound: the GPU is busy {gpu.mean:.0f}% on average; "
+                           "the input pipeline keeps it fed", figures)
+        by_phase: dict[str, float] = {}
+        for d in gpu.dips:
+            by_phase[d.phase] = by_phase.get(d.phase, 0.0) + d.duration
+        worst = max(by_phase, key=by_phase.get) if by_phase else None
+        share = by_phase[worst] / gpu.dip_seconds if worst and gpu.dip_seconds else 0.0
+        if worst and "validate" in worst and share >= 0.4:
+            return Verdict("validation-bound", f"validation-bound: the GPU dips {len(gpu.dips)} times, "
+                           f"{share:.0%} of the dip time during validation; overlap validation "
+                           "with training", figures)
+        if cpu_total >= 80 or busiest_core >= 90:
+            return Verdict("input-bound", f"input-bound: the GPU averages {gpu.mean:.0f}% while the CPU "
+                           f"is at {cpu_total:.0f}% (busiest core {busiest_core:.0f}%): the CPU cannot "
+                           "feed it", figures)
+        return Verdict("GPU underused", f"GPU underused: {gpu.mean:.0f}% on average, idle "
+                       f"{gpu.idle_fraction:.0%} of the time, and the CPU is not the limit "
+                       f"({cpu_total:.0f}%)", figures)
+    if cpu_total >= 85:
+        return Verdict("CPU-bound", f"CPU-bound: all cores busy, {cpu_total:.0f}% on average", figures)
+    if busiest_core >= 85:
+        return Verdict("single-core-bound", f"single-core-bound: the busiest core averages "
+                       f"{busiest_core:.0f}% while all cores average {cpu_total:.0f}%: the work is "
+                       "serial", figures)
+    return Verdict("waiting", f"waiting: the CPU averages {cpu_total:.0f}% (busiest core "
+                   f"{busiest_core:.0f}%): the workload mostly waits (I/O, sleep, or a device)", figures)
+
+
+def summarize(run: Run) -> dict[str, Any]:
+    """Everything ``devicewatch report --json`` prints, as plain data."""
+    s = series(run)
+    all_phases = phases(run)
+    v = verdict(run, s, all_phases)
+    info: dict[str, Any] = {}
+    for event in run.events:
+        if event.get("kind") == "run_info" and isinstance(event.get("info"), dict):
+            info.update(event["info"])
+    return {
+        "file": run.path,
+        "workload": run.title,
+        "command": run.header.get("workload", {}).get("command"),
+        "started": run.header.get("started"),
+        "duration": round(run.duration, 3),
+        "status": run.end.get("status") if run.end else "unknown",
+        "exit_code": run.end.get("exit_code") if run.end else None,
+        "ended_abruptly": run.ended_abruptly,
+        "host": run.header.get("host", {}),
+        "run_info": info,
+        "gpu": {"available": bool(run.gpu_status and run.gpu_status[0].get("available")),
+                "reason": run.gpu_status[0].get("reason") if run.gpu_status else None},
+        "samples": len(run.samples),
+        "epochs": [{"epoch": e.epoch, "start": round(e.start, 3), "total": round(e.total, 3),
+                    "train": round(e.train, 3), "validate": round(e.validate, 3),
+                    "other": round(e.other, 3), "metrics": e.metrics} for e in epochs(run, all_phases)],
+        "phases": phase_utilization(run, s, all_phases),
+        "devices": [{"device": d.device, "mean": d.mean, "idle_fraction": d.idle_fraction,
+                     "dips": len(d.dips), "dip_seconds": round(d.dip_seconds, 3),
+                     "dip_phases": sorted({x.phase for x in d.dips})} for d in device_idle(run, s, all_phases)],
+        "lanes": lanes(all_phases),
+        "overlap": {k: round(v_, 3) for k, v_ in lane_overlap(all_phases).items()},
+        "results": [{"name": e.get("name"), **(e.get("values") or {})}
+                    for e in run.events if e.get("kind") == "result"],
+        "verdict": {"label": v.label, "text": v.text, "figures": v.figures},
+        "notices": [n.get("message") for n in run.notices],
+        "recorder_cpu_mean": _stats(s.recorder_cpu)["mean"],
+    }

@@ -1,0 +1,435 @@
+"""``devicewatch export``: a recorded run as a Perfetto trace, CSV tables, or an SVG chart.
+
+    devicewatch export RUN.jsonl --format perfetto -o OUT.json   Chrome trace JSON (ui.perfetto.dev)
+    devicewatch export RUN.jsonl --format csv -o OUT             OUT_samples.csv, OUT_epochs.csv, OUT_phases.csv
+    devicewatch export RUN.jsonl --format svg -o OUT.svg         utilization charts for slides
+
+Everything reads the run through ``runfile.load`` and ``analysis``, like the report, so an
+exported figure is the same figure the report and the dashboard show. The SVG is written by
+hand with the standard library: no plotting dependency for a chart on a slide.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from typing import Any, Iterable
+from xml.sax.saxutils import escape, quoteattr
+
+from . import analysis
+from .runfile import Run, load
+
+FORMATS = ("perfetto", "csv", "svg")
+PID = 1
+
+
+# -- tracks ---------------------------------------------------------------------------------
+
+def assign_tracks(spans: Iterable[tuple[float, float]]) -> list[int]:
+    """Give each span a track index so that no two spans on one track overlap.
+
+    Greedy in start order: a span goes on the first track whose last span has ended, else on a
+    new track. Spans that touch (one ends exactly where the next begins) share a track.
+    """
+    spans = list(spans)
+    order = sorted(range(len(spans)), key=lambda i: (spans[i][0], spans[i][1]))
+    track_ends: list[float] = []
+    tracks = [0] * len(spans)
+    for i in order:
+        start, end = spans[i]
+        for k, last_end in enumerate(track_ends):
+            if last_end <= start:
+                track_ends[k] = end
+                tracks[i] = k
+                break
+        else:
+            track_ends.append(end)
+            tracks[i] = len(track_ends) - 1
+    return tracks
+
+
+def _us(seconds: float) -> int:
+    return int(round(seconds * 1_000_000))
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+# -- Perfetto / Chrome trace ----------------------------------------------------------------
+
+def perfetto(run: Run) -> dict[str, Any]:
+    """The run as Chrome trace JSON ("traceEvents"), which ui.perfetto.dev and chrome://tracing open.
+
+    One process; a counter track ("C") per core, total CPU, the workload's CPU and memory, and
+    per GPU its utilization, memory and power; one thread track per lane with the phases as
+    complete slices ("X"), extra tracks where phases in one lane overlap; epochs on their own
+    track; markers and epoch metrics as instants ("i"). Timestamps are microseconds since the
+    run started.
+    """
+    trace: list[dict[str, Any]] = []
+    meta = lambda name, tid, args: {"name": name, "ph": "M", "pid": PID, "tid": tid, "args": args}  # noqa: E731
+    trace.append(meta("process_name", 0, {"name": f"devicewatch: {run.title}"}))
+
+    def counter(name: str, t: float, value: Any) -> None:
+        if _finite(value):
+            trace.append({"name": name, "ph": "C", "pid": PID, "tid": 0, "ts": _us(t), "args": {"value": value}})
+
+    buffered = {g for smp in run.samples for g, gpu in enumerate(smp.get("gpus") or ())
+                if gpu.get("util_samples")}
+    for sample in run.samples:
+        t = sample.get("t")
+        if not _finite(t):
+            continue
+        counter("CPU total %", t, sample.get("cpu_total"))
+        for core, value in enumerate(sample.get("cpu") or ()):
+            counter(f"CPU core {core} %", t, value)
+        proc = sample.get("proc") or {}
+        counter("workload CPU % of one core", t, proc.get("cpu"))
+        if _finite(proc.get("rss")):
+            counter("workload memory MiB", t, round(proc["rss"] / 2**20, 1))
+        for g, gpu in enumerate(sample.get("gpus") or ()):
+            if g not in buffered:
+                counter(f"GPU {g} utilization %", t, gpu.get("util"))
+            if _finite(gpu.get("mem_used")):
+                counter(f"GPU {g} memory MiB", t, round(gpu["mem_used"] / 2**20, 1))
+            counter(f"GPU {g} power W", t, gpu.get("power_w"))
+    if buffered:  # the driver's buffered samples, finer than the sampling period
+        s = analysis.series(run)
+        for g in sorted(buffered):
+            for t, value in zip(s.gpu_t[g].tolist(), s.gpu_util[g].tolist()):
+                counter(f"GPU {g} utilization %", t, value)
+
+    tid = 1
+    all_phases = analysis.phases(run)
+    for lane in analysis.lanes(all_phases):
+        members = [p for p in all_phases if p.lane == lane]
+        tracks = assign_tracks((p.start, p.end) for p in members)
+        for k in range(max(tracks) + 1):
+            trace.append(meta("thread_name", tid + k, {"name": f"lane {lane}" + (f" ({k + 1})" if k else "")}))
+            trace.append(meta("thread_sort_index", tid + k, {"sort_index": tid + k}))
+        for p, k in zip(members, tracks):
+            args: dict[str, Any] = {"lane": p.lane, **p.attrs}
+            if p.epoch is not None:
+                args["epoch"] = p.epoch
+            if p.open:
+                args["open"] = "never ended"
+            start = _us(p.start)
+            trace.append({"name": p.name, "cat": p.kind, "ph": "X", "pid": PID, "tid": tid + k,
+                          "ts": start, "dur": max(0, _us(p.end) - start), "args": args})
+        tid += max(tracks) + 1
+
+    epoch_rows = analysis.epochs(run, all_phases)
+    if epoch_rows:
+        tracks = assign_tracks((e.start, e.end) for e in epoch_rows)
+        for k in range(max(tracks) + 1):
+            trace.append(meta("thread_name", tid + k, {"name": "epochs" + (f" ({k + 1})" if k else "")}))
+            trace.append(meta("thread_sort_index", tid + k, {"sort_index": tid + k}))
+        for e, k in zip(epoch_rows, tracks):
+            start = _us(e.start)
+            trace.append({"name": f"epoch {e.epoch}", "cat": "epoch", "ph": "X", "pid": PID, "tid": tid + k,
+                          "ts": start, "dur": max(0, _us(e.end) - start),
+                          "args": {"train (s)": round(e.train, 3), "validate (s)": round(e.validate, 3),
+                                   "other (s)": round(e.other, 3), **e.metrics}})
+        tid += max(tracks) + 1
+
+    instants = tid
+    trace.append(meta("thread_name", instants, {"name": "markers"}))
+    trace.append(meta("thread_sort_index", instants, {"sort_index": instants}))
+    reserved = {"type", "t", "kind", "label", "pid", "thread", "mono"}
+    for event in run.events:
+        if not _finite(event.get("t")):
+            continue
+        kind = event.get("kind")
+        if kind == "marker":
+            trace.append({"name": str(event.get("label", "marker")), "cat": "marker", "ph": "i", "s": "t",
+                          "pid": PID, "tid": instants, "ts": _us(event["t"]),
+                          "args": {k: v for k, v in event.items() if k not in reserved}})
+        elif kind == "epoch":
+            trace.append({"name": f"epoch {event.get('epoch')} metrics", "cat": "epoch", "ph": "i", "s": "t",
+                          "pid": PID, "tid": instants, "ts": _us(event["t"]), "args": event.get("metrics") or {}})
+        elif kind == "result":
+            trace.append({"name": f"result {event.get('name')}", "cat": "result", "ph": "i", "s": "t",
+                          "pid": PID, "tid": instants, "ts": _us(event["t"]), "args": event.get("values") or {}})
+    for notice in run.notices:
+        if _finite(notice.get("t")):
+            trace.append({"name": str(notice.get("message", "notice"))[:200], "cat": "notice", "ph": "i",
+                          "s": "p", "pid": PID, "tid": instants, "ts": _us(notice["t"]), "args": {}})
+    return {"traceEvents": trace, "displayTimeUnit": "ms",
+            "otherData": {"source": "devicewatch", "file": run.path, "workload": run.title,
+                          "started": run.header.get("started"), "duration_s": round(run.duration, 3)}}
+
+
+# -- CSV --------------------------------------------------------------------------------------
+
+def csv_paths(out: str) -> tuple[str, str, str]:
+    """``OUT`` (an optional ``.csv`` suffix dropped) → OUT_samples.csv, OUT_epochs.csv, OUT_phases.csv."""
+    base = out[:-4] if out.lower().endswith(".csv") else out
+    return f"{base}_samples.csv", f"{base}_epochs.csv", f"{base}_phases.csv"
+
+
+def sample_rows(run: Run) -> tuple[list[str], list[list[Any]]]:
+    """One row per sample; empty cells where a value was not measured (pandas reads NaN)."""
+    cores = max([len(s.get("cpu") or ()) for s in run.samples] or [0])
+    gpus = max([len(s.get("gpus") or ()) for s in run.samples] or [0])
+    header = ["t", "cpu_total", *[f"core{c}" for c in range(cores)], "proc_cpu", "proc_rss"]
+    for g in range(gpus):
+        header += [f"gpu{g}_util", f"gpu{g}_mem_used", f"gpu{g}_power_w"]
+    header.append("phases")
+    all_phases = analysis.phases(run)
+    rows = []
+    for s in run.samples:
+        t = s.get("t")
+        cpu = list(s.get("cpu") or ())
+        proc = s.get("proc") or {}
+        row: list[Any] = [t, s.get("cpu_total")]
+        row += cpu + [None] * (cores - len(cpu))
+        row += [proc.get("cpu"), proc.get("rss")]
+        devices = list(s.get("gpus") or ())
+        for g in range(gpus):
+            gpu = devices[g] if g < len(devices) else {}
+            row += [gpu.get("util"), gpu.get("mem_used"), gpu.get("power_w")]
+        active = sorted({p.name for p in all_phases if _finite(t) and p.start <= t <= p.end})
+        row.append("+".join(active))
+        rows.append([v if v is None or isinstance(v, str) or _finite(v) else None for v in row])
+    return header, rows
+
+
+def epoch_rows(run: Run) -> tuple[list[str], list[list[Any]]]:
+    rows = analysis.epochs(run)
+    metrics = list(dict.fromkeys(name for e in rows for name in e.metrics))
+    header = ["epoch", "start", "end", "total", "train", "validate", "other", *metrics]
+    return header, [[e.epoch, round(e.start, 6), round(e.end, 6), round(e.total, 6), round(e.train, 6),
+                     round(e.validate, 6), round(e.other, 6), *[e.metrics.get(m) for m in metrics]]
+                    for e in rows]
+
+
+def phase_rows(run: Run) -> tuple[list[str], list[list[Any]]]:
+    header = ["name", "kind", "lane", "epoch", "start", "end", "duration", "open"]
+    return header, [[p.name, p.kind, p.lane, p.epoch, round(p.start, 6), round(p.end, 6),
+                     round(p.duration, 6), int(p.open)] for p in analysis.phases(run)]
+
+
+def _write_csv(path: str, header: list[str], rows: list[list[Any]]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        for row in rows:
+            writer.writerow(["" if v is None else v for v in row])
+
+
+def write_csv(run: Run, out: str) -> list[str]:
+    paths = csv_paths(out)
+    for path, (header, rows) in zip(paths, (sample_rows(run), epoch_rows(run), phase_rows(run))):
+        _write_csv(path, header, rows)
+    return list(paths)
+
+
+# -- SVG --------------------------------------------------------------------------------------
+
+PHASE_COLOURS = {"train": "#4e79a7", "validate": "#f28e2b", "data": "#59a14f", "copy": "#b07aa1",
+                 "other": "#9c755f"}
+LINE_COLOURS = ["#1f1f1f", "#e15759", "#4e79a7", "#59a14f", "#f28e2b", "#b07aa1", "#76b7b2", "#edc948"]
+CORE_LINE_LIMIT = 16   # more cores than this: draw the spread (min to max) instead of a line each
+
+
+def _reduce(t: list[float], v: list[float], buckets: int) -> tuple[list[float], list[float]]:
+    """At most two points (min and max, in time order) per bucket, so dips survive downsampling."""
+    if len(t) <= 2 * buckets:
+        return t, v
+    t0, t1 = t[0], t[-1]
+    width = (t1 - t0) / buckets or 1.0
+    out_t: list[float] = []
+    out_v: list[float] = []
+    start = 0
+    while start < len(t):
+        index = min(int((t[start] - t0) / width), buckets - 1)
+        end = start
+        while end < len(t) and min(int((t[end] - t0) / width), buckets - 1) == index:
+            end += 1
+        lo = min(range(start, end), key=v.__getitem__)
+        hi = max(range(start, end), key=v.__getitem__)
+        for i in sorted({lo, hi}):
+            out_t.append(t[i])
+            out_v.append(v[i])
+        start = end
+    return out_t, out_v
+
+
+def svg(run: Run, width: int = 1200) -> str:
+    """Utilization charts (CPU, then one per GPU) on one time axis, phases shaded, epoch lines,
+    and a strip per lane showing the phases: the dip picture, for a slide."""
+    s = analysis.series(run)
+    all_phases = analysis.phases(run)
+    epoch_list = analysis.epochs(run, all_phases)
+    duration = max(run.duration, float(s.t[-1]) if len(s.t) else 0.0, 1e-3)
+    left, right, top = 70, 20, 50
+    plot_w = width - left - right
+    chart_h, gap = 200, 40
+    charts: list[tuple[str, list[tuple[str, list[float], list[float], str, float]], tuple[list[float], list[float], list[float]] | None]] = []
+
+    def clean(ts: Iterable[float], vs: Iterable[float]) -> tuple[list[float], list[float]]:
+        pairs = [(a, b) for a, b in zip(ts, vs) if math.isfinite(a) and math.isfinite(b)]
+        return [a for a, _ in pairs], [b for _, b in pairs]
+
+    t_list = s.t.tolist()
+    cpu_lines = []
+    spread = None
+    cores = s.cpu.shape[1]
+    if cores <= CORE_LINE_LIMIT:
+        for c in range(cores):
+            ct, cv = clean(t_list, s.cpu[:, c].tolist())
+            cpu_lines.append((f"core {c}", ct, cv, "#b0b0b0", 0.8))
+    elif len(s.t):
+        import numpy as np
+
+        rows = ~np.isnan(s.cpu).all(axis=1)
+        spread = (s.t[rows].tolist(), np.nanmin(s.cpu[rows], axis=1).tolist(), np.nanmax(s.cpu[rows], axis=1).tolist())
+    tt, tv = clean(t_list, s.cpu_total.tolist())
+    cpu_lines.append(("CPU total", tt, tv, LINE_COLOURS[0], 2.0))
+    charts.append((f"CPU utilization %, {cores} cores", cpu_lines, spread))
+    names = run.gpu_names
+    for g in range(s.gpus):
+        gt, gv = clean(s.gpu_t[g].tolist(), s.gpu_util[g].tolist())
+        label = names[g] if g < len(names) else f"GPU {g}"
+        charts.append((f"GPU {g} utilization % ({label})", [(f"GPU {g}", gt, gv, LINE_COLOURS[1], 2.0)], None))
+
+    lane_names = analysis.lanes(all_phases)
+    lane_tracks: list[tuple[str, list[analysis.Phase], list[int]]] = []
+    strip_rows = 0
+    for lane in lane_names:
+        members = [p for p in all_phases if p.lane == lane]
+        tracks = assign_tracks((p.start, p.end) for p in members)
+        lane_tracks.append((lane, members, tracks))
+        strip_rows += max(tracks) + 1
+    row_h = 18
+    strip_top = top + len(charts) * (chart_h + gap)
+    axis_y = strip_top + strip_rows * row_h + (10 if strip_rows else 0)
+    legend_y = axis_y + 62
+    height = legend_y + 30
+
+    def x(t: float) -> float:
+        return left + plot_w * max(0.0, min(t, duration)) / duration
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" font-family="Helvetica, Arial, sans-serif" font-size="12">',
+             f'<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>',
+             f'<text x="{left}" y="28" font-size="18" font-weight="bold">{escape(run.title)}: utilization over time</text>']
+    for index, (title, lines, band) in enumerate(charts):
+        y0 = top + index * (chart_h + gap)
+
+        def y(v: float, y0: int = y0) -> float:
+            return y0 + chart_h * (1 - max(0.0, min(v, 100.0)) / 100)
+
+        parts.append(f'<g class="chart"><text x="{left}" y="{y0 - 8}" font-weight="bold">{escape(title)}</text>')
+        parts.append(f'<rect x="{left}" y="{y0}" width="{plot_w}" height="{chart_h}" fill="none" stroke="#888"/>')
+        for p in all_phases:
+            if p.duration > 0:
+                parts.append(f'<rect x="{x(p.start):.1f}" y="{y0}" width="{max(0.5, x(p.end) - x(p.start)):.1f}" '
+                             f'height="{chart_h}" fill="{PHASE_COLOURS[p.kind]}" fill-opacity="0.12"/>')
+        for level in (0, 25, 50, 75, 100):
+            parts.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y(level):.1f}" y2="{y(level):.1f}" '
+                         f'stroke="#ddd" stroke-width="0.5"/>')
+            parts.append(f'<text x="{left - 6}" y="{y(level) + 4:.1f}" text-anchor="end">{level}%</text>')
+        for e in epoch_list:
+            parts.append(f'<line x1="{x(e.start):.1f}" x2="{x(e.start):.1f}" y1="{y0}" y2="{y0 + chart_h}" '
+                         f'stroke="#555" stroke-dasharray="4,3"/>')
+            if index == 0:
+                parts.append(f'<text x="{x(e.start) + 3:.1f}" y="{y0 + 12}" fill="#555">epoch {e.epoch}</text>')
+        if band is not None:
+            bt, lo, hi = band
+            bt_r, lo_r = _reduce(bt, lo, plot_w // 2)
+            bt_h, hi_r = _reduce(bt, hi, plot_w // 2)
+            points = [f"{x(a):.1f},{y(b):.1f}" for a, b in zip(bt_h, hi_r)]
+            points += [f"{x(a):.1f},{y(b):.1f}" for a, b in reversed(list(zip(bt_r, lo_r)))]
+            parts.append(f'<polygon points="{" ".join(points)}" fill="#b0b0b0" fill-opacity="0.5" stroke="none">'
+                         '<title>spread of the cores (min to max)</title></polygon>')
+        for name, lt, lv, colour, stroke in lines:
+            if not lt:
+                continue
+            rt, rv = _reduce(lt, lv, plot_w // 2)
+            points = " ".join(f"{x(a):.1f},{y(b):.1f}" for a, b in zip(rt, rv))
+            parts.append(f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="{stroke}">'
+                         f'<title>{escape(name)}</title></polyline>')
+        parts.append('</g>')
+
+    row = 0
+    for lane, members, tracks in lane_tracks:
+        rows_here = max(tracks) + 1
+        parts.append(f'<text x="{left - 6}" y="{strip_top + row * row_h + 13}" text-anchor="end">{escape(lane)}</text>')
+        for p, k in zip(members, tracks):
+            py = strip_top + (row + k) * row_h
+            w = max(0.5, x(p.end) - x(p.start))
+            label = p.name + (f" {p.epoch}" if p.epoch is not None else "")
+            parts.append(f'<rect x="{x(p.start):.1f}" y="{py + 2}" width="{w:.1f}" height="{row_h - 4}" '
+                         f'fill="{PHASE_COLOURS[p.kind]}"><title>{escape(label)}: {p.duration:.3f}s</title></rect>')
+            if w > 7 * len(label):
+                parts.append(f'<text x="{x(p.start) + 3:.1f}" y="{py + 13}" fill="white" font-size="10">{escape(label)}</text>')
+        row += rows_here
+
+    for tick in _ticks(duration):
+        parts.append(f'<line x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="{axis_y}" y2="{axis_y + 5}" stroke="#333"/>')
+        parts.append(f'<text x="{x(tick):.1f}" y="{axis_y + 18}" text-anchor="middle">{tick:g}</text>')
+    parts.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{axis_y}" y2="{axis_y}" stroke="#333"/>')
+    parts.append(f'<text x="{left + plot_w / 2:.0f}" y="{axis_y + 34}" text-anchor="middle">seconds since the run started '
+                 '(dashed lines: epoch starts)</text>')
+    lx = left
+    for name, colour, stroke in (("CPU total", LINE_COLOURS[0], 2.0), ("each core" if cores <= CORE_LINE_LIMIT
+                                 else "cores min to max", "#b0b0b0", 4.0), *(("GPU", LINE_COLOURS[1], 2.0),) * bool(s.gpus)):
+        parts.append(f'<line x1="{lx}" x2="{lx + 18}" y1="{legend_y - 4}" y2="{legend_y - 4}" stroke="{colour}" '
+                     f'stroke-width="{stroke}"/>')
+        parts.append(f'<text x="{lx + 22}" y="{legend_y}">{escape(name)}</text>')
+        lx += 40 + 7 * len(name)
+    kinds = sorted({p.kind for p in all_phases}, key=list(PHASE_COLOURS).index)
+    for kind in kinds:
+        parts.append(f'<rect x="{lx}" y="{legend_y - 10}" width="12" height="12" fill="{PHASE_COLOURS[kind]}"/>')
+        parts.append(f'<text x="{lx + 16}" y="{legend_y}">{escape(kind)}</text>')
+        lx += 30 + 8 * len(kind)
+    parts.append(f'<text x="{lx + 10}" y="{legend_y}" fill="#555">{escape(analysis.verdict(run).text)}</text>')
+    parts.append('</svg>')
+    return "\n".join(parts) + "\n"
+
+
+def _ticks(duration: float) -> list[float]:
+    """About ten round tick positions (1, 2 or 5 times a power of ten) from 0 to ``duration``."""
+    raw = duration / 10
+    power = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    count = int(duration / step + 1e-9)
+    return [round(i * step, 10) for i in range(count + 1)]
+
+
+# -- command line -----------------------------------------------------------------------------
+
+def main(argv: list[str]) -> int:
+    from .cli import UsageError, _sub_parser
+
+    parser = _sub_parser("export", "Export a recorded run: a Perfetto/Chrome trace, CSV tables for pandas, "
+                         "or an SVG chart for slides.")
+    parser.add_argument("file", help="the run file")
+    parser.add_argument("--format", required=True, choices=FORMATS)
+    parser.add_argument("-o", "--output", required=True, metavar="OUT",
+                        help="perfetto: OUT.json; svg: OUT.svg; csv: OUT_samples.csv, OUT_epochs.csv "
+                             "and OUT_phases.csv (a .csv suffix on OUT is dropped)")
+    args = parser.parse_args(argv)
+    run = load(args.file)
+    try:
+        if args.format == "perfetto":
+            written = [args.output]
+            with open(args.output, "w", encoding="utf-8") as handle:
+                json.dump(perfetto(run), handle, separators=(",", ":"), allow_nan=False, default=str)
+        elif args.format == "csv":
+            written = write_csv(run, args.output)
+        else:
+            written = [args.output]
+            with open(args.output, "w", encoding="utf-8") as handle:
+                handle.write(svg(run))
+    except IsADirectoryError:
+        raise UsageError(f"export: {args.output} is a directory; give a file name") from None
+    except OSError as exc:
+        raise UsageError(f"export: cannot write {exc.filename or args.output}: {exc.strerror}") from None
+    for path in written:
+        print(path)
+    return 0

@@ -1,0 +1,141 @@
+"""Analysis on literal runs; every expected figure is worked out by hand in the comments."""
+
+import pytest
+
+from devicewatch import analysis
+from devicewatch.runfile import load
+
+from conftest import write_run
+
+
+def ev(t, kind, **fields):
+    return {"type": "event", "t": t, "kind": kind, "pid": 1, **fields}
+
+
+def begin(t, name, epoch=None, lane="main"):
+    return ev(t, "phase_begin", name=name, epoch=epoch, lane=lane)
+
+
+def end(t, name, epoch=None, lane="main"):
+    return ev(t, "phase_end", name=name, epoch=epoch, lane=lane)
+
+
+def samples(values, step=1.0, gpu=None):
+    """One sample per second; ``values`` are (core0, core1) pairs; ``gpu`` a list of GPU util."""
+    out = []
+    for i, (c0, c1) in enumerate(values):
+        record = {"type": "sample", "t": i * step, "cpu": [c0, c1], "cpu_total": (c0 + c1) / 2}
+        if gpu is not None:
+            record["gpus"] = [{"index": 0, "util": gpu[i], "mem_used": 1000, "power_w": 50.0}]
+        out.append(record)
+    return out
+
+
+def two_epoch_run(tmp_path, gpu=None):
+    # Epoch 1: train 0-4 s, validate 4-6 s; epoch 2: train 6-10 s, validate 10-11 s, then 1 s
+    # of nothing before the end at 12 s.
+    events = [begin(0, "train", 1), end(4, "train", 1), begin(4, "validate", 1), end(6, "validate", 1),
+              ev(6, "epoch", epoch=1, metrics={"loss": 1.5}),
+              begin(6, "train", 2), end(10, "train", 2), begin(10, "validate", 2), end(11, "validate", 2),
+              ev(11, "epoch", epoch=2, metrics={"loss": 0.5})]
+    cpu = [(100, 0)] * 4 + [(50, 50)] * 2 + [(100, 0)] * 4 + [(50, 50)] + [(0, 0)] * 2  # t = 0..12
+    return load(write_run(tmp_path / "r.jsonl", [*samples(cpu, gpu=gpu), *events]))
+
+
+def test_phases_pair_begin_and_end(tmp_path):
+    run = two_epoch_run(tmp_path)
+    phases = analysis.phases(run)
+    assert [(p.name, p.epoch, p.start, p.end) for p in phases] == [
+        ("train", 1, 0, 4), ("validate", 1, 4, 6), ("train", 2, 6, 10), ("validate", 2, 10, 11)]
+    assert not any(p.open for p in phases)
+
+
+def test_an_unended_phase_runs_to_the_end_of_the_run(tmp_path):
+    run = load(write_run(tmp_path / "r.jsonl", [*samples([(0, 0)] * 6), begin(2, "train", 1)]))
+    (phase,) = analysis.phases(run)
+    assert phase.open and phase.start == 2 and phase.end == 5  # last record at t=5
+
+
+def test_epoch_table(tmp_path):
+    rows = analysis.epochs(two_epoch_run(tmp_path))
+    assert [(r.epoch, r.total, r.train, r.validate, r.other) for r in rows] == [
+        (1, 6, 4, 2, 0), (2, 5, 4, 1, 0)]
+    assert rows[1].metrics == {"loss": 0.5}
+
+
+def test_epoch_other_time_is_what_no_train_or_validate_phase_covers(tmp_path):
+    # data 0-1, train 1-3, (gap 3-4), validate 4-5: total 5, train 2, validate 1, other 2.
+    events = [begin(0, "data", 1), end(1, "data", 1), begin(1, "train", 1), end(3, "train", 1),
+              begin(4, "validate", 1), end(5, "validate", 1)]
+    run = load(write_run(tmp_path / "r.jsonl", [*samples([(0, 0)] * 6), *events]))
+    (row,) = analysis.epochs(run)
+    assert (row.total, row.train, row.validate, row.other) == (5, 2, 1, 2)
+
+
+def test_utilization_per_phase(tmp_path):
+    util = analysis.phase_utilization(two_epoch_run(tmp_path))
+    # Phases are half-open: train [0,4) and [6,10) hold samples t=0-3 and 6-9, where core 0
+    # is 100 and core 1 is 0.
+    assert util["train"]["cores"][0]["mean"] == 100.0
+    assert util["train"]["cpu_total"]["mean"] == 50.0
+    assert util["train"]["seconds"] == 8
+    # validate [4,6) and [10,11) hold t=4, 5 and 10, where both cores are at 50.
+    assert util["validate"]["cores"][1]["mean"] == 50.0
+    assert util["validate"]["samples"] == 3
+    # t=11 and t=12 lie outside every phase
+    assert util[analysis.NO_PHASE]["samples"] == 2
+
+
+def test_gpu_dips_fall_in_the_phase_they_happen_in(tmp_path):
+    gpu = [90, 90, 90, 90, 5, 5, 90, 90, 90, 90, 5, 90, 90]  # low during each validation
+    run = two_epoch_run(tmp_path, gpu=gpu)
+    (device,) = analysis.device_idle(run)
+    assert len(device.dips) == 2
+    assert [d.phase for d in device.dips] == ["validate", "validate"]
+    # The dips run from the last high sample to the first high sample again: 3-6 and 9-11;
+    # the middle of each (4.5 and 10) lies in a validate phase.
+    assert [(d.start, d.end) for d in device.dips] == [(3, 6), (9, 11)]
+    assert device.idle_fraction == pytest.approx(3 / 13, abs=1e-4)
+
+
+def test_verdicts(tmp_path):
+    gpu = [90, 90, 90, 90, 5, 5, 90, 90, 90, 90, 5, 90, 90]
+    assert analysis.verdict(two_epoch_run(tmp_path, gpu=gpu)).label == "validation-bound"
+    assert analysis.verdict(two_epoch_run(tmp_path, gpu=[95] * 13)).label == "GPU-bound"
+    # No GPU: one core at 100 while the other idles -> serial work
+    serial = load(write_run(tmp_path / "serial.jsonl", samples([(100, 2)] * 5)))
+    assert analysis.verdict(serial).label == "single-core-bound"
+
+
+def test_cpu_bound_and_waiting(tmp_path):
+    busy = load(write_run(tmp_path / "a.jsonl", samples([(95, 97)] * 5)))
+    idle = load(write_run(tmp_path / "b.jsonl", samples([(5, 3)] * 5)))
+    assert analysis.verdict(busy).label == "CPU-bound"
+    assert analysis.verdict(idle).label == "waiting"
+
+
+def test_lane_overlap(tmp_path):
+    # train lane busy 0-10; validate lane 4-6 and 8-12: two lanes active 2 + 2 = 4 s of 12 busy.
+    events = [begin(0, "train", lane="train"), end(10, "train", lane="train"),
+              begin(4, "validate", 1, lane="validate"), end(6, "validate", 1, lane="validate"),
+              begin(8, "validate", 2, lane="validate"), end(12, "validate", 2, lane="validate")]
+    run = load(write_run(tmp_path / "r.jsonl", [*samples([(0, 0)] * 13), *events]))
+    overlap = analysis.lane_overlap(analysis.phases(run))
+    assert overlap["busy_seconds"] == 12 and overlap["overlap_seconds"] == 4
+    assert overlap["overlap_fraction"] == pytest.approx(1 / 3)
+
+
+def test_summarize_is_plain_data(tmp_path):
+    import json
+
+    summary = analysis.summarize(two_epoch_run(tmp_path, gpu=[50] * 13))
+    json.dumps(summary)  # must serialize
+    assert [e["epoch"] for e in summary["epochs"]] == [1, 2]
+    assert summary["status"] == "ok"
+
+
+def test_a_run_whose_phases_hold_no_sample_is_judged_on_all_samples(tmp_path):
+    # Two busy samples at t=0 and t=1; one phase from 0.2 to 0.4 holds neither of them.
+    records = [*samples([(95, 97), (96, 98)]), begin(0.2, "train", 1), end(0.4, "train", 1)]
+    run = load(write_run(tmp_path / "r.jsonl", records))
+    assert analysis.verdict(run).label == "CPU-bound"

@@ -1,0 +1,123 @@
+"""devicewatch.events: a no-op outside devicewatch, JSON lines on the FIFO inside, stdlib only."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import ROOT, devicewatch
+
+
+def run_python(code, env_extra=None):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **(env_extra or {}))
+    env.pop("DEVICEWATCH_EVENTS", None) if not env_extra else None
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_events_do_nothing_outside_devicewatch():
+    result = run_python("""
+        from devicewatch import events
+        assert not events.enabled()
+        with events.phase("train", epoch=1):
+            events.epoch_metrics(1, loss=float("nan"))
+        events.result("x", ms=1.0)
+        print("ok")
+    """)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
+
+
+def test_events_without_a_reader_do_not_block_or_fail(tmp_path):
+    fifo = tmp_path / "events"
+    os.mkfifo(fifo)  # nobody reads it: opening for writing fails at once, events turn off
+    result = run_python("""
+        from devicewatch import events
+        events.marker("x")
+        print(events.enabled())
+    """, {"DEVICEWATCH_EVENTS": str(fifo)})
+    assert result.returncode == 0 and result.stdout.strip() == "False"
+
+
+def test_non_json_values_are_sent_as_valid_json(tmp_path):
+    work = tmp_path / "w.py"
+    work.write_text(textwrap.dedent("""
+        from devicewatch import events
+        import numpy as np
+        events.epoch_metrics(1, loss=float("nan"), acc=np.float32(0.5), steps=np.int64(7), when=object)
+        events.result("huge", blob="x" * 10_000)
+    """))
+    out = tmp_path / "r.jsonl"
+    assert devicewatch("--record", str(out), "--quiet", "--", sys.executable, str(work)).returncode == 0
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    (epoch,) = [r for r in lines if r.get("kind") == "epoch"]
+    assert epoch["metrics"]["loss"] is None
+    assert epoch["metrics"]["acc"] == 0.5 and epoch["metrics"]["steps"] == 7
+    assert isinstance(epoch["metrics"]["when"], str)
+    (oversize,) = [r for r in lines if r.get("kind") == "oversize"]  # over PIPE_BUF: replaced, not torn
+    assert oversize["of"] == "result"
+
+
+CORE_MODULES = ["devicewatch", "devicewatch.cli", "devicewatch.recorder", "devicewatch.runfile",
+                "devicewatch.analysis", "devicewatch.report", "devicewatch.registry",
+                "devicewatch.probes.cpu", "devicewatch.probes.gpu", "devicewatch.probes.process",
+                "devicewatch.events"]
+
+
+def test_the_core_imports_neither_textual_nor_a_framework():
+    result = run_python(f"""
+        import importlib, sys
+        for name in {CORE_MODULES!r}:
+            importlib.import_module(name)
+        from devicewatch import registry
+        for name in registry.available():
+            registry.get(name)  # describing a workload must not import its framework
+        banned = [m for m in ("textual", "torch", "tensorflow", "keras", "numba", "pynvml") if m in sys.modules]
+        print(banned)
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_events_imports_only_the_standard_library():
+    result = run_python("""
+        import sys
+        before = set(sys.modules)
+        import devicewatch.events
+        new = set(sys.modules) - before
+        foreign = sorted(m for m in new if m.split(".")[0] not in sys.stdlib_module_names
+                         and m.split(".")[0] != "devicewatch")
+        print(foreign)
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.slow
+def test_keras_callback_reports_train_and_validate_phases(tmp_path):
+    work = tmp_path / "fit.py"
+    work.write_text(textwrap.dedent("""
+        import os
+        os.environ["KERAS_BACKEND"] = "torch"
+        import numpy as np, keras
+        from devicewatch.integrations.keras import DevicewatchCallback
+        x = np.random.default_rng(0).normal(size=(256, 8)).astype("float32")
+        y = (x[:, 0] > 0).astype("float32")
+        model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1, activation="sigmoid")])
+        model.compile("adam", "binary_crossentropy", metrics=["accuracy"])
+        model.fit(x, y, epochs=2, batch_size=32, validation_split=0.25, verbose=2,
+                  callbacks=[DevicewatchCallback()])
+    """))
+    out = tmp_path / "r.jsonl"
+    result = devicewatch("--record", str(out), "--quiet", "--", sys.executable, str(work), timeout=300)
+    assert result.returncode == 0, result.stderr
+    from devicewatch import analysis
+    from devicewatch.runfile import load
+
+    run = load(out)
+    phases = [(p.name, p.epoch) for p in analysis.phases(run)]
+    assert phases == [("train", 1), ("validate", 1), ("train", 2), ("validate", 2)]
+    rows = analysis.epochs(run)
+    assert {"loss", "val_loss", "accuracy"} <= set(rows[0].metrics)

@@ -1,0 +1,229 @@
+"""The recorder with real subprocesses, real signals and real files."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from devicewatch import analysis
+from devicewatch.runfile import load
+
+from conftest import ROOT, devicewatch
+
+
+def script(tmp_path, body, name="work.py"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    return str(path)
+
+
+def test_demo_records_three_epochs_with_phases_and_a_verdict(tmp_path):
+    out = tmp_path / "run.jsonl"
+    result = devicewatch("--record", str(out), "--quiet", "demo", "--epochs", "3", "--samples", "3000",
+                         "--hidden", "256")
+    assert result.returncode == 0, result.stderr
+    run = load(out)
+    assert run.end["status"] == "ok" and run.end["exit_code"] == 0
+    assert [e.epoch for e in analysis.epochs(run)] == [1, 2, 3]
+    names = {(p.name, p.epoch) for p in analysis.phases(run)}
+    assert {("train", 1), ("validate", 3)} <= names
+    assert run.samples and len(run.samples[0]["cpu"]) == os.cpu_count()
+    assert all("recorder_cpu" in s for s in run.samples)
+    # The summary printed at the end is the report: epochs table and a verdict.
+    assert "Epochs" in result.stdout and "verdict:" in result.stdout
+    report = devicewatch("report", str(out), "--json")
+    summary = json.loads(report.stdout)
+    assert len(summary["epochs"]) == 3 and summary["verdict"]["label"]
+    assert set(summary["phases"]) >= {"train", "validate"}
+
+
+def test_a_plain_script_with_keras_style_epoch_lines(tmp_path):
+    work = script(tmp_path, """
+        import time
+        for epoch in range(1, 4):
+            print(f"Epoch {epoch}/3")
+            time.sleep(0.3)
+            print("100/100 [====] - loss: 0.5")
+    """)
+    out = tmp_path / "run.jsonl"
+    result = devicewatch("--record", str(out), "--", sys.executable, work)
+    assert result.returncode == 0, result.stderr
+    assert "Epoch 2/3" in result.stdout  # echoed
+    run = load(out)
+    rows = analysis.epochs(run)
+    assert [r.epoch for r in rows] == [1, 2, 3]
+    assert all(0.25 < r.total < 2.0 for r in rows)  # each epoch slept 0.3 s
+    assert sum(1 for line in run.logs if line["line"].startswith("Epoch")) == 3
+
+
+def test_a_crash_mid_epoch_records_the_exit_code_and_becomes_ours(tmp_path):
+    work = script(tmp_path, """
+        import sys
+        from devicewatch import events
+        events.phase_begin("train", epoch=1)
+        print("about to fail", flush=True)
+        sys.exit(3)
+    """)
+    out = tmp_path / "run.jsonl"
+    result = devicewatch("--record", str(out), "--", sys.executable, work)
+    assert result.returncode == 3
+    run = load(out)
+    assert run.end["status"] == "failed" and run.end["exit_code"] == 3
+    (phase,) = analysis.phases(run)
+    assert phase.open  # the epoch never finished, and the file says so
+    assert "exit code 3" in result.stdout
+
+
+def test_sigterm_cancels_a_workload_that_ignores_sigint_and_sigterm(tmp_path):
+    work = script(tmp_path, """
+        import signal, time
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        print("stubborn", flush=True)
+        while True:
+            time.sleep(0.05)
+    """)
+    out = tmp_path / "run.jsonl"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    recorder = subprocess.Popen([sys.executable, "-m", "devicewatch", "--record", str(out), "--", sys.executable, work],
+                                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and (not out.exists() or "stubborn" not in out.read_text()):
+        time.sleep(0.05)
+    started = time.monotonic()
+    recorder.send_signal(signal.SIGTERM)
+    stdout, _ = recorder.communicate(timeout=30)
+    elapsed = time.monotonic() - started
+    run = load(out)
+    assert run.end["status"] == "cancelled"
+    assert run.end["signal"] == "SIGKILL"   # SIGINT and SIGTERM were ignored, SIGKILL is not
+    assert recorder.returncode == 128 + signal.SIGKILL
+    # Two grace periods of 3 s (SIGINT -> SIGTERM -> SIGKILL), and not much more.
+    assert 5.5 < elapsed < 15
+
+
+def test_ctrl_c_cancels_a_normal_workload_promptly(tmp_path):
+    work = script(tmp_path, """
+        import time
+        print("running", flush=True)
+        time.sleep(60)
+    """)
+    out = tmp_path / "run.jsonl"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    recorder = subprocess.Popen([sys.executable, "-m", "devicewatch", "--record", str(out), "--", sys.executable, work],
+                                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and (not out.exists() or "running" not in out.read_text()):
+        time.sleep(0.05)
+    recorder.send_signal(signal.SIGINT)
+    recorder.communicate(timeout=20)
+    run = load(out)
+    assert run.end["status"] == "cancelled"
+    assert run.end["signal"] == "SIGINT"
+    assert recorder.returncode == 128 + signal.SIGINT
+
+
+def test_a_hundred_thousand_output_lines_are_all_kept(tmp_path):
+    work = script(tmp_path, """
+        import sys
+        for i in range(100_000):
+            sys.stdout.write(f"line {i}\\n")
+    """)
+    out = tmp_path / "run.jsonl"
+    result = devicewatch("--record", str(out), "--quiet", "--", sys.executable, work)
+    assert result.returncode == 0
+    run = load(out)
+    lines = [r["line"] for r in run.logs if r["stream"] == "stdout"]
+    assert len(lines) == 100_000
+    assert lines[0] == "line 0" and lines[-1] == "line 99999"
+    assert "line 5" not in result.stdout  # --quiet: not echoed
+
+
+def test_events_from_eight_threads_all_arrive_whole(tmp_path):
+    work = script(tmp_path, """
+        import threading
+        from devicewatch import events
+        def emit(n):
+            for i in range(500):
+                events.marker("tick", thread_no=n, i=i, padding="x" * 200)
+        threads = [threading.Thread(target=emit, args=(n,)) for n in range(8)]
+        for t in threads: t.start()
+        for t in threads: t.join()
+    """)
+    out = tmp_path / "run.jsonl"
+    assert devicewatch("--record", str(out), "--quiet", "--", sys.executable, work).returncode == 0
+    run = load(out)
+    markers = [e for e in run.events if e["kind"] == "marker"]
+    assert len(markers) == 8 * 500
+    assert {(m["thread_no"], m["i"]) for m in markers} == {(n, i) for n in range(8) for i in range(500)}
+    assert run.bad_lines == 0 and not run.notices
+
+
+def test_events_from_a_grandchild_process_arrive(tmp_path):
+    work = script(tmp_path, """
+        import subprocess, sys
+        code = "from devicewatch import events; events.marker('from the grandchild')"
+        subprocess.run([sys.executable, "-c", code], check=True)
+    """)
+    out = tmp_path / "run.jsonl"
+    assert devicewatch("--record", str(out), "--quiet", "--", sys.executable, work).returncode == 0
+    assert [e["label"] for e in load(out).events] == ["from the grandchild"]
+
+
+def test_samples_follow_the_interval_without_drift(tmp_path):
+    out = tmp_path / "run.jsonl"
+    assert devicewatch("--record", str(out), "--interval", "0.05", "--quiet", "--",
+                       sys.executable, "-c", "import time; time.sleep(1.5)").returncode == 0
+    times = [s["t"] for s in load(out).samples]
+    # 1.5 s at 0.05 s: about 30 samples, each due at k * 0.05 s after the start.
+    assert 25 <= len(times) <= 33
+    late = [t - round(t / 0.05) * 0.05 for t in times]
+    assert max(abs(x) for x in late) < 0.04  # on schedule: no accumulated drift
+
+
+def test_an_unknown_command_is_one_line(tmp_path):
+    out = tmp_path / "run.jsonl"
+    result = devicewatch("--record", str(out), "--", "no-such-program-here")
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "cannot start no-such-program-here" in result.stderr
+    assert load(out).end["status"] == "error"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--record", "x.jsonl", "nosuch"], "unknown workload 'nosuch'"),
+    (["--record", "x.jsonl", "demo", "--epochs", "many"], "demo: argument --epochs: invalid int value"),
+    (["--record", "x.jsonl", "demo", "--bogus"], "demo: unrecognized arguments: --bogus"),
+    (["--record", "x.jsonl"], "name a workload"),
+    (["--interval", "0", "--record", "x.jsonl", "demo"], "--interval must be between"),
+    (["--gpu", "maybe", "--record", "x.jsonl", "demo"], "--gpu takes on or off"),
+    (["report", "missing.jsonl"], "no such file: missing.jsonl"),
+    (["report"], "report: the following arguments are required: file"),
+    (["frobnicate"], "unknown command 'frobnicate'"),
+    (["--frob"], "unknown option --frob"),
+])
+def test_bad_input_gets_one_clear_line(tmp_path, args, message):
+    result = devicewatch(*args, cwd=tmp_path)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().count("\n") == 0
+    assert message in result.stderr
+    assert not (tmp_path / "x.jsonl").exists()  # refused before anything was launched
+
+
+def test_a_foreign_file_is_refused(tmp_path):
+    foreign = tmp_path / "notes.txt"
+    foreign.write_text("shopping list\n")
+    result = devicewatch("report", str(foreign))
+    assert result.returncode == 2 and "not a devicewatch run file" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_workloads_lists_every_workload_with_its_options():
+    result = devicewatch("workloads")
+    assert result.returncode == 0
+    assert "demo:" in result.stdout and "--epochs" in result.stdout
