@@ -20,6 +20,11 @@ from devicewatch import events
 TITLE = "Training vs validation overlap: serial NumPy, tf.data/DataLoader and overlapped threads on an MNIST CNN"
 SOURCE = "002: overlapping training and validation with a model copy and a validation thread pool"
 NAME = "pipeline"
+VARIANT_NAMES = ("serial", "tfdata", "dataloader", "overlapped")
+SUPPORTED = {
+    "tensorflow": ("serial", "tfdata", "overlapped"),
+    "torch": ("serial", "dataloader", "overlapped"),
+}
 MODEL_LAYERS = "Conv(16,3x3,relu)-MaxPool(2)-Conv(32,3x3,relu)-MaxPool(2)-Flatten-Dense(64,relu)-Dense(10)"
 
 
@@ -32,10 +37,8 @@ class _OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from workloads.pipeline.schemes import VARIANTS
-
     p = _OneLineParser(prog=NAME, description=TITLE)
-    p.add_argument("--variant", choices=list(VARIANTS), default="overlapped",
+    p.add_argument("--variant", choices=VARIANT_NAMES, default="overlapped",
                    help="serial | tfdata (tensorflow) | dataloader (torch) | overlapped (default)")
     p.add_argument("--backend", choices=["torch", "tensorflow"], default="torch",
                    help="torch (default) or tensorflow (Keras 3 on TensorFlow, as the source)")
@@ -63,8 +66,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _check(args: argparse.Namespace) -> str | None:
-    from workloads.pipeline.schemes import SUPPORTED
-
     for name in ("epochs", "threads", "batch", "chunk"):
         if getattr(args, name) < 1:
             return f"--{name} must be at least 1"

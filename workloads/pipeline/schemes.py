@@ -258,7 +258,3 @@ def run_overlapped(model: Any, d: datamod.Dataset, s: Settings, reporter: Report
 VARIANTS: dict[str, Callable[..., None]] = {
     "serial": run_serial, "tfdata": run_tfdata, "dataloader": run_dataloader, "overlapped": run_overlapped,
 }
-SUPPORTED = {
-    "tensorflow": ("serial", "tfdata", "overlapped"),
-    "torch": ("serial", "dataloader", "overlapped"),
-}
