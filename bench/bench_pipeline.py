@@ -8,6 +8,12 @@ process (framework thread pools are per process) and reports its timings through
 
     python -m bench.bench_pipeline                       # 2 repetitions, threads 1 2 6
     python -m bench.bench_pipeline --reps 3 --epochs 10  # closer to the source's setup
+    python -m bench.bench_pipeline --why                 # where the CPU goes, phase by phase
+
+``--why`` records ``serial`` and ``overlapped`` (torch, the demo's settings) under the
+devicewatch recorder and prints, for each kind of moment (training lane preparing data,
+training, validation alone, training and validation together), how busy the machine's
+cores were and how much of them the workload itself had.
 """
 
 from __future__ import annotations
@@ -100,6 +106,56 @@ def report(runs: list[dict], threads: list[int], backends: list[str], epochs: in
     return "\n".join(lines)
 
 
+def _moments(run) -> dict[str, list[dict]]:
+    """Samples grouped by what the workload was doing at their time."""
+    spans: list[tuple[float, float, str, str]] = []
+    opened: dict[tuple, float] = {}
+    for e in run.events:
+        key = (e.get("lane"), e.get("name"), e.get("epoch"))
+        if e["kind"] == "phase_begin":
+            opened[key] = e["t"]
+        elif e["kind"] == "phase_end" and key in opened:
+            spans.append((opened.pop(key), e["t"], key[0], key[1]))
+    groups: dict[str, list[dict]] = {}
+    for sample in run.samples:
+        t = sample["t"]
+        active = [(lane, name) for a, b, lane, name in spans if a <= t < b]
+        train = [name for lane, name in active if lane == "train"]
+        validating = any(lane.startswith("validate") for lane, _ in active)
+        if not train and not validating:
+            continue
+        what = ("train lane: " + train[0]) if train else "validation alone"
+        if train and validating:
+            what += " + validation"
+        groups.setdefault(what, []).append(sample)
+    return groups
+
+
+def why(workload_args: list[str]) -> int:
+    """Record serial and overlapped and say, per kind of moment, who had the cores."""
+    from devicewatch import runfile
+
+    for variant in ("serial", "overlapped"):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "run.jsonl"
+            env = dict(os.environ, PYTHONPATH=str(ROOT))
+            env.pop("DEVICEWATCH_EVENTS", None)
+            subprocess.run([sys.executable, "-m", "devicewatch", "--record", str(path), "pipeline",
+                            "--variant", variant, *workload_args], cwd=ROOT, env=env, capture_output=True,
+                           check=True)
+            run = runfile.load(str(path))
+        result = next(e["values"] for e in run.events if e["kind"] == "result")
+        cores = len(run.samples[0]["cpu"]) if run.samples else 0
+        print(f"{variant}: total {result['total_s']:.2f} s, load average {os.getloadavg()[0]:.1f} on {cores} cores")
+        print(f"  {'moment':36} {'time s':>7} {'machine busy':>13} {'workload cores':>15}")
+        for what, samples in sorted(_moments(run).items()):
+            busy = statistics.mean(s["cpu_total"] for s in samples)
+            mine = statistics.mean(s.get("proc", {}).get("cpu", 0.0) for s in samples) / 100
+            seconds = len(samples) * run.header.get("interval", 0.1)
+            print(f"  {what:36} {seconds:7.1f} {busy:12.0f}% {mine:15.2f}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="bench_pipeline", description=__doc__.splitlines()[0])
     p.add_argument("--reps", type=int, default=2, help="interleaved repetitions (default 2)")
@@ -107,9 +163,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backends", nargs="+", default=["torch", "tensorflow"], choices=["torch", "tensorflow"])
     p.add_argument("--epochs", type=int, default=3, help="epochs per run (default 3, the demo's)")
     p.add_argument("--out", default=str(ROOT / "bench" / "out" / "pipeline.json"), help="raw results (JSON)")
+    p.add_argument("--why", action="store_true", help="record serial and overlapped; CPU per kind of moment")
     p.add_argument("workload_args", nargs="*", help="more options for the workload, after --")
     args = p.parse_args(argv)
     workload_args = ["--epochs", str(args.epochs), *args.workload_args]
+    if args.why:
+        return why(workload_args)
     configs = configurations(args.backends, args.threads)
     runs = []
     for rep in range(args.reps):
