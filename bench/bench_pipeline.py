@@ -81,28 +81,29 @@ def report(runs: list[dict], threads: list[int], backends: list[str], epochs: in
 
     reps = sorted({r["rep"] for r in runs})
     lines = ["| backend | threads | variant | total s (median) | s/epoch | vs serial | vs "
-             "tf.data/DataLoader | overlap efficiency | cores busy | source |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "tf.data/DataLoader | overlap efficiency | copy % of epoch training | cores busy | source |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for backend in backends:
         serial = [pick(rep, backend, "serial", 1) for rep in reps]
         t_serial = statistics.median(r["total_s"] for r in serial)
         lines.append(f"| {backend} | 1 | serial | {t_serial:.2f} | {t_serial / epochs:.2f} | — | — | — | "
-                     f"{statistics.median(r['cores_busy'] for r in serial):.2f} | |")
+                     f"— | {statistics.median(r['cores_busy'] for r in serial):.2f} | |")
         for n in threads:
             for variant in (BASELINE[backend], "overlapped"):
                 mine = [pick(rep, backend, variant, n) for rep in reps]
                 t = statistics.median(r["total_s"] for r in mine)
                 vs_serial = statistics.median((m["total_s"] - s["total_s"]) / s["total_s"] for m, s in zip(mine, serial))
-                vs_base = eff = "—"
+                vs_base = eff = copy = "—"
                 source = ""
                 if variant == "overlapped":
                     base = [pick(rep, backend, BASELINE[backend], n) for rep in reps]
                     vs_base = f"{100 * statistics.median((m['total_s'] - b['total_s']) / b['total_s'] for m, b in zip(mine, base)):+.1f}%"
                     # (T_serial - T) / (T_serial - T_bound), T_bound = serial's training lane + its last validation
                     eff = f"{statistics.median((s['total_s'] - m['total_s']) / (s['total_s'] - s['train_lane_s'] - s['last_validate_s']) for m, s in zip(mine, serial)):.2f}"
+                    copy = f"{statistics.median(e['copy_share_pct'] for r in mine for e in r['epochs']):.3f}%"
                     source = "; ".join(v for (kind, k), v in SOURCE_FIGURES.items() if k == n)
                 lines.append(f"| {backend} | {n} | {variant} | {t:.2f} | {t / epochs:.2f} | {100 * vs_serial:+.1f}% | "
-                             f"{vs_base} | {eff} | {statistics.median(r['cores_busy'] for r in mine):.2f} | {source} |")
+                             f"{vs_base} | {eff} | {copy} | {statistics.median(r['cores_busy'] for r in mine):.2f} | {source} |")
     return "\n".join(lines)
 
 
@@ -163,12 +164,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backends", nargs="+", default=["torch", "tensorflow"], choices=["torch", "tensorflow"])
     p.add_argument("--epochs", type=int, default=3, help="epochs per run (default 3, the demo's)")
     p.add_argument("--out", default=str(ROOT / "bench" / "out" / "pipeline.json"), help="raw results (JSON)")
+    p.add_argument("--from-json", metavar="FILE", help="print the table again from a saved --out file")
     p.add_argument("--why", action="store_true", help="record serial and overlapped; CPU per kind of moment")
     p.add_argument("workload_args", nargs="*", help="more options for the workload, after --")
     args = p.parse_args(argv)
     workload_args = ["--epochs", str(args.epochs), *args.workload_args]
     if args.why:
         return why(workload_args)
+    if args.from_json:
+        saved = json.loads(Path(args.from_json).read_text())
+        print(report(saved["runs"], args.threads, args.backends, saved["runs"][0]["epochs"][-1]["epoch"]))
+        return 0
     configs = configurations(args.backends, args.threads)
     runs = []
     for rep in range(args.reps):
@@ -182,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"cores busy {result['cores_busy']:.2f}, load {result['load_avg']})", flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps({"argv": sys.argv[1:], "cpu_count": os.cpu_count(), "runs": runs}, indent=1))
+    loads = [r["load_avg"] for r in runs]
+    print(f"\nload average during the runs: {min(loads)} to {max(loads)} on {os.cpu_count()} cores")
     print()
     print(report(runs, args.threads, args.backends, args.epochs))
     return 0

@@ -194,12 +194,14 @@ class _EpochValidation:
             if self.remaining:
                 return
         self.elapsed = time.perf_counter() - self.began
-        if all(not f.cancelled() and f.exception() is None for f in self.futures):
-            parts = [f.result() for f in self.futures]
-            self.train["validate_s"] = round(self.elapsed, 4)
-            self.reporter.finish_epoch(self.epoch, self.train, sum(p[0] for p in parts),
-                                       sum(p[1] for p in parts), sum(p[2] for p in parts))
-        self.finished.set()
+        try:
+            if all(not f.cancelled() and f.exception() is None for f in self.futures):
+                parts = [f.result() for f in self.futures]
+                self.train["validate_s"] = round(self.elapsed, 4)
+                self.reporter.finish_epoch(self.epoch, self.train, sum(p[0] for p in parts),
+                                           sum(p[1] for p in parts), sum(p[2] for p in parts))
+        finally:
+            self.finished.set()  # never leave the training thread waiting, whatever happened
 
     def wait(self) -> None:
         """Block until every shard is done; re-raise a shard's error in this thread."""
