@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import threading
 import time
@@ -122,6 +123,10 @@ def main(argv: list[str] | None = None) -> int:
             print(line, flush=True)
 
     stop = threading.Event()
+    # A process started in the background inherits SIGINT ignored; Ctrl-C and devicewatch's
+    # cancel must still stop the run, so take SIGINT back explicitly.
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         try:
             d = _load_data(args)
