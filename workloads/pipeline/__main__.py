@@ -1,0 +1,5 @@
+import sys
+
+from workloads.pipeline import main
+
+sys.exit(main())
