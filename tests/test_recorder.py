@@ -22,6 +22,18 @@ def script(tmp_path, body, name="work.py"):
     return str(path)
 
 
+def start_recording(tmp_path, work, wait_for):
+    """A recorder in the background on ``work``, returned once ``wait_for`` is in its file."""
+    out = tmp_path / "run.jsonl"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    recorder = subprocess.Popen([sys.executable, "-m", "devicewatch", "--record", str(out), "--", sys.executable, work],
+                                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and (not out.exists() or wait_for not in out.read_text()):
+        time.sleep(0.05)
+    return recorder, out
+
+
 def test_demo_records_three_epochs_with_phases_and_a_verdict(tmp_path):
     out = tmp_path / "run.jsonl"
     result = devicewatch("--record", str(out), "--quiet", "demo", "--epochs", "3", "--samples", "3000",
@@ -88,13 +100,7 @@ def test_sigterm_cancels_a_workload_that_ignores_sigint_and_sigterm(tmp_path):
         while True:
             time.sleep(0.05)
     """)
-    out = tmp_path / "run.jsonl"
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    recorder = subprocess.Popen([sys.executable, "-m", "devicewatch", "--record", str(out), "--", sys.executable, work],
-                                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and (not out.exists() or "stubborn" not in out.read_text()):
-        time.sleep(0.05)
+    recorder, out = start_recording(tmp_path, work, "stubborn")
     started = time.monotonic()
     recorder.send_signal(signal.SIGTERM)
     stdout, _ = recorder.communicate(timeout=30)
@@ -113,13 +119,7 @@ def test_ctrl_c_cancels_a_normal_workload_promptly(tmp_path):
         print("running", flush=True)
         time.sleep(60)
     """)
-    out = tmp_path / "run.jsonl"
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    recorder = subprocess.Popen([sys.executable, "-m", "devicewatch", "--record", str(out), "--", sys.executable, work],
-                                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and (not out.exists() or "running" not in out.read_text()):
-        time.sleep(0.05)
+    recorder, out = start_recording(tmp_path, work, "running")
     recorder.send_signal(signal.SIGINT)
     recorder.communicate(timeout=20)
     run = load(out)

@@ -126,24 +126,7 @@ def run_tfdata(model: Any, d: datamod.Dataset, s: Settings, reporter: Reporter, 
     from workloads.pipeline import pipeline_tf
 
     train_ds, val_ds = pipeline_tf.datasets(d, s.batch, s.threads, s.seed)
-    outcome = reporter.outcome
-    for epoch in range(1, s.epochs + 1):
-        began = time.perf_counter()
-        loss_sum, correct = 0.0, 0
-        with events.phase("train", epoch=epoch, lane=TRAIN_LANE):
-            for x, y in train_ds:
-                batch_loss, batch_correct = model.train_step(x, y)
-                loss_sum += batch_loss
-                correct += batch_correct
-        trained = time.perf_counter()
-        with events.phase("validate", epoch=epoch, lane=SERIAL_VALIDATE_LANE):
-            result = model.evaluate(model.live(), val_ds)
-        n = len(d.x_train)
-        train = {"loss": round(loss_sum / n, 5), "accuracy": round(correct / n, 5),
-                 "train_s": round(trained - began, 4), "validate_s": round(time.perf_counter() - trained, 4)}
-        outcome.train_lane_s += train["train_s"]
-        outcome.last_validate_s = train["validate_s"]
-        reporter.finish_epoch(epoch, train, *result)
+    _train_then_validate(model, d, s, reporter, train_ds, val_ds)
 
 
 def run_dataloader(model: Any, d: datamod.Dataset, s: Settings, reporter: Reporter, stop: threading.Event) -> None:
@@ -151,27 +134,33 @@ def run_dataloader(model: Any, d: datamod.Dataset, s: Settings, reporter: Report
     from workloads.pipeline import pipeline_torch
 
     train_loader, val_loader = pipeline_torch.loaders(d, s.batch, s.threads, s.seed)
-    outcome = reporter.outcome
     try:
-        for epoch in range(1, s.epochs + 1):
-            began = time.perf_counter()
-            loss_sum, correct = 0.0, 0
-            with events.phase("train", epoch=epoch, lane=TRAIN_LANE):
-                for x, y in train_loader:
-                    batch_loss, batch_correct = model.train_step(x, y)
-                    loss_sum += batch_loss
-                    correct += batch_correct
-            trained = time.perf_counter()
-            with events.phase("validate", epoch=epoch, lane=SERIAL_VALIDATE_LANE):
-                result = model.evaluate(model.live(), val_loader)
-            n = len(d.x_train)
-            train = {"loss": round(loss_sum / n, 5), "accuracy": round(correct / n, 5),
-                     "train_s": round(trained - began, 4), "validate_s": round(time.perf_counter() - trained, 4)}
-            outcome.train_lane_s += train["train_s"]
-            outcome.last_validate_s = train["validate_s"]
-            reporter.finish_epoch(epoch, train, *result)
+        _train_then_validate(model, d, s, reporter, train_loader, val_loader)
     finally:
         pipeline_torch.close(train_loader, val_loader)
+
+
+def _train_then_validate(model: Any, d: datamod.Dataset, s: Settings, reporter: Reporter,
+                         train_batches: Any, val_batches: Any) -> None:
+    """Each epoch trains on the framework's batches, then validates: tf.data and DataLoader alike."""
+    outcome = reporter.outcome
+    for epoch in range(1, s.epochs + 1):
+        began = time.perf_counter()
+        loss_sum, correct = 0.0, 0
+        with events.phase("train", epoch=epoch, lane=TRAIN_LANE):
+            for x, y in train_batches:
+                batch_loss, batch_correct = model.train_step(x, y)
+                loss_sum += batch_loss
+                correct += batch_correct
+        trained = time.perf_counter()
+        with events.phase("validate", epoch=epoch, lane=SERIAL_VALIDATE_LANE):
+            result = model.evaluate(model.live(), val_batches)
+        n = len(d.x_train)
+        train = {"loss": round(loss_sum / n, 5), "accuracy": round(correct / n, 5),
+                 "train_s": round(trained - began, 4), "validate_s": round(time.perf_counter() - trained, 4)}
+        outcome.train_lane_s += train["train_s"]
+        outcome.last_validate_s = train["validate_s"]
+        reporter.finish_epoch(epoch, train, *result)
 
 
 class _EpochValidation:
