@@ -47,15 +47,19 @@ COLUMNS, ROWS = 200, 50
 BURN_SETTLE = 4.0  # seconds every burn waits before its timed work: the dashboard starts up meanwhile
 BURN_SETTINGS = {"BURN_N": "12000000", "BURN_SETTLE": str(BURN_SETTLE)}
 
-# One process per core, each a fixed pure-Python loop; prints the wall time of the work alone.
-BURN = """
-import multiprocessing as mp, os, time
+# The CPU work both scripts below run: a fixed pure-Python loop.
+WORK = """
 def work(n):
     x = 0
     for i in range(n):
         x = (x * 31 + i) % 1000003
     return x
-if __name__ == "__main__":
+"""
+
+# One process per core, each a fixed pure-Python loop; prints the wall time of the work alone.
+BURN = """
+import multiprocessing as mp, os, time
+""" + WORK + """if __name__ == "__main__":
     n = int(os.environ.get("BURN_N", "6000000"))
     time.sleep(float(os.environ.get("BURN_SETTLE", "0")))
     with mp.Pool(os.cpu_count()) as pool:
@@ -211,12 +215,7 @@ def _burn_from(path: Path) -> float:
 # Short bursts of the same work, back to back until a deadline; prints each burst's wall-clock span.
 BURSTS = """
 import multiprocessing as mp, os, time
-def work(n):
-    x = 0
-    for i in range(n):
-        x = (x * 31 + i) % 1000003
-    return x
-if __name__ == "__main__":
+""" + WORK + """if __name__ == "__main__":
     n, until = int(os.environ["BURST_N"]), float(os.environ["BURST_UNTIL"])
     with mp.Pool(os.cpu_count()) as pool:
         while time.time() < until:

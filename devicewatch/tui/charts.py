@@ -454,3 +454,23 @@ def _fmt(value: float) -> str:
     if value >= 10:
         return f"{value:.0f}"
     return f"{value:.1f}".rstrip("0").rstrip(".")
+
+
+class CoalescedRedraw:
+    """For screens holding charts: many charts resizing at once ask for one redraw, run after
+    the next refresh. The screen defines ``redraw_now``."""
+
+    _redraw_pending = False
+
+    def request_redraw(self) -> None:
+        if not self._redraw_pending:
+            self._redraw_pending = True
+            self.call_after_refresh(self._pending_redraw)  # type: ignore[attr-defined]
+
+    def _pending_redraw(self) -> None:
+        self._redraw_pending = False
+        self.redraw_now()
+
+    def redraw_now(self) -> None:
+        raise NotImplementedError
+

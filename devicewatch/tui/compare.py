@@ -24,7 +24,7 @@ from textual.widgets import Footer, Static
 
 from .. import compare
 from ..runfile import Run, RunFileError, check_header, load
-from .charts import AreaChart, HeatStrip, Overlay, PhaseLanes, View
+from .charts import AreaChart, CoalescedRedraw, HeatStrip, Overlay, PhaseLanes, View
 from .model import RunModel
 
 # Tables of ``compare.renderables`` by title, in the order the view shows them; presenter mode
@@ -126,7 +126,7 @@ class ComparePanel(Vertical):
         self.query_one(".cmp-lanes", PhaseLanes).update(key, model.lanes or ["main"], model.phases, view, all_lanes)
 
 
-class CompareScreen(Screen[None]):
+class CompareScreen(CoalescedRedraw, Screen[None]):
     BINDINGS = [
         Binding("e", "toggle_align", "Time/epoch align"),
         Binding("right_square_bracket", "epoch(1)", "Next epoch", key_display="]"),
@@ -144,7 +144,6 @@ class CompareScreen(Screen[None]):
             self.models[label] = model
         self.align = "time"          # or "epoch"
         self.epoch = 1               # the epoch that starts at the same x in epoch alignment
-        self._redraw_pending = False
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -231,14 +230,7 @@ class CompareScreen(Screen[None]):
             view = views[panel.side.label]
             panel.draw(view, (self.align, view.key()))
 
-    def request_redraw(self) -> None:
-        """Charts ask for this when they are resized: one redraw after the next refresh."""
-        if not self._redraw_pending:
-            self._redraw_pending = True
-            self.call_after_refresh(self._pending_redraw)
-
-    def _pending_redraw(self) -> None:
-        self._redraw_pending = False
+    def redraw_now(self) -> None:
         self.redraw()
 
     redraw_all = redraw

@@ -22,7 +22,7 @@ from textual.widgets import Footer, Log, Static
 
 from ..runfile import RunFileError
 from . import panels
-from .charts import AreaChart, HeatStrip, LineChart, Overlay, PhaseLanes, View, format_seconds
+from .charts import AreaChart, CoalescedRedraw, HeatStrip, LineChart, Overlay, PhaseLanes, View, format_seconds
 from .model import RunModel
 from .source import LiveSource, Source
 
@@ -51,7 +51,7 @@ def _visible_max(t: np.ndarray, values: np.ndarray, view: View) -> float:
     return float(part.max()) if part.size else 0.0
 
 
-class RunScreen(Screen[None]):
+class RunScreen(CoalescedRedraw, Screen[None]):
     BINDINGS = [
         Binding("s", "stop", "Stop run"),
         Binding("m", "marker", "Marker"),
@@ -85,7 +85,6 @@ class RunScreen(Screen[None]):
         self._slow_at = -1e9
         self._error_noted = False
         self._timer: Any = None
-        self._redraw_pending = False
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -408,14 +407,7 @@ class RunScreen(Screen[None]):
             self.source.close()
             self.app.pop_screen()
 
-    def request_redraw(self) -> None:
-        """Redraw once after the next refresh (many charts resizing together cost one redraw)."""
-        if not self._redraw_pending:
-            self._redraw_pending = True
-            self.call_after_refresh(self._pending_redraw)
-
-    def _pending_redraw(self) -> None:
-        self._redraw_pending = False
+    def redraw_now(self) -> None:
         self._redraw(force=True)
 
     def redraw_all(self) -> None:
