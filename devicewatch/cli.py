@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import __version__
+from .errors import DevicewatchError, UsageError
 
 USAGE = __doc__.split("\n\n", 1)[1].rstrip() + "\n"
 
@@ -42,10 +43,6 @@ options (before the workload or command):
 
 A run file is JSON Lines (docs/run-format.md). The exit status of --record is the workload's.
 """
-
-
-class UsageError(Exception):
-    """Bad input on the command line; the message is one line."""
 
 
 @dataclass
@@ -298,13 +295,10 @@ COMMANDS = {"record": cmd_record, "report": cmd_report, "workloads": cmd_workloa
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .recorder import RecorderError
-    from .runfile import RunFileError
-
     try:
         inv = parse(sys.argv[1:] if argv is None else argv)
         return COMMANDS[inv.command](inv)
-    except (UsageError, RunFileError, RecorderError) as exc:
+    except DevicewatchError as exc:
         print(f"devicewatch: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -34,6 +34,7 @@ from .probes.cpu import CpuProbe, cpu_model
 from .probes.gpu import GpuProbe
 from .probes.process import ProcessTreeProbe, SelfProbe
 from .runfile import RunWriter
+from .errors import RecorderError
 
 KERAS_EPOCH_LINE = re.compile(rb"^\s*Epoch (\d+)/(\d+)\s*$")
 MAX_LOG_LINE = 64 * 1024         # longer output lines are cut (and say so)
@@ -41,9 +42,6 @@ MAX_EVENT_LINE = 1024 * 1024     # an event line longer than this is dropped unr
 NOTED_GARBAGE = 5                # garbage event lines noted one by one; the rest counted
 STATUS_EVERY = 0.5               # seconds between updates of the terminal status line
 
-
-class RecorderError(Exception):
-    """A problem the user must fix (unwritable output file…); the message is one line."""
 
 
 @dataclass

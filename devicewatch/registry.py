@@ -11,12 +11,10 @@ import importlib
 import importlib.util
 import sys
 from dataclasses import dataclass
+from .errors import UnknownWorkload
 
 NAMES = ("demo", "training", "pipeline", "conv")
 
-
-class UnknownWorkload(Exception):
-    pass
 
 
 @dataclass

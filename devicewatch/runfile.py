@@ -17,15 +17,13 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from .errors import RunFileError
 
 FORMAT = "devicewatch-run"
 SCHEMA = 1
 RECORD_TYPES = ("header", "sample", "event", "log", "notice", "gpu_status", "end")
 END_STATUSES = ("ok", "failed", "cancelled", "error")
 
-
-class RunFileError(Exception):
-    """A run file that cannot be read; the message is one line meant for the user."""
 
 
 @dataclass

@@ -20,7 +20,7 @@ from workloads.training import data
 from workloads.training.config import TrainingConfig
 from workloads.training.steptimes import percentile, summarize
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TINY = ["--epochs", "2", "--steps-per-epoch", "2", "--val-steps", "1", "--train-samples", "320"]
 
 

@@ -17,7 +17,7 @@ from devicewatch import compare
 from devicewatch.cli import UsageError
 from devicewatch.runfile import RunFileError, RunWriter, load
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def write_run(path, *, cores=2, gpus=0, phases=(), samples=(), duration=None, epochs_metrics=(),

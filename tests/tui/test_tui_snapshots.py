@@ -1,7 +1,7 @@
 """Snapshots of the run screen at a fixed size on fixed data (the committed fixture runs).
 
-Update after an intended change of look with ``pytest tests/test_tui_snapshots.py --snapshot-update``
-and inspect the SVGs under tests/__snapshots__/.
+Update after an intended change of look with ``pytest tests/tui/test_tui_snapshots.py --snapshot-update``
+and inspect the SVGs under tests/tui/__snapshots__/.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def replay(name: str, presenter: bool = False) -> DashboardApp:
 
 @pytest.fixture(autouse=True)
 def at_repository_root(monkeypatch):
-    monkeypatch.chdir(Path(__file__).resolve().parent.parent)
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
 
 
 async def settle(pilot) -> None:

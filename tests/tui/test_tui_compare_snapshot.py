@@ -1,8 +1,8 @@
 """A snapshot of the comparison view at a fixed size on the committed fixture runs.
 
 Update after an intended change of look with
-``pytest tests/test_tui_compare_snapshot.py --snapshot-update`` and inspect the SVG under
-tests/__snapshots__/.
+``pytest tests/tui/test_tui_compare_snapshot.py --snapshot-update`` and inspect the SVG under
+tests/tui/__snapshots__/.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ FIXTURES = Path("tests") / "fixtures"  # relative: the file names shown are fixe
 
 @pytest.fixture(autouse=True)
 def at_repository_root(monkeypatch):
-    monkeypatch.chdir(Path(__file__).resolve().parent.parent)
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
 
 
 async def settle(pilot) -> None:

@@ -22,7 +22,7 @@ from devicewatch.tui.home_screen import HomeScreen  # noqa: E402
 from devicewatch.tui.run_screen import RunScreen  # noqa: E402
 from devicewatch.tui.source import open_replay  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
 CPU_RUN = FIXTURES / "demo-cpu.jsonl"
 GPU_RUN = FIXTURES / "gpu-synthetic.jsonl"

@@ -20,7 +20,7 @@ from devicewatch.tui.home_screen import HomeScreen, OptionError, arguments_from 
 from devicewatch.tui.run_screen import RunScreen  # noqa: E402
 from devicewatch.tui.source import LiveSource, open_replay, run_file_name  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
 CPU_RUN = FIXTURES / "demo-cpu.jsonl"
 GPU_RUN = FIXTURES / "gpu-synthetic.jsonl"
