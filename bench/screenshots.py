@@ -30,13 +30,11 @@ def record_demo(folder: Path, samples: int = 30000, name: str = "demo") -> Path:
 
 
 async def shoot(path: Path, name: str, presenter: bool = False, home: bool = False) -> Path:
-    from devicewatch.cli import Invocation
-    from devicewatch.tui.app import DashboardApp
-    from devicewatch.tui.source import open_replay
+    from devicewatch.live.source import open_replay
+    from devicewatch.tui.app import DashboardApp, DashboardSettings
 
-    inv = Invocation(command="dashboard" if home else "replay", rest=[str(path)], presenter=presenter,
-                     runs_dir=str(path.parent))
-    app = DashboardApp(inv, None if home else open_replay(str(path)))
+    settings = DashboardSettings(presenter=presenter, runs_dir=str(path.parent))
+    app = DashboardApp(settings, None if home else open_replay(str(path)))
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause(0.5)
         app.save_screenshot(f"{name}.svg", str(OUT))
@@ -45,11 +43,9 @@ async def shoot(path: Path, name: str, presenter: bool = False, home: bool = Fal
 
 async def shoot_compare(path_a: Path, path_b: Path, name: str) -> Path:
     from devicewatch import runfile
-    from devicewatch.cli import Invocation
     from devicewatch.tui.app import DashboardApp
 
-    app = DashboardApp(Invocation(command="compare", rest=[str(path_a), str(path_b)]),
-                       compare=(runfile.load(path_a), runfile.load(path_b)))
+    app = DashboardApp(compare=(runfile.load(path_a), runfile.load(path_b)))
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause(0.5)
         app.save_screenshot(f"{name}.svg", str(OUT))

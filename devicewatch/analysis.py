@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from . import events
 from .runfile import Run
 
 PHASE_KINDS = ("train", "validate", "data", "copy")
@@ -109,25 +110,20 @@ class Verdict:
 
 def phases(run: Run) -> list[Phase]:
     """Pair phase_begin and phase_end events by (pid, lane, name, epoch), in start order."""
-    open_: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    tracker = events.PhaseTracker()
     done: list[Phase] = []
     # Epochs parsed from output lines stand in only for workloads that send no phases of
     # their own (the recorder may see an output line before the workload's first event).
-    own = any(e.get("kind") == "phase_begin" and e.get("source") != "stdout" for e in run.events)
+    own = any(e.get("kind") == events.PHASE_BEGIN and e.get("source") != "stdout" for e in run.events)
     for event in run.events:
-        kind = event.get("kind")
-        if kind not in ("phase_begin", "phase_end") or (own and event.get("source") == "stdout"):
+        if own and event.get("source") == "stdout":
             continue
-        key = (event.get("pid"), str(event.get("lane", "main")), str(event.get("name")), event.get("epoch"))
-        if kind == "phase_begin":
-            open_.setdefault(key, []).append(event)
-        elif open_.get(key):
-            begin = open_[key].pop()
+        begin = tracker.take(event)
+        if begin is not None:
             done.append(_phase(begin, float(event["t"]), False))
     end = run.duration
-    for stack in open_.values():
-        for begin in stack:
-            done.append(_phase(begin, max(end, float(begin["t"])), True))
+    for begin in tracker.open_phases():
+        done.append(_phase(begin, max(end, float(begin["t"])), True))
     done.sort(key=lambda p: (p.start, p.lane))
     return done
 
@@ -164,7 +160,7 @@ def epochs(run: Run, all_phases: list[Phase] | None = None) -> list[EpochRow]:
             by_epoch.setdefault(p.epoch, []).append(p)
     metrics: dict[int, dict[str, Any]] = {}
     for event in run.events:
-        if event.get("kind") == "epoch" and isinstance(event.get("epoch"), int):
+        if event.get("kind") == events.EPOCH and isinstance(event.get("epoch"), int):
             metrics.setdefault(event["epoch"], {}).update(event.get("metrics") or {})
     rows = []
     for epoch in sorted(set(by_epoch) | set(metrics)):
@@ -378,9 +374,8 @@ def device_idle(run: Run, s: Series | None = None, all_phases: list[Phase] | Non
     all_phases = phases(run) if all_phases is None else all_phases
     out = []
     devices: list[tuple[str, np.ndarray, np.ndarray]] = []
-    names = run.gpu_names
     for g in range(s.gpus):
-        devices.append((names[g] if g < len(names) else f"GPU {g}", s.gpu_t[g], s.gpu_util[g]))
+        devices.append((gpu_label(run, g), s.gpu_t[g], s.gpu_util[g]))
     if not devices:
         devices.append(("CPU (all cores)", s.t, s.cpu_total))
     for label, t, values in devices:
@@ -447,10 +442,6 @@ def summarize(run: Run) -> dict[str, Any]:
     s = series(run)
     all_phases = phases(run)
     v = verdict(run, s, all_phases)
-    info: dict[str, Any] = {}
-    for event in run.events:
-        if event.get("kind") == "run_info" and isinstance(event.get("info"), dict):
-            info.update(event["info"])
     return {
         "file": run.path,
         "workload": run.title,
@@ -458,10 +449,11 @@ def summarize(run: Run) -> dict[str, Any]:
         "started": run.header.get("started"),
         "duration": round(run.duration, 3),
         "status": run.end.get("status") if run.end else "unknown",
+        "status_text": status_text(run),
         "exit_code": run.end.get("exit_code") if run.end else None,
         "ended_abruptly": run.ended_abruptly,
         "host": run.header.get("host", {}),
-        "run_info": info,
+        "run_info": run_info(run),
         "gpu": {"available": bool(run.gpu_status and run.gpu_status[0].get("available")),
                 "reason": run.gpu_status[0].get("reason") if run.gpu_status else None},
         "samples": len(run.samples),
@@ -474,9 +466,41 @@ def summarize(run: Run) -> dict[str, Any]:
                      "dip_phases": sorted({x.phase for x in d.dips})} for d in device_idle(run, s, all_phases)],
         "lanes": lanes(all_phases),
         "overlap": {k: round(v_, 3) for k, v_ in lane_overlap(all_phases).items()},
-        "results": [{"name": e.get("name"), **(e.get("values") or {})}
-                    for e in run.events if e.get("kind") == "result"],
+        "results": results(run),
         "verdict": {"label": v.label, "text": v.text, "figures": v.figures},
         "notices": [n.get("message") for n in run.notices],
         "recorder_cpu_mean": _stats(s.recorder_cpu)["mean"],
     }
+
+
+# -- what the workload said about itself, and how the run ended ------------------------------
+
+def run_info(run: Run) -> dict[str, Any]:
+    """All run_info events merged, later keys winning: framework, device, params, data, …"""
+    info: dict[str, Any] = {}
+    for event in run.events:
+        if event.get("kind") == events.RUN_INFO and isinstance(event.get("info"), dict):
+            info.update(event["info"])
+    return info
+
+
+def results(run: Run) -> list[dict[str, Any]]:
+    """Each result event as one flat row: its name and its values."""
+    return [{"name": e.get("name"), **(e.get("values") if isinstance(e.get("values"), dict) else {})}
+            for e in run.events if e.get("kind") == events.RESULT]
+
+
+def status_text(run: Run) -> str:
+    """How the run ended, in words: "ok", "failed (exit code 1)", or the recorder's death."""
+    if run.end is None:
+        return "ended abruptly (the recorder stopped without closing the file)"
+    status = str(run.end.get("status", "unknown"))
+    if run.end.get("exit_code") not in (0, None):
+        status += f" (exit code {run.end['exit_code']})"
+    return status
+
+
+def gpu_label(run: Run, index: int) -> str:
+    """The name the header gives GPU ``index``, or "GPU N" where it gives none."""
+    names = run.gpu_names
+    return names[index] if index < len(names) and names[index] else f"GPU {index}"

@@ -1,30 +1,20 @@
-"""``devicewatch compare``: two recorded runs side by side.
+"""The figures of two recorded runs side by side: no text, no UI.
 
 The figures are pure functions over two ``Run`` objects (``comparison(run_a, run_b)``), so the
-text table, the JSON and the dashboard's comparison view all show the same numbers. Runs that
-differ (core counts, GPU or none, epoch counts, workloads) still compare; whatever cannot be
-compared is said in ``Comparison.notes`` rather than left out silently.
-
-    devicewatch compare A.jsonl B.jsonl [--text | --json]
-    devicewatch compare --pair WORKLOAD --a "OPTIONS" --b "OPTIONS" [--out DIR] [--text | --json]
+text table (``render.compare_text``), the JSON and the dashboard's comparison view all show the
+same numbers. Runs that differ (core counts, GPU or none, epoch counts, workloads) still compare;
+whatever cannot be compared is said in ``Comparison.notes`` rather than left out silently.
 """
 
 from __future__ import annotations
 
-import io
-import json
-import os
 import shlex
-import subprocess
-import sys
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import analysis
-from .runfile import Run, load
+from .runfile import Run
 
-PER_CORE_TEXT_LIMIT = 16  # more cores than this: per-core columns only in --json
 
 
 @dataclass
@@ -76,23 +66,13 @@ class Side:
 def side(run: Run, label: str) -> Side:
     s = analysis.series(run)
     all_phases = analysis.phases(run)
-    info: dict[str, Any] = {}
-    for event in run.events:
-        if event.get("kind") == "run_info" and isinstance(event.get("info"), dict):
-            info.update(event["info"])
-    names = run.gpu_names
-    status = run.end.get("status", "unknown") if run.end else "ended abruptly"
-    if run.end and run.end.get("exit_code") not in (0, None):
-        status += f" (exit code {run.end['exit_code']})"
     return Side(
         label=label, run=run, duration=run.duration, cores=int(s.cpu.shape[1]) or run.cores,
-        gpus=s.gpus, gpu_names=[names[g] if g < len(names) else f"GPU {g}" for g in range(s.gpus)],
-        status=status, epochs=analysis.epochs(run, all_phases), phases=all_phases,
+        gpus=s.gpus, gpu_names=[analysis.gpu_label(run, g) for g in range(s.gpus)],
+        status=analysis.status_text(run), epochs=analysis.epochs(run, all_phases), phases=all_phases,
         utilization=analysis.phase_utilization(run, s, all_phases),
         devices=analysis.device_idle(run, s, all_phases), verdict=analysis.verdict(run, s, all_phases),
-        run_info=info,
-        results=[{"name": e.get("name"), **(e.get("values") or {})}
-                 for e in run.events if e.get("kind") == "result"])
+        run_info=analysis.run_info(run), results=analysis.results(run))
 
 
 @dataclass
@@ -125,7 +105,7 @@ class PhasePair:
     b: dict[str, Any] | None
 
     @staticmethod
-    def _mean(entry: dict[str, Any] | None, *path: Any) -> float | None:
+    def _lookup(entry: dict[str, Any] | None, *path: Any) -> float | None:
         value: Any = entry
         for key in path:
             if value is None:
@@ -137,16 +117,16 @@ class PhasePair:
         return value.get("mean") if isinstance(value, dict) else value
 
     def seconds(self, which: str) -> float | None:
-        return self._mean(getattr(self, which), "seconds")
+        return self._lookup(getattr(self, which), "seconds")
 
     def cpu_total(self, which: str) -> float | None:
-        return self._mean(getattr(self, which), "cpu_total")
+        return self._lookup(getattr(self, which), "cpu_total")
 
     def core(self, which: str, index: int) -> float | None:
-        return self._mean(getattr(self, which), "cores", index)
+        return self._lookup(getattr(self, which), "cores", index)
 
     def gpu(self, which: str, index: int) -> float | None:
-        return self._mean(getattr(self, which), "gpus", index)
+        return self._lookup(getattr(self, which), "gpus", index)
 
 
 @dataclass
@@ -342,282 +322,3 @@ def to_dict(c: Comparison) -> dict[str, Any]:
         "phases": [{"phase": p.name, "a": p.a, "b": p.b} for p in c.phases],
         "per_core_comparable": c.per_core, "per_gpu_comparable": c.per_gpu, "idle_kind": c.idle_kind,
     }
-
-
-# -- text -----------------------------------------------------------------------------------
-
-def _secs(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}s"
-
-
-def _signed(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.2f}s"
-
-
-def _mean(value: float | None) -> str:
-    return "-" if value is None else f"{value:.0f}%"
-
-
-def _both(a: float | None, b: float | None) -> str:
-    return f"{_mean(a)} → {_mean(b)}"
-
-
-def renderables(c: Comparison) -> list[Any]:
-    """The comparison as rich renderables: header, epochs, utilization, idle time, verdicts."""
-    from rich.table import Table
-
-    out: list[Any] = []
-    head = Table(title="Runs", title_justify="left")
-    head.add_column("")
-    head.add_column("A")
-    head.add_column("B")
-    head.add_row("command", c.a.command, c.b.command)
-    head.add_row("file", c.a.run.path, c.b.run.path)
-    head.add_row("status", c.a.status, c.b.status)
-    head.add_row("whole run", _secs(c.a.duration), _secs(c.b.duration))
-    if c.a.epochs or c.b.epochs:
-        head.add_row("epochs", f"{len(c.a.epochs)} in {_secs(c.a.epoch_seconds)}",
-                     f"{len(c.b.epochs)} in {_secs(c.b.epoch_seconds)}")
-    head.add_row("machine", f"{c.a.cores} cores" + "".join(f"; {g}" for g in c.a.gpu_names),
-                 f"{c.b.cores} cores" + "".join(f"; {g}" for g in c.b.gpu_names))
-    for key in ("framework", "device", "params", "data"):
-        if key in c.a.run_info or key in c.b.run_info:
-            head.add_row(key, str(c.a.run_info.get(key, "-")), str(c.b.run_info.get(key, "-")))
-    speed = "-" if c.speedup is None else f"{c.speedup:.2f}x (A time / B time, over the {c.basis})"
-    head.add_row("speedup of B", "", speed)
-    out.append(head)
-
-    if c.epochs:
-        table = Table(title="Epochs (Δ = B − A)", title_justify="left")
-        for column in ("epoch", "A total", "B total", "Δ total", "Δ %", "A train", "B train",
-                       "A validate", "B validate", "A other", "B other"):
-            table.add_column(column, justify="right")
-        for p in c.epochs:
-            change = p.change()
-            table.add_row(str(p.epoch), _secs(p.a and p.a.total), _secs(p.b and p.b.total),
-                          _signed(p.delta("total")), "-" if change is None else f"{change * 100:+.0f}%",
-                          _secs(p.a and p.a.train), _secs(p.b and p.b.train),
-                          _secs(p.a and p.a.validate), _secs(p.b and p.b.validate),
-                          _secs(p.a and p.a.other), _secs(p.b and p.b.other))
-        out.append(table)
-        metric_names = [m for p in c.epochs if p.a for m in p.a.metrics]
-        common = list(dict.fromkeys(m for m in metric_names
-                                    if any(p.b and m in p.b.metrics for p in c.epochs)))
-        if common:
-            table = Table(title="Epoch metrics (A → B)", title_justify="left")
-            table.add_column("epoch", justify="right")
-            for m in common:
-                table.add_column(m, justify="right")
-            for p in c.epochs:
-                cells = [str(p.epoch)]
-                for m in common:
-                    va = p.a.metrics.get(m) if p.a else None
-                    vb = p.b.metrics.get(m) if p.b else None
-                    cells.append(f"{_fmt(va)} → {_fmt(vb)}")
-                table.add_row(*cells)
-            out.append(table)
-
-    if c.phases:
-        table = Table(title="Mean utilization per phase (A → B)", title_justify="left")
-        table.add_column("phase")
-        table.add_column("time A → B", justify="right")
-        table.add_column("CPU total", justify="right")
-        cores = c.a.cores if c.per_core and c.a.cores <= PER_CORE_TEXT_LIMIT else 0
-        for i in range(cores):
-            table.add_column(f"core {i}", justify="right")
-        gpu_columns: list[tuple[str, int | None, int | None]] = []
-        if c.per_gpu:
-            gpu_columns = [(f"GPU {g}", g, g) for g in range(c.a.gpus)]
-        elif c.a.gpus and not c.b.gpus:
-            gpu_columns = [(f"GPU {g} (A only)", g, None) for g in range(c.a.gpus)]
-        elif c.b.gpus and not c.a.gpus:
-            gpu_columns = [(f"GPU {g} (B only)", None, g) for g in range(c.b.gpus)]
-        for title, _, _ in gpu_columns:
-            table.add_column(title, justify="right")
-        for p in c.phases:
-            cells = [p.name, f"{_secs(p.seconds('a'))} → {_secs(p.seconds('b'))}",
-                     _both(p.cpu_total("a"), p.cpu_total("b"))]
-            cells += [_both(p.core("a", i), p.core("b", i)) for i in range(cores)]
-            cells += [_both(None if ga is None else p.gpu("a", ga), None if gb is None else p.gpu("b", gb))
-                      for _, ga, gb in gpu_columns]
-            table.add_row(*cells)
-        out.append(table)
-        if c.per_core and c.a.cores > PER_CORE_TEXT_LIMIT:
-            out.append(f"{c.a.cores} cores: per-core columns are in --json only")
-
-    kind = {"GPU": "GPU", "CPU": "total CPU", "mixed": "GPU where sampled, else total CPU"}[c.idle_kind]
-    table = Table(title=f"Idle time and dips ({kind}; dips below {analysis.DIP_THRESHOLD:.0f}%)",
-                  title_justify="left")
-    for column in ("run", "device", "mean", "idle", "dips", "dip time", "dips fall in"):
-        table.add_column(column, justify="left" if column in ("run", "device", "dips fall in") else "right")
-    for s in (c.a, c.b):
-        d = s.idle_device
-        if d is None:
-            table.add_row(s.label, "-", "-", "-", "-", "-", "too few samples")
-        else:
-            table.add_row(s.label, d.device, _mean(d.mean), f"{d.idle_fraction:.0%}", str(len(d.dips)),
-                          _secs(d.dip_seconds), ", ".join(sorted({x.phase for x in d.dips})) or "-")
-    out.append(table)
-
-    names = list(dict.fromkeys([r["name"] for r in c.a.results] + [r["name"] for r in c.b.results]))
-    if names:
-        table = Table(title="Results (A → B)", title_justify="left")
-        keys = list(dict.fromkeys(k for r in c.a.results + c.b.results for k in r if k != "name"))
-        table.add_column("name")
-        for k in keys:
-            table.add_column(k, justify="right")
-        ra = {r["name"]: r for r in c.a.results}
-        rb = {r["name"]: r for r in c.b.results}
-        for n in names:
-            table.add_row(str(n), *[f"{_fmt(ra.get(n, {}).get(k))} → {_fmt(rb.get(n, {}).get(k))}" for k in keys])
-        out.append(table)
-
-    out.append(f"verdict A: {c.a.verdict.text}")
-    out.append(f"verdict B: {c.b.verdict.text}")
-    for note in c.notes:
-        out.append(f"note: {note}")
-    out.append(f"in short: {c.headline}")
-    return out
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
-
-
-def render_text(c: Comparison, width: int = 120, color: bool = False) -> str:
-    """The comparison as plain text (no colour codes unless ``color``), for logs and tests."""
-    from rich.console import Console
-
-    buffer = io.StringIO()
-    console = Console(file=buffer, width=width, force_terminal=color, no_color=not color,
-                      highlight=False, emoji=False)
-    for item in renderables(c):
-        console.print(item, markup=False) if isinstance(item, str) else console.print(item)
-    return buffer.getvalue()
-
-
-# -- pairs: record two runs, then compare ---------------------------------------------------
-
-def record_pair(workload: str, options_a: list[str], options_b: list[str], out_dir: str,
-                interval: float | None = None, log: Any = None) -> tuple[str, str]:
-    """Record A then B with the ordinary recorder, one after the other; return the two files.
-
-    Runs are sequential on purpose: two workloads at once would share the cores and each
-    would measure the other. The recorder's output goes to ``log`` (stderr), so stdout
-    stays clean for ``--json``.
-    """
-    from .cli import Invocation, UsageError, _workload_command
-
-    log = sys.stderr if log is None else log
-    for opts in (options_a, options_b):  # refuse bad options before anything runs
-        _workload_command(Invocation(command="record", workload=workload, rest=opts))
-    try:
-        os.makedirs(out_dir, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"cannot create {out_dir}: {exc.strerror}") from None
-    paths = []
-    for label, opts in (("A", options_a), ("B", options_b)):
-        path = os.path.join(out_dir, f"{label.lower()}.jsonl")
-        command = [sys.executable, "-m", "devicewatch", "--record", path]
-        if interval is not None:
-            command += ["--interval", str(interval)]
-        command += [workload, *opts]
-        print(f"devicewatch: recording {label}: devicewatch --record {path} {workload} "
-              f"{shlex.join(opts)}".rstrip(), file=log, flush=True)
-        code = subprocess.call(command, stdout=log, stderr=log)
-        if code != 0:
-            raise UsageError(f"recording {label} failed (exit code {code}){_last_error(path)}; "
-                             "nothing compared")
-        paths.append(path)
-    return paths[0], paths[1]
-
-
-def _last_error(path: str) -> str:
-    """The workload's last stderr line, which says why it failed (a workload prints one)."""
-    try:
-        run = load(path)
-    except Exception:
-        return ""
-    for record in reversed(run.logs):
-        if record.get("stream") == "stderr" and str(record.get("line", "")).strip():
-            return f": {record['line'].strip()}"
-    return ""
-
-
-# -- command line ---------------------------------------------------------------------------
-
-def _parser() -> Any:
-    from .cli import _sub_parser
-
-    parser = _sub_parser("compare", "Put two recorded runs side by side: totals and speedup, epochs, "
-                         "utilization per phase, GPU idle time and dips, verdicts.")
-    parser.add_argument("files", nargs="*", metavar="FILE", help="two run files, A then B")
-    parser.add_argument("--text", action="store_true", help="print the comparison as a table")
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    parser.add_argument("--pair", metavar="WORKLOAD", help="record WORKLOAD twice (options --a, then --b), then compare")
-    parser.add_argument("--a", dest="options_a", metavar="OPTIONS", default=None,
-                        help='workload options of run A, one quoted string, e.g. --a="--device cpu"')
-    parser.add_argument("--b", dest="options_b", metavar="OPTIONS", default=None,
-                        help="workload options of run B")
-    parser.add_argument("--out", metavar="DIR", help="where --pair writes a.jsonl and b.jsonl "
-                        "(default runs/pair-DATE-TIME; files there are replaced)")
-    parser.add_argument("--interval", type=float, metavar="SECONDS", help="--pair: sampling period")
-    parser.add_argument("--width", type=int, default=None, help="text width (default: the terminal's)")
-    return parser
-
-
-def main(argv: list[str], presenter: bool = False) -> int:
-    from .cli import UsageError
-
-    args = _parser().parse_args(argv)
-    if args.text and args.json:
-        raise UsageError("compare: choose --text or --json, not both")
-    if args.pair:
-        if args.files:
-            raise UsageError("compare: give two files or --pair WORKLOAD, not both")
-        if args.options_a is None or args.options_b is None:
-            raise UsageError('compare: --pair needs --a "OPTIONS" and --b "OPTIONS" (either may be "")')
-        try:
-            options_a, options_b = shlex.split(args.options_a), shlex.split(args.options_b)
-        except ValueError as exc:
-            raise UsageError(f"compare: cannot split the options: {exc}") from None
-        if args.interval is not None and not 0.01 <= args.interval <= 60:
-            raise UsageError(f"compare: --interval must be between 0.01 and 60 seconds, not {args.interval}")
-        out_dir = args.out or os.path.join("runs", time.strftime("pair-%Y%m%d-%H%M%S"))
-        path_a, path_b = record_pair(args.pair, options_a, options_b, out_dir, args.interval)
-    else:
-        if args.options_a is not None or args.options_b is not None or args.out or args.interval:
-            raise UsageError("compare: --a, --b, --out and --interval go with --pair WORKLOAD")
-        if len(args.files) != 2:
-            raise UsageError(f"compare: give two run files, A and B (got {len(args.files)})")
-        path_a, path_b = args.files
-
-    run_a, run_b = load(path_a), load(path_b)
-    if args.json:
-        print(json.dumps(to_dict(comparison(run_a, run_b)), indent=2, default=str))
-        return 0
-    if not args.text:
-        try:
-            from .tui.compare import launch_compare
-        except ImportError:
-            print("devicewatch: the dashboard's comparison view is not available; printing the table",
-                  file=sys.stderr)
-        else:
-            return launch_compare(path_a, path_b, presenter=presenter)
-    _print(comparison(run_a, run_b), args.width)
-    return 0
-
-
-def _print(c: Comparison, width: int | None) -> None:
-    from rich.console import Console
-
-    if sys.stdout.isatty():
-        console = Console(width=width, highlight=False, emoji=False)
-        for item in renderables(c):
-            console.print(item, markup=False) if isinstance(item, str) else console.print(item)
-    else:
-        sys.stdout.write(render_text(c, width=width or 120))

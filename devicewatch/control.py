@@ -16,13 +16,15 @@ import os
 import threading
 from typing import Any, Callable
 
+from .events import MARKER
+
 MAX_LABEL = 200
 MAX_LINE = 4096
 
 
 def marker_line(label: str) -> bytes:
     """One command line that asks the recorder to write a marker with ``label``."""
-    return (json.dumps({"kind": "marker", "label": label[:MAX_LABEL]}) + "\n").encode()
+    return (json.dumps({"kind": MARKER, "label": label[:MAX_LABEL]}) + "\n").encode()
 
 
 def parse_command(line: bytes, t: float) -> dict[str, Any] | None:
@@ -33,12 +35,12 @@ def parse_command(line: bytes, t: float) -> dict[str, Any] | None:
         command = json.loads(line.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         return None
-    if not isinstance(command, dict) or command.get("kind") != "marker":
+    if not isinstance(command, dict) or command.get("kind") != MARKER:
         return None
     label = command.get("label")
     if not isinstance(label, str):
         return None
-    return {"type": "event", "t": t, "kind": "marker", "label": label[:MAX_LABEL], "source": "dashboard"}
+    return {"type": "event", "t": t, "kind": MARKER, "label": label[:MAX_LABEL], "source": "dashboard"}
 
 
 def follow(fd: int, write: Callable[[dict[str, Any]], None],

@@ -33,6 +33,16 @@ DEFAULT_LANE = "main"
 # never interleave; longer events are cut down to a marker saying so.
 MAX_LINE_BYTES = 4096
 
+# The event vocabulary: every module that writes or reads events spells a kind through these.
+RUN_INFO = "run_info"        # info: framework, device, params, data, epochs, …
+PHASE_BEGIN = "phase_begin"  # name, epoch, lane
+PHASE_END = "phase_end"
+EPOCH = "epoch"              # epoch, metrics
+MARKER = "marker"            # label
+RESULT = "result"            # name, values
+OVERSIZE = "oversize"        # an event over MAX_LINE_BYTES, replaced: of, bytes
+KINDS = (RUN_INFO, PHASE_BEGIN, PHASE_END, EPOCH, MARKER, RESULT, OVERSIZE)
+
 _lock = threading.Lock()
 _stream: Any = None
 _disabled = False
@@ -91,7 +101,7 @@ def emit(kind: str, **fields: Any) -> None:
     record.update(_clean(fields))
     data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
     if len(data) > MAX_LINE_BYTES:
-        data = (json.dumps({"kind": "oversize", "mono": record["mono"], "pid": record["pid"],
+        data = (json.dumps({"kind": OVERSIZE, "mono": record["mono"], "pid": record["pid"],
                             "of": kind, "bytes": len(data)}) + "\n").encode()
     with _lock:
         stream = _open_stream()
@@ -106,15 +116,15 @@ def emit(kind: str, **fields: Any) -> None:
 
 def run_info(**info: Any) -> None:
     """Describe the run: framework, device, params, data ("real" or "synthetic"), anything else."""
-    emit("run_info", info=info)
+    emit(RUN_INFO, info=info)
 
 
 def phase_begin(name: str, epoch: int | None = None, lane: str = DEFAULT_LANE, **attrs: Any) -> None:
-    emit("phase_begin", name=name, epoch=epoch, lane=lane, **attrs)
+    emit(PHASE_BEGIN, name=name, epoch=epoch, lane=lane, **attrs)
 
 
 def phase_end(name: str, epoch: int | None = None, lane: str = DEFAULT_LANE, **attrs: Any) -> None:
-    emit("phase_end", name=name, epoch=epoch, lane=lane, **attrs)
+    emit(PHASE_END, name=name, epoch=epoch, lane=lane, **attrs)
 
 
 @contextlib.contextmanager
@@ -131,14 +141,55 @@ def phase(name: str, epoch: int | None = None, lane: str = DEFAULT_LANE, **attrs
 
 def epoch_metrics(epoch: int, **metrics: Any) -> None:
     """Per-epoch figures, e.g. loss, accuracy, val_loss, val_accuracy, step_time_ms."""
-    emit("epoch", epoch=epoch, metrics=metrics)
+    emit(EPOCH, epoch=epoch, metrics=metrics)
 
 
 def marker(label: str, **fields: Any) -> None:
     """A free-form instant on the timeline."""
-    emit("marker", label=label, **fields)
+    emit(MARKER, label=label, **fields)
 
 
 def result(name: str, **values: Any) -> None:
     """One measured outcome, e.g. result("im2row/squeezenet", ms=45.1, gflops=12.3)."""
-    emit("result", name=name, values=values)
+    emit(RESULT, name=name, values=values)
+
+
+class PhaseTracker:
+    """The phases begun and not yet ended, keyed by (pid, lane, name, epoch).
+
+    The one place that pairs a phase's end with its begin: analysis uses it over a whole run,
+    the recorder and the live model as events arrive. Here, beside the vocabulary, so that the
+    recorder needs nothing beyond the standard library to use it.
+    """
+
+    def __init__(self) -> None:
+        self._open: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+
+    @staticmethod
+    def _key(event: dict[str, Any]) -> tuple[Any, ...]:
+        return (event.get("pid"), str(event.get("lane", DEFAULT_LANE)), str(event.get("name")),
+                event.get("epoch"))
+
+    def take(self, event: dict[str, Any]) -> dict[str, Any] | None:
+        """Follow one event; for a phase_end, return the phase_begin it closes (else None)."""
+        kind = event.get("kind")
+        if kind == PHASE_BEGIN:
+            self._open.setdefault(self._key(event), []).append(event)
+        elif kind == PHASE_END:
+            stack = self._open.get(self._key(event))
+            if stack:
+                begin = stack.pop()
+                if not stack:
+                    del self._open[self._key(event)]
+                return begin
+        return None
+
+    def open_phases(self) -> list[dict[str, Any]]:
+        """The begin events of the phases still open, oldest first."""
+        return sorted((b for stack in self._open.values() for b in stack), key=lambda b: float(b.get("t", 0.0)))
+
+    @property
+    def current(self) -> str | None:
+        """The name of the most recently begun phase still open (what the workload is doing now)."""
+        still_open = self.open_phases()
+        return str(still_open[-1].get("name")) if still_open else None

@@ -29,20 +29,21 @@ from typing import Any, Callable, TextIO
 import psutil
 
 from . import __version__
+from . import events
 from .events import ENV_VAR
 from .probes.cpu import CpuProbe, cpu_model
 from .probes.gpu import GpuProbe
 from .probes.process import ProcessTreeProbe, SelfProbe
+from .registry import Target
 from .runfile import RunWriter
-from .errors import RecorderError
+from .errors import RecorderError, UsageError
 
 KERAS_EPOCH_LINE = re.compile(rb"^\s*Epoch (\d+)/(\d+)\s*$")
 MAX_LOG_LINE = 64 * 1024         # longer output lines are cut (and say so)
 MAX_EVENT_LINE = 1024 * 1024     # an event line longer than this is dropped unread
 NOTED_GARBAGE = 5                # garbage event lines noted one by one; the rest counted
 STATUS_EVERY = 0.5               # seconds between updates of the terminal status line
-
-
+INTERVAL_RANGE = (0.01, 60.0)    # seconds: the sampling periods --interval accepts
 
 @dataclass
 class RecordOptions:
@@ -57,6 +58,35 @@ class RecordOptions:
     watcher_pid: int | None = None    # a dashboard following this run: its CPU is sampled too
     grace: float = 3.0                # seconds between SIGINT, SIGTERM and SIGKILL on cancel
     control: bool = False             # read marker commands on stdin (devicewatch.control)
+
+
+def check_interval(value: str | float) -> float:
+    """``--interval`` as seconds, or a UsageError saying what is accepted."""
+    try:
+        interval = float(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"--interval needs a number of seconds, not {value!r}") from None
+    low, high = INTERVAL_RANGE
+    if not math.isfinite(interval) or not low <= interval <= high:
+        raise UsageError(f"--interval must be between {low:g} and {high:g} seconds, not {value}")
+    return interval
+
+
+def record_argv(output: str, target: Target, interval: float | None = None, gpu: bool | None = None,
+                quiet: bool = False, control: bool = False, watcher_pid: int | None = None) -> list[str]:
+    """The command line of a headless recorder: the one way devicewatch starts another recorder
+    (the dashboard's live runs, ``compare --pair``)."""
+    argv = [sys.executable, "-m", "devicewatch", "--record", str(output)]
+    if interval is not None:
+        argv += ["--interval", f"{interval:g}"]
+    if gpu is not None:
+        argv += ["--gpu", "on" if gpu else "off"]
+    argv += ["--quiet"] * quiet + ["--control"] * control
+    if watcher_pid is not None:
+        argv += ["--watcher-pid", str(watcher_pid)]
+    if target.workload:
+        return argv + [target.workload, *target.args]
+    return argv + ["--", *target.command]
 
 
 def host_info(gpu: GpuProbe) -> dict[str, Any]:
@@ -90,7 +120,8 @@ class Recorder:
         self._garbage = 0
         self._stdout_epoch: int | None = None
         self._write_failed: OSError | None = None
-        self._status = {"epoch": None, "epochs": None, "phase": None}
+        self._status: dict[str, Any] = {"epoch": None, "epochs": None}
+        self._phases = events.PhaseTracker()
         self._status_shown = False
         self._known_pids: set[int] = set()
         self._fifo = ""
@@ -362,19 +393,23 @@ class Recorder:
 
     def _stdout_epoch_line(self, epoch: int, epochs: int) -> None:
         """``Epoch 3/20`` from an unmodified Keras script: epoch phases, unless it sends events."""
-        self._status.update(epoch=epoch, epochs=epochs, phase="epoch")
+        self._status.update(epoch=epoch, epochs=epochs)
         if self._events_seen:
             return
         self._close_stdout_epoch()
         self._stdout_epoch = epoch
-        self._write({"type": "event", "t": self._t(), "kind": "phase_begin", "name": "epoch",
-                     "epoch": epoch, "epochs": epochs, "lane": "main", "source": "stdout"})
+        self._write_stdout_phase(events.PHASE_BEGIN, epoch, epochs=epochs)
 
     def _close_stdout_epoch(self) -> None:
         if self._stdout_epoch is not None:
-            self._write({"type": "event", "t": self._t(), "kind": "phase_end", "name": "epoch",
-                         "epoch": self._stdout_epoch, "lane": "main", "source": "stdout"})
+            self._write_stdout_phase(events.PHASE_END, self._stdout_epoch)
             self._stdout_epoch = None
+
+    def _write_stdout_phase(self, kind: str, epoch: int, **extra: Any) -> None:
+        record = {"type": "event", "t": self._t(), "kind": kind, "name": "epoch", "epoch": epoch,
+                  **extra, "lane": events.DEFAULT_LANE, "source": "stdout"}
+        self._write(record)
+        self._phases.take(record)
 
     # -- events ---------------------------------------------------------------------------
 
@@ -422,11 +457,11 @@ class Recorder:
         record["type"] = "event"
         self._write(record)
         kind = event["kind"]
-        if kind == "phase_begin":
-            self._status["phase"] = event.get("name")
+        self._phases.take(record)
+        if kind == events.PHASE_BEGIN:
             if isinstance(event.get("epoch"), int):
                 self._status["epoch"] = event["epoch"]
-        elif kind == "run_info" and isinstance(event.get("info"), dict) and "epochs" in event["info"]:
+        elif kind == events.RUN_INFO and isinstance(event.get("info"), dict) and "epochs" in event["info"]:
             self._status["epochs"] = event["info"]["epochs"]
 
     def _note_garbage(self, message: str) -> None:
@@ -449,8 +484,9 @@ class Recorder:
         epoch, epochs = self._status["epoch"], self._status["epochs"]
         if epoch is not None:
             parts.append(f"epoch {epoch}" + (f"/{epochs}" if epochs else ""))
-        if self._status["phase"]:
-            parts.append(str(self._status["phase"]))
+        phase = self._phases.current
+        if phase:
+            parts.append(phase)
         parts.append(f"CPU {sample.get('cpu_total', 0):5.1f}%")
         gpus = sample.get("gpus") or []
         if gpus:

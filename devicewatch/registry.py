@@ -11,11 +11,9 @@ import importlib
 import importlib.util
 import sys
 from dataclasses import dataclass
-from .errors import UnknownWorkload
+from .errors import UnknownWorkload, UsageError
 
 NAMES = ("demo", "training", "pipeline", "conv")
-
-
 
 @dataclass
 class WorkloadInfo:
@@ -50,3 +48,38 @@ def get(name: str) -> WorkloadInfo:
         raise UnknownWorkload(f"unknown workload {name!r} (known: {known}; or use -- COMMAND to watch any program)")
     module = importlib.import_module(f"workloads.{name}")
     return WorkloadInfo(name, module.TITLE, getattr(module, "SOURCE", ""), module.build_parser())
+
+
+@dataclass
+class Target:
+    """What a run launches: a registered workload with its options, or any command."""
+
+    workload: str | None
+    args: list[str]          # the workload's options; empty for a raw command
+    command: list[str]       # the argv that is launched
+
+    @property
+    def label(self) -> str:
+        return self.workload or (self.command[0].rsplit("/", 1)[-1] if self.command else "command")
+
+
+def resolve(argv: list[str]) -> Target:
+    """``WORKLOAD [OPTIONS…]`` or ``-- COMMAND [ARGS…]`` as a Target, the options checked here,
+    before anything is launched."""
+    if not argv:
+        raise UsageError("name a workload (see devicewatch workloads) or give -- COMMAND")
+    if argv[0] == "--":
+        if len(argv) < 2:
+            raise UsageError("nothing to run after --")
+        return Target(None, [], list(argv[1:]))
+    name, args = argv[0], list(argv[1:])
+    if name.startswith("-"):
+        raise UsageError(f"unknown option {name} (devicewatch options go before the workload)")
+    info = get(name)
+
+    def refuse(message: str) -> None:
+        raise UsageError(f"{name}: {message} (see devicewatch workloads)")
+
+    info.parser.error = refuse  # type: ignore[method-assign]
+    info.parser.parse_args(args)  # --help of the workload prints and exits here
+    return Target(name, args, info.command(args))

@@ -101,6 +101,15 @@ class Run:
             self.bad_lines += 1
 
 
+def read_header(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The header of a run file (first line only), or None if it is not a readable run file."""
+    try:
+        with open(path, "rb") as handle:
+            return check_header(json.loads(handle.readline()), str(path))
+    except (OSError, ValueError, RunFileError):
+        return None
+
+
 def check_header(record: Any, path: str) -> dict[str, Any]:
     name = os.path.basename(path)
     if not isinstance(record, dict) or record.get("type") != "header" or record.get("format") != FORMAT:

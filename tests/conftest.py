@@ -39,6 +39,14 @@ def write_run(path: Path, records: list[dict[str, Any]], header: dict[str, Any] 
     return path
 
 
+def command(name: str, argv: list[str], *global_options: str) -> int:
+    """Run one subcommand in this process as the command line would, letting its errors raise."""
+    from devicewatch import cli
+
+    module, args = cli.parse([*global_options, name, *argv])
+    return module.run(args)
+
+
 @pytest.fixture
 def python() -> str:
     return sys.executable

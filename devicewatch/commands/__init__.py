@@ -1,11 +1,83 @@
 """One module per subcommand, each with the same small interface:
 
-    NAME = "report"                        the subcommand's name
+    NAME = "report"                          the subcommand's name
     HELP = "one line for `devicewatch --help`"
-    def add_arguments(parser: argparse.ArgumentParser) -> None
+    def add_arguments(parser: CommandParser) -> None
     def run(args: argparse.Namespace) -> int
 
-`cli.py` builds the argparse subparsers from `COMMANDS`, so usage and `--help` come from the
+`cli.py` builds a parser per command from `SUBCOMMANDS`, so usage and `--help` come from the
 parsers themselves. A command raises `devicewatch.errors.UsageError` (or another
 `DevicewatchError`) for bad input; `cli.main` prints it as one line. Nothing imports `cli`.
 """
+
+from __future__ import annotations
+
+import argparse
+from typing import NoReturn
+
+from ..errors import UsageError
+from ..recorder import check_interval
+
+# In the order `devicewatch --help` lists them.
+SUBCOMMANDS = ("run", "replay", "compare", "report", "export", "workloads")
+
+
+class CommandParser(argparse.ArgumentParser):
+    """argparse that reports bad input as a UsageError (one line, exit 2) instead of exiting."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("allow_abbrev", False)  # --rec is not --record: no guessing
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+    def error(self, message: str) -> NoReturn:
+        if self.prog == "devicewatch":
+            if message.startswith("unrecognized arguments: "):
+                option = message.split(": ", 1)[1].split()[0]
+                raise UsageError(f"unknown option {option} (see devicewatch --help)")
+            raise UsageError(message)
+        raise UsageError(f"{self.prog.removeprefix('devicewatch ')}: {message}")
+
+
+def gpu_switch(value: str) -> bool:
+    if value not in ("on", "off"):
+        raise UsageError(f"--gpu takes on or off, not {value!r}")
+    return value == "on"
+
+
+def add_sampling_options(parser: argparse.ArgumentParser, default: object = None) -> None:
+    """--interval and --gpu: how a recorder samples (the top level and `run` both take them)."""
+    parser.add_argument("--interval", type=check_interval, metavar="SECONDS", default=default,
+                        help="sampling period (default 0.1)")
+    parser.add_argument("--gpu", type=gpu_switch, metavar="on|off", default=default,
+                        help="sample NVIDIA GPUs through NVML (default on; off on machines without)")
+
+
+def add_dashboard_options(parser: argparse.ArgumentParser, default: object = None) -> None:
+    parser.add_argument("--runs-dir", metavar="DIR", default=default,
+                        help="where the dashboard records its runs (default ./runs)")
+    parser.add_argument("--presenter", action="store_true", default=default,
+                        help="dashboard: fewer, larger panels in high contrast, for a projector")
+
+
+def synopsis(parser: argparse.ArgumentParser) -> str:
+    """``devicewatch report FILE [OPTIONS]``: the parser's positionals, from the parser itself.
+
+    Options go last, except before a trailing ``WORKLOAD…`` or ``-- COMMAND``, which takes
+    everything after it.
+    """
+    positionals, remainder = [], False
+    for action in parser._actions:
+        if action.option_strings or action.help == argparse.SUPPRESS:
+            continue
+        name = str(action.metavar or action.dest.upper())
+        remainder = action.nargs == argparse.REMAINDER
+        positionals.append({"*": f"[{name}…]", "?": f"[{name}]", "+": f"{name} [{name}…]"}.get(str(action.nargs), name))
+    required = [f"{action.option_strings[0]} " + ("|".join(action.choices) if action.choices
+                                                   else str(action.metavar or action.dest.upper()))
+                for action in parser._actions if action.option_strings and action.required]
+    has_options = any(action.option_strings and not action.required and action.help != argparse.SUPPRESS
+                      and action.dest != "help" for action in parser._actions)
+    words = [parser.prog, *positionals, *required]
+    if has_options:
+        words.insert(len(words) - 1 if remainder else len(words), "[OPTIONS]")
+    return " ".join(words)

@@ -1,13 +1,14 @@
-"""The dashboard application and ``launch``, the one entry point the command line calls.
+"""The dashboard application and ``launch``/``launch_compare``, what the commands call.
 
-Everything the app needs comes in through its constructor (the invocation and where the run
-comes from), so tests and the screenshot script build it the same way the command line does.
-Bad input (a missing or foreign replay file, an unusable runs folder) is refused in ``launch``,
+Everything the app needs comes in through its constructor (its settings and where the run
+comes from), so tests and the screenshot script build it the same way the commands do. Bad
+input (a missing or foreign replay file, an unusable runs folder) is refused by the commands
 before the terminal is taken over, with a one-line error.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, Iterable
@@ -16,12 +17,23 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
+from ..live.source import LiveSource, ReplaySource, Source, open_replay, previous_run
+from ..registry import Target
 from ..runfile import Run, RunFileError
-from .compare import CompareScreen, open_compare, previous_run
+from .compare import CompareScreen, open_compare
 from .dialogs import QuitDuringRun
 from .home_screen import HomeScreen
 from .run_screen import TICK, RunScreen
-from .source import LiveSource, ReplaySource, Source, open_replay
+
+
+@dataclass
+class DashboardSettings:
+    """What the dashboard needs from the command line."""
+
+    runs_dir: str = "runs"      # where live runs are recorded
+    interval: float = 0.1       # their sampling period
+    gpu: bool = True            # sample GPUs in live runs
+    presenter: bool = False     # start in presenter mode
 
 
 class DashboardApp(App[int]):
@@ -34,31 +46,31 @@ class DashboardApp(App[int]):
         Binding("c", "compare_previous", "Compare with previous run"),
     ]
 
-    def __init__(self, inv: Any, start: Source | None = None, tick: float = TICK,
-                 compare: tuple[Run, Run] | None = None):
+    def __init__(self, settings: DashboardSettings | None = None, start: Source | None = None,
+                 tick: float = TICK, compare: tuple[Run, Run] | None = None):
         super().__init__()
-        self.inv = inv
+        self.settings = settings or DashboardSettings()
         self.start_source = start
         self.start_compare = compare
         self.tick = tick
-        self.presenter = bool(getattr(inv, "presenter", False))
+        self.presenter = self.settings.presenter
 
     def on_mount(self) -> None:
         self.set_class(self.presenter, "-presenter")
         if self.start_compare is not None:  # devicewatch compare A B: the comparison alone
             self.push_screen(CompareScreen(*self.start_compare))
             return
-        self.push_screen(HomeScreen(self.inv.runs_dir))
+        self.push_screen(HomeScreen(self.settings.runs_dir))
         if self.start_source is not None:
             self.push_screen(RunScreen(self.start_source, self.tick))
 
     # -- starting runs -----------------------------------------------------------------------
 
-    def start_live(self, workload: str | None, args: list[str], command: list[str]) -> None:
+    def start_live(self, target: Target) -> None:
         try:
-            source = LiveSource(self.inv.runs_dir, workload, args, command, self.inv.interval, self.inv.gpu)
+            source = LiveSource(self.settings.runs_dir, target, self.settings.interval, self.settings.gpu)
         except OSError as exc:
-            self.notify(f"cannot create {self.inv.runs_dir}: {exc.strerror}", severity="error")
+            self.notify(f"cannot create {self.settings.runs_dir}: {exc.strerror}", severity="error")
             return
         self.push_screen(RunScreen(source, self.tick))
 
@@ -165,26 +177,17 @@ class DashboardApp(App[int]):
                                     partial(self.call_later, self.run_action, binding.action, owner))
 
 
-def launch(inv: Any, command: list[str] | None) -> int:
-    """Run the dashboard for ``devicewatch``, ``devicewatch run …`` or ``devicewatch replay FILE``."""
-    from ..cli import UsageError
-
-    start: Source | None = None
-    if inv.command == "replay":
-        if len(inv.rest) != 1:
-            raise UsageError("replay needs exactly one FILE (a run file, e.g. runs/….jsonl)")
-        start = open_replay(inv.rest[0])
-    elif inv.command == "run":
-        if not command:
-            raise UsageError("name a workload (see devicewatch workloads) or give -- COMMAND")
-        try:
-            Path(inv.runs_dir).mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UsageError(f"cannot create the runs folder {inv.runs_dir}: {exc.strerror}") from None
-        start = LiveSource(inv.runs_dir, inv.workload, inv.rest if inv.workload else [], command,
-                           inv.interval, inv.gpu)
-    app = DashboardApp(inv, start)
+def launch(settings: DashboardSettings, start: Source | None) -> int:
+    """Run the dashboard: the home screen, with ``start``'s run on top when given."""
+    app = DashboardApp(settings, start)
     code = app.run()
-    if isinstance(start, (LiveSource, ReplaySource)):
+    if start is not None:
         start.close()
+    return code if isinstance(code, int) else 0
+
+
+def launch_compare(run_a: Run, run_b: Run, presenter: bool = False) -> int:
+    """``devicewatch compare A B``: the comparison view alone (``q`` quits)."""
+    app = DashboardApp(DashboardSettings(presenter=presenter), compare=(run_a, run_b))
+    code = app.run()
     return code if isinstance(code, int) else 0

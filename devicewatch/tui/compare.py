@@ -10,7 +10,6 @@ same column in both panels.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -23,55 +22,15 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from .. import compare
-from ..runfile import Run, RunFileError, check_header, load
+from ..render import compare_text
+from ..runfile import Run, RunFileError, load
 from .charts import AreaChart, CoalescedRedraw, HeatStrip, Overlay, PhaseLanes, View
-from .model import RunModel
+from ..live.model import RunModel
 
-# Tables of ``compare.renderables`` by title, in the order the view shows them; presenter mode
+# The sections of ``render.compare_text`` in the order the view shows them; presenter mode
 # keeps only the first two.
-TABLE_ORDER = ("Epochs", "Idle time", "Mean utilization", "Runs", "Epoch metrics", "Results")
+TABLE_ORDER = ("epochs", "idle", "utilization", "runs", "metrics", "results")
 PRESENTER_TABLES = 2
-
-
-def read_header(path: str | Path) -> dict[str, Any] | None:
-    """The header of a run file (first line only), or None if it is not a readable run file."""
-    try:
-        with open(path, "rb") as handle:
-            return check_header(json.loads(handle.readline()), str(path))
-    except (OSError, ValueError, RunFileError):
-        return None
-
-
-def _workload_key(header: dict[str, Any]) -> tuple[Any, ...]:
-    """What makes two runs "the same workload": its name, or the command for ``-- COMMAND`` runs."""
-    workload = header.get("workload") or {}
-    if workload.get("name"):
-        return ("name", workload["name"])
-    return ("command", tuple(workload.get("command") or ()))
-
-
-def previous_run(path: str | Path, folder: str | Path | None = None) -> Path | None:
-    """The newest run file in ``folder`` (default: the run's own) started before ``path``'s run,
-    with the same workload name in its header; None if there is none."""
-    path = Path(path)
-    header = read_header(path)
-    if header is None:
-        return None
-    key = _workload_key(header)
-    started = header.get("started_unix")
-    best: tuple[float, Path] | None = None
-    for candidate in Path(folder or path.parent).glob("*.jsonl"):
-        if not candidate.is_file() or candidate.resolve() == path.resolve():
-            continue
-        other = read_header(candidate)
-        if other is None or _workload_key(other) != key:
-            continue
-        when = other.get("started_unix")
-        if not isinstance(when, (int, float)) or not isinstance(started, (int, float)) or when >= started:
-            continue
-        if best is None or when > best[0]:
-            best = (float(when), candidate)
-    return best[1] if best else None
 
 
 def _side_panel_title(s: compare.Side) -> str:
@@ -173,15 +132,10 @@ class CompareScreen(CoalescedRedraw, Screen[None]):
         return text
 
     def _tables(self) -> list[Table]:
-        """The tables of ``compare.renderables`` in the order of TABLE_ORDER (the lines of text
-        it also returns, verdicts, notes and headline, are shown above the charts instead)."""
-        tables = [item for item in compare.renderables(self.comparison) if isinstance(item, Table)]
-
-        def rank(table: Table) -> int:
-            title = str(table.title or "")
-            return next((i for i, prefix in enumerate(TABLE_ORDER) if title.startswith(prefix)), len(TABLE_ORDER))
-
-        return sorted(tables, key=rank)
+        """The comparison's tables in the order of TABLE_ORDER (its verdicts, notes and headline
+        are shown above the charts instead)."""
+        tables = compare_text.sections(self.comparison)
+        return [tables[name] for name in TABLE_ORDER if name in tables]
 
     def on_mount(self) -> None:
         self.query_one("#cmp-tables").border_title = "figures (Δ = B − A; speedup = A time / B time)"
@@ -274,19 +228,3 @@ def open_compare(app: Any, path_a: str | Path, path_b: str | Path) -> bool:
         return False
     app.push_screen(CompareScreen(run_a, run_b))
     return True
-
-
-def launch_compare(path_a: str, path_b: str, presenter: bool = False) -> int:
-    """``devicewatch compare A B``: the comparison view alone (``q`` quits).
-
-    Both files are read before the terminal is taken over: a missing or foreign file raises
-    ``RunFileError`` (one line, exit status 2 from the command line).
-    """
-    from ..cli import Invocation
-    from .app import DashboardApp
-
-    run_a, run_b = load(path_a), load(path_b)
-    app = DashboardApp(Invocation(command="compare", rest=[path_a, path_b], presenter=presenter),
-                       compare=(run_a, run_b))
-    code = app.run()
-    return code if isinstance(code, int) else 0

@@ -185,7 +185,7 @@ class HomeScreen(Screen[None]):
         except OptionError as exc:
             self.notify(f"{self.current.name}: {exc}", severity="error")
             return
-        self.app.start_live(self.current.name, args, self.current.command(args))  # type: ignore[attr-defined]
+        self.app.start_live(registry.Target(self.current.name, args, self.current.command(args)))  # type: ignore[attr-defined]
 
     def action_replay(self) -> None:
         recent = self.query_one("#recent", OptionList)
@@ -228,7 +228,7 @@ class HomeScreen(Screen[None]):
         self.app.compare_files(*pair)  # type: ignore[attr-defined]
 
     def action_rescan(self) -> None:
-        from .source import recent_runs
+        from ..live.source import recent_runs
 
         self.recent = recent_runs(self.runs_dir)
         self.marked = [p for p in self.marked if p in self.recent]

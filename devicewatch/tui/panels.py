@@ -12,7 +12,7 @@ import numpy as np
 from rich.text import Text
 
 from .charts import format_seconds
-from .model import RunModel
+from ..live.model import RunModel
 
 BAR_FULL = "█"
 BAR_EMPTY = "░"

@@ -23,8 +23,8 @@ from textual.widgets import Footer, Log, Static
 from ..runfile import RunFileError
 from . import panels
 from .charts import AreaChart, CoalescedRedraw, HeatStrip, LineChart, Overlay, PhaseLanes, View, format_seconds
-from .model import RunModel
-from .source import LiveSource, Source
+from ..live.model import RunModel
+from ..live.source import LiveSource, Source
 
 WINDOWS: list[float | None] = [10, 30, 60, 120, 300, 600, 1800, None]  # seconds; None: whole run
 TICK = 0.5  # seconds between poll-and-redraw ticks (2 Hz)

@@ -8,13 +8,15 @@ import json
 import os
 import subprocess
 import sys
-import types
+
 from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
+from conftest import command
 from devicewatch import compare
-from devicewatch.cli import UsageError
+from devicewatch.errors import UsageError
+from devicewatch.render.compare_text import comparison_text
 from devicewatch.runfile import RunFileError, RunWriter, load
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -169,7 +171,7 @@ def test_runs_that_differ_still_compare_and_say_what_is_not_comparable(tmp_path,
     assert "different workloads" in notes and "different machines" in notes
     assert [p.epoch for p in c.epochs] == [1, 2, 3] and c.epochs[2].a is None
     assert c.epochs[2].delta("total") is None
-    text = compare.render_text(c)
+    text = comparison_text(c)
     assert "core 0" not in text            # per-core columns are omitted, not misaligned
     assert "GPU 0 (B only)" in text
     assert "per-core columns omitted" in text
@@ -203,7 +205,7 @@ def test_slower_b_and_failed_run_are_named(tmp_path, pair):
 def _run_main(argv):
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
-        code = compare.main(argv)
+        code = command("compare", argv)
     return code, out.getvalue(), err.getvalue()
 
 
@@ -228,19 +230,18 @@ def test_text_output(pair):
 
 
 def test_without_text_falls_back_when_the_dashboard_view_is_missing(pair, monkeypatch):
-    monkeypatch.setitem(sys.modules, "devicewatch.tui.compare", None)  # import raises ImportError
+    monkeypatch.setitem(sys.modules, "devicewatch.tui.app", None)  # import raises ImportError
     code, out, err = _run_main([pair[0], pair[1]])
     assert code == 0 and "in short:" in out
     assert "comparison view is not available" in err and len(err.strip().splitlines()) == 1
 
 
 def test_without_text_opens_the_dashboard_view(pair, monkeypatch):
+    from devicewatch.tui import app
+
     calls = []
-    fake = types.ModuleType("devicewatch.tui.compare")
-    fake.launch_compare = lambda a, b, presenter=False: calls.append((a, b, presenter)) or 0
-    monkeypatch.setitem(sys.modules, "devicewatch.tui", types.ModuleType("devicewatch.tui"))
-    monkeypatch.setitem(sys.modules, "devicewatch.tui.compare", fake)
-    assert compare.main([pair[0], pair[1]], presenter=True) == 0
+    monkeypatch.setattr(app, "launch_compare", lambda a, b, presenter=False: calls.append((a.path, b.path, presenter)) or 0)
+    assert command("compare", [pair[0], pair[1]], "--presenter") == 0
     assert calls == [(pair[0], pair[1], True)]
 
 
@@ -257,18 +258,18 @@ def test_without_text_opens_the_dashboard_view(pair, monkeypatch):
 ])
 def test_bad_arguments_are_usage_errors(argv, message, tmp_path):
     with pytest.raises(UsageError, match=message.replace("(", r"\(")) as info:
-        compare.main(argv + (["--out", str(tmp_path / "o")] if "--pair" in argv else []))
+        command("compare", argv + (["--out", str(tmp_path / "o")] if "--pair" in argv else []))
     assert "\n" not in str(info.value)
     assert not (tmp_path / "o" / "a.jsonl").exists()   # refused before recording anything
 
 
 def test_missing_and_foreign_files_are_run_file_errors(tmp_path, pair):
     with pytest.raises(RunFileError, match="no such file"):
-        compare.main([pair[0], str(tmp_path / "missing.jsonl"), "--text"])
+        command("compare", [pair[0], str(tmp_path / "missing.jsonl"), "--text"])
     foreign = tmp_path / "notes.txt"
     foreign.write_text("hello\n")
     with pytest.raises(RunFileError, match="not a devicewatch run file"):
-        compare.main([str(foreign), pair[1], "--json"])
+        command("compare", [str(foreign), pair[1], "--json"])
 
 
 # -- real recordings -------------------------------------------------------------------------

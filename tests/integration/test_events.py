@@ -60,11 +60,19 @@ def test_non_json_values_are_sent_as_valid_json(tmp_path):
     assert oversize["of"] == "result"
 
 
-CORE_MODULES = ["devicewatch", "devicewatch.cli", "devicewatch.recorder", "devicewatch.runfile",
-                "devicewatch.analysis", "devicewatch.report", "devicewatch.registry",
-                "devicewatch.probes.cpu", "devicewatch.probes.gpu", "devicewatch.probes.process",
-                "devicewatch.events", "devicewatch.compare", "devicewatch.export",
-                "devicewatch.integrations"]
+def _modules_outside_the_ui() -> list[str]:
+    """Every module of devicewatch but the dashboard and the framework callbacks (which import
+    their framework on purpose); the command line is included: it may load the UI only when
+    a dashboard command runs."""
+    import pkgutil
+
+    import devicewatch
+
+    names = ["devicewatch"] + [m.name for m in pkgutil.walk_packages(devicewatch.__path__, "devicewatch.")]
+    return [n for n in names if not n.startswith(("devicewatch.tui", "devicewatch.integrations.", "devicewatch.__main__"))]
+
+
+CORE_MODULES = _modules_outside_the_ui()
 
 
 def test_the_core_imports_neither_textual_nor_a_framework():

@@ -14,11 +14,11 @@ import pytest
 pytest.importorskip("textual")
 
 from devicewatch import control, runfile  # noqa: E402
-from devicewatch.cli import Invocation  # noqa: E402
-from devicewatch.tui.app import DashboardApp  # noqa: E402
+from devicewatch.registry import Target  # noqa: E402
+from devicewatch.tui.app import DashboardApp, DashboardSettings  # noqa: E402
 from devicewatch.tui.home_screen import HomeScreen, OptionError, arguments_from  # noqa: E402
 from devicewatch.tui.run_screen import RunScreen  # noqa: E402
-from devicewatch.tui.source import LiveSource, open_replay, run_file_name  # noqa: E402
+from devicewatch.live.source import LiveSource, open_replay, run_file_name  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -72,9 +72,8 @@ def test_gpu_fixture_is_what_the_generator_writes(tmp_path):
     assert make_gpu_run(tmp_path / "g.jsonl").read_text() == GPU_RUN.read_text()
 
 
-def replay_app(path: Path, **inv_fields) -> DashboardApp:
-    inv = Invocation(command="replay", rest=[str(path)], **inv_fields)
-    return DashboardApp(inv, open_replay(str(path)))
+def replay_app(path: Path, **settings) -> DashboardApp:
+    return DashboardApp(DashboardSettings(**settings), open_replay(str(path)))
 
 
 def plain(app: DashboardApp, widget_id: str) -> str:
@@ -163,7 +162,7 @@ async def test_home_screen_lists_workloads_with_an_options_form(tmp_path):
     runs = tmp_path / "runs"
     runs.mkdir()
     (runs / "2026-01-01T00-00-00-demo.jsonl").write_text(CPU_RUN.read_text())
-    app = DashboardApp(Invocation(command="dashboard", runs_dir=str(runs)))
+    app = DashboardApp(DashboardSettings(runs_dir=str(runs)))
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause(0.3)
         screen = app.screen
@@ -188,12 +187,10 @@ def test_form_arguments_are_checked_by_the_workloads_parser():
 @pytest.mark.asyncio
 async def test_live_run_is_recorded_into_the_runs_folder_and_stop_cancels_it(tmp_path):
     runs = tmp_path / "runs"
-    inv = Invocation(command="run", workload="demo", runs_dir=str(runs),
-                     rest=["--epochs", "1000", "--samples", "2000"])
     from devicewatch import registry
 
-    source = LiveSource(str(runs), "demo", inv.rest, registry.get("demo").command(inv.rest))
-    app = DashboardApp(inv, source, tick=0.1)
+    source = LiveSource(str(runs), registry.resolve(["demo", "--epochs", "1000", "--samples", "2000"]))
+    app = DashboardApp(DashboardSettings(runs_dir=str(runs)), source, tick=0.1)
     async with app.run_test(size=SIZE) as pilot:
         for _ in range(300):
             await pilot.pause(0.1)
@@ -217,8 +214,8 @@ async def test_live_run_is_recorded_into_the_runs_folder_and_stop_cancels_it(tmp
 
 @pytest.mark.asyncio
 async def test_a_recorder_that_dies_shows_an_error(tmp_path):
-    source = LiveSource(str(tmp_path), None, [], [sys.executable, "-c", "import time; time.sleep(60)"])
-    app = DashboardApp(Invocation(command="run", runs_dir=str(tmp_path)), source, tick=0.1)
+    source = LiveSource(str(tmp_path), Target(None, [], [sys.executable, "-c", "import time; time.sleep(60)"]))
+    app = DashboardApp(DashboardSettings(runs_dir=str(tmp_path)), source, tick=0.1)
     async with app.run_test(size=SIZE) as pilot:
         for _ in range(200):
             await pilot.pause(0.1)

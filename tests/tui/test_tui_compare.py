@@ -15,12 +15,12 @@ pytest.importorskip("textual")
 from textual.geometry import Region  # noqa: E402
 
 from devicewatch import runfile  # noqa: E402
-from devicewatch.cli import Invocation  # noqa: E402
-from devicewatch.tui.app import DashboardApp  # noqa: E402
-from devicewatch.tui.compare import CompareScreen, previous_run  # noqa: E402
+from devicewatch.tui.app import DashboardApp, DashboardSettings  # noqa: E402
+from devicewatch.live.source import previous_run  # noqa: E402
+from devicewatch.tui.compare import CompareScreen  # noqa: E402
 from devicewatch.tui.home_screen import HomeScreen  # noqa: E402
 from devicewatch.tui.run_screen import RunScreen  # noqa: E402
-from devicewatch.tui.source import open_replay  # noqa: E402
+from devicewatch.live.source import open_replay  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -73,8 +73,7 @@ def small_pair(tmp_path):
 
 
 def compare_app(path_a: Path, path_b: Path, presenter: bool = False) -> DashboardApp:
-    inv = Invocation(command="compare", rest=[str(path_a), str(path_b)], presenter=presenter)
-    return DashboardApp(inv, compare=(runfile.load(path_a), runfile.load(path_b)))
+    return DashboardApp(DashboardSettings(presenter=presenter), compare=(runfile.load(path_a), runfile.load(path_b)))
 
 
 def text_of(screen, selector: str) -> str:
@@ -175,7 +174,7 @@ async def test_home_screen_marks_two_recordings_and_compares_them(tmp_path, smal
     older.write_bytes(small_pair[0].read_bytes())
     newer.write_bytes(small_pair[1].read_bytes())
     os.utime(older, (1, 1))  # the list is newest first: newer, then older
-    app = DashboardApp(Invocation(command="dashboard", runs_dir=str(runs)))
+    app = DashboardApp(DashboardSettings(runs_dir=str(runs)))
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause(0.3)
         home = app.screen
@@ -215,7 +214,7 @@ async def test_compare_with_previous_from_a_finished_run(tmp_path):
     previous = write_small_run(tmp_path / "2026-01-01-small.jsonl", **shape, started=100.0)
     write_small_run(tmp_path / "2026-01-01-other.jsonl", **shape, workload="other", started=150.0)
     current = write_small_run(tmp_path / "2026-01-02-small.jsonl", **shape, started=200.0)
-    app = DashboardApp(Invocation(command="replay", rest=[str(current)], runs_dir=str(tmp_path)),
+    app = DashboardApp(DashboardSettings(runs_dir=str(tmp_path)),
                        open_replay(str(current)))
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause(0.3)

@@ -14,8 +14,7 @@ import pytest
 pytest.importorskip("pytest_textual_snapshot")
 
 from devicewatch import runfile  # noqa: E402
-from devicewatch.cli import Invocation  # noqa: E402
-from devicewatch.tui.app import DashboardApp  # noqa: E402
+from devicewatch.tui.app import DashboardApp, DashboardSettings  # noqa: E402
 
 FIXTURES = Path("tests") / "fixtures"  # relative: the file names shown are fixed
 
@@ -31,6 +30,6 @@ async def settle(pilot) -> None:
 
 def test_compare_cpu_with_gpu_fixture(snap_compare):
     a, b = FIXTURES / "demo-cpu.jsonl", FIXTURES / "gpu-synthetic.jsonl"
-    app = DashboardApp(Invocation(command="compare", rest=[str(a), str(b)]),
+    app = DashboardApp(DashboardSettings(),
                        compare=(runfile.load(a), runfile.load(b)))
     assert snap_compare(app, terminal_size=(160, 45), run_before=settle)

@@ -12,16 +12,15 @@ import pytest
 
 pytest.importorskip("pytest_textual_snapshot")
 
-from devicewatch.cli import Invocation  # noqa: E402
-from devicewatch.tui.app import DashboardApp  # noqa: E402
-from devicewatch.tui.source import open_replay  # noqa: E402
+from devicewatch.tui.app import DashboardApp, DashboardSettings  # noqa: E402
+from devicewatch.live.source import open_replay  # noqa: E402
 
 FIXTURES = Path("tests") / "fixtures"  # relative: the path shown in the status line is fixed
 
 
 def replay(name: str, presenter: bool = False) -> DashboardApp:
     path = str(FIXTURES / name)
-    return DashboardApp(Invocation(command="replay", rest=[path], presenter=presenter), open_replay(path))
+    return DashboardApp(DashboardSettings(presenter=presenter), open_replay(path))
 
 
 @pytest.fixture(autouse=True)

@@ -10,8 +10,9 @@ from contextlib import redirect_stdout
 
 import pytest
 
-from devicewatch import export
-from devicewatch.cli import UsageError
+from conftest import command
+from devicewatch.render import export
+from devicewatch.errors import UsageError
 from devicewatch.runfile import RunFileError, RunWriter, load
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -179,7 +180,7 @@ def test_main_writes_each_format(run_path, tmp_path):
     for fmt, out in (("perfetto", "t.json"), ("svg", "t.svg"), ("csv", "t")):
         buffer = io.StringIO()
         with redirect_stdout(buffer):
-            assert export.main([str(run_path), "--format", fmt, "-o", str(tmp_path / out)]) == 0
+            assert command("export", [str(run_path), "--format", fmt, "-o", str(tmp_path / out)]) == 0
         for written in buffer.getvalue().split():
             with open(written) as handle:
                 assert handle.read(1)
@@ -189,16 +190,16 @@ def test_main_writes_each_format(run_path, tmp_path):
 
 def test_bad_input(run_path, tmp_path):
     with pytest.raises(RunFileError, match="no such file"):
-        export.main([str(tmp_path / "missing.jsonl"), "--format", "csv", "-o", str(tmp_path / "x")])
+        command("export", [str(tmp_path / "missing.jsonl"), "--format", "csv", "-o", str(tmp_path / "x")])
     foreign = tmp_path / "foreign.json"
     foreign.write_text('{"traceEvents": []}\n')
     with pytest.raises(RunFileError, match="not a devicewatch run file"):
-        export.main([str(foreign), "--format", "svg", "-o", str(tmp_path / "x.svg")])
+        command("export", [str(foreign), "--format", "svg", "-o", str(tmp_path / "x.svg")])
     with pytest.raises(UsageError, match="invalid choice"):
-        export.main([str(run_path), "--format", "png", "-o", str(tmp_path / "x.png")])
+        command("export", [str(run_path), "--format", "png", "-o", str(tmp_path / "x.png")])
     with pytest.raises(UsageError, match="required"):
-        export.main([str(run_path), "--format", "svg"])
+        command("export", [str(run_path), "--format", "svg"])
     with pytest.raises(UsageError, match="is a directory"):
-        export.main([str(run_path), "--format", "perfetto", "-o", str(tmp_path)])
+        command("export", [str(run_path), "--format", "perfetto", "-o", str(tmp_path)])
     with pytest.raises(UsageError, match="cannot write"):
-        export.main([str(run_path), "--format", "svg", "-o", str(tmp_path / "no" / "such" / "dir.svg")])
+        command("export", [str(run_path), "--format", "svg", "-o", str(tmp_path / "no" / "such" / "dir.svg")])

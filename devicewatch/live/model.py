@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import analysis
+from .. import analysis, events
 from ..runfile import Run
 
 
@@ -81,7 +81,7 @@ class RunModel:
         self.run_info: dict[str, Any] = {}
         self.markers: list[tuple[float, str]] = []
         self.local_markers: list[tuple[float, str]] = []  # dropped here, not (yet) in the file
-        self.current_phase: str | None = None
+        self.open_phases = events.PhaseTracker()
         self.verdict: analysis.Verdict | None = None
         self._verdict_at = -1e9
         self._verdict_version = -1
@@ -124,10 +124,8 @@ class RunModel:
         self.recorder_cpu.append(_number(s.get("recorder_cpu")))
         self.watcher_cpu.append(_number(s.get("watcher_cpu")))
         gpus = s.get("gpus") or []
-        names = self.run.gpu_names
         while len(self.gpus) < len(gpus):
-            i = len(self.gpus)
-            self.gpus.append(GpuTrack(names[i] if i < len(names) else f"GPU {i}",
+            self.gpus.append(GpuTrack(analysis.gpu_label(self.run, len(self.gpus)),
                                       Column(), Column(), Column(), Column(), Column()))
         for track, gpu in zip(self.gpus, gpus):
             buffered = gpu.get("util_samples")
@@ -147,14 +145,15 @@ class RunModel:
 
     def _event(self, e: dict[str, Any]) -> None:
         kind = e.get("kind")
-        if kind == "run_info" and isinstance(e.get("info"), dict):
+        if kind == events.RUN_INFO and isinstance(e.get("info"), dict):
             self.run_info.update(e["info"])
-        elif kind == "marker":
+        elif kind == events.MARKER:
             self.markers.append((float(e.get("t", 0.0)), str(e.get("label", ""))))
-        elif kind == "phase_begin":
-            self.current_phase = str(e.get("name"))
-        elif kind == "phase_end" and self.current_phase == e.get("name"):
-            self.current_phase = None
+        self.open_phases.take(e)
+
+    @property
+    def current_phase(self) -> str | None:
+        return self.open_phases.current
 
     def take_logs(self) -> list[str]:
         """Log lines not yet shown."""

@@ -12,8 +12,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from . import analysis
-from .runfile import Run
+from .. import analysis
+from ..runfile import Run
 
 
 def _pct(value: float | None) -> str:
@@ -148,7 +148,7 @@ def timeline_chart(run: Run, width: int = 100, height: int = 18) -> str:
     return plt.build()
 
 
-def render_text(run: Run, chart: bool = False, width: int = 110) -> str:
+def report_text(run: Run, chart: bool = False, width: int = 110) -> str:
     summary = analysis.summarize(run)
     buffer = io.StringIO()
     console = Console(file=buffer, width=width, force_terminal=False, no_color=True, highlight=False)

@@ -18,8 +18,8 @@ import os
 from typing import Any, Iterable
 from xml.sax.saxutils import escape, quoteattr
 
-from . import analysis
-from .runfile import Run, load
+from .. import analysis, events
+from ..runfile import Run
 
 FORMATS = ("perfetto", "csv", "svg")
 PID = 1
@@ -143,14 +143,14 @@ def perfetto(run: Run) -> dict[str, Any]:
         if not _finite(event.get("t")):
             continue
         kind = event.get("kind")
-        if kind == "marker":
+        if kind == events.MARKER:
             trace.append({"name": str(event.get("label", "marker")), "cat": "marker", "ph": "i", "s": "t",
                           "pid": PID, "tid": instants, "ts": _us(event["t"]),
                           "args": {k: v for k, v in event.items() if k not in reserved}})
-        elif kind == "epoch":
+        elif kind == events.EPOCH:
             trace.append({"name": f"epoch {event.get('epoch')} metrics", "cat": "epoch", "ph": "i", "s": "t",
                           "pid": PID, "tid": instants, "ts": _us(event["t"]), "args": event.get("metrics") or {}})
-        elif kind == "result":
+        elif kind == events.RESULT:
             trace.append({"name": f"result {event.get('name')}", "cat": "result", "ph": "i", "s": "t",
                           "pid": PID, "tid": instants, "ts": _us(event["t"]), "args": event.get("values") or {}})
     for notice in run.notices:
@@ -290,10 +290,9 @@ def svg(run: Run, width: int = 1200) -> str:
     tt, tv = clean(t_list, s.cpu_total.tolist())
     cpu_lines.append(("CPU total", tt, tv, LINE_COLOURS[0], 2.0))
     charts.append((f"CPU utilization %, {cores} cores", cpu_lines, spread))
-    names = run.gpu_names
     for g in range(s.gpus):
         gt, gv = clean(s.gpu_t[g].tolist(), s.gpu_util[g].tolist())
-        label = names[g] if g < len(names) else f"GPU {g}"
+        label = analysis.gpu_label(run, g)
         charts.append((f"GPU {g} utilization % ({label})", [(f"GPU {g}", gt, gv, LINE_COLOURS[1], 2.0)], None))
 
     lane_names = analysis.lanes(all_phases)
@@ -399,37 +398,3 @@ def _ticks(duration: float) -> list[float]:
     step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
     count = int(duration / step + 1e-9)
     return [round(i * step, 10) for i in range(count + 1)]
-
-
-# -- command line -----------------------------------------------------------------------------
-
-def main(argv: list[str]) -> int:
-    from .cli import UsageError, _sub_parser
-
-    parser = _sub_parser("export", "Export a recorded run: a Perfetto/Chrome trace, CSV tables for pandas, "
-                         "or an SVG chart for slides.")
-    parser.add_argument("file", help="the run file")
-    parser.add_argument("--format", required=True, choices=FORMATS)
-    parser.add_argument("-o", "--output", required=True, metavar="OUT",
-                        help="perfetto: OUT.json; svg: OUT.svg; csv: OUT_samples.csv, OUT_epochs.csv "
-                             "and OUT_phases.csv (a .csv suffix on OUT is dropped)")
-    args = parser.parse_args(argv)
-    run = load(args.file)
-    try:
-        if args.format == "perfetto":
-            written = [args.output]
-            with open(args.output, "w", encoding="utf-8") as handle:
-                json.dump(perfetto(run), handle, separators=(",", ":"), allow_nan=False, default=str)
-        elif args.format == "csv":
-            written = write_csv(run, args.output)
-        else:
-            written = [args.output]
-            with open(args.output, "w", encoding="utf-8") as handle:
-                handle.write(svg(run))
-    except IsADirectoryError:
-        raise UsageError(f"export: {args.output} is a directory; give a file name") from None
-    except OSError as exc:
-        raise UsageError(f"export: cannot write {exc.filename or args.output}: {exc.strerror}") from None
-    for path in written:
-        print(path)
-    return 0

@@ -12,7 +12,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from datetime import datetime
@@ -20,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import control
-from ..runfile import Follower, Run, RunFileError
+from ..recorder import record_argv
+from ..registry import Target
+from ..runfile import Follower, Run, RunFileError, read_header
 
 
 def run_file_name(runs_dir: str, label: str, now: float | None = None) -> Path:
@@ -44,6 +45,38 @@ def recent_runs(runs_dir: str, limit: int = 30) -> list[Path]:
     files = [p for p in folder.glob("*.jsonl") if p.is_file()]
     files.sort(key=lambda p: p.stat().st_mtime, reverse=True)
     return files[:limit]
+
+
+def _workload_key(header: dict[str, Any]) -> tuple[Any, ...]:
+    """What makes two runs "the same workload": its name, or the command for ``-- COMMAND`` runs."""
+    workload = header.get("workload") or {}
+    if workload.get("name"):
+        return ("name", workload["name"])
+    return ("command", tuple(workload.get("command") or ()))
+
+
+def previous_run(path: str | Path, folder: str | Path | None = None) -> Path | None:
+    """The newest run file in ``folder`` (default: the run's own) started before ``path``'s run,
+    with the same workload name in its header; None if there is none."""
+    path = Path(path)
+    header = read_header(path)
+    if header is None:
+        return None
+    key = _workload_key(header)
+    started = header.get("started_unix")
+    best: tuple[float, Path] | None = None
+    for candidate in Path(folder or path.parent).glob("*.jsonl"):
+        if not candidate.is_file() or candidate.resolve() == path.resolve():
+            continue
+        other = read_header(candidate)
+        if other is None or _workload_key(other) != key:
+            continue
+        when = other.get("started_unix")
+        if not isinstance(when, (int, float)) or not isinstance(started, (int, float)) or when >= started:
+            continue
+        if best is None or when > best[0]:
+            best = (float(when), candidate)
+    return best[1] if best else None
 
 
 class Source:
@@ -101,12 +134,10 @@ class LiveSource(Source):
     live = True
     START_TIMEOUT = 30.0  # seconds to wait for the recorder to create its file
 
-    def __init__(self, runs_dir: str, workload: str | None, args: list[str], command: list[str],
-                 interval: float = 0.1, gpu: bool = True):
-        label = workload or (Path(command[0]).name if command else "command")
+    def __init__(self, runs_dir: str, target: Target, interval: float = 0.1, gpu: bool = True):
         os.makedirs(runs_dir, exist_ok=True)
-        super().__init__(run_file_name(runs_dir, label))
-        self.workload, self.args, self.command = workload, list(args), list(command)
+        super().__init__(run_file_name(runs_dir, target.label))
+        self.target = target
         self.interval, self.gpu = interval, gpu
         self.process: subprocess.Popen[bytes] | None = None
         self.stop_requested = False
@@ -114,12 +145,8 @@ class LiveSource(Source):
         self._started = 0.0
 
     def recorder_argv(self, watcher_pid: int) -> list[str]:
-        argv = [sys.executable, "-m", "devicewatch", "--record", str(self.path),
-                "--interval", f"{self.interval:g}", "--gpu", "on" if self.gpu else "off",
-                "--quiet", "--control", "--watcher-pid", str(watcher_pid)]
-        if self.workload:
-            return argv + [self.workload, *self.args]
-        return argv + ["--", *self.command]
+        return record_argv(str(self.path), self.target, self.interval, self.gpu, quiet=True, control=True,
+                           watcher_pid=watcher_pid)
 
     def start(self) -> None:
         # Its own session: closing the terminal hangs up the dashboard, not the recording.

@@ -1,0 +1,123 @@
+"""``devicewatch compare A B``: two runs side by side, in the dashboard or as a table.
+
+``--pair WORKLOAD --a OPTS --b OPTS`` records the two runs first, one after the other: two
+workloads at once would share the cores and each would measure the other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from typing import TextIO
+
+from .. import registry
+from ..compare import comparison, to_dict
+from ..errors import UsageError
+from ..recorder import check_interval, record_argv
+from ..render.compare_text import print_comparison
+from ..runfile import load
+
+NAME = "compare"
+HELP = "two runs side by side (dashboard, --text table or --json)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = ("Put two recorded runs side by side: totals and speedup, epochs, "
+                          "utilization per phase, GPU idle time and dips, verdicts.")
+    parser.add_argument("files", nargs="*", metavar="FILE", help="two run files, A then B")
+    parser.add_argument("--text", action="store_true", help="print the comparison as a table")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--pair", metavar="WORKLOAD", help="record WORKLOAD twice (options --a, then --b), then compare")
+    parser.add_argument("--a", dest="options_a", metavar="OPTIONS", default=None,
+                        help='workload options of run A, one quoted string, e.g. --a="--device cpu"')
+    parser.add_argument("--b", dest="options_b", metavar="OPTIONS", default=None,
+                        help="workload options of run B")
+    parser.add_argument("--out", metavar="DIR", help="where --pair writes a.jsonl and b.jsonl "
+                        "(default runs/pair-DATE-TIME; files there are replaced)")
+    parser.add_argument("--interval", dest="pair_interval", type=check_interval, metavar="SECONDS",
+                        help="--pair: sampling period")
+    parser.add_argument("--width", type=int, default=None, help="text width (default: the terminal's)")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.text and args.json:
+        raise UsageError("compare: choose --text or --json, not both")
+    if args.pair:
+        path_a, path_b = _record_pair_from_args(args)
+    else:
+        if args.options_a is not None or args.options_b is not None or args.out or args.pair_interval:
+            raise UsageError("compare: --a, --b, --out and --interval go with --pair WORKLOAD")
+        if len(args.files) != 2:
+            raise UsageError(f"compare: give two run files, A and B (got {len(args.files)})")
+        path_a, path_b = args.files
+    run_a, run_b = load(path_a), load(path_b)
+    if args.json:
+        print(json.dumps(to_dict(comparison(run_a, run_b)), indent=2, default=str))
+        return 0
+    if not args.text:
+        try:
+            from ..tui.app import launch_compare
+        except ImportError:
+            print("devicewatch: the dashboard's comparison view is not available; printing the table",
+                  file=sys.stderr)
+        else:
+            return launch_compare(run_a, run_b, presenter=bool(args.presenter))
+    print_comparison(comparison(run_a, run_b), args.width)
+    return 0
+
+
+def _record_pair_from_args(args: argparse.Namespace) -> tuple[str, str]:
+    if args.files:
+        raise UsageError("compare: give two files or --pair WORKLOAD, not both")
+    if args.options_a is None or args.options_b is None:
+        raise UsageError('compare: --pair needs --a "OPTIONS" and --b "OPTIONS" (either may be "")')
+    try:
+        options_a, options_b = shlex.split(args.options_a), shlex.split(args.options_b)
+    except ValueError as exc:
+        raise UsageError(f"compare: cannot split the options: {exc}") from None
+    out_dir = args.out or os.path.join("runs", time.strftime("pair-%Y%m%d-%H%M%S"))
+    return record_pair(args.pair, options_a, options_b, out_dir, args.pair_interval)
+
+
+def record_pair(workload: str, options_a: list[str], options_b: list[str], out_dir: str,
+                interval: float | None = None, log: TextIO | None = None) -> tuple[str, str]:
+    """Record A then B with the ordinary recorder, one after the other; return the two files.
+
+    The recorder's output goes to ``log`` (stderr), so stdout stays clean for ``--json``.
+    """
+    log = sys.stderr if log is None else log
+    targets = [registry.resolve([workload, *opts]) for opts in (options_a, options_b)]  # refuse bad options first
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create {out_dir}: {exc.strerror}") from None
+    paths = []
+    for label, target in zip("AB", targets):
+        path = os.path.join(out_dir, f"{label.lower()}.jsonl")
+        print(f"devicewatch: recording {label}: devicewatch --record {path} {workload} "
+              f"{shlex.join(target.args)}".rstrip(), file=log, flush=True)
+        code = subprocess.call(record_argv(path, target, interval), stdout=log, stderr=log)
+        if code != 0:
+            raise UsageError(f"recording {label} failed (exit code {code}){_last_error(path)}; "
+                             "nothing compared")
+        paths.append(path)
+    return paths[0], paths[1]
+
+
+def _last_error(path: str) -> str:
+    """The workload's last stderr line, which says why it failed (a workload prints one)."""
+    try:
+        recording = load(path)
+    except Exception:
+        return ""
+    for line in reversed(recording.logs):
+        if line.get("stream") == "stderr" and str(line.get("line", "")).strip():
+            return f": {line['line'].strip()}"
+    return ""
+
+

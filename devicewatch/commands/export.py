@@ -1,0 +1,45 @@
+"""``devicewatch export FILE --format F -o OUT``: a run as a Perfetto trace, CSV tables or an SVG."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..errors import UsageError
+from ..render import export
+from ..runfile import load
+
+NAME = "export"
+HELP = "a Perfetto trace, CSV tables or an SVG chart of a run"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = ("Export a recorded run: a Perfetto/Chrome trace, CSV tables for pandas, "
+                          "or an SVG chart for slides.")
+    parser.add_argument("file", help="the run file")
+    parser.add_argument("--format", required=True, choices=export.FORMATS)
+    parser.add_argument("-o", "--output", required=True, metavar="OUT",
+                        help="perfetto: OUT.json; svg: OUT.svg; csv: OUT_samples.csv, OUT_epochs.csv "
+                             "and OUT_phases.csv (a .csv suffix on OUT is dropped)")
+
+
+def run(args: argparse.Namespace) -> int:
+    recording = load(args.file)
+    try:
+        if args.format == "perfetto":
+            written = [args.output]
+            with open(args.output, "w", encoding="utf-8") as handle:
+                json.dump(export.perfetto(recording), handle, separators=(",", ":"), allow_nan=False, default=str)
+        elif args.format == "csv":
+            written = export.write_csv(recording, args.output)
+        else:
+            written = [args.output]
+            with open(args.output, "w", encoding="utf-8") as handle:
+                handle.write(export.svg(recording))
+    except IsADirectoryError:
+        raise UsageError(f"export: {args.output} is a directory; give a file name") from None
+    except OSError as exc:
+        raise UsageError(f"export: cannot write {exc.filename or args.output}: {exc.strerror}") from None
+    for path in written:
+        print(path)
+    return 0

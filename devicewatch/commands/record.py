@@ -1,0 +1,37 @@
+"""``devicewatch --record FILE WORKLOAD|-- COMMAND``: headless recording, then the summary.
+
+Not a subcommand but the top level's ``--record`` mode; the exit status is the workload's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .. import registry
+from ..errors import UsageError
+from ..recorder import RecordOptions, record
+from ..render.report import report_text
+from ..runfile import load
+
+
+def run(args: argparse.Namespace) -> int:
+    target = registry.resolve(args.target)
+    if os.path.isdir(args.record):
+        raise UsageError(f"--record needs a file, and {args.record} is a directory")
+    options = RecordOptions(output=args.record, command=target.command, workload=target.workload,
+                            workload_args=target.args, interval=args.interval, gpu=args.gpu,
+                            echo=not args.quiet, watcher_pid=args.watcher_pid, control=args.control,
+                            grace=args.grace)
+    code = record(options)
+    summary = report_text(load(options.output))
+    try:
+        print(summary, end="", file=sys.stdout)
+        sys.stdout.flush()
+    except OSError:  # nobody reads our output any more (a closed viewer): the status still counts
+        try:  # what is still buffered goes nowhere, so flushing at exit cannot fail and change it
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+    return code

@@ -1,0 +1,32 @@
+"""``devicewatch report FILE``: epochs, phase times, utilization per phase, idle time, verdict."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..analysis import summarize
+from ..render.report import report_text
+from ..runfile import load
+
+NAME = "report"
+HELP = "epochs, phase times, utilization, verdict"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = "Epochs, phase times, utilization per phase, GPU idle time and dips, verdict."
+    parser.add_argument("file")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--chart", action="store_true", help="draw the utilization timeline even when not on a terminal")
+    parser.add_argument("--no-chart", action="store_true", help="never draw the timeline")
+
+
+def run(args: argparse.Namespace) -> int:
+    recording = load(args.file)
+    if args.json:
+        print(json.dumps(summarize(recording), indent=2, default=str))
+        return 0
+    chart = (args.chart or sys.stdout.isatty()) and not args.no_chart
+    print(report_text(recording, chart=chart), end="")
+    return 0
