@@ -19,6 +19,7 @@ demo: setup
 	$(BIN)/devicewatch run demo
 
 test: setup
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 # The budgets of docs/benchmarks.md; each workload has its own bench too (bench/bench_*.py).

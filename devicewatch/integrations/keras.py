@@ -54,5 +54,8 @@ class DevicewatchCallback(keras.callbacks.Callback):
         if self._training:  # no validation this epoch
             events.phase_end("train", self._epoch, self.lane)
             self._training = False
-        events.epoch_metrics(self._epoch, **{k: float(v) for k, v in (logs or {}).items()
-                                             if isinstance(v, (int, float)) or hasattr(v, "item")})
+        events.epoch_metrics(self._epoch, **self.epoch_metrics(logs or {}))
+
+    def epoch_metrics(self, logs: dict[str, Any]) -> dict[str, float]:
+        """What the epoch event carries: Keras's numeric logs. A subclass may add its own."""
+        return {k: float(v) for k, v in logs.items() if isinstance(v, (int, float)) or hasattr(v, "item")}

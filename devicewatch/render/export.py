@@ -19,6 +19,7 @@ from typing import Any, Iterable
 from xml.sax.saxutils import escape, quoteattr
 
 from .. import analysis, events
+from .palette import PRINT
 from ..runfile import Run
 
 FORMATS = ("perfetto", "csv", "svg")
@@ -229,9 +230,8 @@ def write_csv(run: Run, out: str) -> list[str]:
 
 # -- SVG --------------------------------------------------------------------------------------
 
-PHASE_COLOURS = {"train": "#4e79a7", "validate": "#f28e2b", "data": "#59a14f", "copy": "#b07aa1",
-                 "other": "#9c755f"}
-LINE_COLOURS = ["#1f1f1f", "#e15759", "#4e79a7", "#59a14f", "#f28e2b", "#b07aa1", "#76b7b2", "#edc948"]
+PHASE_COLOURS = PRINT.phase
+LINE_COLOURS = PRINT.lines
 CORE_LINE_LIMIT = 16   # more cores than this: draw the spread (min to max) instead of a line each
 
 
@@ -281,7 +281,7 @@ def svg(run: Run, width: int = 1200) -> str:
     if cores <= CORE_LINE_LIMIT:
         for c in range(cores):
             ct, cv = clean(t_list, s.cpu[:, c].tolist())
-            cpu_lines.append((f"core {c}", ct, cv, "#b0b0b0", 0.8))
+            cpu_lines.append((f"core {c}", ct, cv, PRINT.spread, 0.8))
     elif len(s.t):
         import numpy as np
 
@@ -343,7 +343,7 @@ def svg(run: Run, width: int = 1200) -> str:
             bt_h, hi_r = _reduce(bt, hi, plot_w // 2)
             points = [f"{x(a):.1f},{y(b):.1f}" for a, b in zip(bt_h, hi_r)]
             points += [f"{x(a):.1f},{y(b):.1f}" for a, b in reversed(list(zip(bt_r, lo_r)))]
-            parts.append(f'<polygon points="{" ".join(points)}" fill="#b0b0b0" fill-opacity="0.5" stroke="none">'
+            parts.append(f'<polygon points="{" ".join(points)}" fill="{PRINT.spread}" fill-opacity="0.5" stroke="none">'
                          '<title>spread of the cores (min to max)</title></polygon>')
         for name, lt, lv, colour, stroke in lines:
             if not lt:
@@ -376,7 +376,7 @@ def svg(run: Run, width: int = 1200) -> str:
                  '(dashed lines: epoch starts)</text>')
     lx = left
     for name, colour, stroke in (("CPU total", LINE_COLOURS[0], 2.0), ("each core" if cores <= CORE_LINE_LIMIT
-                                 else "cores min to max", "#b0b0b0", 4.0), *(("GPU", LINE_COLOURS[1], 2.0),) * bool(s.gpus)):
+                                 else "cores min to max", PRINT.spread, 4.0), *(("GPU", LINE_COLOURS[1], 2.0),) * bool(s.gpus)):
         parts.append(f'<line x1="{lx}" x2="{lx + 18}" y1="{legend_y - 4}" y2="{legend_y - 4}" stroke="{colour}" '
                      f'stroke-width="{stroke}"/>')
         parts.append(f'<text x="{lx + 22}" y="{legend_y}">{escape(name)}</text>')

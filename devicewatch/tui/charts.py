@@ -21,42 +21,13 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
+from ..render.palette import NORMAL, PRESENTER, Palette
+
 AXIS = 7          # columns of y labels left of every plot
 EIGHTHS = " ▁▂▃▄▅▆▇█"
 BRAILLE_BITS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))  # [row][col] in a cell
 
 
-@dataclass
-class Palette:
-    """The colours of one look; ``presenter`` is high contrast for a projector."""
-
-    heat: list[str]
-    phase_bg: dict[str, str]
-    lines: list[str]
-    area: str
-    axis: str
-    boundary: str
-    marker: str
-    empty_bg: str | None
-
-
-NORMAL = Palette(
-    heat=["#1b1f3a", "#1f3c78", "#1f6fa8", "#1fa39a", "#4cbf4c", "#a6d13a", "#e8d22a",
-          "#f5a623", "#f06a1f", "#e0301e", "#ff2e6e"],
-    phase_bg={"train": "#0f3320", "validate": "#3a2a08", "data": "#0d2a45", "copy": "#2f1240",
-              "other": "#2a2a2a"},
-    lines=["#5fd7ff", "#ffaf5f", "#87ff87", "#ff87d7", "#d7d75f", "#af87ff", "#ff5f5f", "#5fffd7"],
-    area="#5fd7ff", axis="#8a8a8a", boundary="#e8d22a", marker="#ff5fff", empty_bg=None)
-
-PRESENTER = Palette(
-    heat=["#000000", "#00008b", "#0000ff", "#008b8b", "#00c000", "#7fff00", "#ffff00",
-          "#ffa500", "#ff4500", "#ff0000", "#ffffff"],
-    phase_bg={"train": "#004000", "validate": "#604000", "data": "#00306a", "copy": "#500070",
-              "other": "#404040"},
-    lines=["#ffffff", "#ffff00", "#00ffff", "#ff00ff", "#00ff00", "#ff8000", "#ff0000", "#8080ff"],
-    area="#ffffff", axis="#ffffff", boundary="#ffff00", marker="#ff00ff", empty_bg="#000000")
-
-PHASE_LABELS = {"train": "train", "validate": "validate", "data": "data", "copy": "copy", "other": "other"}
 
 
 @dataclass
@@ -129,7 +100,7 @@ class Overlay:
         for start, end, kind in self.spans:
             a, b = max(view.column(start, width), 0), min(view.column(end, width), width - 1)
             if b >= a:
-                bg[a:b + 1] = [palette.phase_bg.get(kind, palette.phase_bg["other"])] * (b - a + 1)
+                bg[a:b + 1] = [palette.phase.get(kind, palette.phase["other"])] * (b - a + 1)
         edges = {view.column(b, width) for b in self.boundaries}
         marks = {view.column(m, width) for m in self.markers}
         return bg, {x for x in edges if 0 <= x < width}, {x for x in marks if 0 <= x < width}
@@ -430,7 +401,7 @@ class PhaseLanes(Chart):
                 if p.lane != lane:
                     continue
                 a, b = max(view.column(p.start, plot_w), 0), min(view.column(p.end, plot_w), plot_w - 1)
-                colour = palette.phase_bg.get(p.kind, palette.phase_bg["other"])
+                colour = palette.phase.get(p.kind, palette.phase["other"])
                 for x in range(a, b + 1):
                     row[x] = colour
                 text = p.name if p.epoch is None else f"{p.name} {p.epoch}"

@@ -99,23 +99,21 @@ def batches(keras, images: np.ndarray, labels: np.ndarray, batch_size: int, step
 
 
 def reporting_callback(keras, on_epoch: Callable[[int, dict], None]):
-    """Phases "train" (epoch begin → test begin) and "validate" (test begin → test end), step
-    times from the batch hooks, and epoch_metrics at epoch end."""
+    """devicewatch's Keras callback (train and validate phases, epoch metrics), plus the step
+    times from the batch hooks and the epoch's training seconds that this workload reports."""
+    from devicewatch.integrations.keras import DevicewatchCallback
 
-    class DevicewatchCallback(keras.callbacks.Callback):
+    class TimedCallback(DevicewatchCallback):
         def __init__(self) -> None:
             super().__init__()
-            self.epoch = 0
             self.timer = StepTimes()
             self.began = 0.0
             self.train_seconds = 0.0
-            self.in_fit = False
 
         def on_epoch_begin(self, epoch, logs=None):
-            self.epoch, self.in_fit = epoch + 1, True
             self.timer = StepTimes()
             self.began = time.perf_counter()
-            events.phase_begin("train", epoch=self.epoch)
+            super().on_epoch_begin(epoch, logs)
 
         def on_train_batch_begin(self, batch, logs=None):
             self.timer.start()
@@ -124,30 +122,24 @@ def reporting_callback(keras, on_epoch: Callable[[int, dict], None]):
             self.timer.stop()
 
         def on_test_begin(self, logs=None):
-            if self.in_fit:
+            if self._training:  # validation inside fit(): training of this epoch is over
                 self.train_seconds = time.perf_counter() - self.began
-                events.phase_end("train", epoch=self.epoch)
-                events.phase_begin("validate", epoch=self.epoch)
-
-        def on_test_end(self, logs=None):
-            if self.in_fit:
-                events.phase_end("validate", epoch=self.epoch)
-                self.in_fit = False
+            super().on_test_begin(logs)
 
         def on_epoch_end(self, epoch, logs=None):
-            if self.in_fit:  # no validation this epoch
+            if self._training:  # no validation this epoch
                 self.train_seconds = time.perf_counter() - self.began
-                events.phase_end("train", epoch=self.epoch)
-                self.in_fit = False
-            logs = logs or {}
+            super().on_epoch_end(epoch, logs)
+
+        def epoch_metrics(self, logs):
             metrics = {name: round(float(logs[name]), 4)
                        for name in ("loss", "accuracy", "val_loss", "val_accuracy") if name in logs}
             metrics.update(self.timer.summary())
             metrics["train_s"] = round(self.train_seconds, 3)
-            events.epoch_metrics(self.epoch, **metrics)
-            on_epoch(self.epoch, metrics)
+            on_epoch(self._epoch, metrics)
+            return metrics
 
-    return DevicewatchCallback()
+    return TimedCallback()
 
 
 def weight_device(model) -> str:
