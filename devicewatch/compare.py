@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import analysis
-from .runfile import Run, load
+from .runfile import NO_END_RECORD, Run, load
 
 PER_CORE_TEXT_LIMIT = 16  # more cores than this: per-core columns only in --json
 
@@ -81,7 +81,7 @@ def side(run: Run, label: str) -> Side:
         if event.get("kind") == "run_info" and isinstance(event.get("info"), dict):
             info.update(event["info"])
     names = run.gpu_names
-    status = run.end.get("status", "unknown") if run.end else "ended abruptly"
+    status = run.end.get("status", "unknown") if run.end else NO_END_RECORD
     if run.end and run.end.get("exit_code") not in (0, None):
         status += f" (exit code {run.end['exit_code']})"
     return Side(

@@ -30,6 +30,7 @@ import psutil
 
 from . import __version__
 from .events import ENV_VAR
+from .lifeline import Watchdog, adopted_children, become_subreaper, die_with_parent, reap
 from .probes.cpu import CpuProbe, cpu_model
 from .probes.gpu import GpuProbe
 from .probes.process import ProcessTreeProbe, SelfProbe
@@ -117,9 +118,12 @@ class Recorder:
         os.mkfifo(fifo, 0o600)
         read_fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         keep_fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # no EOF while we wait
+        become_subreaper()
+        self.watchdog = Watchdog(fifo, self.options.grace, fifo_dir)
         try:
             return self._record(fifo, read_fd, keep_fd)
         finally:
+            self.watchdog.release()
             for fd in (read_fd, keep_fd):
                 try:
                     os.close(fd)
@@ -166,7 +170,8 @@ class Recorder:
         try:
             self.process = subprocess.Popen(
                 options.command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, env=env, start_new_session=True, close_fds=True)
+                stderr=subprocess.PIPE, env=env, start_new_session=True, close_fds=True,
+                preexec_fn=die_with_parent())
         except OSError as exc:
             message = f"cannot start {options.command[0]}: {exc.strerror or exc}"
             self._write({"type": "notice", "t": self._t(), "level": "error", "message": message})
@@ -174,8 +179,10 @@ class Recorder:
                          "signal": None, "duration": self._t(), "reason": message})
             raise RecorderError(message) from None
 
+        self.watchdog.watch_group(self.process.pid)
         self._cpu = CpuProbe()
-        tree = ProcessTreeProbe(self.process.pid)
+        tree = ProcessTreeProbe(self.process.pid, adopter=os.getpid(),
+                                exclude={p for p in (self.watchdog.pid,) if p})
         me = SelfProbe(os.getpid())
         watcher = SelfProbe(options.watcher_pid) if options.watcher_pid else None
         readers = [
@@ -238,6 +245,8 @@ class Recorder:
         record: dict[str, Any] = {"type": "sample", "t": self._t()}
         record.update(self._cpu.sample())
         record["proc"] = tree.sample()
+        for message in tree.take_notices():
+            self._write({"type": "notice", "t": record["t"], "level": "warning", "message": message})
         self._known_pids.update(tree.pids())
         if self.gpu.available:
             gpus = self.gpu.sample(tree.pids(), self.start_unix)

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from . import analysis
-from .runfile import Run
+from .runfile import NO_END_RECORD, Run
 
 
 def _pct(value: float | None) -> str:
@@ -33,7 +33,7 @@ def tables(run: Run, summary: dict[str, Any]) -> list[Any]:
     host = summary["host"]
     status = summary["status"]
     if summary["ended_abruptly"]:
-        status = "ended abruptly (the recorder stopped without closing the file)"
+        status = NO_END_RECORD
     elif summary["exit_code"] not in (0, None):
         status = f"{status} (exit code {summary['exit_code']})"
     head.add_row("run", f"{summary['workload']}  [dim]{run.path}[/]")

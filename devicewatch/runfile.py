@@ -23,6 +23,8 @@ FORMAT = "devicewatch-run"
 SCHEMA = 1
 RECORD_TYPES = ("header", "sample", "event", "log", "notice", "gpu_status", "end")
 END_STATUSES = ("ok", "failed", "cancelled", "error")
+# What every view says of a file without an end record (recorder killed, disk full, power lost).
+NO_END_RECORD = "the recorder ended without an end record"
 
 
 
