@@ -23,6 +23,7 @@ from typing import Any
 
 from . import analysis
 from .runfile import NO_END_RECORD, Run, load
+from .safe_text import inert, inert_table
 
 PER_CORE_TEXT_LIMIT = 16  # more cores than this: per-core columns only in --json
 
@@ -477,7 +478,9 @@ def renderables(c: Comparison) -> list[Any]:
     for note in c.notes:
         out.append(f"note: {note}")
     out.append(f"in short: {c.headline}")
-    return out
+    # Names, keys and statuses come from the run files: shown as text, never as commands.
+    return [inert(item, newlines=True) if isinstance(item, str) else inert_table(item) if isinstance(item, Table) else item
+            for item in out]
 
 
 def _fmt(value: Any) -> str:
@@ -494,7 +497,7 @@ def render_text(c: Comparison, width: int = 120, color: bool = False) -> str:
 
     buffer = io.StringIO()
     console = Console(file=buffer, width=width, force_terminal=color, no_color=not color,
-                      highlight=False, emoji=False)
+                      highlight=False, emoji=False, markup=False)
     for item in renderables(c):
         console.print(item, markup=False) if isinstance(item, str) else console.print(item)
     return buffer.getvalue()
@@ -616,7 +619,7 @@ def _print(c: Comparison, width: int | None) -> None:
     from rich.console import Console
 
     if sys.stdout.isatty():
-        console = Console(width=width, highlight=False, emoji=False)
+        console = Console(width=width, highlight=False, emoji=False, markup=False)
         for item in renderables(c):
             console.print(item, markup=False) if isinstance(item, str) else console.print(item)
     else:

@@ -17,6 +17,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from ..runfile import Run, RunFileError
+from ..safe_text import markup
 from .compare import CompareScreen, open_compare, previous_run
 from .dialogs import QuitDuringRun
 from .home_screen import HomeScreen
@@ -146,7 +147,7 @@ class DashboardApp(App[int]):
             return
         previous = previous_run(screen.source.path)
         if previous is None:
-            self.notify(f"no earlier run of {screen.source.run.title} in {screen.source.path.parent}",
+            self.notify(markup(f"no earlier run of {screen.source.run.title} in {screen.source.path.parent}"),
                         severity="warning")
             return
         self.compare_files(previous, screen.source.path)

@@ -21,6 +21,8 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
+from ..safe_text import inert
+
 AXIS = 7          # columns of y labels left of every plot
 EIGHTHS = " ▁▂▃▄▅▆▇█"
 BRAILLE_BITS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))  # [row][col] in a cell
@@ -433,7 +435,7 @@ class PhaseLanes(Chart):
                 colour = palette.phase_bg.get(p.kind, palette.phase_bg["other"])
                 for x in range(a, b + 1):
                     row[x] = colour
-                text = p.name if p.epoch is None else f"{p.name} {p.epoch}"
+                text = inert(p.name if p.epoch is None else f"{p.name} {p.epoch}")
                 if b - a + 1 > len(text) + 1:
                     names[a + 1:a + 1 + len(text)] = text
             for x in range(plot_w):
