@@ -109,7 +109,11 @@ class Recorder:
         self.gpu.start()
         header = self._header()
         try:
+            self._claim = claim(self.options.output)
             self.writer = RunWriter(self.options.output, header)
+        except RecorderError:
+            self.gpu.stop()
+            raise
         except OSError as exc:
             self.gpu.stop()
             raise RecorderError(f"cannot write {self.options.output}: {exc.strerror}") from None
@@ -132,6 +136,7 @@ class Recorder:
             shutil.rmtree(fifo_dir, ignore_errors=True)
             self.gpu.stop()
             self.writer.close()
+            os.close(self._claim)
 
     # -- the run --------------------------------------------------------------------------
 
@@ -480,6 +485,26 @@ class Recorder:
                 self.err.flush()
             except (OSError, ValueError):
                 self.options.status_line = False
+
+
+def claim(path: str) -> int:
+    """Lock PATH for this recorder before anything truncates it: a second recorder asked for
+    the same file refuses with one line, and the first one's records stay as they are.
+
+    An advisory ``flock`` on the file itself, held until the recorder's process ends (a killed
+    recorder releases it with its descriptors), so a finished file can still be re-recorded.
+    """
+    import fcntl
+
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o664)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise RecorderError(f"{path} is being written by another recorder; nothing was changed") from None
+    except OSError:  # a filesystem without locks: record anyway, as before
+        pass
+    return fd
 
 
 def record(options: RecordOptions, on_start: Callable[[Recorder], None] | None = None) -> int:
