@@ -51,6 +51,12 @@ def record(workload: list[str], out: str, measure_from: float, measure_to: float
     return 100.0 * (cpu_end - cpu_start) / (wall_end - wall_start)
 
 
+def interval_errors_ms(run) -> np.ndarray:
+    """How far each gap between consecutive samples is from the interval, in milliseconds."""
+    times = np.array([s["t"] for s in run.samples])
+    return np.abs(np.diff(times) - run.header["interval"]) * 1000
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=30.0, help="length of each recording")
@@ -70,9 +76,7 @@ def main() -> None:
     busy_out = os.path.join(folder, "busy.jsonl")
     busy_cpu = record([sys.executable, script, str(seconds)], busy_out, 3.0, seconds - 1.0)
     busy = load(busy_out)
-    times = np.array([s["t"] for s in busy.samples])
-    interval = busy.header["interval"]
-    errors_ms = np.abs(np.diff(times) - interval) * 1000
+    errors_ms = interval_errors_ms(busy)
     cpu_total = np.mean([s["cpu_total"] for s in busy.samples[10:-10]])
     print(f"recorder CPU at 10 Hz, every core saturated ({cpu_total:.0f}% CPU): {busy_cpu:.2f}% of one core")
     print(f"sample-interval error while saturated: p50 {np.percentile(errors_ms, 50):.1f} ms, "

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from . import events
-from .runfile import Run
+from .runfile import NO_END_RECORD, Run
 
 PHASE_KINDS = ("train", "validate", "data", "copy")
 NO_PHASE = "(no phase)"
@@ -493,7 +493,7 @@ def results(run: Run) -> list[dict[str, Any]]:
 def status_text(run: Run) -> str:
     """How the run ended, in words: "ok", "failed (exit code 1)", or the recorder's death."""
     if run.end is None:
-        return "ended abruptly (the recorder stopped without closing the file)"
+        return NO_END_RECORD
     status = str(run.end.get("status", "unknown"))
     if run.end.get("exit_code") not in (0, None):
         status += f" (exit code {run.end['exit_code']})"

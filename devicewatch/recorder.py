@@ -31,6 +31,7 @@ import psutil
 from . import __version__
 from . import events
 from .events import ENV_VAR
+from .lifeline import Watchdog, adopted_children, become_subreaper, die_with_parent, reap
 from .probes.cpu import CpuProbe, cpu_model
 from .probes.gpu import GpuProbe
 from .probes.process import ProcessTreeProbe, SelfProbe
@@ -139,7 +140,11 @@ class Recorder:
         self.gpu.start()
         header = self._header()
         try:
+            self._claim = claim(self.options.output)
             self.writer = RunWriter(self.options.output, header)
+        except RecorderError:
+            self.gpu.stop()
+            raise
         except OSError as exc:
             self.gpu.stop()
             raise RecorderError(f"cannot write {self.options.output}: {exc.strerror}") from None
@@ -148,9 +153,12 @@ class Recorder:
         os.mkfifo(fifo, 0o600)
         read_fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         keep_fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # no EOF while we wait
+        become_subreaper()
+        self.watchdog = Watchdog(fifo, self.options.grace, fifo_dir)
         try:
             return self._record(fifo, read_fd, keep_fd)
         finally:
+            self.watchdog.release()
             for fd in (read_fd, keep_fd):
                 try:
                     os.close(fd)
@@ -159,6 +167,7 @@ class Recorder:
             shutil.rmtree(fifo_dir, ignore_errors=True)
             self.gpu.stop()
             self.writer.close()
+            os.close(self._claim)
 
     # -- the run --------------------------------------------------------------------------
 
@@ -197,7 +206,8 @@ class Recorder:
         try:
             self.process = subprocess.Popen(
                 options.command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, env=env, start_new_session=True, close_fds=True)
+                stderr=subprocess.PIPE, env=env, start_new_session=True, close_fds=True,
+                preexec_fn=die_with_parent())
         except OSError as exc:
             message = f"cannot start {options.command[0]}: {exc.strerror or exc}"
             self._write({"type": "notice", "t": self._t(), "level": "error", "message": message})
@@ -205,8 +215,10 @@ class Recorder:
                          "signal": None, "duration": self._t(), "reason": message})
             raise RecorderError(message) from None
 
+        self.watchdog.watch_group(self.process.pid)
         self._cpu = CpuProbe()
-        tree = ProcessTreeProbe(self.process.pid)
+        tree = ProcessTreeProbe(self.process.pid, adopter=os.getpid(),
+                                exclude={p for p in (self.watchdog.pid,) if p})
         me = SelfProbe(os.getpid())
         watcher = SelfProbe(options.watcher_pid) if options.watcher_pid else None
         readers = [
@@ -269,6 +281,8 @@ class Recorder:
         record: dict[str, Any] = {"type": "sample", "t": self._t()}
         record.update(self._cpu.sample())
         record["proc"] = tree.sample()
+        for message in tree.take_notices():
+            self._write({"type": "notice", "t": record["t"], "level": "warning", "message": message})
         self._known_pids.update(tree.pids())
         if self.gpu.available:
             gpus = self.gpu.sample(tree.pids(), self.start_unix)
@@ -507,6 +521,26 @@ class Recorder:
                 self.err.flush()
             except (OSError, ValueError):
                 self.options.status_line = False
+
+
+def claim(path: str) -> int:
+    """Lock PATH for this recorder before anything truncates it: a second recorder asked for
+    the same file refuses with one line, and the first one's records stay as they are.
+
+    An advisory ``flock`` on the file itself, held until the recorder's process ends (a killed
+    recorder releases it with its descriptors), so a finished file can still be re-recorded.
+    """
+    import fcntl
+
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o664)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise RecorderError(f"{path} is being written by another recorder; nothing was changed") from None
+    except OSError:  # a filesystem without locks: record anyway, as before
+        pass
+    return fd
 
 
 def record(options: RecordOptions, on_start: Callable[[Recorder], None] | None = None) -> int:

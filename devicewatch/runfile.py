@@ -23,6 +23,8 @@ FORMAT = "devicewatch-run"
 SCHEMA = 1
 RECORD_TYPES = ("header", "sample", "event", "log", "notice", "gpu_status", "end")
 END_STATUSES = ("ok", "failed", "cancelled", "error")
+# What every view says of a file without an end record (recorder killed, disk full, power lost).
+NO_END_RECORD = "the recorder ended without an end record"
 
 
 
@@ -215,8 +217,14 @@ class Follower:
         self.close()
 
     def poll(self, final: bool = False) -> list[dict[str, Any]]:
-        """New records since the last poll. Raises RunFileError if the header is not ours."""
+        """New records since the last poll. Raises RunFileError if the header is not ours, or
+        if the file was truncated under us (what was read stays in ``run``). A file replaced
+        or deleted at its path is still the one opened: it is followed to its end."""
         new: list[dict[str, Any]] = []
+        size = os.fstat(self._file.fileno()).st_size
+        if size < self._file.tell():
+            raise RunFileError(f"{os.path.basename(self.path)} was truncated while being read; "
+                               "the records read before are kept")
         while True:
             chunk = self._file.read(self.CHUNK)
             if not chunk:

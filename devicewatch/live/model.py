@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import analysis, events
 from ..runfile import Run
+from ..safe_text import inert
 
 
 class Column:
@@ -159,7 +160,7 @@ class RunModel:
         """Log lines not yet shown."""
         new = self.run.logs[self.logs_taken:]
         self.logs_taken = len(self.run.logs)
-        return [("! " if r.get("stream") == "stderr" else "") + str(r.get("line", "")) for r in new]
+        return [("! " if r.get("stream") == "stderr" else "") + inert(r.get("line", "")) for r in new]
 
     # -- derived -----------------------------------------------------------------------------
 

@@ -5,6 +5,13 @@ the status of every process on the machine. On Linux the kernel lists each threa
 in ``/proc/PID/task/TID/children``, so the tree is walked from the root instead, and the
 membership is refreshed every ``REFRESH_EVERY`` samples (once a second at 10 Hz) while known members are read on
 every sample.
+
+Both costs are bounded so that a workload cannot buy the sampler's time: a refresh reads at most
+``MAX_TASKS_READ`` threads' children lists per process (a process with thousands of threads
+is read in a rotating window, so a child of any thread is found within a few seconds), and
+at most ``MAX_MEMBERS`` processes are read per sample (a fork storm of short-lived processes
+is counted, not each one read). What a bound left out is said once in a notice
+(``take_notices``), which the recorder writes to the run file.
 """
 
 from __future__ import annotations
@@ -15,10 +22,17 @@ from typing import Any
 import psutil
 
 REFRESH_EVERY = 10
+MAX_TASKS_READ = 128    # threads' children lists read per process and refresh
+MAX_MEMBERS = 64        # processes read per sample
 
 
-def descendants(root: int) -> list[int]:
-    """PIDs below ``root``, from /proc's children lists where the kernel offers them."""
+def descendants(root: int, window: dict[int, int] | None = None, skipped: list[int] | None = None) -> list[int]:
+    """PIDs below ``root``, from /proc's children lists where the kernel offers them.
+
+    With ``window`` (pid -> rotating offset), a process with more than MAX_TASKS_READ threads
+    has only that many of its lists read, the next ones on the next call; the number of lists
+    left unread is added to ``skipped[0]``.
+    """
     if not os.path.exists(f"/proc/{root}/task/{root}/children"):
         try:
             return [p.pid for p in psutil.Process(root).children(recursive=True)]
@@ -32,6 +46,13 @@ def descendants(root: int) -> list[int]:
             tasks = os.listdir(f"/proc/{pid}/task")
         except OSError:
             continue
+        if window is not None and len(tasks) > MAX_TASKS_READ:
+            start = window.get(pid, 0) % len(tasks)
+            window[pid] = start + MAX_TASKS_READ - 1
+            rest = [t for t in tasks if t != str(pid)]  # the main thread's list is always read
+            tasks = [str(pid)] + (rest + rest)[start:start + MAX_TASKS_READ - 1]
+            if skipped is not None:
+                skipped[0] += len(rest) + 1 - len(tasks)
         for tid in tasks:
             try:
                 with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
@@ -44,10 +65,17 @@ def descendants(root: int) -> list[int]:
 
 
 class ProcessTreeProbe:
-    def __init__(self, root_pid: int):
+    """The workload's tree; with ``adopter`` (a subreaper), also the orphans re-parented to it."""
+
+    def __init__(self, root_pid: int, adopter: int | None = None, exclude: set[int] | frozenset[int] = frozenset()):
         self.root_pid = root_pid
+        self.adopter = adopter
+        self.exclude = set(exclude) | {root_pid}
         self._members: dict[int, psutil.Process] = {}
         self._tick = 0
+        self._window: dict[int, int] = {}
+        self._notices: list[str] = []
+        self._said: set[str] = set()
         try:
             self._root: psutil.Process | None = psutil.Process(root_pid)
             self._track(self._root)
@@ -62,15 +90,47 @@ class ProcessTreeProbe:
                 return
             self._members[proc.pid] = proc
 
+    def _note(self, kind: str, message: str) -> None:
+        if kind not in self._said:
+            self._said.add(kind)
+            self._notices.append(message)
+
+    def take_notices(self) -> list[str]:
+        """What the bounds left out, each kind said once."""
+        notices, self._notices = self._notices, []
+        return notices
+
     def _refresh(self) -> None:
         if self._root is None:
             return
-        for pid in descendants(self.root_pid):
-            if pid not in self._members:
-                try:
-                    self._track(psutil.Process(pid))
-                except psutil.Error:
-                    pass
+        skipped = [0]
+        found = descendants(self.root_pid, self._window, skipped)
+        if self.adopter is not None:
+            from ..lifeline import adopted_children, reap
+
+            orphans = adopted_children(self.exclude)
+            if self.adopter == os.getpid():
+                reap(orphans)
+            for pid in orphans:
+                if os.path.exists(f"/proc/{pid}"):
+                    found.append(pid)
+                    found.extend(descendants(pid, self._window, skipped))
+        if skipped[0]:
+            self._note("tasks", f"process tree: a process has over {MAX_TASKS_READ} threads; their children "
+                                f"lists are read {MAX_TASKS_READ} a second in turn, so a new child may be "
+                                "found a few seconds late")
+        for pid in found:
+            if pid in self._members:
+                continue
+            if len(self._members) >= MAX_MEMBERS:
+                self._note("members", f"process tree: over {MAX_MEMBERS} processes at once; only "
+                                      f"{MAX_MEMBERS} are read per sample, so proc.cpu, rss, threads and "
+                                      "count leave the rest out")
+                break
+            try:
+                self._track(psutil.Process(pid))
+            except psutil.Error:
+                pass
 
     def pids(self) -> list[int]:
         return list(self._members)

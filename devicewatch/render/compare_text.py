@@ -14,6 +14,7 @@ from rich.table import Table
 
 from .. import analysis
 from ..compare import Comparison
+from ..safe_text import inert, inert_table
 
 PER_CORE_TEXT_LIMIT = 16  # more cores than this: per-core columns only in --json
 SECTIONS = ("runs", "epochs", "metrics", "utilization", "idle", "results")  # reading order
@@ -143,7 +144,8 @@ def sections(c: Comparison) -> dict[str, Any]:
         for n in names:
             table.add_row(str(n), *[f"{_fmt(ra.get(n, {}).get(k))} → {_fmt(rb.get(n, {}).get(k))}" for k in keys])
         out["results"] = table
-    return out
+    # Names, keys and statuses come from the run files: shown as text, never as markup.
+    return {name: inert_table(table) for name, table in out.items()}
 
 
 def closing_lines(c: Comparison) -> list[str]:
@@ -154,7 +156,7 @@ def closing_lines(c: Comparison) -> list[str]:
     lines += [f"verdict A: {c.a.verdict.text}", f"verdict B: {c.b.verdict.text}"]
     lines += [f"note: {note}" for note in c.notes]
     lines.append(f"in short: {c.headline}")
-    return lines
+    return [inert(line, newlines=True) for line in lines]
 
 
 def renderables(c: Comparison) -> list[Any]:
@@ -175,7 +177,7 @@ def comparison_text(c: Comparison, width: int = 120, color: bool = False) -> str
     """The comparison as plain text (no colour codes unless ``color``), for logs and tests."""
     buffer = io.StringIO()
     console = Console(file=buffer, width=width, force_terminal=color, no_color=not color,
-                      highlight=False, emoji=False)
+                      highlight=False, emoji=False, markup=False)
     for item in renderables(c):
         console.print(item, markup=False) if isinstance(item, str) else console.print(item)
     return buffer.getvalue()
@@ -184,7 +186,7 @@ def comparison_text(c: Comparison, width: int = 120, color: bool = False) -> str
 def print_comparison(c: Comparison, width: int | None) -> None:
     """To a terminal with its width, else as plain text at ``width`` (default 120)."""
     if sys.stdout.isatty():
-        console = Console(width=width, highlight=False, emoji=False)
+        console = Console(width=width, highlight=False, emoji=False, markup=False)
         for item in renderables(c):
             console.print(item, markup=False) if isinstance(item, str) else console.print(item)
     else:

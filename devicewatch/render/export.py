@@ -19,8 +19,9 @@ from typing import Any, Iterable
 from xml.sax.saxutils import escape, quoteattr
 
 from .. import analysis, events
-from .palette import PRINT
 from ..runfile import Run
+from ..safe_text import csv_cell
+from .palette import PRINT
 
 FORMATS = ("perfetto", "csv", "svg")
 PID = 1
@@ -216,9 +217,9 @@ def phase_rows(run: Run) -> tuple[list[str], list[list[Any]]]:
 def _write_csv(path: str, header: list[str], rows: list[list[Any]]) -> None:
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(header)
+        writer.writerow([csv_cell(h) for h in header])
         for row in rows:
-            writer.writerow(["" if v is None else v for v in row])
+            writer.writerow(["" if v is None else csv_cell(v) for v in row])
 
 
 def write_csv(run: Run, out: str) -> list[str]:

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from .. import analysis
 from ..runfile import Run
+from ..safe_text import inert
 
 
 def _pct(value: float | None) -> str:
@@ -31,12 +32,8 @@ def tables(run: Run, summary: dict[str, Any]) -> list[Any]:
     head.add_column(style="bold")
     head.add_column()
     host = summary["host"]
-    status = summary["status"]
-    if summary["ended_abruptly"]:
-        status = "ended abruptly (the recorder stopped without closing the file)"
-    elif summary["exit_code"] not in (0, None):
-        status = f"{status} (exit code {summary['exit_code']})"
-    head.add_row("run", f"{summary['workload']}  [dim]{run.path}[/]")
+    status = summary["status_text"]
+    head.add_row("run", f"{summary['workload']}  {run.path}")
     head.add_row("status", status)
     head.add_row("duration", f"{summary['duration']:.1f}s, {summary['samples']} samples")
     head.add_row("host", f"{host.get('cpu_model', '?')}, {host.get('cpu_count', '?')} cores"
@@ -120,8 +117,8 @@ def tables(run: Run, summary: dict[str, Any]) -> list[Any]:
         out.append(table)
 
     for notice in summary["notices"][:10]:
-        out.append(f"[yellow]note:[/] {notice}")
-    out.append(f"[bold]verdict:[/] {summary['verdict']['text']}")
+        out.append(f"note: {notice}")
+    out.append(f"verdict: {summary['verdict']['text']}")
     return out
 
 
@@ -151,10 +148,15 @@ def timeline_chart(run: Run, width: int = 100, height: int = 18) -> str:
 def report_text(run: Run, chart: bool = False, width: int = 110) -> str:
     summary = analysis.summarize(run)
     buffer = io.StringIO()
-    console = Console(file=buffer, width=width, force_terminal=False, no_color=True, highlight=False)
+    # No markup: every string here may come from the run file, and "[" in a name is just "[".
+    console = Console(file=buffer, width=width, force_terminal=False, no_color=True, highlight=False,
+                      markup=False, emoji=False)
     for item in tables(run, summary):
         console.print(item)
     text = buffer.getvalue()
     if chart and run.samples:
-        text += "\n" + timeline_chart(run, width=min(width, 120)) + "\n"
-    return text
+        try:
+            text += "\n" + timeline_chart(run, width=min(width, 120)) + "\n"
+        except (ImportError, AttributeError) as exc:  # plotext 6 dropped the API used here
+            text += f"\n(timeline not drawn: this plotext lacks it: {exc})\n"
+    return inert(text, newlines=True)  # the output has no escape codes of its own

@@ -20,6 +20,7 @@ from textual.screen import Screen
 from ..live.source import LiveSource, ReplaySource, Source, open_replay, previous_run
 from ..registry import Target
 from ..runfile import Run, RunFileError
+from ..safe_text import markup
 from .compare import CompareScreen, open_compare
 from .dialogs import QuitDuringRun
 from .home_screen import HomeScreen
@@ -158,7 +159,7 @@ class DashboardApp(App[int]):
             return
         previous = previous_run(screen.source.path)
         if previous is None:
-            self.notify(f"no earlier run of {screen.source.run.title} in {screen.source.path.parent}",
+            self.notify(markup(f"no earlier run of {screen.source.run.title} in {screen.source.path.parent}"),
                         severity="warning")
             return
         self.compare_files(previous, screen.source.path)

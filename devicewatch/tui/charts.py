@@ -22,6 +22,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from ..render.palette import NORMAL, PRESENTER, Palette
+from ..safe_text import inert
 
 AXIS = 7          # columns of y labels left of every plot
 EIGHTHS = " ▁▂▃▄▅▆▇█"
@@ -404,7 +405,7 @@ class PhaseLanes(Chart):
                 colour = palette.phase.get(p.kind, palette.phase["other"])
                 for x in range(a, b + 1):
                     row[x] = colour
-                text = p.name if p.epoch is None else f"{p.name} {p.epoch}"
+                text = inert(p.name if p.epoch is None else f"{p.name} {p.epoch}")
                 if b - a + 1 > len(text) + 1:
                     names[a + 1:a + 1 + len(text)] = text
             for x in range(plot_w):

@@ -24,6 +24,7 @@ from textual.widgets import Footer, Static
 from .. import compare
 from ..render import compare_text
 from ..runfile import Run, RunFileError, load
+from ..safe_text import inert, markup
 from .charts import AreaChart, CoalescedRedraw, HeatStrip, Overlay, PhaseLanes, View
 from ..live.model import RunModel
 
@@ -34,7 +35,7 @@ PRESENTER_TABLES = 2
 
 
 def _side_panel_title(s: compare.Side) -> str:
-    return f"{s.label}: {s.command} · {Path(s.run.path).name} · {s.status}"
+    return markup(f"{s.label}: {s.command} · {Path(s.run.path).name} · {s.status}")  # a border title reads markup
 
 
 class ComparePanel(Vertical):
@@ -63,7 +64,7 @@ class ComparePanel(Vertical):
     def on_mount(self) -> None:
         self.border_title = _side_panel_title(self.side)
         verdict = Text(f"verdict {self.side.label}: ", style="bold")
-        verdict.append(self.side.verdict.text)
+        verdict.append(inert(self.side.verdict.text))
         self.query_one(".cmp-verdict", Static).update(verdict)
         self.query_one(".cmp-lanes").styles.height = max(1, len(self.model.lanes))
 
@@ -108,7 +109,7 @@ class CompareScreen(CoalescedRedraw, Screen[None]):
 
     def compose(self) -> ComposeResult:
         c = self.comparison
-        yield Static(Text(c.headline, style="bold"), id="cmp-headline")
+        yield Static(Text(inert(c.headline), style="bold"), id="cmp-headline")
         yield Static(self._notes_text(), id="cmp-notes")
         yield Static(id="cmp-align")
         with Horizontal(id="cmp-charts"):
@@ -128,7 +129,7 @@ class CompareScreen(CoalescedRedraw, Screen[None]):
         text = Text()
         for i, note in enumerate(notes):
             text.append(("\n" if i else "") + "note: ", style="bold")
-            text.append(note)
+            text.append(inert(note))
         return text
 
     def _tables(self) -> list[Table]:

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from .charts import format_seconds
 from ..live.model import RunModel
+from ..safe_text import inert
 
 BAR_FULL = "█"
 BAR_EMPTY = "░"
@@ -47,7 +48,7 @@ def progress_text(model: RunModel, width: int = 30) -> Text:
         text.append("no epochs reported ", style="grey50")
     if model.current_phase and not model.run.finished:
         text.append(" now: ")
-        text.append(model.current_phase, style="bold reverse")
+        text.append(inert(model.current_phase), style="bold reverse")
     return text
 
 
@@ -56,7 +57,7 @@ def verdict_text(model: RunModel) -> Text:
     if model.verdict is None:
         text.append("waiting for samples…", style="grey50")
     else:
-        text.append(model.verdict.text)
+        text.append(inert(model.verdict.text))
         if not model.run.finished:
             text.append("  (so far)", style="grey50")
     return text
@@ -66,7 +67,7 @@ def status_text(model: RunModel, source_label: str, state: str, state_style: str
                 yscale: str, paused: bool) -> Text:
     text = Text()
     text.append(f" {state} ", style=state_style)
-    text.append(f" {model.run.title} ", style="bold")
+    text.append(f" {inert(model.run.title)} ", style="bold")
     text.append(f"· {format_seconds(model.latest)} · {len(model.run.samples)} samples · {source_label}")
     text.append(f" · window {window} · y {yscale}", style="grey70")
     if paused:

@@ -34,7 +34,7 @@ def test_recorder_killed_by_sigkill_leaves_a_readable_file(tmp_path, reap):
     assert len(run.samples) >= 5 and run.events
     shown = _report(out)
     assert shown.returncode == 0, shown.stderr
-    assert "ended abruptly" in shown.stdout
+    assert "the recorder ended without an end record" in shown.stdout
     as_json = _report(out, "--json")
     assert as_json.returncode == 0 and '"ended_abruptly": true' in as_json.stdout
 

@@ -107,4 +107,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    import workloads
+
+    sys.exit(workloads.run("conv", main))

@@ -2,4 +2,6 @@ import sys
 
 from workloads.conv import main
 
-sys.exit(main())
+import workloads
+
+sys.exit(workloads.run("conv", main))

@@ -154,10 +154,9 @@ def main(argv: list[str] | None = None) -> int:
         began = time.perf_counter()
         schemes.VARIANTS[args.variant](model, d, settings, reporter, stop)
         outcome.total_s = time.perf_counter() - began
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM (workloads.Stopped): stop the threads, then workloads.run says so
         stop.set()
-        print(f"{NAME}: interrupted", file=sys.stderr, flush=True)
-        return 130
+        raise
     summary = {"variant": args.variant, "backend": args.backend, "threads": args.threads,
                "intra_threads": model.intra_threads, "data": d.source, "total_s": round(outcome.total_s, 4),
                "train_lane_s": round(outcome.train_lane_s, 4), "last_validate_s": round(outcome.last_validate_s, 4),

@@ -2,4 +2,6 @@ import sys
 
 from workloads.pipeline import main
 
-sys.exit(main())
+import workloads
+
+sys.exit(workloads.run("pipeline", main))

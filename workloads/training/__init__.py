@@ -138,7 +138,4 @@ def main(argv: list[str] | None = None) -> int:
     except (data.DataError, DeviceError, UsageError) as exc:
         print(f"training: {exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("training: interrupted", file=sys.stderr)
-        return 130
     return 0

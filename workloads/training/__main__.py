@@ -2,4 +2,6 @@ import sys
 
 from . import main
 
-sys.exit(main())
+import workloads
+
+sys.exit(workloads.run("training", main))
