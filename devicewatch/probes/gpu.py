@@ -112,7 +112,8 @@ class GpuProbe:
     """Samples every visible NVIDIA GPU. Construct, then ``start()``; check ``available``."""
 
     def __init__(self, enabled: bool = True, nvml_loader: Callable[[], Any] = _load_nvml,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.time):
+        """CLOCK gives Unix seconds, the clock NVML stamps its samples with."""
         self.enabled = enabled
         self._load = nvml_loader
         self.nvml: Any = None
@@ -151,7 +152,7 @@ class GpuProbe:
         try:
             count = self.nvml.nvmlDeviceGetCount()
             self.driver = self._text(self._query(self.nvml.nvmlSystemGetDriverVersion))
-            now_us = int(time.time() * 1e6)
+            now_us = int(self._clock() * 1e6)
             for index in range(count):
                 handle = self.nvml.nvmlDeviceGetHandleByIndex(index)
                 memory = self._query(self.nvml.nvmlDeviceGetMemoryInfo, handle)
