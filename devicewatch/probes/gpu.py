@@ -63,6 +63,10 @@ class GpmTarget:
         self.taken_at: float | None = None
         self.ids = [getattr(nvml, constant) for _, constant, _ in GPM_METRICS]
         self.request = nvml.c_nvmlGpmMetricsGet_t()
+        self.request.version = nvml.NVML_GPM_METRICS_GET_VERSION
+        self.request.numMetrics = len(self.ids)
+        for i, metric_id in enumerate(self.ids):
+            self.request.metrics[i].metricId = metric_id
 
     def read(self) -> dict[str, Any] | None:
         """The metrics since the previous read, or None when that was 100 ms ago or less."""
@@ -80,12 +84,8 @@ class GpmTarget:
         if first:
             return None
         request = self.request
-        request.version = nvml.NVML_GPM_METRICS_GET_VERSION
-        request.numMetrics = len(self.ids)
         request.sample1 = self.spare
         request.sample2 = self.newest
-        for i, metric_id in enumerate(self.ids):
-            request.metrics[i].metricId = metric_id
         nvml.nvmlGpmMetricsGet(request)
         out: dict[str, Any] = {}
         for i, (name, _, scale) in enumerate(GPM_METRICS):
