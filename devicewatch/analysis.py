@@ -18,6 +18,7 @@ NO_PHASE = "(no phase)"
 DIP_THRESHOLD = 30.0   # % utilization under which a device counts as dipping
 IDLE_THRESHOLD = 10.0  # % under which a GPU counts as idle
 MIN_DIP_SECONDS = 0.2  # shorter excursions are noise, not a dip
+SM_ACTIVE_LOW = 50.0   # % SM activity under which a busy GPU is launch-bound, not GPU-bound
 
 
 @dataclass(frozen=True)
@@ -409,8 +410,18 @@ def verdict(run: Run, s: Series | None = None, all_phases: list[Phase] | None = 
         figures.update(gpu_mean=gpu.mean, gpu_idle_fraction=gpu.idle_fraction,
                        gpu_dip_seconds=round(gpu.dip_seconds, 2))
         if gpu.mean >= 80:
-            return Verdict("GPU-bound", f"GPU-bound: the GPU is busy {gpu.mean:.0f}% on average; "
-                           "the input pipeline keeps it fed", figures)
+            busiest = max(range(s.gpus), key=lambda g: idle[g].mean)
+            sm = sm_active_mean(run, busiest, in_run)
+            if sm is None:
+                return Verdict("GPU-bound", f"GPU-bound: the GPU is busy {gpu.mean:.0f}% on average; "
+                               "the input pipeline keeps it fed (SM activity not measured: busy "
+                               "need not mean the chip is full)", figures)
+            figures["sm_active_mean"] = round(sm, 1)
+            if sm < SM_ACTIVE_LOW:
+                return Verdict("launch-bound", f"GPU busy {gpu.mean:.0f}% of the time but SMs {sm:.0f}% "
+                               "active: kernels too small or too few — launch-bound", figures)
+            return Verdict("GPU-bound", f"GPU-bound: the GPU is busy {gpu.mean:.0f}% on average with "
+                           f"SMs {sm:.0f}% active; the input pipeline keeps it fed", figures)
         by_phase: dict[str, float] = {}
         for d in gpu.dips:
             by_phase[d.phase] = by_phase.get(d.phase, 0.0) + d.duration
@@ -504,3 +515,57 @@ def gpu_label(run: Run, index: int) -> str:
     """The name the header gives GPU ``index``, or "GPU N" where it gives none."""
     names = run.gpu_names
     return names[index] if index < len(names) and names[index] else f"GPU {index}"
+
+
+# -- GPU depth: GPM activity and the driver's own sampling rate ---------------------------------
+
+def gpm_series(run: Run, name: str, gpu: int) -> tuple[np.ndarray, np.ndarray]:
+    """Times and values of one GPM field (``sm_active``, ``pcie_rx``…) of one GPU, where present.
+
+    GPM values average the window since the previous GPM sample, so samples without them
+    (a window under 100 ms, or no GPM) are left out rather than filled in."""
+    t, values = [], []
+    for sample in run.samples:
+        gpus = sample.get("gpus")
+        if gpus.__class__ is list and gpu < len(gpus) and gpus[gpu].__class__ is dict:
+            value = gpus[gpu].get(name)
+            if value.__class__ in (int, float):
+                t.append(sample["t"])
+                values.append(value)
+    return np.array(t, dtype=float), np.array(values, dtype=float)
+
+
+def sm_active_mean(run: Run, gpu: int, mask: np.ndarray | None = None) -> float | None:
+    """Mean ``sm_active`` of one GPU over the samples in MASK (all when None); None without GPM."""
+    values = []
+    for i, sample in enumerate(run.samples):
+        if mask is not None and (i >= len(mask) or not mask[i]):
+            continue
+        gpus = sample.get("gpus")
+        if gpus.__class__ is list and gpu < len(gpus) and gpus[gpu].__class__ is dict:
+            value = gpus[gpu].get("sm_active")
+            if value.__class__ in (int, float):
+                values.append(value)
+    return float(np.mean(values)) if values else None
+
+
+def driver_sample_periods(run: Run) -> list[float | None]:
+    """The driver's utilization sample period per GPU in seconds, as the recorder measured it."""
+    periods: list[float | None] = [None] * len(run.gpu_names)
+    for status in run.gpu_status:
+        measured = status.get("util_period")
+        if measured.__class__ is not list:
+            continue
+        for g, value in enumerate(measured):
+            if value.__class__ in (int, float) and value > 0:
+                if g >= len(periods):
+                    periods += [None] * (g + 1 - len(periods))
+                periods[g] = float(value)
+    return periods
+
+
+def driver_rate_text(period: float | None) -> str:
+    """One line for the views and the report: how often the driver itself samples utilization."""
+    if period is None:
+        return "GPU utilization: driver sample period unknown (one-second averages)"
+    return f"GPU utilization: driver samples every {period * 1000:.0f} ms"

@@ -90,6 +90,59 @@ def record_argv(output: str, target: Target, interval: float | None = None, gpu:
     return argv + ["--", *target.command]
 
 
+class GpuSampler:
+    """Polls the GPU probe on its own thread, one poll per request.
+
+    The main loop requests a poll at each tick and waits for it at most until a deadline. A
+    poll that finishes later is taken at the next tick, with the time it was asked for; while
+    one is running no other is asked for. So every poll lands in exactly one sample: none is
+    lost, none repeated, and no NVML call can delay the CPU samples.
+    """
+
+    def __init__(self, probe: GpuProbe, start_unix: float):
+        self._probe = probe
+        self._start_unix = start_unix
+        self._cond = threading.Condition()
+        self._asked: tuple[float, list[int]] | None = None
+        self._result: tuple[float, list[dict[str, Any]] | None, list[dict[str, Any]]] | None = None
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="gpu-sampler", daemon=True)
+        self._thread.start()
+
+    def request(self, t: float, pids: list[int]) -> None:
+        with self._cond:
+            if self._asked is None and self._result is None:
+                self._asked = (t, pids)
+                self._cond.notify_all()
+
+    def collect(self, deadline: float) -> tuple[float, list[dict[str, Any]] | None, list[dict[str, Any]]] | None:
+        """(asked at, one record per GPU or None if NVML failed, probe news), or None if not ready."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._result is not None, max(0.0, deadline - time.monotonic()))
+            result, self._result = self._result, None
+            return result
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._stopping or self._asked is not None)
+                if self._stopping:
+                    return
+                t, pids = self._asked  # type: ignore[misc]
+            gpus = self._probe.sample(pids, self._start_unix)
+            news = self._probe.take_news()
+            with self._cond:
+                self._asked = None
+                self._result = (t, gpus, news)
+                self._cond.notify_all()
+
+
 def host_info(gpu: GpuProbe) -> dict[str, Any]:
     return {
         "hostname": socket.gethostname(),
@@ -128,6 +181,7 @@ class Recorder:
         self._fifo = ""
         self._echo_broken = False
         self._last_sample: dict[str, Any] = {}
+        self._gpu_sampler: GpuSampler | None = None
 
     # -- public ---------------------------------------------------------------------------
 
@@ -200,8 +254,11 @@ class Recorder:
 
     def _record(self, fifo: str, read_fd: int, keep_fd: int) -> int:
         options = self.options
-        self._write({"type": "gpu_status", "t": 0.0, "available": self.gpu.available,
-                     "reason": self.gpu.reason, "devices": len(self.gpu.devices)})
+        status = {"type": "gpu_status", "t": 0.0, "available": self.gpu.available,
+                  "reason": self.gpu.reason, "devices": len(self.gpu.devices)}
+        if self.gpu.available:
+            status["gpm"] = list(self.gpu.gpm_reasons)
+        self._write(status)
         env = dict(os.environ, **{ENV_VAR: fifo, "PYTHONUNBUFFERED": "1"})
         try:
             self.process = subprocess.Popen(
@@ -233,7 +290,13 @@ class Recorder:
 
             control.follow(sys.stdin.fileno(), self._write, self._t)
 
-        exit_code = self._sample_until_exit(tree, me, watcher)
+        if self.gpu.available:
+            self._gpu_sampler = GpuSampler(self.gpu, self.start_unix)
+        try:
+            exit_code = self._sample_until_exit(tree, me, watcher)
+        finally:
+            if self._gpu_sampler is not None:
+                self._gpu_sampler.stop()
         cancelled = self._cancel_requested.is_set()  # a Ctrl-C during the clean-up changes no outcome
         self._end_stragglers(tree)
         for thread in readers:
@@ -283,19 +346,41 @@ class Recorder:
         record["proc"] = tree.sample()
         for message in tree.take_notices():
             self._write({"type": "notice", "t": record["t"], "level": "warning", "message": message})
-        self._known_pids.update(tree.pids())
-        if self.gpu.available:
-            gpus = self.gpu.sample(tree.pids(), self.start_unix)
-            if gpus is None:  # NVML failed just now: say why once, keep sampling the rest
-                self._write({"type": "gpu_status", "t": record["t"], "available": False,
-                             "reason": self.gpu.reason, "devices": len(self.gpu.devices)})
-            else:
-                record["gpus"] = gpus
+        pids = tree.pids()
+        self._known_pids.update(pids)
+        sampler = self._gpu_sampler
+        if sampler is not None:
+            sampler.request(record["t"], pids)
         record["recorder_cpu"] = me.sample()
         if watcher is not None:
             record["watcher_cpu"] = watcher.sample()
+        if sampler is not None:
+            self._take_gpus(sampler, record)
         self._last_sample = record
         return record
+
+    def _take_gpus(self, sampler: GpuSampler, record: dict[str, Any]) -> None:
+        """The GPU poll into RECORD, waiting for it at most half an interval."""
+        result = sampler.collect(time.monotonic() + self.options.interval / 2)
+        if result is None:
+            return
+        asked_at, gpus, news = result
+        if any(item["kind"] == "util_period" for item in news):
+            self._write({"type": "gpu_status", "t": record["t"], "available": True, "reason": None,
+                         "devices": len(self.gpu.devices), "util_period": list(self.gpu.util_period)})
+        for item in news:
+            if item["kind"] == "gpm_stopped":
+                self._write({"type": "notice", "t": record["t"], "level": "warning",
+                             "message": f"GPU {item['index']}: {item['reason']}"})
+        if gpus is None:  # NVML failed just now: say why once, keep sampling the rest
+            self._gpu_sampler = None
+            sampler.stop()
+            self._write({"type": "gpu_status", "t": record["t"], "available": False,
+                         "reason": self.gpu.reason, "devices": len(self.gpu.devices)})
+            return
+        record["gpus"] = gpus
+        if asked_at != record["t"]:
+            record["gpus_t"] = asked_at  # a slow poll, asked for at an earlier tick
 
     def _signal_tree(self, tree: ProcessTreeProbe, sig: signal.Signals) -> None:
         """Signal the workload's process group and any descendant that left it (setsid)."""

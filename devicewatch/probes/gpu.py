@@ -8,15 +8,98 @@ reason down and samples everything else as before.
 Utilization is read from the driver's buffer of recent samples (``nvmlDeviceGetSamples``),
 drained on every call, so a dip shorter than the sampling period is still seen as it
 happened. Where the buffer is not supported, the one-second average of
-``nvmlDeviceGetUtilizationRates`` is used instead.
+``nvmlDeviceGetUtilizationRates`` is used instead. The spacing of the driver's samples is its
+own sampling period (often 167 ms); it is measured and reported once known.
+
+"Utilization" is the share of time at least one kernel ran: one tiny kernel all the time reads
+100%. On Hopper and newer, GPM (GPU performance monitoring) says how much of the chip worked:
+SMs active, warp occupancy, tensor cores, DRAM bandwidth, PCIe traffic, each averaged between
+two GPM samples taken more than 100 ms apart. Each poll takes one new sample into the older of
+two buffers and reuses the other, so a poll costs one sample and one metrics call per GPU (per
+GPU instance under MIG). Where GPM is missing, the reason is kept in ``gpm_reasons``.
 """
 
 from __future__ import annotations
 
+import statistics
 import time
+from collections import deque
 from typing import Any, Callable
 
 NVML_VALUE_FIELDS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
+MIB = 1 << 20
+
+# (field, NVML metric id constant, scale): percent as given; PCIe from MiB/s to bytes/s.
+GPM_METRICS = (
+    ("sm_active", "NVML_GPM_METRIC_SM_UTIL", 1.0),
+    ("sm_occupancy", "NVML_GPM_METRIC_SM_OCCUPANCY", 1.0),
+    ("tensor_active", "NVML_GPM_METRIC_ANY_TENSOR_UTIL", 1.0),
+    ("dram_active", "NVML_GPM_METRIC_DRAM_BW_UTIL", 1.0),
+    ("pcie_tx", "NVML_GPM_METRIC_PCIE_TX_PER_SEC", MIB),
+    ("pcie_rx", "NVML_GPM_METRIC_PCIE_RX_PER_SEC", MIB),
+)
+GPM_FIELDS = tuple(name for name, _, _ in GPM_METRICS)
+# Every field of one GPU's entry in a sample, declared once: the run-file schema takes its
+# per-device field list from here. ``mig`` holds GPM fields per GPU instance when MIG is on.
+GPU_FIELDS = ("index", "util", "util_samples", "mem_util", "mem_used", "mem_total", "power_w", "temp_c",
+              "sm_clock_mhz", *GPM_FIELDS, "mig", "procs")
+PROCESS_FIELDS = ("pid", "mem", "util", "mem_util")
+GPM_FUNCTIONS = ("nvmlGpmQueryDeviceSupport", "nvmlGpmSampleAlloc", "nvmlGpmSampleFree", "nvmlGpmSampleGet",
+                 "nvmlGpmMigSampleGet", "nvmlGpmMetricsGet")
+GPM_MIN_GAP = 0.1       # seconds; NVML needs its two GPM samples more than this apart
+PERIOD_AFTER = 8        # spacings of driver samples seen before their median is reported
+
+
+class GpmTarget:
+    """Two GPM sample buffers for one GPU or one GPU instance: each read fills the older one."""
+
+    def __init__(self, nvml: Any, handle: Any, gpu_instance: int | None, clock: Callable[[], float]):
+        self.nvml = nvml
+        self.handle = handle
+        self.gpu_instance = gpu_instance
+        self.clock = clock
+        self.newest = nvml.nvmlGpmSampleAlloc()
+        self.spare = nvml.nvmlGpmSampleAlloc()
+        self.taken_at: float | None = None
+        self.ids = [getattr(nvml, constant) for _, constant, _ in GPM_METRICS]
+        self.request = nvml.c_nvmlGpmMetricsGet_t()
+        self.request.version = nvml.NVML_GPM_METRICS_GET_VERSION
+        self.request.numMetrics = len(self.ids)
+        for i, metric_id in enumerate(self.ids):
+            self.request.metrics[i].metricId = metric_id
+
+    def read(self) -> dict[str, Any] | None:
+        """The metrics since the previous read, or None when that was 100 ms ago or less."""
+        now = self.clock()
+        if self.taken_at is not None and now - self.taken_at <= GPM_MIN_GAP:
+            return None
+        nvml = self.nvml
+        if self.gpu_instance is None:
+            nvml.nvmlGpmSampleGet(self.handle, self.spare)
+        else:
+            nvml.nvmlGpmMigSampleGet(self.handle, self.gpu_instance, self.spare)
+        self.newest, self.spare = self.spare, self.newest
+        first = self.taken_at is None
+        self.taken_at = now
+        if first:
+            return None
+        request = self.request
+        request.sample1 = self.spare
+        request.sample2 = self.newest
+        nvml.nvmlGpmMetricsGet(request)
+        out: dict[str, Any] = {}
+        for i, (name, _, scale) in enumerate(GPM_METRICS):
+            metric = request.metrics[i]
+            ok = metric.nvmlReturn == nvml.NVML_SUCCESS and metric.value == metric.value
+            out[name] = (round(metric.value, 1) if scale == 1.0 else int(metric.value * scale)) if ok else None
+        return out
+
+    def free(self) -> None:
+        for sample in (self.newest, self.spare):
+            try:
+                self.nvml.nvmlGpmSampleFree(sample)
+            except Exception:
+                pass
 
 
 def _load_nvml() -> Any:
@@ -28,7 +111,9 @@ def _load_nvml() -> Any:
 class GpuProbe:
     """Samples every visible NVIDIA GPU. Construct, then ``start()``; check ``available``."""
 
-    def __init__(self, enabled: bool = True, nvml_loader: Callable[[], Any] = _load_nvml):
+    def __init__(self, enabled: bool = True, nvml_loader: Callable[[], Any] = _load_nvml,
+                 clock: Callable[[], float] = time.time):
+        """CLOCK gives Unix seconds, the clock NVML stamps its samples with."""
         self.enabled = enabled
         self._load = nvml_loader
         self.nvml: Any = None
@@ -40,6 +125,13 @@ class GpuProbe:
         self._last_seen: list[int] = []      # newest buffered-sample timestamp per device (µs)
         self._last_proc_seen: list[int] = []
         self._buffered: list[bool] = []
+        self._clock = clock
+        self._gpm: list[list[GpmTarget]] = []      # per device; empty where GPM is not sampled
+        self.gpm_reasons: list[str | None] = []    # per device: why GPM is not sampled, or None
+        self._proc_api: list[str | None] = []      # "info", "legacy" or None (neither supported)
+        self._stamps: list[deque[int]] = []
+        self.util_period: list[float | None] = []  # the driver's sample period per device, seconds
+        self._news: list[dict[str, Any]] = []
 
     # -- set-up and tear-down -------------------------------------------------------------
 
@@ -60,7 +152,7 @@ class GpuProbe:
         try:
             count = self.nvml.nvmlDeviceGetCount()
             self.driver = self._text(self._query(self.nvml.nvmlSystemGetDriverVersion))
-            now_us = int(time.time() * 1e6)
+            now_us = int(self._clock() * 1e6)
             for index in range(count):
                 handle = self.nvml.nvmlDeviceGetHandleByIndex(index)
                 memory = self._query(self.nvml.nvmlDeviceGetMemoryInfo, handle)
@@ -68,6 +160,9 @@ class GpuProbe:
                 self._last_seen.append(now_us)
                 self._last_proc_seen.append(now_us)
                 self._buffered.append(True)
+                self._proc_api.append("info")
+                self._stamps.append(deque(maxlen=PERIOD_AFTER + 1))
+                self.util_period.append(None)
                 self.devices.append({
                     "index": index,
                     "name": self._text(self._query(self.nvml.nvmlDeviceGetName, handle)) or f"GPU {index}",
@@ -80,10 +175,47 @@ class GpuProbe:
         if not self._handles:
             self.reason = "no NVIDIA GPU found"
             return
+        for index, handle in enumerate(self._handles):
+            targets, reason = self._start_gpm(index, handle)
+            self._gpm.append(targets)
+            self.gpm_reasons.append(reason)
         self.available = True
         self.reason = None
 
+    def _start_gpm(self, index: int, handle: Any) -> tuple[list[GpmTarget], str | None]:
+        nvml = self.nvml
+        missing = [name for name in GPM_FUNCTIONS if not hasattr(nvml, name)]
+        if missing:
+            return [], f"GPM not sampled: this nvidia-ml-py has no {missing[0]}"
+        try:
+            if not nvml.nvmlGpmQueryDeviceSupport(handle).isSupportedDevice:
+                return [], f"GPM not supported on {self.devices[index]['name']} (needs Hopper or newer)"
+            mode = self._query(nvml.nvmlDeviceGetMigMode, handle)
+            if mode and mode[0] == getattr(nvml, "NVML_DEVICE_MIG_ENABLE", 1):
+                instances = []
+                for i in range(nvml.nvmlDeviceGetMaxMigDeviceCount(handle)):
+                    mig = self._query(nvml.nvmlDeviceGetMigDeviceHandleByIndex, handle, i)
+                    if mig is not None:
+                        instances.append(nvml.nvmlDeviceGetGpuInstanceId(mig))
+                if not instances:
+                    return [], "GPM not sampled: MIG is on but no GPU instance exists"
+                return [GpmTarget(nvml, handle, gi, self._clock) for gi in instances], None
+            return [GpmTarget(nvml, handle, None, self._clock)], None
+        except nvml.NVMLError as exc:
+            if getattr(exc, "value", None) == getattr(nvml, "NVML_ERROR_FUNCTION_NOT_FOUND", -1):
+                return [], "GPM not sampled: the NVIDIA driver has no GPM functions (too old)"
+            return [], f"GPM not sampled: {self._describe(exc)}"
+
+    def take_news(self) -> list[dict[str, Any]]:
+        """What changed since the last call: a driver sample period measured, GPM stopped."""
+        news, self._news = self._news, []
+        return news
+
     def stop(self) -> None:
+        for targets in self._gpm:
+            for target in targets:
+                target.free()
+        self._gpm = []
         if self.nvml is not None:
             try:
                 self.nvml.nvmlShutdown()
@@ -124,8 +256,35 @@ class GpuProbe:
         if buffered:
             record["util_samples"] = buffered
             record["util"] = buffered[-1][1]
+        if self._gpm[index]:
+            self._read_gpm(index, record)
         record["procs"] = self._processes(index, handle, pids)
         return record
+
+    def _read_gpm(self, index: int, record: dict[str, Any]) -> None:
+        """GPM fields into RECORD; a GPM failure stops GPM on this device only, with a reason."""
+        targets = self._gpm[index]
+        try:
+            if targets[0].gpu_instance is None:
+                metrics = targets[0].read()
+                if metrics is not None:
+                    record.update(metrics)
+                return
+            instances = []
+            for target in targets:
+                metrics = target.read()
+                if metrics is not None:
+                    instances.append({"gpu_instance": target.gpu_instance, **metrics})
+            if instances:
+                record["mig"] = instances
+        except self.nvml.NVMLError as exc:
+            if getattr(exc, "value", None) == getattr(self.nvml, "NVML_ERROR_GPU_IS_LOST", 15):
+                raise
+            for target in targets:
+                target.free()
+            self._gpm[index] = []
+            self.gpm_reasons[index] = f"GPM sampling stopped: {self._describe(exc)}"
+            self._news.append({"kind": "gpm_stopped", "index": index, "reason": self.gpm_reasons[index]})
 
     def _drain_samples(self, index: int, handle: Any, run_start_unix: float) -> list[list[float]]:
         """The driver's utilization samples newer than the last ones seen, as [t, percent]."""
@@ -143,27 +302,74 @@ class GpuProbe:
             raise
         field = NVML_VALUE_FIELDS.get(value_type, "uiVal")
         out = []
+        stamps = self._stamps[index]
         for sample in samples:
             stamp = int(sample.timeStamp)
             if stamp <= self._last_seen[index]:
                 continue
             self._last_seen[index] = stamp
+            stamps.append(stamp)
             out.append([round(stamp / 1e6 - run_start_unix, 3), float(getattr(sample.sampleValue, field))])
+        if self.util_period[index] is None and len(stamps) > PERIOD_AFTER:
+            ordered = list(stamps)
+            period = statistics.median(b - a for a, b in zip(ordered, ordered[1:])) / 1e6
+            self.util_period[index] = round(period, 4)
+            self._news.append({"kind": "util_period", "index": index, "seconds": self.util_period[index]})
         return out
 
     def _processes(self, index: int, handle: Any, pids: set[int]) -> list[dict[str, Any]]:
+        """The workload's processes on this GPU: memory, and their SM and memory use averaged
+        over the driver samples newer than the last poll's (each sample counted once)."""
         nvml = self.nvml
         running = self._query(nvml.nvmlDeviceGetComputeRunningProcesses, handle) or []
         used = {p.pid: getattr(p, "usedGpuMemory", None) for p in running if not pids or p.pid in pids}
-        util: dict[int, int] = {}
-        samples = self._query(nvml.nvmlDeviceGetProcessUtilization, handle, self._last_proc_seen[index]) or []
-        for sample in samples:
+        last_seen = self._last_proc_seen[index]
+        newest = last_seen
+        sums: dict[int, list[float]] = {}
+        for sample in self._process_samples(index, handle, last_seen):
+            stamp = int(sample.timeStamp)
+            if stamp <= last_seen:
+                continue  # counted in an earlier poll
+            newest = max(newest, stamp)
             if pids and sample.pid not in pids:
                 continue
-            util[sample.pid] = sample.smUtil
-            self._last_proc_seen[index] = max(self._last_proc_seen[index], int(sample.timeStamp))
-        return [{"pid": pid, "mem": used.get(pid), "util": util.get(pid)}
-                for pid in sorted(set(used) | set(util))]
+            acc = sums.setdefault(sample.pid, [0.0, 0.0, 0])
+            acc[0] += sample.smUtil
+            acc[1] += sample.memUtil
+            acc[2] += 1
+        self._last_proc_seen[index] = newest
+        out = []
+        for pid in sorted(set(used) | set(sums)):
+            acc = sums.get(pid)
+            out.append({"pid": pid, "mem": used.get(pid),
+                        "util": round(acc[0] / acc[2], 1) if acc else None,
+                        "mem_util": round(acc[1] / acc[2], 1) if acc else None})
+        return out
+
+    def _process_samples(self, index: int, handle: Any, last_seen: int) -> list[Any]:
+        """Per-process samples newer than LAST_SEEN: the versioned call, else the deprecated one."""
+        nvml = self.nvml
+        if self._proc_api[index] == "info":
+            try:
+                return nvml.nvmlDeviceGetProcessesUtilizationInfo(handle, last_seen)
+            except AttributeError:  # an nvidia-ml-py older than the call
+                self._proc_api[index] = "legacy"
+            except nvml.NVMLError as exc:
+                if getattr(exc, "value", None) == getattr(nvml, "NVML_ERROR_NOT_FOUND", -1):
+                    return []  # nothing new
+                if not self._not_supported(exc):
+                    raise
+                self._proc_api[index] = "legacy"
+        if self._proc_api[index] == "legacy":
+            try:
+                return nvml.nvmlDeviceGetProcessUtilization(handle, last_seen)
+            except nvml.NVMLError as exc:
+                if getattr(exc, "value", None) == getattr(nvml, "NVML_ERROR_NOT_FOUND", -1):
+                    return []
+                if not self._not_supported(exc):
+                    raise
+                self._proc_api[index] = None
+        return []
 
     # -- NVML habits ----------------------------------------------------------------------
 

@@ -44,7 +44,7 @@ def fake_nvml(buffered=True, samples_by_call=None):
         nvmlDeviceGetClockInfo=lambda h, k: 1500, nvmlDeviceGetSamples=get_samples,
         nvmlDeviceGetComputeRunningProcesses=lambda h: [SimpleNamespace(pid=42, usedGpuMemory=1 << 29),
                                                          SimpleNamespace(pid=7, usedGpuMemory=1 << 20)],
-        nvmlDeviceGetProcessUtilization=lambda h, ts: [SimpleNamespace(pid=42, smUtil=77, timeStamp=ts + 1)],
+        nvmlDeviceGetProcessUtilization=lambda h, ts: [SimpleNamespace(pid=42, smUtil=77, memUtil=12, timeStamp=ts + 1)],
     )
 
 
@@ -77,7 +77,7 @@ def test_buffered_samples_are_drained_once_each():
 def test_only_the_workloads_processes_are_reported():
     probe = started(fake_nvml())
     (gpu0, _) = probe.sample(pids=[42], run_start_unix=1000.0)
-    assert gpu0["procs"] == [{"pid": 42, "mem": 1 << 29, "util": 77}]
+    assert gpu0["procs"] == [{"pid": 42, "mem": 1 << 29, "util": 77, "mem_util": 12}]
 
 
 def test_unsupported_buffer_falls_back_to_the_average():

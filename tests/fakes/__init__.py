@@ -1,0 +1,1 @@
+"""Fakes of outside systems for tests and benchmarks: inputs only, never the thing under test."""
