@@ -205,11 +205,14 @@ def alignment(nodes: list[Node]) -> dict[str, Any]:
         result["text"] = (f"{hosts} hosts: aligned by their wall clocks, so to within the hosts' clock "
                           "synchronisation (NTP: milliseconds; PTP: microseconds)")
     elif same_host:
-        result["text"] = (f"one host: aligned to within {max(same_host) * 1e3:.3f} ms "
-                          "(measured from the clock pairs)")
+        result["text"] = f"one host: aligned to within {_span(max(same_host))} (measured from the clock pairs)"
     else:
         result["text"] = "one host; the files hold no clock pairs to measure the alignment by"
     return result
+
+
+def _span(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.1f} µs"
 
 
 # -- merging --------------------------------------------------------------------------------

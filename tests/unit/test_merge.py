@@ -150,7 +150,7 @@ def test_the_command_writes_one_run_and_prints_the_alignment(tmp_path, capsys):
     out = tmp_path / "merged.jsonl"
     assert merge_command.run(parse([a, b, "-o", str(out)])) == 0
     printed = capsys.readouterr().out
-    assert "alignment: one host: aligned to within 0.500 ms" in printed
+    assert "alignment: one host: aligned to within 500.0 µs" in printed
     assert "epoch 1: rank 1 finished last; waited: rank 0 2.00" in printed
     assert load(out).header["job"]["ranks"] == [0, 1]
     with pytest.raises(UsageError, match="is one of the files"):
