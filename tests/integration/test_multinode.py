@@ -144,6 +144,12 @@ def test_a_node_cut_short_in_its_exit_wait_still_merges_and_reports(tmp_path, ca
     merge_command.add_arguments(parser)
     out = tmp_path / "again.jsonl"
     assert merge_command.run(parser.parse_args([*files, "-o", str(out)])) == 0
+    report = devicewatch("report", str(out), "--json")
+    assert report.returncode == 0, report.stderr
+    summary = json.loads(report.stdout)
+    assert summary["status"] == "cancelled" and not summary["ended_abruptly"]
+    assert [e["epoch"] for e in summary["epochs"]] == [1, 2, 3]
+    assert all(e["metrics"].get("loss") is not None for e in summary["epochs"])
     printed = capsys.readouterr().out
     assert "node 0: rank 0; cancelled" in printed
     assert [line.split(":")[0] for line in printed.splitlines() if line.startswith("epoch")] == \
