@@ -349,15 +349,20 @@ def write(merged: Merged, path: str) -> None:
 
 # -- reading a merged run -------------------------------------------------------------------
 
+def _hosts(run: Run) -> list[dict[str, Any]]:
+    hosts = run.header.get("hosts")
+    return [h for h in hosts if isinstance(h, dict)] if isinstance(hosts, list) else []
+
+
 def host_labels(run: Run) -> list[str]:
     """The hosts of a merged run, in node order; empty for a single node's run."""
-    return [str(h.get("label")) for h in run.header.get("hosts", []) if isinstance(h, dict)]
+    return [str(h.get("label")) for h in _hosts(run)]
 
 
 def host_run(run: Run, label: str) -> Run:
     """One host of a merged run as a run of its own (its samples, its ranks' events and lines),
     so every single-host figure (utilization, dips, verdict) applies to it unchanged."""
-    entry = next((h for h in run.header.get("hosts", []) if isinstance(h, dict) and h.get("label") == label), None)
+    entry = next((h for h in _hosts(run) if h.get("label") == label), None)
     if entry is None:
         raise UsageError(f"{os.path.basename(run.path)} has no host {label!r}")
     header = dict(run.header, host=entry.get("host", {}), workload=entry.get("workload", {}))

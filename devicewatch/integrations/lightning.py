@@ -3,8 +3,8 @@
     from devicewatch.integrations.lightning import DevicewatchCallback
     trainer = lightning.Trainer(max_epochs=20, callbacks=[DevicewatchCallback()])
 
-Outside devicewatch it does nothing. Under torchrun (or Lightning's own DDP launch) every rank
-reports, and each event carries its rank, so `devicewatch merge` gives each rank its lane.
+Outside devicewatch it does nothing. Under torchrun every rank reports, and each event carries
+its rank, so `devicewatch merge` gives each rank its lane.
 Lightning runs validation inside the training epoch, before ``on_train_epoch_end``: the train
 phase ends where validation begins, as in the Keras callback.
 """
