@@ -7,6 +7,10 @@ stamped with ``time.monotonic()`` (the system-wide monotonic clock on Linux, the
 the recorder samples on). A FIFO rather than an inherited descriptor so that processes the
 workload starts itself (``torchrun`` ranks, pool workers) can report too.
 
+Under ``torchrun`` every event also carries the rank's identity (``rank``, ``local_rank``,
+``world_size``, ``group_rank``, ``job``) read once from torchrun's environment, so that
+``devicewatch merge`` can give each rank its own lane with no change to the script.
+
     from devicewatch import events
     events.run_info(framework="torch", device="cpu", params=975_692, data="synthetic")
     for epoch in range(1, epochs + 1):
@@ -43,15 +47,44 @@ RESULT = "result"            # name, values
 OVERSIZE = "oversize"        # an event over MAX_LINE_BYTES, replaced: of, bytes
 KINDS = (RUN_INFO, PHASE_BEGIN, PHASE_END, EPOCH, MARKER, RESULT, OVERSIZE)
 
+# torchrun's environment variables and the event fields they become.
+RANK_VARS = (("RANK", "rank"), ("LOCAL_RANK", "local_rank"), ("WORLD_SIZE", "world_size"),
+             ("GROUP_RANK", "group_rank"))
+
 _lock = threading.Lock()
 _stream: Any = None
 _disabled = False
 _pid = 0
+_identity: dict[str, Any] | None = None
 
 
 def enabled() -> bool:
     """True when this process runs under a devicewatch recorder."""
     return bool(os.environ.get(ENV_VAR)) and not _disabled
+
+
+def identity() -> dict[str, Any]:
+    """This process's torchrun identity, empty outside torchrun; read from the environment once.
+
+    ``job`` (master address and port, and the rendezvous id when one was given) tells the
+    files of one job from those of another when several nodes' runs are merged.
+    """
+    global _identity
+    if _identity is None:
+        found: dict[str, Any] = {}
+        if "RANK" in os.environ:
+            for var, key in RANK_VARS:
+                try:
+                    found[key] = int(os.environ[var])
+                except (KeyError, ValueError):
+                    pass
+            master = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
+            if all(master):
+                job = f"{master[0]}:{master[1]}"
+                run_id = os.environ.get("TORCHELASTIC_RUN_ID")
+                found["job"] = job + (f"/{run_id}" if run_id and run_id != "none" else "")
+        _identity = found
+    return _identity
 
 
 def _open_stream() -> Any:
@@ -97,12 +130,12 @@ def emit(kind: str, **fields: Any) -> None:
     if _disabled or not os.environ.get(ENV_VAR):
         return
     record = {"kind": kind, "mono": time.monotonic(), "pid": os.getpid(),
-              "thread": threading.current_thread().name}
+              "thread": threading.current_thread().name, **identity()}
     record.update(_clean(fields))
     data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
     if len(data) > MAX_LINE_BYTES:
         data = (json.dumps({"kind": OVERSIZE, "mono": record["mono"], "pid": record["pid"],
-                            "of": kind, "bytes": len(data)}) + "\n").encode()
+                            "of": kind, "bytes": len(data), **identity()}) + "\n").encode()
     with _lock:
         stream = _open_stream()
         if stream is None:

@@ -233,6 +233,9 @@ class Recorder:
             "devicewatch": __version__,
             "started": datetime.fromtimestamp(now, timezone.utc).isoformat(timespec="seconds"),
             "started_unix": round(now, 3),
+            # The wall-clock/monotonic pair at t = 0, unrounded: `devicewatch merge` aligns
+            # several nodes' runs by it (and by the end record's pair).
+            "clock": {"unix": now, "mono": self.start_mono},
             "interval": self.options.interval,
             "host": host_info(self.gpu),
             "workload": {"name": self.options.workload, "args": self.options.workload_args,
@@ -454,8 +457,11 @@ class Recorder:
             status = "failed"
             reason = f"killed by {signal_name}" if signal_name else f"exit code {exit_code}"
         self._clear_status()
-        self._write({"type": "end", "t": self._t(), "status": status, "exit_code": exit_code,
-                     "signal": signal_name, "duration": self._t(), "reason": reason})
+        end_unix, end_mono = time.time(), time.monotonic()
+        t = round(end_mono - self.start_mono, 4)
+        self._write({"type": "end", "t": t, "status": status, "exit_code": exit_code,
+                     "signal": signal_name, "duration": t, "reason": reason,
+                     "clock": {"unix": end_unix, "mono": end_mono}})
         if self._write_failed is not None:
             raise RecorderError(f"writing {self.options.output} failed: {self._write_failed.strerror}; "
                                 "the workload was stopped and the file holds everything up to then")

@@ -60,6 +60,42 @@ def test_non_json_values_are_sent_as_valid_json(tmp_path):
     assert oversize["of"] == "result"
 
 
+def test_a_torchrun_rank_says_who_it_is_in_every_event_and_the_clock_pairs_are_written(tmp_path):
+    work = tmp_path / "w.py"
+    work.write_text(textwrap.dedent("""
+        import os
+        from devicewatch import events
+        with events.phase("train", epoch=1):
+            os.environ["RANK"] = "9"   # read once: a later change does not relabel the process
+        events.marker("done", rank=5)  # a field the script sets itself wins
+    """))
+    out = tmp_path / "r.jsonl"
+    torchrun_env = {"RANK": "3", "LOCAL_RANK": "1", "WORLD_SIZE": "4", "GROUP_RANK": "1",
+                    "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": "none"}
+    plain_env = {k: v for k, v in os.environ.items() if k not in torchrun_env and k != "DEVICEWATCH_EVENTS"}
+
+    def record(path, env):
+        return subprocess.run([sys.executable, "-m", "devicewatch", "--record", str(path), "--quiet", "--",
+                               sys.executable, str(work)], cwd=ROOT, env=dict(env, PYTHONPATH=str(ROOT)),
+                              capture_output=True, text=True, timeout=120)
+
+    result = record(out, dict(plain_env, **torchrun_env))
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    begin, end, marker = [r for r in lines if r["type"] == "event"]
+    who = {"rank": 3, "local_rank": 1, "world_size": 4, "group_rank": 1, "job": "10.0.0.1:29500"}
+    assert {k: begin.get(k) for k in who} == who and {k: end.get(k) for k in who} == who
+    assert marker["rank"] == 5 and marker["group_rank"] == 1
+    header, last = lines[0], lines[-1]
+    # t = mono - the header's mono; the end pair is read after every other record
+    assert last["t"] == pytest.approx(last["clock"]["mono"] - header["clock"]["mono"], abs=1e-4)
+    assert last["clock"]["unix"] - header["clock"]["unix"] == pytest.approx(last["t"], abs=0.05)
+    alone = tmp_path / "alone.jsonl"
+    assert record(alone, plain_env).returncode == 0
+    events = [json.loads(line) for line in alone.read_text().splitlines() if '"event"' in line]
+    assert "rank" not in events[0] and "job" not in events[0]
+
+
 def _modules_outside_the_ui() -> list[str]:
     """Every module of devicewatch but the dashboard and the framework callbacks (which import
     their framework on purpose); the command line is included: it may load the UI only when

@@ -1,0 +1,36 @@
+"""The Lightning callback under a real Trainer on the CPU, recorded end to end."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from devicewatch import analysis, runfile
+
+from conftest import devicewatch
+
+SCRIPT = Path(__file__).parent / "scripts" / "lightning_fit.py"
+
+pytest.importorskip("lightning")
+
+
+@pytest.mark.slow
+def test_lightning_fit_records_phases_metrics_and_run_info(tmp_path):
+    out = tmp_path / "fit.jsonl"
+    result = devicewatch("--record", str(out), "--quiet", "--", sys.executable, str(SCRIPT), timeout=180)
+    assert result.returncode == 0, result.stderr[-2000:]
+    run = runfile.load(out)
+    assert run.end["status"] == "ok"
+    begins = [(e["name"], e["epoch"]) for e in run.events if e["kind"] == "phase_begin"]
+    ends = [(e["name"], e["epoch"]) for e in run.events if e["kind"] == "phase_end"]
+    # the sanity check's validation batches before training are no epoch's phase
+    expected = [("train", 1), ("validate", 1), ("train", 2), ("validate", 2)]
+    assert begins == expected and ends == expected
+    assert not any(p.open for p in analysis.phases(run))
+    (info,) = [e["info"] for e in run.events if e["kind"] == "run_info"]
+    assert info["framework"] == "lightning" and info["device"] == "cpu"
+    assert info["params"] == 8 + 1 and info["epochs"] == 2
+    metrics = [(e["epoch"], sorted(e["metrics"])) for e in run.events if e["kind"] == "epoch"]
+    assert metrics == [(1, ["train_loss", "val_loss"]), (2, ["train_loss", "val_loss"])]
+    rows = analysis.epochs(run)
+    assert [r.epoch for r in rows] == [1, 2] and all(r.train > 0 and r.validate > 0 for r in rows)
