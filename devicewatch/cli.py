@@ -50,7 +50,7 @@ def top_parser() -> CommandParser:
     # Left out of --help on purpose (docs/reliability.md): the dashboard and tests use them.
     options.add_argument("--watcher-pid", type=int, help=argparse.SUPPRESS)
     options.add_argument("--grace", type=_grace, default=3.0, help=argparse.SUPPRESS)
-    parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    parser.add_argument("words", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)  # the command and its own
     parser.set_defaults(**{k: None for k in DEFAULTS})
     return parser
 
@@ -92,21 +92,21 @@ def parse(argv: list[str]) -> tuple[ModuleType, argparse.Namespace]:
     if args.version:
         print(f"devicewatch {__version__}")
         raise SystemExit(0)
-    rest = args.rest
+    words = args.words
     if args.record is not None:
-        args.target = rest
+        args.target = words
         module: ModuleType = record_command
-    elif not rest:
+    elif not words:
         module, args.target = run_command, None
-    elif rest[0] in SUBCOMMANDS:
-        module = _command(rest[0])
-        vars(args).update(vars(_command_parser(rest[0]).parse_args(rest[1:])))
-    elif rest[0] == "--":
+    elif words[0] in SUBCOMMANDS:
+        module = _command(words[0])
+        vars(args).update(vars(_command_parser(words[0]).parse_args(words[1:])))
+    elif words[0] == "--":
         raise UsageError("to watch a command, use `devicewatch run -- COMMAND` or `devicewatch --record FILE -- COMMAND`")
-    elif rest[0].startswith("-"):
-        raise UsageError(f"unknown option {rest[0]} (see devicewatch --help)")
+    elif words[0].startswith("-"):
+        raise UsageError(f"unknown option {words[0]} (see devicewatch --help)")
     else:
-        raise UsageError(f"unknown command {rest[0]!r} (see devicewatch --help)")
+        raise UsageError(f"unknown command {words[0]!r} (see devicewatch --help)")
     for key, value in DEFAULTS.items():
         if getattr(args, key, None) is None:
             setattr(args, key, value)
