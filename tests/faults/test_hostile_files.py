@@ -17,7 +17,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from devicewatch import compare, export, report, runfile, safe_text
+from devicewatch import compare, runfile, safe_text
+from devicewatch.render import export
+from devicewatch.render.compare_text import comparison_text
+from devicewatch.render.report import report_text
 
 from .conftest import PY, child_env
 
@@ -73,9 +76,9 @@ def test_report_and_compare_show_hostile_strings_as_text(tmp_path, strings):
     path = tmp_path / "hostile.jsonl"
     hostile_run(path, strings)
     run = runfile.load(path)
-    assert_inert(report.render_text(run, chart=True))
+    assert_inert(report_text(run, chart=True))
     other = runfile.load(path)
-    assert_inert(compare.render_text(compare.comparison(run, other)))
+    assert_inert(comparison_text(compare.comparison(run, other)))
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
