@@ -216,76 +216,17 @@ def lane_overlap(all_phases: list[Phase]) -> dict[str, float]:
 
 # -- samples ---------------------------------------------------------------------------------
 
-def _column(samples: list[dict[str, Any]], key: str) -> np.ndarray:
-    return np.array([_number(s.get(key)) for s in samples], dtype=float)
-
-
-def _rows(rows: list[Any], width: int) -> np.ndarray:
-    """A (len(rows), width) float array; rows of another width or type become NaN."""
-    try:
-        array = np.array(rows, dtype=float)
-        if array.shape == (len(rows), width):
-            return array
-    except (TypeError, ValueError):
-        pass
-    out = np.full((len(rows), width), np.nan)
-    for i, row in enumerate(rows):
-        if isinstance(row, list) and len(row) == width:
-            try:
-                out[i] = row
-            except (TypeError, ValueError):
-                pass
-    return out
-
-
-def _number(value: Any) -> float:
-    return value if value.__class__ in (int, float) else np.nan
-
-
 def series(run: Run) -> Series:
-    """One pass over the samples: a one-hour, 64-core, 8-GPU recording has 36,000 of them."""
-    samples = run.samples
-    n = len(samples)
-    nan = np.nan
-    t = np.array([s["t"] for s in samples], dtype=float)
-    cpu_rows = [s.get("cpu") or [] for s in samples]
-    cores = max((len(r) for r in cpu_rows), default=0) or run.cores
-    cpu = _rows(cpu_rows, cores)
-    gpu_count = max((len(s["gpus"]) for s in samples if s.get("gpus").__class__ is list), default=0)
-    pairs: list[list[Any]] = [[] for _ in range(gpu_count)]
-    mem = [[nan] * n for _ in range(gpu_count)]
-    power = [[nan] * n for _ in range(gpu_count)]
-    for i, sample in enumerate(samples):
-        gpus = sample.get("gpus")
-        if gpus.__class__ is not list:
-            continue
-        for g, entry in enumerate(gpus):
-            if entry.__class__ is not dict:
-                continue
-            buffered = entry.get("util_samples")
-            if buffered:  # the driver's own samples: sub-interval dips are real values
-                pairs[g] += buffered
-            else:
-                util = entry.get("util")
-                if util.__class__ in (int, float):
-                    pairs[g].append((t[i], util))
-            mem[g][i] = _number(entry.get("mem_used"))
-            power[g][i] = _number(entry.get("power_w"))
+    """The run's sample columns as the analysis needs them (views, no per-sample work)."""
+    c = run.samples
     gpu_t: list[np.ndarray] = []
     gpu_util: list[np.ndarray] = []
-    for g in range(gpu_count):
-        array = _rows(pairs[g], 2)
-        array = array[~np.isnan(array).any(axis=1)]
-        order = np.argsort(array[:, 0], kind="stable")  # polls can overlap by a sample
-        gpu_t.append(array[order, 0])
-        gpu_util.append(array[order, 1])
-    procs = [s.get("proc") if s.get("proc").__class__ is dict else {} for s in samples]
-    return Series(t, cpu, _column(samples, "cpu_total"),
-                  np.array([_number(p.get("cpu")) for p in procs], dtype=float),
-                  np.array([_number(p.get("rss")) for p in procs], dtype=float),
-                  _column(samples, "recorder_cpu"), _column(samples, "watcher_cpu"), gpu_t, gpu_util,
-                  np.array(mem, dtype=float).reshape(gpu_count, n).T,
-                  np.array(power, dtype=float).reshape(gpu_count, n).T)
+    for g in range(c.gpus if c.gpu_present.any() else 0):  # GPUs listed but never sampled: none
+        t, v = c.util(g)
+        gpu_t.append(t)
+        gpu_util.append(v)
+    return Series(c.t, c.cpu, c.cpu_total, c.proc("cpu"), c.proc("rss"), c.recorder_cpu, c.watcher_cpu,
+                  gpu_t, gpu_util, c.gpu("mem_used"), c.gpu("power_w"))
 
 
 def _active_mask(t: np.ndarray, intervals: list[tuple[float, float]]) -> np.ndarray:

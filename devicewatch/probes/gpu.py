@@ -16,6 +16,16 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
+# Each GPU's readings in a sample, in the order the run file stores them (like nvitop's
+# SNAPSHOT_KEYS): the writer and the reader take the list from here through the header, so a
+# field added here is recorded and read without touching either. The memory total does not
+# change: it is in the header (``host.gpus[i].mem_total``). Memory is stored in MiB.
+GPU_FIELDS = ("util", "mem_util", "mem_used", "power_w", "temp_c", "sm_clock_mhz")
+GPU_SCALE = {"mem_used": 1 << 20}
+# Per-process use of a GPU: one entry per process of the workload seen on it.
+GPU_PROC_FIELDS = ("pid", "mem", "util")
+GPU_PROC_SCALE = {"mem": 1 << 20}
+
 NVML_VALUE_FIELDS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
 
 

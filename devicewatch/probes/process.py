@@ -16,6 +16,10 @@ import psutil
 
 REFRESH_EVERY = 10
 
+# The workload tree's readings, in the order the run file stores them; RSS in MiB.
+PROC_FIELDS = ("cpu", "rss", "threads", "count")
+PROC_SCALE = {"rss": 1 << 20}
+
 
 def descendants(root: int) -> list[int]:
     """PIDs below ``root``, from /proc's children lists where the kernel offers them."""
