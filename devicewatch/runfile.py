@@ -261,7 +261,12 @@ class Follower:
             else:
                 self.run.bad_lines += 1
             return
-        if not well_formed(record):
+        if record.get("type") == "sample" and self.run.samples.compact:
+            t = record.get("t")  # the columns take any other damage as missing values
+            if type(t) not in _NUMBER or not math.isfinite(t) or record.get("cpu", []).__class__ is not list:
+                self.run.bad_lines += 1
+                return
+        elif not well_formed(record):
             self.run.bad_lines += 1
             return
         self.run.add(record)

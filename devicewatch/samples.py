@@ -87,12 +87,14 @@ class Encoder:
         if isinstance(gpus, list):
             entries = [g if isinstance(g, dict) else {} for g in gpus]
             out["gpu"] = [self._row("gpu", g) for g in entries]
-            if any(g.get("util_samples") for g in entries):
-                out["gpu_util"] = [[x for stamp, value in (g.get("util_samples") or ())
-                                    for x in (round((stamp - t) * 1000), _compact(value, 1))] for g in entries]
-            if any(g.get("procs") for g in entries):
-                out["gpu_procs"] = [[x for p in (g.get("procs") or ()) if isinstance(p, dict)
-                                     for x in self._row("gpu_proc", p)] for g in entries]
+            util = [x for g, e in enumerate(entries) for stamp, value in (e.get("util_samples") or ())
+                    for x in (g, round((stamp - t) * 1000), _compact(value, 1))]
+            if util:
+                out["gpu_util"] = util
+            procs = [x for g, e in enumerate(entries) for p in (e.get("procs") or ()) if isinstance(p, dict)
+                     for x in (g, *self._row("gpu_proc", p))]
+            if procs:
+                out["gpu_procs"] = procs
         for key in ("recorder_cpu", "watcher_cpu"):
             if record.get(key) is not None:
                 out[key] = _compact(record[key], 1)
@@ -110,10 +112,10 @@ def _v1_to_rows(record: dict[str, Any]) -> dict[str, Any]:
     if isinstance(gpus, list):
         entries = [g if isinstance(g, dict) else {} for g in gpus]
         out["gpu"] = [[g.get(f) for f in V1_FIELDS["gpu"]] for g in entries]
-        out["gpu_util"] = [[x for pair in (g.get("util_samples") or ()) if isinstance(pair, list) and len(pair) == 2
-                            for x in pair] for g in entries]
-        out["gpu_procs"] = [[x for p in (g.get("procs") or ()) if isinstance(p, dict)
-                             for x in (p.get("pid"), p.get("mem"), p.get("util"))] for g in entries]
+        out["gpu_util"] = [x for g, e in enumerate(entries) for pair in (e.get("util_samples") or ())
+                           if isinstance(pair, list) and len(pair) == 2 for x in (g, *pair)]
+        out["gpu_procs"] = [x for g, e in enumerate(entries) for p in (e.get("procs") or ()) if isinstance(p, dict)
+                            for x in (g, p.get("pid"), p.get("mem"), p.get("util"))]
     for key in ("recorder_cpu", "watcher_cpu"):
         out[key] = record.get(key)
     return out
@@ -125,6 +127,16 @@ def _float(value: Any) -> float:
 
 def _matrix(rows: list[Any], shape: tuple[int, ...], dtype: Any = float) -> np.ndarray:
     """``rows`` as an array of ``(len(rows),) + shape``; a row of another shape or type is NaN."""
+    count = len(rows) * int(np.prod(shape))
+    try:  # the common case, every row complete and numeric: one pass in C
+        level: Any = rows
+        for width in shape:
+            if set(map(len, level)) - {width}:
+                raise ValueError("ragged")
+            level = list(itertools.chain.from_iterable(level))
+        return np.fromiter(level, dtype=dtype, count=count).reshape((len(rows),) + shape)
+    except (TypeError, ValueError):
+        pass
     try:
         array = np.array(rows, dtype=dtype)
         if array.shape == (len(rows),) + shape:
@@ -228,49 +240,23 @@ class Samples:
         block["gpu_present"] = np.array([isinstance(r, list) for r in gpu_rows], dtype=bool)
         block["gpu"] = _matrix([r if isinstance(r, list) else [] for r in gpu_rows], (self.gpus, width)) \
             * self.scale["gpu"] if self.gpus else np.full((k, 0, width), np.nan)
-        # Buffered driver samples: (time, gpu, value), in file order.
-        counts: list[int] = []
-        owners: list[tuple[float, int]] = []
-        flat: list[list[Any]] = []
+        # Buffered driver samples: flat (gpu, time, value) triples per sample, in file order.
+        values, owner = _triples([r.get("gpu_util") for r in records], 3)
+        gpu_index = values[:, 0]
+        ok = (gpu_index >= 0) & (gpu_index < self.gpus) & (gpu_index == np.floor(gpu_index))
+        values, owner = values[ok], owner[ok]
+        block["util_gpu"] = values[:, 0].astype(np.int16)
+        block["util_t"] = np.round(t[owner] + values[:, 1] / 1000.0, 4) if self.compact else values[:, 1]
+        block["util_value"] = values[:, 2]
         buffered = np.zeros((k, self.gpus), dtype=bool)
-        for i, r in enumerate(records):
-            per_gpu = r.get("gpu_util")
-            if per_gpu.__class__ is not list:
-                continue
-            for g, pairs in enumerate(per_gpu):
-                if pairs.__class__ is list and pairs and g < self.gpus:
-                    flat.append(pairs)
-                    counts.append(len(pairs) // 2)
-                    owners.append((t[i], g))
-                    buffered[i, g] = True
+        buffered[owner, block["util_gpu"]] = True
         block["util_buffered"] = buffered
-        values = _matrix_flat(flat, 2)
-        if values.size:
-            reps = np.array(counts)
-            base_t = np.repeat(np.array([o[0] for o in owners]), reps)
-            block["util_gpu"] = np.repeat(np.array([o[1] for o in owners], dtype=np.int16), reps)
-            block["util_t"] = np.round(base_t + values[:, 0] / 1000.0, 4) if self.compact else values[:, 0]
-            block["util_value"] = values[:, 1]
-        else:
-            block["util_gpu"] = np.zeros(0, dtype=np.int16)
-            block["util_t"] = block["util_value"] = np.zeros(0)
-        # Per-process GPU use: (time, gpu, pid, mem, util).
+        # Per-process GPU use: flat (gpu, pid, mem, util) per sample.
         width_p = len(self.fields["gpu_proc"])
-        counts, owners, flat = [], [], []
-        for i, r in enumerate(records):
-            per_gpu = r.get("gpu_procs")
-            if per_gpu.__class__ is not list:
-                continue
-            for g, triples in enumerate(per_gpu):
-                if triples.__class__ is list and triples:
-                    flat.append(triples)
-                    counts.append(len(triples) // width_p)
-                    owners.append((t[i], g))
-        values = _matrix_flat(flat, width_p) * self.scale["gpu_proc"]
-        reps = np.array(counts, dtype=int)
-        block["procs_t"] = np.repeat(np.array([o[0] for o in owners], dtype=float), reps)
-        block["procs_gpu"] = np.repeat(np.array([o[1] for o in owners], dtype=np.int16), reps)
-        block["procs"] = values
+        values, owner = _triples([r.get("gpu_procs") for r in records], width_p + 1)
+        block["procs_t"] = t[owner]
+        block["procs_gpu"] = values[:, 0].astype(np.int16)
+        block["procs"] = values[:, 1:] * self.scale["gpu_proc"]
         for key in ("recorder_cpu", "watcher_cpu"):
             block[key] = np.array([_float(r.get(key)) for r in records])
         return block
@@ -435,17 +421,20 @@ class Samples:
         return (self.record(i) for i in range(len(self)))
 
 
-def _matrix_flat(lists: list[list[Any]], width: int) -> np.ndarray:
-    """Flat per-sample lists of ``width``-tuples as one (rows, width) float array."""
-    if not lists:
-        return np.zeros((0, width))
-    flat = list(itertools.chain.from_iterable(
-        x if len(x) % width == 0 else x[: len(x) - len(x) % width] for x in lists))
+def _triples(lists: list[Any], width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-sample flat lists of ``width``-tuples as one (rows, width) array, and each row's sample."""
+    counts = np.array([len(x) // width if x.__class__ is list else 0 for x in lists], dtype=np.int64)
+    total = int(counts.sum())
+    owner = np.repeat(np.arange(len(lists)), counts)
+    if not total:
+        return np.zeros((0, width)), owner
+    flat = itertools.chain.from_iterable(x[: len(x) - len(x) % width] for x in lists if x.__class__ is list)
     try:
-        array = np.array(flat, dtype=float)
+        array = np.fromiter(flat, dtype=float, count=total * width)
     except (TypeError, ValueError):
+        flat = itertools.chain.from_iterable(x[: len(x) - len(x) % width] for x in lists if x.__class__ is list)
         array = np.array([_float(x) for x in flat], dtype=float)
-    return array.reshape(-1, width)
+    return array.reshape(-1, width), owner
 
 
 def _widen(array: np.ndarray, cores: int, gpus: int, key: str) -> np.ndarray:
