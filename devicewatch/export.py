@@ -19,7 +19,7 @@ import os
 from typing import Any, Iterable
 from xml.sax.saxutils import escape, quoteattr
 
-from . import analysis
+from . import analysis, downsample
 from .runfile import Run, load
 
 FORMATS = ("perfetto", "csv", "svg", "parquet")
@@ -284,25 +284,8 @@ CORE_LINE_LIMIT = 16   # more cores than this: draw the spread (min to max) inst
 
 def _reduce(t: list[float], v: list[float], buckets: int) -> tuple[list[float], list[float]]:
     """At most two points (min and max, in time order) per bucket, so dips survive downsampling."""
-    if len(t) <= 2 * buckets:
-        return t, v
-    t0, t1 = t[0], t[-1]
-    width = (t1 - t0) / buckets or 1.0
-    out_t: list[float] = []
-    out_v: list[float] = []
-    start = 0
-    while start < len(t):
-        index = min(int((t[start] - t0) / width), buckets - 1)
-        end = start
-        while end < len(t) and min(int((t[end] - t0) / width), buckets - 1) == index:
-            end += 1
-        lo = min(range(start, end), key=v.__getitem__)
-        hi = max(range(start, end), key=v.__getitem__)
-        for i in sorted({lo, hi}):
-            out_t.append(t[i])
-            out_v.append(v[i])
-        start = end
-    return out_t, out_v
+    rt, rv = downsample.minmax(t, v, buckets)
+    return rt.tolist(), rv.tolist()
 
 
 def svg(run: Run, width: int = 1200) -> str:

@@ -200,9 +200,12 @@ class Follower:
         self._pending = b""
         self._keep = keep
         self.run: Run | None = None
-        opener: Callable[..., Any] = gzip.open if self.path.endswith(".gz") else open
+        packed = self.path.endswith(".gz")
+        opener: Callable[..., Any] = gzip.open if packed else open
         try:
             self._file = opener(self.path, "rb")
+            # read1: what was decompressed before a cut-short end is returned, not lost with it
+            self._read = self._file.read1 if packed else self._file.read
         except FileNotFoundError:
             raise RunFileError(f"no such file: {self.path}") from None
         except IsADirectoryError:
@@ -225,11 +228,9 @@ class Follower:
         new: list[dict[str, Any]] = [] if collect else _Discard()
         while True:
             try:
-                chunk = self._file.read(self.CHUNK)
-            except (OSError, EOFError, gzip.BadGzipFile):  # a compressed file cut short
+                chunk = self._read(self.CHUNK)
+            except (OSError, EOFError):  # a compressed file cut short: keep what came before
                 chunk = b""
-                if final:
-                    self._pending += b"\0"  # whatever was pending is a cut line
             if not chunk:
                 break
             self._pending += chunk

@@ -254,6 +254,8 @@ class Samples:
         # Per-process GPU use: flat (gpu, pid, mem, util) per sample.
         width_p = len(self.fields["gpu_proc"])
         values, owner = _triples([r.get("gpu_procs") for r in records], width_p + 1)
+        ok = (values[:, 0] >= 0) & (values[:, 0] < max(self.gpus, 1) + 1024)
+        values, owner = values[ok], owner[ok]
         block["procs_t"] = t[owner]
         block["procs_gpu"] = values[:, 0].astype(np.int16)
         block["procs"] = values[:, 1:] * self.scale["gpu_proc"]

@@ -46,6 +46,11 @@ def recent_runs(runs_dir: str, limit: int = 30) -> list[Path]:
     return files[:limit]
 
 
+# Samples a live run keeps at full rate in its run object (the verdict's window): ten minutes
+# at 10 Hz. The dashboard's charts keep their own bounded history (``RunModel``).
+LIVE_KEEP = 6000
+
+
 class Source:
     """A run file being read; ``poll`` returns new records (the run object is kept up to date)."""
 
@@ -140,7 +145,7 @@ class LiveSource(Source):
             if not self.path.exists():
                 self._check_died()
                 return []
-            self.follower = Follower(self.path)
+            self.follower = Follower(self.path, keep=LIVE_KEEP)
         exited = self.process is not None and self.process.poll() is not None
         records = self.follower.poll(final=exited)
         if exited and self.error is None and (self.run is None or not self.run.finished):
