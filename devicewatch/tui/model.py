@@ -9,7 +9,7 @@ are recomputed only when events arrived, the verdict at most every few seconds.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -22,7 +22,7 @@ from ..runfile import Run
 class Column:
     """An append-only float array (1-D, or 2-D with a fixed row width) that doubles as it fills."""
 
-    def __init__(self, width: int | None = None, capacity: int = 1024):
+    def __init__(self, width: int | None = None, capacity: int = 13_000):
         self.width = width
         shape = (capacity,) if width is None else (capacity, width)
         self._data = np.full(shape, np.nan)
@@ -39,8 +39,10 @@ class Column:
 
     def replace(self, values: np.ndarray) -> None:
         """Hold exactly ``values`` (after folding the history)."""
-        self._data = np.full((max(len(values) * 2, 1024),) + self._data.shape[1:], np.nan)
+        if len(values) > len(self._data):
+            self._data = np.full((len(values) * 2,) + self._data.shape[1:], np.nan)
         self._data[: len(values)] = values
+        self._data[len(values):self.size] = np.nan
         self.size = len(values)
 
     def append(self, value: Any) -> None:
@@ -116,6 +118,7 @@ class RunModel:
         self._verdict_at = -1e9
         self._verdict_version = -1
         self._phases_version = -1
+        self._open: list[int] = []  # indices of phases not yet ended
         self.logs_taken = 0
         self._samples_seen = 0   # rows of run.samples already taken (counted over the whole run)
         self.ingest(run.events)
@@ -211,12 +214,31 @@ class RunModel:
     # -- derived -----------------------------------------------------------------------------
 
     def refresh_phases(self) -> None:
-        if self._phases_version == self.events_version and not (self.phases and self.phases[-1].open):
+        """Pair the events again when new ones came; otherwise only stretch the open phases to
+        now (a poll must not cost more after a thousand epochs than after one)."""
+        if self._phases_version == self.events_version:
+            if not self._open:
+                return
+            end = self.run.duration
+            for i in self._open:
+                p = self.phases[i]
+                if p.end < end:
+                    self.phases[i] = replace(p, end=end)
             return
         self._phases_version = self.events_version
         self.phases = analysis.phases(self.run)
+        self._open = [i for i, p in enumerate(self.phases) if p.open]
         self.epoch_rows = analysis.epochs(self.run, self.phases)
         self.lanes = analysis.lanes(self.phases)
+
+    def series(self) -> analysis.Series:
+        """The model's columns (full rate recently, min/max-folded before) as the analysis takes them."""
+        t = self.t.values
+        cpu = self.cpu.values if self.cpu is not None else np.zeros((len(t), 0))
+        none = np.zeros((len(t), 0))
+        return analysis.Series(t, cpu, self.cpu_total.values, self.proc_cpu.values, self.proc_rss.values,
+                               self.recorder_cpu.values, self.watcher_cpu.values,
+                               [g.util_t.values for g in self.gpus], [g.util.values for g in self.gpus], none, none)
 
     def refresh_verdict(self, force: bool = False) -> bool:
         """Recompute the verdict if the data changed and enough time passed; True if it did."""
@@ -227,7 +249,7 @@ class RunModel:
             return False
         self._verdict_at, self._verdict_version = now, self.version
         self.refresh_phases()
-        self.verdict = analysis.verdict(self.run, all_phases=self.phases)
+        self.verdict = analysis.verdict(self.run, self.series(), all_phases=self.phases)
         return True
 
     @property

@@ -46,9 +46,9 @@ def recent_runs(runs_dir: str, limit: int = 30) -> list[Path]:
     return files[:limit]
 
 
-# Samples a live run keeps at full rate in its run object (the verdict's window): ten minutes
-# at 10 Hz. The dashboard's charts keep their own bounded history (``RunModel``).
-LIVE_KEEP = 6000
+# Samples a live run keeps in its run object: only a staging area between polls, since the
+# dashboard's model keeps its own bounded history (``RunModel``) and judges the run from it.
+LIVE_KEEP = 600
 
 
 class Source:
