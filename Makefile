@@ -12,7 +12,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[torch,tensorflow,dev]"
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[torch,tensorflow,parquet,dev]"
 	touch $(STAMP)
 
 demo: setup

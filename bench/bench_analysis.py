@@ -1,9 +1,8 @@
 """Open and analyse a one-hour recording of a big machine: 10 Hz, 64 cores, 8 GPUs.
 
 Budget: load + full analysis (what `devicewatch report` computes) in at most 1 s.
-The file is generated here with the real writer: utilization that dips every epoch on the
-GPUs, 60 epochs of train and validate phases, one buffered driver sample per GPU per poll,
-per-process GPU use, and every field the recorder writes.
+The file is written by ``bench.make_recording`` (the recorder's writer, schema 2): epochs of
+train and validate phases with GPU dips, the driver's buffered samples, per-process GPU use.
 
     python -m bench.bench_analysis [--keep FILE]
 """
@@ -11,56 +10,19 @@ per-process GPU use, and every field the recorder writes.
 from __future__ import annotations
 
 import argparse
-import math
 import os
-import random
 import tempfile
 import time
 
+from bench.make_recording import generate as make
 from devicewatch import analysis
-from devicewatch.runfile import RunWriter, load
+from devicewatch.runfile import load
 
 SECONDS, RATE, CORES, GPUS = 3600, 10, 64, 8
 
 
 def generate(path: str) -> None:
-    rng = random.Random(0)
-    header = {"devicewatch": "bench", "started": "2026-01-01T00:00:00+00:00", "started_unix": 0.0,
-              "interval": 1 / RATE,
-              "host": {"cpu_model": "synthetic", "cpu_count": CORES,
-                       "gpus": [{"index": g, "name": f"GPU {g}", "mem_total": 80 << 30} for g in range(GPUS)]},
-              "workload": {"name": "synthetic", "args": [], "command": ["synthetic"]}}
-    writer = RunWriter(path, header)
-    epoch_seconds = 60.0
-    for i in range(1, SECONDS * RATE + 1):
-        t = i / RATE
-        epoch, into = int(t // epoch_seconds) + 1, t % epoch_seconds
-        if into < 1 / RATE:
-            if epoch > 1:
-                writer.write({"type": "event", "t": t, "kind": "phase_end", "name": "validate", "epoch": epoch - 1, "lane": "main", "pid": 1})
-            writer.write({"type": "event", "t": t, "kind": "phase_begin", "name": "train", "epoch": epoch, "lane": "main", "pid": 1})
-        if abs(into - 50.0) < 1e-9:
-            writer.write({"type": "event", "t": t, "kind": "phase_end", "name": "train", "epoch": epoch, "lane": "main", "pid": 1})
-            writer.write({"type": "event", "t": t, "kind": "phase_begin", "name": "validate", "epoch": epoch, "lane": "main", "pid": 1})
-        validating = into >= 50.0
-        gpu_level = 10.0 if validating else 90.0
-        cores = [round(min(100.0, max(0.0, (80.0 if validating else 40.0) + rng.gauss(0, 10))), 1) for _ in range(CORES)]
-        gpus = []
-        for g in range(GPUS):
-            # NVML buffers a utilization sample every 1/6 s to 1 s depending on the product;
-            # one buffered sample per 0.1 s poll over-counts that, to stay on the safe side.
-            util = [[round(t - 0.05, 4), round(min(100.0, max(0.0, gpu_level + rng.gauss(0, 5))), 0)]]
-            gpus.append({"index": g, "util": util[-1][1], "util_samples": util, "mem_util": 40,
-                         "mem_used": 20 << 30, "mem_total": 80 << 30, "power_w": 300.0, "temp_c": 60,
-                         "sm_clock_mhz": 1980, "procs": [{"pid": 1000 + g, "mem": 20 << 30, "util": util[-1][1]}]})
-        writer.write({"type": "sample", "t": round(t, 4), "cpu": cores, "cpu_total": round(sum(cores) / CORES, 1),
-                      "freq_mhz": 3000.0, "mem": {"used": 1 << 36, "total": 1 << 38, "swap_used": 0, "swap_total": 0},
-                      "proc": {"cpu": 2400.0, "rss": 1 << 34, "threads": 200, "count": 9}, "gpus": gpus,
-                      "recorder_cpu": 0.5})
-    writer.write({"type": "event", "t": SECONDS, "kind": "phase_end", "name": "validate", "epoch": int(SECONDS / epoch_seconds), "lane": "main", "pid": 1})
-    writer.write({"type": "end", "t": SECONDS, "status": "ok", "exit_code": 0, "signal": None,
-                  "duration": SECONDS, "reason": "the workload finished"})
-    writer.close()
+    make(path, CORES, GPUS, SECONDS / 3600, RATE)
 
 
 def main() -> None:

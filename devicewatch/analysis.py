@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import warnings
+
 import numpy as np
 
 from . import events
@@ -213,76 +215,17 @@ def lane_overlap(all_phases: list[Phase]) -> dict[str, float]:
 
 # -- samples ---------------------------------------------------------------------------------
 
-def _column(samples: list[dict[str, Any]], key: str) -> np.ndarray:
-    return np.array([_number(s.get(key)) for s in samples], dtype=float)
-
-
-def _rows(rows: list[Any], width: int) -> np.ndarray:
-    """A (len(rows), width) float array; rows of another width or type become NaN."""
-    try:
-        array = np.array(rows, dtype=float)
-        if array.shape == (len(rows), width):
-            return array
-    except (TypeError, ValueError):
-        pass
-    out = np.full((len(rows), width), np.nan)
-    for i, row in enumerate(rows):
-        if isinstance(row, list) and len(row) == width:
-            try:
-                out[i] = row
-            except (TypeError, ValueError):
-                pass
-    return out
-
-
-def _number(value: Any) -> float:
-    return value if value.__class__ in (int, float) else np.nan
-
-
 def series(run: Run) -> Series:
-    """One pass over the samples: a one-hour, 64-core, 8-GPU recording has 36,000 of them."""
-    samples = run.samples
-    n = len(samples)
-    nan = np.nan
-    t = np.array([s["t"] for s in samples], dtype=float)
-    cpu_rows = [s.get("cpu") or [] for s in samples]
-    cores = max((len(r) for r in cpu_rows), default=0) or run.cores
-    cpu = _rows(cpu_rows, cores)
-    gpu_count = max((len(s["gpus"]) for s in samples if s.get("gpus").__class__ is list), default=0)
-    pairs: list[list[Any]] = [[] for _ in range(gpu_count)]
-    mem = [[nan] * n for _ in range(gpu_count)]
-    power = [[nan] * n for _ in range(gpu_count)]
-    for i, sample in enumerate(samples):
-        gpus = sample.get("gpus")
-        if gpus.__class__ is not list:
-            continue
-        for g, entry in enumerate(gpus):
-            if entry.__class__ is not dict:
-                continue
-            buffered = entry.get("util_samples")
-            if buffered:  # the driver's own samples: sub-interval dips are real values
-                pairs[g] += buffered
-            else:
-                util = entry.get("util")
-                if util.__class__ in (int, float):
-                    pairs[g].append((t[i], util))
-            mem[g][i] = _number(entry.get("mem_used"))
-            power[g][i] = _number(entry.get("power_w"))
+    """The run's sample columns as the analysis needs them (views, no per-sample work)."""
+    c = run.samples
     gpu_t: list[np.ndarray] = []
     gpu_util: list[np.ndarray] = []
-    for g in range(gpu_count):
-        array = _rows(pairs[g], 2)
-        array = array[~np.isnan(array).any(axis=1)]
-        order = np.argsort(array[:, 0], kind="stable")  # polls can overlap by a sample
-        gpu_t.append(array[order, 0])
-        gpu_util.append(array[order, 1])
-    procs = [s.get("proc") if s.get("proc").__class__ is dict else {} for s in samples]
-    return Series(t, cpu, _column(samples, "cpu_total"),
-                  np.array([_number(p.get("cpu")) for p in procs], dtype=float),
-                  np.array([_number(p.get("rss")) for p in procs], dtype=float),
-                  _column(samples, "recorder_cpu"), _column(samples, "watcher_cpu"), gpu_t, gpu_util,
-                  np.array(mem, dtype=float).reshape(gpu_count, n).T,
-                  np.array(power, dtype=float).reshape(gpu_count, n).T)
+    for g in range(c.gpus if c.gpu_present.any() else 0):  # GPUs listed but never sampled: none
+        t, v = c.util(g)
+        gpu_t.append(t)
+        gpu_util.append(v)
+    return Series(c.t, c.cpu, c.cpu_total, c.proc("cpu"), c.proc("rss"), c.recorder_cpu, c.watcher_cpu,
+                  gpu_t, gpu_util, c.gpu("mem_used"), c.gpu("power_w"))
 
 
 def _active_mask(t: np.ndarray, intervals: list[tuple[float, float]]) -> np.ndarray:
@@ -299,6 +242,19 @@ def _stats(values: np.ndarray) -> dict[str, float | None]:
     if values.size == 0:
         return {"mean": None, "p95": None}
     return {"mean": round(float(values.mean()), 1), "p95": round(float(np.percentile(values, 95)), 1)}
+
+
+def _stats_columns(values: np.ndarray) -> list[dict[str, float | None]]:
+    """``_stats`` of every column at once (64 cores: one percentile call, not 64)."""
+    if values.shape[1] == 0:
+        return []
+    values = values.astype(float)
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN core is None below
+        means = np.nanmean(values, axis=0) if len(values) else np.full(values.shape[1], np.nan)
+        p95 = np.nanpercentile(values, 95, axis=0) if len(values) else means
+    return [{"mean": None, "p95": None} if np.isnan(m) else {"mean": round(float(m), 1), "p95": round(float(p), 1)}
+            for m, p in zip(means, p95)]
 
 
 def phase_utilization(run: Run, s: Series | None = None,
@@ -337,7 +293,7 @@ def _utilization_entry(s: Series, mask: np.ndarray, gpu_masks: list[np.ndarray],
         "seconds": round(seconds, 3) if seconds is not None else None,
         "samples": int(mask.sum()),
         "cpu_total": _stats(s.cpu_total[mask]),
-        "cores": [_stats(s.cpu[mask, c]) for c in range(s.cpu.shape[1])],
+        "cores": _stats_columns(s.cpu[mask]),
         "gpus": [_stats(s.gpu_util[g][m]) for g, m in enumerate(gpu_masks)],
     }
 
@@ -524,29 +480,25 @@ def gpm_series(run: Run, name: str, gpu: int) -> tuple[np.ndarray, np.ndarray]:
 
     GPM values average the window since the previous GPM sample, so samples without them
     (a window under 100 ms, or no GPM) are left out rather than filled in."""
-    t, values = [], []
-    for sample in run.samples:
-        gpus = sample.get("gpus")
-        if gpus.__class__ is list and gpu < len(gpus) and gpus[gpu].__class__ is dict:
-            value = gpus[gpu].get(name)
-            if value.__class__ in (int, float):
-                t.append(sample["t"])
-                values.append(value)
-    return np.array(t, dtype=float), np.array(values, dtype=float)
+    samples = run.samples
+    if gpu >= samples.gpus or name not in samples.gpu_fields:
+        return np.empty(0), np.empty(0)
+    values = samples.gpu(name)[:, gpu]
+    present = ~np.isnan(values)
+    return samples.t[present], values[present]
 
 
 def sm_active_mean(run: Run, gpu: int, mask: np.ndarray | None = None) -> float | None:
     """Mean ``sm_active`` of one GPU over the samples in MASK (all when None); None without GPM."""
-    values = []
-    for i, sample in enumerate(run.samples):
-        if mask is not None and (i >= len(mask) or not mask[i]):
-            continue
-        gpus = sample.get("gpus")
-        if gpus.__class__ is list and gpu < len(gpus) and gpus[gpu].__class__ is dict:
-            value = gpus[gpu].get("sm_active")
-            if value.__class__ in (int, float):
-                values.append(value)
-    return float(np.mean(values)) if values else None
+    samples = run.samples
+    if gpu >= samples.gpus or "sm_active" not in samples.gpu_fields:
+        return None
+    values = samples.gpu("sm_active")[:, gpu]
+    if mask is not None:
+        values = values[np.asarray(mask[:len(values)], dtype=bool)] if len(mask) >= len(values) \
+            else values[:len(mask)][np.asarray(mask, dtype=bool)]
+    values = values[~np.isnan(values)]
+    return float(values.mean()) if values.size else None
 
 
 def driver_sample_periods(run: Run) -> list[float | None]:

@@ -24,6 +24,7 @@ from typing import Any, Iterable
 from . import __version__, analysis
 from .errors import RunFileError, UsageError
 from .runfile import Run, RunWriter, load
+from .samples import Samples
 
 # A recorder's two clock pairs disagree with the monotonic clock by more than this only when the
 # wall clock was stepped during the run (an NTP step): then the start pair alone aligns it.
@@ -367,7 +368,12 @@ def host_run(run: Run, label: str) -> Run:
         raise UsageError(f"{os.path.basename(run.path)} has no host {label!r}")
     header = dict(run.header, host=entry.get("host", {}), workload=entry.get("workload", {}))
     mine = lambda records: [r for r in records if r.get("host") == label]  # noqa: E731
-    return Run(run.path, header, mine(run.samples), mine(run.events), mine(run.logs), mine(run.notices),
+    # The host's samples as columns again, through the named-field layout (schema 1) that the
+    # merged run's rows read back as: a per-host view, not a hot path.
+    samples = Samples(dict(header, schema=1))
+    for record in mine(run.samples):
+        samples.add(record)
+    return Run(run.path, header, samples, mine(run.events), mine(run.logs), mine(run.notices),
                mine(run.gpu_status), run.end, run.bad_lines, run.cut_last_line)
 
 

@@ -6,21 +6,26 @@ seconds since the run started on the monotonic clock. ``docs/run-format.md`` doc
 field. This module holds the schema constants, the writer and the one reader: ``load`` for a
 finished file and ``Follower`` for a file that is still growing; both accept a last line cut
 off by a crash, and both refuse foreign or newer-schema files with a one-line ``RunFileError``.
+The reader reads schema 1 (every field named in every sample) and schema 2 (field lists in
+the header, samples as per-device arrays); samples are decoded into columns (``samples.py``).
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
+
 from .errors import RunFileError
+from .samples import Encoder, Samples, fields_header
 
 FORMAT = "devicewatch-run"
-SCHEMA = 1
+SCHEMA = 2          # what the writer writes; the reader reads 1 and 2
 RECORD_TYPES = ("header", "sample", "event", "log", "notice", "gpu_status", "end")
 END_STATUSES = ("ok", "failed", "cancelled", "error")
 # What every view says of a file without an end record (recorder killed, disk full, power lost).
@@ -34,7 +39,7 @@ class Run:
 
     path: str
     header: dict[str, Any]
-    samples: list[dict[str, Any]] = field(default_factory=list)
+    samples: Samples = None  # type: ignore[assignment]  # columns, made from the header
     events: list[dict[str, Any]] = field(default_factory=list)
     logs: list[dict[str, Any]] = field(default_factory=list)
     notices: list[dict[str, Any]] = field(default_factory=list)
@@ -42,6 +47,12 @@ class Run:
     end: dict[str, Any] | None = None
     bad_lines: int = 0          # lines in the middle that were not valid records
     cut_last_line: bool = False  # the final line was incomplete (a crash mid-write)
+
+    keep: int | None = None     # samples kept (the newest); None keeps them all
+
+    def __post_init__(self) -> None:
+        if self.samples is None:
+            self.samples = Samples(self.header, self.keep)
 
     @property
     def finished(self) -> bool:
@@ -56,8 +67,8 @@ class Run:
     def duration(self) -> float:
         if self.end is not None and "duration" in self.end:
             return float(self.end["duration"])
-        last = 0.0
-        for records in (self.samples, self.events, self.logs):
+        last = float(self.samples.t[-1]) if len(self.samples) else 0.0
+        for records in (self.events, self.logs):
             if records:
                 last = max(last, float(records[-1].get("t", 0.0)))
         return last
@@ -85,7 +96,7 @@ class Run:
             if not isinstance(record.get("cpu", []), list):
                 self.bad_lines += 1
                 return
-            self.samples.append(record)
+            self.samples.add(record)
         elif kind == "event":
             if not isinstance(record.get("kind"), str):
                 self.bad_lines += 1
@@ -136,7 +147,8 @@ HEADER_FIELDS = (("host", dict, "an object"), ("workload", dict, "an object"),
                  ("interval", _NUMBER, "a number"), ("started_unix", _NUMBER, "a number"),
                  ("started", str, "a string"))
 RECORD_FIELDS: dict[str, tuple[tuple[str, Any], ...]] = {
-    "sample": (("cpu", list), ("cpu_total", _NUMBER), ("gpus", list), ("proc", dict), ("mem", dict),
+    "sample": (("cpu", list), ("cpu_total", _NUMBER), ("gpus", list), ("proc", (dict, list)), ("mem", dict),
+               ("sys", list), ("gpu", list), ("gpu_util", list), ("gpu_procs", list),
                ("recorder_cpu", _NUMBER), ("watcher_cpu", _NUMBER)),
     "event": (("kind", str), ("metrics", dict), ("info", dict), ("values", dict)),
     "log": (("line", str), ("stream", str)),
@@ -193,13 +205,18 @@ class Follower:
 
     CHUNK = 1 << 20
 
-    def __init__(self, path: str | os.PathLike[str]):
+    def __init__(self, path: str | os.PathLike[str], keep: int | None = None):
         self.path = str(path)
         self._offset = 0
         self._pending = b""
+        self._keep = keep
         self.run: Run | None = None
+        packed = self.path.endswith(".gz")
+        opener: Callable[..., Any] = gzip.open if packed else open
         try:
-            self._file = open(self.path, "rb")
+            self._file = opener(self.path, "rb")
+            # read1: what was decompressed before a cut-short end is returned, not lost with it
+            self._read = self._file.read1 if packed else self._file.read
         except FileNotFoundError:
             raise RunFileError(f"no such file: {self.path}") from None
         except IsADirectoryError:
@@ -216,17 +233,21 @@ class Follower:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def poll(self, final: bool = False) -> list[dict[str, Any]]:
-        """New records since the last poll. Raises RunFileError if the header is not ours, or
+    def poll(self, final: bool = False, collect: bool = True) -> list[dict[str, Any]]:
+        """New records since the last poll (none kept when not ``collect``); the run's sample
+        columns include them on return. Raises RunFileError if the header is not ours, or
         if the file was truncated under us (what was read stays in ``run``). A file replaced
         or deleted at its path is still the one opened: it is followed to its end."""
-        new: list[dict[str, Any]] = []
+        new: list[dict[str, Any]] = [] if collect else _Discard()
         size = os.fstat(self._file.fileno()).st_size
         if size < self._file.tell():
             raise RunFileError(f"{os.path.basename(self.path)} was truncated while being read; "
                                "the records read before are kept")
         while True:
-            chunk = self._file.read(self.CHUNK)
+            try:
+                chunk = self._read(self.CHUNK)
+            except (OSError, EOFError):  # a compressed file cut short: keep what came before
+                chunk = b""
             if not chunk:
                 break
             self._pending += chunk
@@ -239,6 +260,8 @@ class Follower:
             self._take(line, new, last=True)
         if final and self.run is None:
             raise RunFileError(f"{os.path.basename(self.path)} is empty, not a run file")
+        if self.run is not None:
+            self.run.samples.flush()
         return new
 
     def _take(self, line: bytes, new: list[dict[str, Any]], last: bool) -> None:
@@ -248,7 +271,7 @@ class Follower:
         if self.run is None:
             if record is None and b"\0" in line[:64]:
                 raise RunFileError(f"{os.path.basename(self.path)} is not a devicewatch run file")
-            self.run = Run(self.path, check_header(record, self.path))
+            self.run = Run(self.path, check_header(record, self.path), keep=self._keep)
             return
         if record is None:
             if last:
@@ -256,7 +279,12 @@ class Follower:
             else:
                 self.run.bad_lines += 1
             return
-        if not well_formed(record):
+        if record.get("type") == "sample" and self.run.samples.compact:
+            t = record.get("t")  # the columns take any other damage as missing values
+            if type(t) not in _NUMBER or not math.isfinite(t) or record.get("cpu", []).__class__ is not list:
+                self.run.bad_lines += 1
+                return
+        elif not well_formed(record):
             self.run.bad_lines += 1
             return
         self.run.add(record)
@@ -266,25 +294,70 @@ class Follower:
 def load(path: str | os.PathLike[str]) -> Run:
     """Read a whole run file, finished or not (a recorder may still be writing it)."""
     with Follower(path) as follower:
-        follower.poll(final=True)
+        follower.poll(final=True, collect=False)
         assert follower.run is not None
         return follower.run
 
 
-class RunWriter:
-    """Appends records, one flushed line each, so a crash loses at most the line being written."""
+class _Discard(list):  # type: ignore[type-arg]
+    """A list that keeps nothing: ``load`` needs the run, not the records one by one."""
 
-    def __init__(self, path: str | os.PathLike[str], header: dict[str, Any]):
+    def append(self, item: Any) -> None:
+        pass
+
+
+def probe_fields() -> dict[str, Any]:
+    """The header's ``fields`` and ``scale``, from the probes that produce the readings."""
+    from .probes import cpu, gpu, process  # here: a reader never needs psutil
+
+    return fields_header(cpu.SYSTEM_FIELDS, cpu.SYSTEM_SCALE, process.PROC_FIELDS, process.PROC_SCALE,
+                         gpu.GPU_FIELDS, gpu.GPU_SCALE, gpu.GPU_PROC_FIELDS, gpu.GPU_PROC_SCALE)
+
+
+def _dumps_json(record: Any) -> bytes:
+    return json.dumps(record, separators=(",", ":"), allow_nan=False, default=str).encode()
+
+
+if "orjson" in globals():
+    def _dumps(record: Any) -> bytes:
+        return orjson.dumps(record, default=str)
+
+    _DUMP_ERRORS: tuple[type[Exception], ...] = (orjson.JSONEncodeError,)
+else:  # pragma: no cover - no orjson
+    _dumps = _dumps_json
+    _DUMP_ERRORS = (ValueError,)
+
+
+class RunWriter:
+    """Appends records, one flushed line each, so a crash loses at most the line being written.
+
+    Samples given as the probes return them (named fields) are written in the compact schema-2
+    layout whose field lists the header declares (``fields``: from the probes unless given).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], header: dict[str, Any],
+                 fields: dict[str, Any] | None = None):
         self.path = str(path)
         self._lock = threading.Lock()
         # 0o664 filtered by the user's umask: never executable, and never writable by others
         # even under umask 0 (another user could otherwise rewrite what a run recorded).
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o664)
         self.closed = False
-        self.write({"type": "header", "format": FORMAT, "schema": SCHEMA, **header})
+        declared = fields or probe_fields()
+        self._encoder = Encoder(declared["fields"], declared["scale"])
+        self.write({"type": "header", "format": FORMAT, "schema": SCHEMA, **header, **declared})
 
     def write(self, record: dict[str, Any]) -> None:
-        data = (json.dumps(record, separators=(",", ":"), allow_nan=False, default=str) + "\n").encode()
+        if record.get("type") == "sample" and "sys" not in record:
+            record = self._encoder.encode(record)
+        self.write_line(record)
+
+    def write_line(self, record: dict[str, Any]) -> None:
+        """Write a record as it is (a sample already in the compact layout, say)."""
+        try:
+            data = _dumps(record) + b"\n"
+        except _DUMP_ERRORS:  # NaN, or a number too big for orjson: the standard library's verdict
+            data = _dumps_json(record) + b"\n"
         with self._lock:
             if self.closed:
                 return

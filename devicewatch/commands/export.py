@@ -10,17 +10,18 @@ from ..render import export
 from ..runfile import load
 
 NAME = "export"
-HELP = "a Perfetto trace, CSV tables or an SVG chart of a run"
+HELP = "a run as a Perfetto trace, CSV or Parquet tables, or an SVG chart"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = ("Export a recorded run: a Perfetto/Chrome trace, CSV tables for pandas, "
-                          "or an SVG chart for slides.")
+    parser.description = ("Export a recorded run: a Perfetto/Chrome trace, CSV or Parquet tables for "
+                          "pandas, polars and DuckDB, or an SVG chart for slides.")
     parser.add_argument("file", help="the run file")
     parser.add_argument("--format", required=True, choices=export.FORMATS)
     parser.add_argument("-o", "--output", required=True, metavar="OUT",
                         help="perfetto: OUT.json; svg: OUT.svg; csv: OUT_samples.csv, OUT_epochs.csv "
-                             "and OUT_phases.csv (a .csv suffix on OUT is dropped)")
+                             "and OUT_phases.csv (a .csv suffix on OUT is dropped); parquet: the same "
+                             "three tables as OUT_*.parquet")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,6 +33,8 @@ def run(args: argparse.Namespace) -> int:
                 json.dump(export.perfetto(recording), handle, separators=(",", ":"), allow_nan=False, default=str)
         elif args.format == "csv":
             written = export.write_csv(recording, args.output)
+        elif args.format == "parquet":
+            written = export.write_parquet(recording, args.output)
         else:
             written = [args.output]
             with open(args.output, "w", encoding="utf-8") as handle:

@@ -9,12 +9,13 @@ are recomputed only when events arrived, the verdict at most every few seconds.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from .. import analysis, events
+from ..downsample import minmax_rows
 from ..runfile import Run
 from ..safe_text import inert
 
@@ -22,11 +23,28 @@ from ..safe_text import inert
 class Column:
     """An append-only float array (1-D, or 2-D with a fixed row width) that doubles as it fills."""
 
-    def __init__(self, width: int | None = None, capacity: int = 1024):
+    def __init__(self, width: int | None = None, capacity: int = 13_000):
         self.width = width
         shape = (capacity,) if width is None else (capacity, width)
         self._data = np.full(shape, np.nan)
         self.size = 0
+
+    def extend(self, values: np.ndarray) -> None:
+        needed = self.size + len(values)
+        if needed > len(self._data):
+            grown = np.full((max(needed, 2 * len(self._data)),) + self._data.shape[1:], np.nan)
+            grown[: self.size] = self._data[: self.size]
+            self._data = grown
+        self._data[self.size:needed] = values
+        self.size = needed
+
+    def replace(self, values: np.ndarray) -> None:
+        """Hold exactly ``values`` (after folding the history)."""
+        if len(values) > len(self._data):
+            self._data = np.full((len(values) * 2,) + self._data.shape[1:], np.nan)
+        self._data[: len(values)] = values
+        self._data[len(values):self.size] = np.nan
+        self.size = len(values)
 
     def append(self, value: Any) -> None:
         if self.size == len(self._data):
@@ -39,6 +57,18 @@ class Column:
     @property
     def values(self) -> np.ndarray:
         return self._data[: self.size]
+
+
+def _fold(t: Column, others: list[Column], window: int, limit: int) -> None:
+    """Keep the newest ``window`` rows at full rate; fold older ones two into one (min, max
+    pairs) whenever there are more than ``limit`` rows, so a day costs what an hour does."""
+    if t.size <= limit:
+        return
+    old = t.size - window
+    folded_t, folded = minmax_rows(t.values[:old], [c.values[:old] for c in others], 4)
+    t.replace(np.concatenate([folded_t, t.values[old:]]))
+    for column, part in zip(others, folded):
+        column.replace(np.concatenate([part, column.values[old:]]))
 
 
 def _number(value: Any) -> float:
@@ -60,6 +90,8 @@ class RunModel:
     """The dashboard's view of one run: arrays for the charts, phases, epochs, verdict, logs."""
 
     VERDICT_EVERY = 3.0  # seconds between verdict recomputations while live
+    WINDOW = 6000        # newest samples kept at full rate (10 minutes at 10 Hz)
+    LIMIT = 12000        # rows kept at most: the window plus the min/max-folded history
 
     def __init__(self, run: Run, clock: Any = time.monotonic):
         self.run = run
@@ -87,20 +119,21 @@ class RunModel:
         self._verdict_at = -1e9
         self._verdict_version = -1
         self._phases_version = -1
+        self._open: list[int] = []  # indices of phases not yet ended
         self.logs_taken = 0
-        self.ingest(run.samples + run.events)
+        self._samples_seen = 0   # rows of run.samples already taken (counted over the whole run)
+        self.ingest(run.events)
+        self._take_samples()
 
     # -- feeding -----------------------------------------------------------------------------
 
     def ingest(self, records: list[dict[str, Any]]) -> None:
         """Take new records (as ``Follower.poll`` returns them); the run object is already updated."""
-        changed = events = False
+        changed = self._take_samples()
+        events = False
         for record in records:
             kind = record.get("type")
-            if kind == "sample":
-                self._sample(record)
-                changed = True
-            elif kind == "event":
+            if kind == "event":
                 self._event(record)
                 events = True
             elif kind in ("end", "gpu_status", "log"):
@@ -110,39 +143,55 @@ class RunModel:
         if changed or events:
             self.version += 1
 
-    def _sample(self, s: dict[str, Any]) -> None:
-        row = s.get("cpu") or []
+    def _take_samples(self) -> bool:
+        """Append the sample rows added to the run's columns since the last call."""
+        c = self.run.samples
+        first = max(self._samples_seen - c.dropped, 0)
+        if c.total <= self._samples_seen or first >= len(c):
+            return False
+        self._samples_seen = c.total
+        rows = slice(first, len(c))
+        t = c.t[rows]
         if self.cpu is None:
-            self.cores = len(row) or self.cores
+            self.cores = c.cpu.shape[1] or self.cores
             self.cpu = Column(max(self.cores, 1))
-        self.t.append(_number(s.get("t")))
-        self.cpu.append(row if len(row) == self.cpu.width else np.nan)
-        self.cpu_total.append(_number(s.get("cpu_total")))
-        proc = s.get("proc") if isinstance(s.get("proc"), dict) else {}
-        self.proc_cpu.append(_number(proc.get("cpu")))
-        self.proc_rss.append(_number(proc.get("rss")))
-        self.proc_count.append(_number(proc.get("count")))
-        self.recorder_cpu.append(_number(s.get("recorder_cpu")))
-        self.watcher_cpu.append(_number(s.get("watcher_cpu")))
-        gpus = s.get("gpus") or []
-        while len(self.gpus) < len(gpus):
+        cpu = c.cpu[rows]
+        if cpu.shape[1] == self.cpu.width:
+            self.cpu.extend(cpu)
+        else:
+            self.cpu.extend(np.full((len(t), self.cpu.width), np.nan))
+        self.t.extend(t)
+        self.cpu_total.extend(c.cpu_total[rows])
+        self.proc_cpu.extend(c.proc("cpu")[rows])
+        self.proc_rss.extend(c.proc("rss")[rows])
+        self.proc_count.extend(c.proc("count")[rows])
+        self.recorder_cpu.extend(c.recorder_cpu[rows])
+        self.watcher_cpu.extend(c.watcher_cpu[rows])
+        present = c.gpu_present[rows]
+        gpus = c.gpus if present.any() else len(self.gpus)
+        while len(self.gpus) < gpus:
             self.gpus.append(GpuTrack(analysis.gpu_label(self.run, len(self.gpus)),
                                       Column(), Column(), Column(), Column(), Column()))
-        for track, gpu in zip(self.gpus, gpus):
-            buffered = gpu.get("util_samples")
-            if buffered:
-                for stamp, value in buffered:
-                    if not track.util_t.size or stamp >= track.util_t.values[-1]:
-                        track.util_t.append(_number(stamp))
-                        track.util.append(_number(value))
-            elif isinstance(gpu.get("util"), (int, float)):
-                track.util_t.append(_number(s.get("t")))
-                track.util.append(_number(gpu["util"]))
-            track.t.append(_number(s.get("t")))
-            track.mem_used.append(_number(gpu.get("mem_used")))
-            track.power.append(_number(gpu.get("power_w")))
-            if isinstance(gpu.get("mem_total"), (int, float)):
-                track.mem_total = float(gpu["mem_total"])
+        if present.any():
+            mem, power, totals = c.gpu("mem_used")[rows], c.gpu("power_w")[rows], c.gpu("mem_total")[rows]
+            since = float(t[0]) - 1e-9
+            for g, track in enumerate(self.gpus):
+                util_t, util = c.util(g)
+                new = util_t > max(since, float(track.util_t.values[-1]) if track.util_t.size else -np.inf)
+                track.util_t.extend(util_t[new])
+                track.util.extend(util[new])
+                track.t.extend(t[present])
+                track.mem_used.extend(mem[present, g])
+                track.power.extend(power[present, g])
+                known = totals[present, g]
+                known = known[~np.isnan(known)]
+                if known.size:
+                    track.mem_total = float(known[-1])
+                _fold(track.util_t, [track.util], self.WINDOW, self.LIMIT)
+                _fold(track.t, [track.mem_used, track.power], self.WINDOW, self.LIMIT)
+        _fold(self.t, [self.cpu, self.cpu_total, self.proc_cpu, self.proc_rss, self.proc_count,
+                       self.recorder_cpu, self.watcher_cpu], self.WINDOW, self.LIMIT)
+        return True
 
     def _event(self, e: dict[str, Any]) -> None:
         kind = e.get("kind")
@@ -165,12 +214,31 @@ class RunModel:
     # -- derived -----------------------------------------------------------------------------
 
     def refresh_phases(self) -> None:
-        if self._phases_version == self.events_version and not (self.phases and self.phases[-1].open):
+        """Pair the events again when new ones came; otherwise only stretch the open phases to
+        now (a poll must not cost more after a thousand epochs than after one)."""
+        if self._phases_version == self.events_version:
+            if not self._open:
+                return
+            end = self.run.duration
+            for i in self._open:
+                p = self.phases[i]
+                if p.end < end:
+                    self.phases[i] = replace(p, end=end)
             return
         self._phases_version = self.events_version
         self.phases = analysis.phases(self.run)
+        self._open = [i for i, p in enumerate(self.phases) if p.open]
         self.epoch_rows = analysis.epochs(self.run, self.phases)
         self.lanes = analysis.lanes(self.phases)
+
+    def series(self) -> analysis.Series:
+        """The model's columns (full rate recently, min/max-folded before) as the analysis takes them."""
+        t = self.t.values
+        cpu = self.cpu.values if self.cpu is not None else np.zeros((len(t), 0))
+        none = np.zeros((len(t), 0))
+        return analysis.Series(t, cpu, self.cpu_total.values, self.proc_cpu.values, self.proc_rss.values,
+                               self.recorder_cpu.values, self.watcher_cpu.values,
+                               [g.util_t.values for g in self.gpus], [g.util.values for g in self.gpus], none, none)
 
     def refresh_verdict(self, force: bool = False) -> bool:
         """Recompute the verdict if the data changed and enough time passed; True if it did."""
@@ -181,7 +249,7 @@ class RunModel:
             return False
         self._verdict_at, self._verdict_version = now, self.version
         self.refresh_phases()
-        self.verdict = analysis.verdict(self.run, all_phases=self.phases)
+        self.verdict = analysis.verdict(self.run, self.series(), all_phases=self.phases)
         return True
 
     @property

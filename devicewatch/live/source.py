@@ -79,6 +79,11 @@ def previous_run(path: str | Path, folder: str | Path | None = None) -> Path | N
     return best[1] if best else None
 
 
+# Samples a live run keeps in its run object: only a staging area between polls, since the
+# dashboard's model keeps its own bounded history (``RunModel``) and judges the run from it.
+LIVE_KEEP = 600
+
+
 class Source:
     """A run file being read; ``poll`` returns new records (the run object is kept up to date)."""
 
@@ -167,7 +172,7 @@ class LiveSource(Source):
             if not self.path.exists():
                 self._check_died()
                 return []
-            self.follower = Follower(self.path)
+            self.follower = Follower(self.path, keep=LIVE_KEEP)
         exited = self.process is not None and self.process.poll() is not None
         records = self.follower.poll(final=exited)
         if exited and self.error is None and (self.run is None or not self.run.finished):

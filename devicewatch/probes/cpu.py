@@ -11,6 +11,16 @@ import psutil
 # (one sysfs file per core), so they are refreshed once every this many samples.
 SLOW_EVERY = 10
 
+MIB = 1 << 20
+# What a sample holds besides the per-core list, in the order the run file stores it (nested
+# readings by their flattened names: ``mem["used"]`` is ``mem_used``), and the unit each is
+# stored in where it is not the reading's own (memory in MiB: bytes would say nothing more).
+# The memory total does not change during a run: it is in the header (``host.mem_total``).
+# Per-core values are stored as whole percents: /proc/stat counts in 1/100 s, so at 10 Hz a
+# core's reading moves in steps of 10% anyway.
+SYSTEM_FIELDS = ("freq_mhz", "mem_used", "mem_swap_used", "mem_swap_total")
+SYSTEM_SCALE = {"mem_used": MIB, "mem_swap_used": MIB, "mem_swap_total": MIB}
+
 
 def cpu_model() -> str:
     try:

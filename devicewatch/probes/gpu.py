@@ -26,6 +26,11 @@ import time
 from collections import deque
 from typing import Any, Callable
 
+# Each GPU's readings in a sample, in the order the run file stores them (like nvitop's
+# SNAPSHOT_KEYS): the writer and the reader take the list from here through the header, so a
+# field added here is recorded and read without touching either. The memory total does not
+# change: it is in the header (``host.gpus[i].mem_total``). Memory is stored in MiB.
+
 NVML_VALUE_FIELDS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
 MIB = 1 << 20
 
@@ -39,11 +44,18 @@ GPM_METRICS = (
     ("pcie_rx", "NVML_GPM_METRIC_PCIE_RX_PER_SEC", MIB),
 )
 GPM_FIELDS = tuple(name for name, _, _ in GPM_METRICS)
-# Every field of one GPU's entry in a sample, declared once: the run-file schema takes its
-# per-device field list from here. ``mig`` holds GPM fields per GPU instance when MIG is on.
-GPU_FIELDS = ("index", "util", "util_samples", "mem_util", "mem_used", "mem_total", "power_w", "temp_c",
-              "sm_clock_mhz", *GPM_FIELDS, "mig", "procs")
-PROCESS_FIELDS = ("pid", "mem", "util", "mem_util")
+
+# Each GPU's readings in a sample, in the order the run file stores them (like nvitop's
+# SNAPSHOT_KEYS): the writer and the reader take the list from here through the header, so a
+# field added here is recorded and read without touching either. The memory total does not
+# change: it is in the header (``host.gpus[i].mem_total``). Memory is stored in MiB, PCIe
+# traffic in MiB/s. Beside these, a GPU's entry carries ``util_samples`` (the driver's buffered
+# samples), ``procs`` (per-process use, fields below) and, with MIG on, ``mig`` (GPM per instance).
+GPU_FIELDS = ("util", "mem_util", "mem_used", "power_w", "temp_c", "sm_clock_mhz", *GPM_FIELDS)
+GPU_SCALE = {"mem_used": MIB, "pcie_tx": MIB, "pcie_rx": MIB}
+# Per-process use of a GPU: one entry per process of the workload seen on it.
+GPU_PROC_FIELDS = ("pid", "mem", "util", "mem_util")
+GPU_PROC_SCALE = {"mem": MIB}
 GPM_FUNCTIONS = ("nvmlGpmQueryDeviceSupport", "nvmlGpmSampleAlloc", "nvmlGpmSampleFree", "nvmlGpmSampleGet",
                  "nvmlGpmMigSampleGet", "nvmlGpmMetricsGet")
 GPM_MIN_GAP = 0.1       # seconds; NVML needs its two GPM samples more than this apart

@@ -25,6 +25,10 @@ REFRESH_EVERY = 10
 MAX_TASKS_READ = 128    # threads' children lists read per process and refresh
 MAX_MEMBERS = 64        # processes read per sample
 
+# The workload tree's readings, in the order the run file stores them; RSS in MiB.
+PROC_FIELDS = ("cpu", "rss", "threads", "count")
+PROC_SCALE = {"rss": 1 << 20}
+
 
 def descendants(root: int, window: dict[int, int] | None = None, skipped: list[int] | None = None) -> list[int]:
     """PIDs below ``root``, from /proc's children lists where the kernel offers them.

@@ -3,6 +3,7 @@
     devicewatch export RUN.jsonl --format perfetto -o OUT.json   Chrome trace JSON (ui.perfetto.dev)
     devicewatch export RUN.jsonl --format csv -o OUT             OUT_samples.csv, OUT_epochs.csv, OUT_phases.csv
     devicewatch export RUN.jsonl --format svg -o OUT.svg         utilization charts for slides
+    devicewatch export RUN.jsonl --format parquet -o OUT         OUT_samples/_epochs/_phases.parquet
 
 Everything reads the run through ``runfile.load`` and ``analysis``, like the report, so an
 exported figure is the same figure the report and the dashboard show. The SVG is written by
@@ -18,12 +19,12 @@ import os
 from typing import Any, Iterable
 from xml.sax.saxutils import escape, quoteattr
 
-from .. import analysis, events
+from .. import analysis, downsample, events
 from ..runfile import Run
 from ..safe_text import csv_cell
 from .palette import PRINT
 
-FORMATS = ("perfetto", "csv", "svg")
+FORMATS = ("perfetto", "csv", "svg", "parquet")
 PID = 1
 
 
@@ -75,34 +76,26 @@ def perfetto(run: Run) -> dict[str, Any]:
     meta = lambda name, tid, args: {"name": name, "ph": "M", "pid": PID, "tid": tid, "args": args}  # noqa: E731
     trace.append(meta("process_name", 0, {"name": f"devicewatch: {run.title}"}))
 
-    def counter(name: str, t: float, value: Any) -> None:
-        if _finite(value):
-            trace.append({"name": name, "ph": "C", "pid": PID, "tid": 0, "ts": _us(t), "args": {"value": value}})
+    c = run.samples
+    times = c.t.tolist()
 
-    buffered = {g for smp in run.samples for g, gpu in enumerate(smp.get("gpus") or ())
-                if gpu.get("util_samples")}
-    for sample in run.samples:
-        t = sample.get("t")
-        if not _finite(t):
-            continue
-        counter("CPU total %", t, sample.get("cpu_total"))
-        for core, value in enumerate(sample.get("cpu") or ()):
-            counter(f"CPU core {core} %", t, value)
-        proc = sample.get("proc") or {}
-        counter("workload CPU % of one core", t, proc.get("cpu"))
-        if _finite(proc.get("rss")):
-            counter("workload memory MiB", t, round(proc["rss"] / 2**20, 1))
-        for g, gpu in enumerate(sample.get("gpus") or ()):
-            if g not in buffered:
-                counter(f"GPU {g} utilization %", t, gpu.get("util"))
-            if _finite(gpu.get("mem_used")):
-                counter(f"GPU {g} memory MiB", t, round(gpu["mem_used"] / 2**20, 1))
-            counter(f"GPU {g} power W", t, gpu.get("power_w"))
-    if buffered:  # the driver's buffered samples, finer than the sampling period
-        s = analysis.series(run)
-        for g in sorted(buffered):
-            for t, value in zip(s.gpu_t[g].tolist(), s.gpu_util[g].tolist()):
-                counter(f"GPU {g} utilization %", t, value)
+    def counters(name: str, values: Any, t: list[float] = times) -> None:
+        for when, value in zip(t, values.tolist()):
+            if value == value and _finite(when):
+                trace.append({"name": name, "ph": "C", "pid": PID, "tid": 0, "ts": _us(when),
+                              "args": {"value": int(value) if value.is_integer() else value}})
+
+    counters("CPU total %", c.cpu_total)
+    for core in range(c.cpu.shape[1]):
+        counters(f"CPU core {core} %", c.cpu[:, core].astype(float))
+    counters("workload CPU % of one core", c.proc("cpu"))
+    counters("workload memory MiB", (c.proc("rss") / 2**20).round(1))
+    mem, power = c.gpu("mem_used"), c.gpu("power_w")
+    for g in range(c.gpus if c.gpu_present.any() else 0):
+        gpu_t, gpu_util = c.util(g)  # the driver's buffered samples where there are some
+        counters(f"GPU {g} utilization %", gpu_util, gpu_t.tolist())
+        counters(f"GPU {g} memory MiB", (mem[:, g] / 2**20).round(1))
+        counters(f"GPU {g} power W", power[:, g])
 
     tid = 1
     all_phases = analysis.phases(run)
@@ -172,31 +165,56 @@ def csv_paths(out: str) -> tuple[str, str, str]:
     return f"{base}_samples.csv", f"{base}_epochs.csv", f"{base}_phases.csv"
 
 
+def sample_columns(run: Run) -> dict[str, Any]:
+    """The samples as named columns (NumPy arrays), one per CSV and Parquet column."""
+    import numpy as np
+
+    c = run.samples
+    columns: dict[str, Any] = {"t": c.t, "cpu_total": c.cpu_total}
+    for core in range(c.cpu.shape[1]):
+        columns[f"core{core}"] = c.cpu[:, core].astype(float)
+    columns["proc_cpu"] = c.proc("cpu")
+    columns["proc_rss"] = c.proc("rss")
+    gpus = c.gpus if c.gpu_present.any() else 0
+    util, mem, power = c.gpu("util"), c.gpu("mem_used"), c.gpu("power_w")
+    for g in range(gpus):
+        columns[f"gpu{g}_util"] = util[:, g]
+        columns[f"gpu{g}_mem_used"] = mem[:, g]
+        columns[f"gpu{g}_power_w"] = power[:, g]
+    labels = np.full(len(c.t), "", dtype=object)
+    for p in analysis.phases(run):  # the phases active at each sample, in name order
+        lo, hi = np.searchsorted(c.t, p.start, "left"), np.searchsorted(c.t, p.end, "right")
+        labels[lo:hi] = [_add_name(x, p.name) for x in labels[lo:hi]] if hi - lo < 2 else \
+            _add_names(labels[lo:hi], p.name)
+    columns["phases"] = labels
+    return columns
+
+
+def _add_name(current: str, name: str) -> str:
+    names = set(current.split("+")) - {""} | {name}
+    return "+".join(sorted(names))
+
+
+def _add_names(labels: Any, name: str) -> Any:
+    """Add ``name`` to a run of labels, once per distinct label (a phase spans many samples)."""
+    out = labels.copy()
+    for label in set(labels.tolist()):
+        out[labels == label] = _add_name(label, name)
+    return out
+
+
 def sample_rows(run: Run) -> tuple[list[str], list[list[Any]]]:
     """One row per sample; empty cells where a value was not measured (pandas reads NaN)."""
-    cores = max([len(s.get("cpu") or ()) for s in run.samples] or [0])
-    gpus = max([len(s.get("gpus") or ()) for s in run.samples] or [0])
-    header = ["t", "cpu_total", *[f"core{c}" for c in range(cores)], "proc_cpu", "proc_rss"]
-    for g in range(gpus):
-        header += [f"gpu{g}_util", f"gpu{g}_mem_used", f"gpu{g}_power_w"]
-    header.append("phases")
-    all_phases = analysis.phases(run)
-    rows = []
-    for s in run.samples:
-        t = s.get("t")
-        cpu = list(s.get("cpu") or ())
-        proc = s.get("proc") or {}
-        row: list[Any] = [t, s.get("cpu_total")]
-        row += cpu + [None] * (cores - len(cpu))
-        row += [proc.get("cpu"), proc.get("rss")]
-        devices = list(s.get("gpus") or ())
-        for g in range(gpus):
-            gpu = devices[g] if g < len(devices) else {}
-            row += [gpu.get("util"), gpu.get("mem_used"), gpu.get("power_w")]
-        active = sorted({p.name for p in all_phases if _finite(t) and p.start <= t <= p.end})
-        row.append("+".join(active))
-        rows.append([v if v is None or isinstance(v, str) or _finite(v) else None for v in row])
-    return header, rows
+    columns = sample_columns(run)
+    header = list(columns)
+    lists = []
+    for name, values in columns.items():
+        if name == "phases":
+            lists.append(values.tolist())
+        else:
+            lists.append([None if v != v else (int(v) if v.is_integer() and name != "t" and abs(v) < 2**53 else v)
+                          for v in values.tolist()])
+    return header, [list(row) for row in zip(*lists)]
 
 
 def epoch_rows(run: Run) -> tuple[list[str], list[list[Any]]]:
@@ -229,6 +247,35 @@ def write_csv(run: Run, out: str) -> list[str]:
     return list(paths)
 
 
+# -- Parquet ----------------------------------------------------------------------------------
+
+def parquet_paths(out: str) -> tuple[str, str, str]:
+    """``OUT`` (an optional ``.parquet`` suffix dropped) → OUT_samples, OUT_epochs, OUT_phases ``.parquet``."""
+    base = out[: -len(".parquet")] if out.lower().endswith(".parquet") else out
+    return f"{base}_samples.parquet", f"{base}_epochs.parquet", f"{base}_phases.parquet"
+
+
+def write_parquet(run: Run, out: str) -> list[str]:
+    """Samples, epochs and phases as Parquet tables (pyarrow, the ``parquet`` extra), for pandas,
+    polars and DuckDB; sample columns are written from the arrays, no row is built."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        from ..errors import UsageError
+
+        raise UsageError("export: Parquet needs pyarrow (pip install 'devicewatch[parquet]')") from None
+    paths = parquet_paths(out)
+    columns = sample_columns(run)
+    arrays = {name: pa.array(values, type=pa.string() if name == "phases" else pa.float64(), from_pandas=True)
+              for name, values in columns.items()}
+    pq.write_table(pa.table(arrays), paths[0])
+    for path, (header, rows) in zip(paths[1:], (epoch_rows(run), phase_rows(run))):
+        table = pa.table({name: [row[i] for row in rows] for i, name in enumerate(header)})
+        pq.write_table(table, path)
+    return list(paths)
+
+
 # -- SVG --------------------------------------------------------------------------------------
 
 PHASE_COLOURS = PRINT.phase
@@ -238,25 +285,8 @@ CORE_LINE_LIMIT = 16   # more cores than this: draw the spread (min to max) inst
 
 def _reduce(t: list[float], v: list[float], buckets: int) -> tuple[list[float], list[float]]:
     """At most two points (min and max, in time order) per bucket, so dips survive downsampling."""
-    if len(t) <= 2 * buckets:
-        return t, v
-    t0, t1 = t[0], t[-1]
-    width = (t1 - t0) / buckets or 1.0
-    out_t: list[float] = []
-    out_v: list[float] = []
-    start = 0
-    while start < len(t):
-        index = min(int((t[start] - t0) / width), buckets - 1)
-        end = start
-        while end < len(t) and min(int((t[end] - t0) / width), buckets - 1) == index:
-            end += 1
-        lo = min(range(start, end), key=v.__getitem__)
-        hi = max(range(start, end), key=v.__getitem__)
-        for i in sorted({lo, hi}):
-            out_t.append(t[i])
-            out_v.append(v[i])
-        start = end
-    return out_t, out_v
+    rt, rv = downsample.minmax(t, v, buckets)
+    return rt.tolist(), rv.tolist()
 
 
 def svg(run: Run, width: int = 1200) -> str:

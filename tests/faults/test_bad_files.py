@@ -90,7 +90,7 @@ def _argv(command: str, bad: str, tmp_path: Path) -> list[str]:
 
 
 MODULE_OF = {"compare A": "devicewatch.compare", "compare B": "devicewatch.compare",
-             "export": "devicewatch.export", "replay": "devicewatch.tui.app"}
+             "export": "devicewatch.render.export", "replay": "devicewatch.tui.app"}
 COMMANDS = ["report", "report --json", "compare A", "compare B", "export"]
 
 

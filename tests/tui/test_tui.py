@@ -23,7 +23,8 @@ from devicewatch.live.source import LiveSource, open_replay, run_file_name  # no
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
 CPU_RUN = FIXTURES / "demo-cpu.jsonl"
-GPU_RUN = FIXTURES / "gpu-synthetic.jsonl"
+GPU_RUN = FIXTURES / "gpu-synthetic.jsonl"          # schema 1, as an older devicewatch wrote it
+GPU_RUN_V2 = FIXTURES / "gpu-synthetic-v2.jsonl"    # the same run as this writer writes it
 SIZE = (200, 50)
 
 GPU_EPOCHS = 3
@@ -69,7 +70,7 @@ def make_gpu_run(path: Path) -> Path:
 
 
 def test_gpu_fixture_is_what_the_generator_writes(tmp_path):
-    assert make_gpu_run(tmp_path / "g.jsonl").read_text() == GPU_RUN.read_text()
+    assert make_gpu_run(tmp_path / "g.jsonl").read_text() == GPU_RUN_V2.read_text()
 
 
 def replay_app(path: Path, **settings) -> DashboardApp:

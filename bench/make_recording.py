@@ -1,0 +1,200 @@
+"""Write a realistic recording of a big machine, the measuring stick for long-run benchmarks.
+
+    python -m bench.make_recording --cores 64 --gpus 8 --hours 1 [--rate 10] [--events N] -o FILE
+
+Epochs of train then validate phases (``--epoch-seconds``), a data stall every 30 s of
+training in a ``loader`` lane; the GPUs dip during validation and the stalls while the cores
+get busier; the driver's buffered utilization samples every 1/6 s with their own timestamps;
+one process per GPU with its memory and utilization; a log line per epoch and per minute;
+``--events`` extra marker events spread over the run. Written through ``RunWriter`` with the
+field lists the probes declare, as the recorder writes it; values are generated in blocks
+with NumPy so a day of 64 cores and 8 GPUs takes well under a minute.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import time
+from typing import Any, Iterator
+
+import numpy as np
+
+from devicewatch.runfile import RunWriter, probe_fields
+
+DATA_EVERY, DATA_SECONDS = 30.0, 1.0
+NVML_PERIOD = 1 / 6  # the driver buffers a utilization sample about every 1/6 s
+BLOCK = 6000
+
+
+def _timeline(t: np.ndarray, epoch_seconds: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per time: validating? in a data stall?"""
+    into = np.mod(t, epoch_seconds)
+    validating = into >= 0.85 * epoch_seconds
+    stall = ~validating & (np.mod(into, DATA_EVERY) >= DATA_EVERY - DATA_SECONDS)
+    return validating, stall
+
+
+def _events(duration: float, epoch_seconds: float, extra: int, rng: np.random.Generator) -> Iterator[dict[str, Any]]:
+    """Phase, epoch, marker and log records in time order."""
+    epochs = int(np.ceil(duration / epoch_seconds))
+    yield {"type": "event", "t": 0.0, "kind": "run_info", "pid": 100,
+           "info": {"framework": "synthetic", "device": "cuda", "params": 25_000_000, "data": "synthetic", "epochs": epochs}}
+    heap: list[tuple[float, int, dict[str, Any]]] = []
+    seq = 0
+
+    def push(record: dict[str, Any]) -> None:
+        nonlocal seq
+        seq += 1
+        heapq.heappush(heap, (record["t"], seq, record))
+
+    def phase(kind: str, name: str, epoch: int, t: float, lane: str = "main") -> dict[str, Any]:
+        return {"type": "event", "t": round(t, 4), "kind": kind, "name": name, "epoch": epoch, "lane": lane, "pid": 100}
+
+    marks = np.sort(rng.uniform(0, duration, extra)) if extra else np.zeros(0)
+    m = 0
+    for e in range(1, epochs + 1):
+        start = (e - 1) * epoch_seconds
+        end = min(e * epoch_seconds, duration)
+        split = min(start + 0.85 * epoch_seconds, end)
+        push(phase("phase_begin", "train", e, start))
+        stall = start + DATA_EVERY - DATA_SECONDS
+        while stall + DATA_SECONDS <= split:
+            push(phase("phase_begin", "data", e, stall, "loader"))
+            push(phase("phase_end", "data", e, stall + DATA_SECONDS, "loader"))
+            stall += DATA_EVERY
+        push(phase("phase_end", "train", e, split))
+        if split < end:
+            push(phase("phase_begin", "validate", e, split))
+            push(phase("phase_end", "validate", e, end))
+        loss = round(2.0 / e ** 0.5, 4)
+        push({"type": "event", "t": round(end, 4), "kind": "epoch", "epoch": e, "pid": 100,
+              "metrics": {"loss": loss, "accuracy": round(1 - loss / 3, 4)}})
+        push({"type": "log", "t": round(end, 4), "stream": "stdout", "line": f"Epoch {e}/{epochs} - loss {loss}"})
+        for minute in np.arange(start + 60.0, end, 60.0):
+            push({"type": "log", "t": round(float(minute), 4), "stream": "stdout",
+                  "line": f"epoch {e} step {int(minute - start) * 10} it/s 10.2"})
+        while m < len(marks) and marks[m] < end:
+            push({"type": "event", "t": round(float(marks[m]), 4), "kind": "marker", "label": f"step {m}", "pid": 100})
+            m += 1
+        while heap and heap[0][0] <= end - epoch_seconds / 2:
+            yield heapq.heappop(heap)[2]
+    while heap:
+        yield heapq.heappop(heap)[2]
+
+
+def _gpu_values(name: str, util: np.ndarray, rng: np.random.Generator) -> list[Any] | np.ndarray:
+    """One GPU reading by its probe name, for a block of samples × GPUs; unknown fields null."""
+    shape = util.shape
+    if name == "util":
+        return util
+    if name == "mem_util":
+        return (util * 0.45).round().astype(int)
+    if name == "mem_used":
+        return np.full(shape, 20 << 30) + rng.integers(0, 64 << 20, shape)
+    if name == "power_w":
+        return (90 + 3.1 * util + rng.normal(0, 4, shape)).round(1)
+    if name == "temp_c":
+        return (45 + util // 5).astype(int)
+    if name == "sm_clock_mhz":
+        return np.where(util > 5, 1980, 345)
+    return np.full(shape, None, dtype=object)
+
+
+def generate(path: str, cores: int, gpus: int, hours: float, rate: float = 10.0, events: int = 0,
+             epoch_seconds: float = 300.0, seed: int = 0) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    fields = probe_fields()
+    mib = 1 << 20
+    header = {"devicewatch": "bench", "started": "2026-01-01T00:00:00+00:00", "started_unix": 1767225600.0,
+              "interval": 1 / rate,
+              "host": {"hostname": "synthetic", "os": "Linux", "python": "3.11", "cpu_model": "synthetic",
+                       "cpu_count": cores, "mem_total": 1 << 40,
+                       "gpus": [{"index": g, "name": f"Synthetic H100 {g}", "uuid": f"GPU-{g:04d}", "mem_total": 80 << 30}
+                                for g in range(gpus)],
+                       "gpu_driver": "570.00" if gpus else None, "gpu_reason": None if gpus else "no NVIDIA GPU found"},
+              "workload": {"name": "synthetic", "args": [], "command": ["synthetic"]}}
+    writer = RunWriter(path, header, fields)
+    writer.write_line({"type": "gpu_status", "t": 0.0, "available": bool(gpus), "reason": header["host"]["gpu_reason"],
+                       "devices": gpus})
+    duration = hours * 3600.0
+    n = int(round(duration * rate))
+    pending = _events(duration, epoch_seconds, events, rng)
+    nxt = next(pending, None)
+    scale = {k: dict(zip(fields["fields"][k], fields["scale"][k])) for k in fields["fields"]}
+    written = 0
+    for lo in range(1, n + 1, BLOCK):
+        idx = np.arange(lo, min(lo + BLOCK, n + 1))
+        t = np.round(idx / rate, 4)
+        k = len(t)
+        validating, stall = _timeline(t, epoch_seconds)
+        level = np.where(validating, 60.0, np.where(stall, 92.0, 35.0))
+        cpu = np.clip(level[:, None] + rng.normal(0, 12, (k, cores)), 0, 100).round().astype(np.int16).tolist()
+        # The driver's buffered samples drained by each poll: those in (t - 1/rate, t].
+        phase = (0.37 + 0.05 * np.arange(gpus)) * NVML_PERIOD  # each GPU's own sampling clock
+        buf_t = np.floor((t[:, None] - phase) / NVML_PERIOD) * NVML_PERIOD + phase
+        has = buf_t > t[:, None] - 1 / rate
+        v_buf, s_buf = _timeline(buf_t, epoch_seconds)
+        gpu_level = np.where(v_buf, 18.0, np.where(s_buf, 6.0, 93.0))
+        buf_v = np.clip(gpu_level + rng.normal(0, 4, (k, gpus)), 0, 100).round().astype(int)
+        offsets = np.round((buf_t - t[:, None]) * 1000).astype(int)
+        polled_level = np.where(validating, 18.0, np.where(stall, 6.0, 93.0))[:, None]
+        util = np.where(has, buf_v, np.clip(polled_level + rng.normal(0, 4, (k, gpus)), 0, 100).round().astype(int))
+        gpu_obj = np.empty((k, gpus, len(fields["fields"]["gpu"])), dtype=object)
+        for j, name in enumerate(fields["fields"]["gpu"]):
+            values = _gpu_values(name, util, rng)
+            s = scale["gpu"].get(name, 1)
+            if isinstance(values, np.ndarray) and values.dtype != object:
+                values = (values / s).round().astype(int) if s != 1 else values
+            gpu_obj[:, :, j] = np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) \
+                else values.astype(object)
+        gpu_rows = gpu_obj.tolist()
+        buffered = [[x for g, (o, v, h) in enumerate(zip(orow, vrow, hrow)) if h for x in (g, o, v)]
+                    for orow, vrow, hrow in zip(offsets.tolist(), buf_v.tolist(), has.tolist())]
+        proc_mem = (20 << 30) // scale["gpu_proc"].get("mem", 1)
+        procs = [[x for g, u in enumerate(row) for x in (g, 1000 + g, proc_mem, u)] for row in util.tolist()]
+        sys_rows = [[3000, (180 << 30) // scale["sys"].get("mem_used", 1), 0, 0]] * k
+        proc_cpu = (level * cores * 0.9).round(1).tolist()
+        rss = (64 << 30) // scale["proc"].get("rss", 1)
+        recorder = np.round(0.4 + rng.exponential(0.2, k), 1).tolist()
+        for i in range(k):
+            ti = float(t[i])
+            while nxt is not None and nxt["t"] <= ti:
+                writer.write_line(nxt)
+                nxt = next(pending, None)
+            writer.write_line({"type": "sample", "t": ti, "cpu": cpu[i], "sys": sys_rows[i],
+                               "proc": [proc_cpu[i], rss, 180 + gpus * 4, 1 + gpus],
+                               "gpu": gpu_rows[i], "gpu_util": buffered[i], "gpu_procs": procs[i],
+                               "recorder_cpu": recorder[i]})
+            written += 1
+    while nxt is not None:
+        writer.write_line(nxt)
+        nxt = next(pending, None)
+    writer.write_line({"type": "end", "t": duration, "status": "ok", "exit_code": 0, "signal": None,
+                       "duration": duration, "reason": "the workload finished"})
+    writer.close()
+    return {"samples": written, "duration": duration}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cores", type=int, default=64)
+    parser.add_argument("--gpus", type=int, default=8)
+    parser.add_argument("--hours", type=float, default=1.0)
+    parser.add_argument("--rate", type=float, default=10.0, help="samples per second")
+    parser.add_argument("--events", type=int, default=0, help="extra marker events spread over the run")
+    parser.add_argument("--epoch-seconds", type=float, default=300.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("-o", "--output", required=True)
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    info = generate(args.output, args.cores, args.gpus, args.hours, args.rate, args.events, args.epoch_seconds, args.seed)
+    import os
+
+    size = os.path.getsize(args.output)
+    print(f"{args.output}: {info['samples']} samples, {size / 1e6:.1f} MB "
+          f"({size / 1e6 / max(args.hours, 1e-9):.1f} MB per hour) in {time.perf_counter() - started:.1f}s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,500 @@
+"""Samples as columns: the compact schema-2 sample encoding and its decoding into NumPy arrays.
+
+A one-hour recording of 64 cores and 8 GPUs at 10 Hz holds 36,000 samples; as Python dicts
+they cost hundreds of megabytes and seconds to build. Here records are decoded in chunks
+straight into arrays (``t``, ``cpu`` as samples × cores, ``gpu[field]`` as samples × GPUs,
+the driver's buffered utilization samples as their own ``(t, gpu, value)`` columns), so
+analysis, report, export and the dashboard work on arrays and never on one dict per sample.
+
+The field lists of a sample are not known here: the writer takes them from the probes and
+puts them in the header (``fields`` and ``scale``); the reader takes them from the header.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any, Iterator
+
+import numpy as np
+
+# Schema 1 wrote every field by name in every sample; these are the fields it had, so that a
+# schema-1 sample decodes into the same columns as a schema-2 one (values kept exact).
+V1_FIELDS = {"sys": ("freq_mhz", "mem_used", "mem_total", "mem_swap_used", "mem_swap_total"),
+             "proc": ("cpu", "rss", "threads", "count"),
+             "gpu": ("util", "mem_util", "mem_used", "mem_total", "power_w", "temp_c", "sm_clock_mhz",
+                     "sm_active", "sm_occupancy", "tensor_active", "dram_active", "pcie_tx", "pcie_rx"),
+             "gpu_proc": ("pid", "mem", "util", "mem_util")}
+
+CHUNK = 4096
+PER_ROW = ("t", "cpu", "cpu_total", "sys", "proc", "gpu_present", "gpu", "util_buffered",
+           "recorder_cpu", "watcher_cpu", "gpus_t", "host")  # samples decoded into arrays at a time: bounds the Python objects alive at once
+
+
+def fields_header(sys_fields: tuple[str, ...], sys_scale: dict[str, int], proc_fields: tuple[str, ...],
+                  proc_scale: dict[str, int], gpu_fields: tuple[str, ...], gpu_scale: dict[str, int],
+                  gpu_proc_fields: tuple[str, ...], gpu_proc_scale: dict[str, int]) -> dict[str, Any]:
+    """The header's ``fields`` and ``scale``: the order of each per-device array and its units."""
+    groups = {"sys": (sys_fields, sys_scale), "proc": (proc_fields, proc_scale),
+              "gpu": (gpu_fields, gpu_scale), "gpu_proc": (gpu_proc_fields, gpu_proc_scale)}
+    return {"fields": {k: list(f) for k, (f, _) in groups.items()},
+            "scale": {k: [int(s.get(name, 1)) for name in f] for k, (f, s) in groups.items()}}
+
+
+def _compact(value: Any, scale: int) -> Any:
+    """A value as stored: divided by its scale and rounded (integers stay integers)."""
+    if value is None or value.__class__ is bool or not isinstance(value, (int, float)):
+        return None
+    if scale != 1:
+        return round(value / scale)
+    if value.__class__ is int:
+        return value
+    if not math.isfinite(value):
+        return None
+    value = round(value, 1)
+    return int(value) if value.is_integer() else value
+
+
+def _flat(record: dict[str, Any]) -> dict[str, Any]:
+    """``{"mem": {"used": 1}}`` → ``{"mem_used": 1}``: nested probe readings by one name each."""
+    out = dict(record)
+    for key, value in record.items():
+        if isinstance(value, dict):
+            for inner, v in value.items():
+                out[f"{key}_{inner}"] = v
+    return out
+
+
+def _trimmed(row: list[Any]) -> list[Any]:
+    """A row without its trailing nulls: fields a GPU never gives (GPM before Hopper, or between
+    two GPM windows) cost nothing in the file; the reader pads the row back."""
+    end = len(row)
+    while end and row[end - 1] is None:
+        end -= 1
+    return row[:end] if end < len(row) else row
+
+
+class Encoder:
+    """Turns a sample as the probes return it (named fields, nested) into a schema-2 record."""
+
+    def __init__(self, fields: dict[str, list[str]], scale: dict[str, list[int]]):
+        self.fields = fields
+        self.scale = {k: scale.get(k, [1] * len(f)) for k, f in fields.items()}
+
+    def _row(self, group: str, values: dict[str, Any]) -> list[Any]:
+        return [_compact(values.get(name), s) for name, s in zip(self.fields[group], self.scale[group])]
+
+    def encode(self, record: dict[str, Any]) -> dict[str, Any]:
+        t = record["t"]
+        out: dict[str, Any] = {"type": "sample", "t": t}
+        cpu = record.get("cpu")
+        out["cpu"] = [round(c) if isinstance(c, (int, float)) and math.isfinite(c) else None
+                      for c in cpu] if isinstance(cpu, list) else []
+        out["sys"] = self._row("sys", _flat(record))
+        proc = record.get("proc")
+        out["proc"] = self._row("proc", proc) if isinstance(proc, dict) else None
+        gpus = record.get("gpus")
+        if isinstance(gpus, list):
+            entries = [g if isinstance(g, dict) else {} for g in gpus]
+            out["gpu"] = [_trimmed(self._row("gpu", g)) for g in entries]
+            util = [x for g, e in enumerate(entries) for stamp, value in (e.get("util_samples") or ())
+                    for x in (g, round((stamp - t) * 1000), _compact(value, 1))]
+            if util:
+                out["gpu_util"] = util
+            procs = [x for g, e in enumerate(entries) for p in (e.get("procs") or ()) if isinstance(p, dict)
+                     for x in (g, *self._row("gpu_proc", p))]
+            if procs:
+                out["gpu_procs"] = procs
+            mig = [{"gpu": g, **instance} for g, e in enumerate(entries) for instance in (e.get("mig") or ())
+                   if isinstance(instance, dict)]
+            if mig:  # GPM per MIG instance: rare, kept by name
+                out["gpu_mig"] = mig
+            if record.get("gpus_t") is not None:  # a slow GPU poll: when it was asked for
+                out["gpus_t"] = record["gpus_t"]
+        for key in ("recorder_cpu", "watcher_cpu"):
+            if record.get(key) is not None:
+                out[key] = _compact(record[key], 1)
+        if isinstance(record.get("host"), str):  # a merged run: which node's machine this is
+            out["host"] = record["host"]
+        return out
+
+
+def _v1_to_rows(record: dict[str, Any]) -> dict[str, Any]:
+    """A schema-1 sample in the schema-2 layout, values exact and buffered times absolute."""
+    flat = _flat(record)
+    out: dict[str, Any] = {"t": record["t"], "cpu": record.get("cpu") or [], "cpu_total": record.get("cpu_total"),
+                           "sys": [flat.get(f) for f in V1_FIELDS["sys"]]}
+    proc = record.get("proc")
+    out["proc"] = [proc.get(f) for f in V1_FIELDS["proc"]] if isinstance(proc, dict) else None
+    gpus = record.get("gpus")
+    if isinstance(gpus, list):
+        entries = [g if isinstance(g, dict) else {} for g in gpus]
+        out["gpu"] = [[g.get(f) for f in V1_FIELDS["gpu"]] for g in entries]
+        out["gpu_util"] = [x for g, e in enumerate(entries) for pair in (e.get("util_samples") or ())
+                           if isinstance(pair, list) and len(pair) == 2 for x in (g, *pair)]
+        out["gpu_procs"] = [x for g, e in enumerate(entries) for p in (e.get("procs") or ()) if isinstance(p, dict)
+                            for x in (g, *(p.get(f) for f in V1_FIELDS["gpu_proc"]))]
+    for key in ("recorder_cpu", "watcher_cpu", "gpus_t"):
+        out[key] = record.get(key)
+    if isinstance(record.get("host"), str):
+        out["host"] = record["host"]
+    return out
+
+
+def _float(value: Any) -> float:
+    return value if value.__class__ in (int, float) else math.nan
+
+
+def _matrix(rows: list[Any], shape: tuple[int, ...], dtype: Any = float) -> np.ndarray:
+    """``rows`` as an array of ``(len(rows),) + shape``; a row of another shape or type is NaN."""
+    count = len(rows) * int(np.prod(shape))
+    try:  # the common case, every row complete and numeric: one pass in C
+        level: Any = rows
+        for width in shape:
+            if set(map(len, level)) - {width}:
+                raise ValueError("ragged")
+            level = list(itertools.chain.from_iterable(level))
+        return np.fromiter(level, dtype=dtype, count=count).reshape((len(rows),) + shape)
+    except (TypeError, ValueError):
+        pass
+    try:
+        array = np.array(rows, dtype=dtype)
+        if array.shape == (len(rows),) + shape:
+            return array
+    except (TypeError, ValueError):
+        pass
+    out = np.full((len(rows),) + shape, np.nan, dtype=dtype)
+    for i, row in enumerate(rows):
+        try:
+            value = np.array(row, dtype=dtype)
+        except (TypeError, ValueError):
+            continue
+        if value.shape == shape:
+            out[i] = value
+        elif value.ndim == len(shape) and value.ndim:  # fewer cores or GPUs than the widest sample
+            index = tuple(slice(0, min(a, b)) for a, b in zip(value.shape, shape))
+            out[(i,) + index] = value[index]
+    return out
+
+
+def _widest(rows: list[Any]) -> int:
+    return max((len(r) for r in rows if isinstance(r, list)), default=0)
+
+
+class Samples:
+    """Every sample of a run as columns; row ``i`` of each array is sample ``i``.
+
+    ``t`` (s), ``cpu`` (samples × cores, %), ``cpu_total``, ``sys[field]``, ``proc[field]``,
+    ``gpu[field]`` (samples × GPUs), ``gpu_present`` (whether the sample had GPU readings),
+    ``recorder_cpu``, ``watcher_cpu``; the driver's buffered utilization samples as
+    ``util_t``, ``util_gpu``, ``util_value`` with ``util_buffered`` (samples × GPUs) saying
+    which samples carried some; per-process GPU use as ``procs[name]`` with ``procs_t`` and
+    ``procs_gpu``. Memory values are bytes whatever the file stored.
+
+    ``keep`` bounds the rows kept (the newest), for a view that follows a run for days;
+    ``total`` counts every row ever added, so a reader can tell which rows are new.
+    """
+
+    def __init__(self, header: dict[str, Any], keep: int | None = None):
+        schema = header.get("schema", 1)
+        self.compact = isinstance(schema, int) and schema >= 2
+        host = header.get("host") if isinstance(header.get("host"), dict) else {}
+        if self.compact:
+            fields = header.get("fields") or {}
+            scales = header.get("scale") or {}
+            self.fields = {k: [str(f) for f in fields.get(k, V1_FIELDS[k])] for k in V1_FIELDS}
+            self.scale = {k: np.array([float(x) if isinstance(x, (int, float)) else 1.0
+                                       for x in (scales.get(k) or [])][:len(f)]
+                                      + [1.0] * max(0, len(f) - len(scales.get(k) or [])))
+                          for k, f in self.fields.items()}
+        else:
+            self.fields = {k: list(v) for k, v in V1_FIELDS.items()}
+            self.scale = {k: np.ones(len(v)) for k, v in V1_FIELDS.items()}
+        self.mem_total = _float(host.get("mem_total"))
+        gpus = host.get("gpus") if isinstance(host.get("gpus"), list) else []
+        self.gpu_mem_total = [_float(g.get("mem_total")) if isinstance(g, dict) else math.nan for g in gpus]
+        self.cores = int(host.get("cpu_count") or 0) if isinstance(host.get("cpu_count"), int) else 0
+        self.gpus = len(gpus)
+        self.keep = keep
+        self.host_labels: list[str] = []   # a merged run's hosts; ``host`` holds indexes into it
+        self.total = 0          # rows ever added (kept or dropped)
+        self._pending: list[dict[str, Any]] = []
+        self._blocks: list[dict[str, Any]] = []
+        self._cols: dict[str, Any] = self._empty()
+
+    # -- building --------------------------------------------------------------------------
+
+    def add(self, record: dict[str, Any]) -> None:
+        self._pending.append(record if self.compact else _v1_to_rows(record))
+        if len(self._pending) >= CHUNK:
+            self._flush_pending()
+
+    def _flush_pending(self) -> None:
+        if self._pending:
+            self._blocks.append(self._decode(self._pending))
+            self.total += len(self._pending)
+            self._pending = []
+
+    def _decode(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+        k = len(records)
+        t = np.array([r["t"] for r in records], dtype=float)
+        cpu_rows = [r.get("cpu") for r in records]
+        self.cores = max(self.cores, _widest(cpu_rows))
+        cpu = _matrix(cpu_rows, (self.cores,), np.float32)
+        if self.compact:
+            cpu_total = np.full(k, np.nan)
+        else:
+            cpu_total = np.array([_float(r.get("cpu_total")) for r in records])
+        missing = np.isnan(cpu_total)
+        if missing.any() and self.cores:
+            with np.errstate(invalid="ignore"), _quiet():
+                cpu_total[missing] = np.round(np.nanmean(cpu[missing], axis=1), 1)
+        block: dict[str, Any] = {"t": t, "cpu": cpu, "cpu_total": cpu_total}
+        for group in ("sys", "proc"):
+            width = len(self.fields[group])
+            nan_row = [None] * width
+            array = _matrix([r.get(group) or nan_row for r in records], (width,)) * self.scale[group]
+            block[group] = array
+        gpu_rows = [r.get("gpu") for r in records]
+        self.gpus = max(self.gpus, _widest(gpu_rows))
+        width = len(self.fields["gpu"])
+        block["gpu_present"] = np.array([isinstance(r, list) for r in gpu_rows], dtype=bool)
+        gpu_rows = [r if isinstance(r, list) else [] for r in gpu_rows]
+        if any(len(g) < width for r in gpu_rows for g in r if isinstance(g, list)):  # trailing nulls trimmed
+            gpu_rows = [[g + [None] * (width - len(g)) if isinstance(g, list) and len(g) < width else g
+                         for g in r] for r in gpu_rows]
+        block["gpu"] = _matrix(gpu_rows, (self.gpus, width)) \
+            * self.scale["gpu"] if self.gpus else np.full((k, 0, width), np.nan)
+        # Buffered driver samples: flat (gpu, time, value) triples per sample, in file order.
+        values, owner = _triples([r.get("gpu_util") for r in records], 3)
+        gpu_index = values[:, 0]
+        ok = (gpu_index >= 0) & (gpu_index < self.gpus) & (gpu_index == np.floor(gpu_index))
+        values, owner = values[ok], owner[ok]
+        block["util_gpu"] = values[:, 0].astype(np.int16)
+        block["util_t"] = np.round(t[owner] + values[:, 1] / 1000.0, 4) if self.compact else values[:, 1]
+        block["util_value"] = values[:, 2]
+        buffered = np.zeros((k, self.gpus), dtype=bool)
+        buffered[owner, block["util_gpu"]] = True
+        block["util_buffered"] = buffered
+        # Per-process GPU use: flat (gpu, pid, mem, util) per sample.
+        width_p = len(self.fields["gpu_proc"])
+        values, owner = _triples([r.get("gpu_procs") for r in records], width_p + 1)
+        ok = (values[:, 0] >= 0) & (values[:, 0] < max(self.gpus, 1) + 1024)
+        values, owner = values[ok], owner[ok]
+        block["procs_t"] = t[owner]
+        block["procs_gpu"] = values[:, 0].astype(np.int16)
+        block["procs"] = values[:, 1:] * self.scale["gpu_proc"]
+        for key in ("recorder_cpu", "watcher_cpu", "gpus_t"):
+            block[key] = np.array([_float(r.get(key)) for r in records])
+        block["host"] = np.array([self._host_index(r.get("host")) for r in records], dtype=np.int16)
+        return block
+
+    def _host_index(self, label: Any) -> int:
+        if not isinstance(label, str):
+            return -1
+        if label not in self.host_labels:
+            self.host_labels.append(label)
+        return self.host_labels.index(label)
+
+    def _empty(self) -> dict[str, Any]:
+        return {"t": np.zeros(0), "cpu": np.zeros((0, self.cores), np.float32), "cpu_total": np.zeros(0),
+                "sys": np.zeros((0, len(self.fields["sys"]))), "proc": np.zeros((0, len(self.fields["proc"]))),
+                "gpu_present": np.zeros(0, bool), "gpu": np.zeros((0, self.gpus, len(self.fields["gpu"]))),
+                "util_buffered": np.zeros((0, self.gpus), bool), "util_gpu": np.zeros(0, np.int16),
+                "util_t": np.zeros(0), "util_value": np.zeros(0), "procs_t": np.zeros(0),
+                "procs_gpu": np.zeros(0, np.int16), "procs": np.zeros((0, len(self.fields["gpu_proc"]))),
+                "recorder_cpu": np.zeros(0), "watcher_cpu": np.zeros(0), "gpus_t": np.zeros(0),
+                "host": np.zeros(0, np.int16)}
+
+    def flush(self) -> None:
+        """Decode what is pending and join the blocks into single arrays (dropping old rows)."""
+        self._flush_pending()
+        if not self._blocks:
+            return
+        blocks = [self._cols] + self._blocks
+        self._blocks = []
+        joined: dict[str, Any] = {}
+        for key in self._cols:
+            parts = [_widen(b[key], self.cores, self.gpus, key) for b in blocks]
+            joined[key] = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        if self.keep is not None and len(joined["t"]) > self.keep:
+            rows = len(joined["t"]) - self.keep
+            cut = float(joined["t"][rows])
+            for time_key, others in (("util_t", ("util_gpu", "util_value")), ("procs_t", ("procs_gpu", "procs"))):
+                newer = joined[time_key] >= cut
+                for name in (time_key, *others):
+                    joined[name] = joined[name][newer]
+            for key in PER_ROW:
+                joined[key] = joined[key][rows:].copy()
+        self._cols = joined
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _col(self, key: str) -> Any:
+        if self._blocks or self._pending:
+            self.flush()
+        return self._cols[key]
+
+    def __len__(self) -> int:
+        return len(self._col("t"))
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    @property
+    def dropped(self) -> int:
+        """Rows no longer kept (``keep``): row ``i`` here is row ``dropped + i`` of the run."""
+        return self.total - len(self)
+
+    t = property(lambda self: self._col("t"))
+    cpu = property(lambda self: self._col("cpu"))
+    cpu_total = property(lambda self: self._col("cpu_total"))
+    gpu_present = property(lambda self: self._col("gpu_present"))
+    util_buffered = property(lambda self: self._col("util_buffered"))
+    util_t = property(lambda self: self._col("util_t"))
+    util_gpu = property(lambda self: self._col("util_gpu"))
+    util_value = property(lambda self: self._col("util_value"))
+    procs_t = property(lambda self: self._col("procs_t"))
+    procs_gpu = property(lambda self: self._col("procs_gpu"))
+    recorder_cpu = property(lambda self: self._col("recorder_cpu"))
+    watcher_cpu = property(lambda self: self._col("watcher_cpu"))
+
+    def _group(self, group: str, name: str) -> np.ndarray:
+        names = self.fields[group]
+        array = self._col(group)
+        if name in names:
+            return array[..., names.index(name)]
+        return np.full(array.shape[:-1], np.nan)
+
+    def sys(self, name: str) -> np.ndarray:
+        """A system reading by name (``freq_mhz``, ``mem_used``…), NaN where not recorded."""
+        if name == "mem_total" and name not in self.fields["sys"]:
+            return np.full(len(self), self.mem_total)
+        return self._group("sys", name)
+
+    def proc(self, name: str) -> np.ndarray:
+        """The workload tree's reading by name (``cpu``, ``rss``, ``threads``, ``count``)."""
+        return self._group("proc", name)
+
+    def gpu(self, name: str) -> np.ndarray:
+        """A GPU reading by name as samples × GPUs; ``mem_total`` comes from the header in schema 2."""
+        if name == "mem_total" and name not in self.fields["gpu"]:
+            totals = (self.gpu_mem_total + [math.nan] * self.gpus)[:self.gpus]
+            return np.where(self.gpu_present[:, None], np.array(totals, float)[None, :], np.nan)
+        return self._group("gpu", name)
+
+    def procs(self, name: str) -> np.ndarray:
+        return self._group("gpu_proc", name)
+
+    @property
+    def gpu_fields(self) -> list[str]:
+        names = list(self.fields["gpu"])
+        return names if "mem_total" in names else names + ["mem_total"]
+
+    def util(self, g: int) -> tuple[np.ndarray, np.ndarray]:
+        """GPU ``g``'s utilization over time: the driver's buffered samples where the sample
+        carried some, the polled value elsewhere, in time order."""
+        mine = self.util_gpu == g
+        polled = ~self.util_buffered[:, g] & self.gpu_present if g < self.util_buffered.shape[1] else self.gpu_present
+        values = self.gpu("util")[:, g] if g < self.gpus else np.full(len(self), np.nan)
+        polled = polled & ~np.isnan(values)
+        t = np.concatenate([self.util_t[mine], self.t[polled]])
+        v = np.concatenate([self.util_value[mine], values[polled]])
+        ok = ~(np.isnan(t) | np.isnan(v))
+        t, v = t[ok], v[ok]
+        order = np.argsort(t, kind="stable")  # polls can overlap by a sample
+        return t[order], v[order]
+
+    # -- records, for tests and small tools (never a hot path) ------------------------------
+
+    def record(self, i: int) -> dict[str, Any]:
+        """Sample ``i`` in the schema-1 layout (named fields), NaN readings left out as null."""
+        def num(x: Any) -> Any:
+            x = float(x)
+            return None if math.isnan(x) else (int(x) if x.is_integer() and abs(x) < 2**53 else x)
+
+        out: dict[str, Any] = {"type": "sample", "t": float(self.t[i]),
+                               "cpu": [num(c) for c in self.cpu[i]], "cpu_total": num(self.cpu_total[i])}
+        sys = {n: num(self.sys(n)[i]) for n in self.fields["sys"]}
+        out["freq_mhz"] = sys.get("freq_mhz")
+        out["mem"] = {"used": sys.get("mem_used"), "total": num(self.sys("mem_total")[i]),
+                      "swap_used": sys.get("mem_swap_used"), "swap_total": sys.get("mem_swap_total")}
+        proc = self._col("proc")[i]
+        out["proc"] = None if np.isnan(proc).all() else {n: num(v) for n, v in zip(self.fields["proc"], proc)}
+        if self.gpu_present[i]:
+            gpus = []
+            t_i = float(self.t[i])
+            for g in range(self.gpus):
+                entry: dict[str, Any] = {"index": g, **{n: num(self.gpu(n)[i, g]) for n in self.gpu_fields}}
+                if self.util_buffered[i, g]:
+                    sel = (self.util_gpu == g) & (np.abs(self.util_t - t_i) < 1e9)
+                    # buffered samples belong to the poll that drained them: those since the previous poll
+                    prev = float(self.t[i - 1]) if i > 0 else -math.inf
+                    sel &= (self.util_t > prev) & (self.util_t <= t_i + 1e-9)
+                    entry["util_samples"] = [[float(a), num(b)] for a, b in zip(self.util_t[sel], self.util_value[sel])]
+                sel = (self.procs_gpu == g) & (self.procs_t == t_i)
+                entry["procs"] = [{n: num(v) for n, v in zip(self.fields["gpu_proc"], row)}
+                                  for row in self._col("procs")[sel]]
+                gpus.append(entry)
+            out["gpus"] = gpus
+        for key in ("recorder_cpu", "watcher_cpu", "gpus_t"):
+            value = num(self._col(key)[i])
+            if value is not None:
+                out[key] = value
+        host = int(self._col("host")[i])
+        if host >= 0:
+            out["host"] = self.host_labels[host]
+        return out
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return [self.record(i) for i in range(*index.indices(len(self)))]
+        n = len(self)
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError(index)
+        return self.record(index)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return (self.record(i) for i in range(len(self)))
+
+
+def _triples(lists: list[Any], width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-sample flat lists of ``width``-tuples as one (rows, width) array, and each row's sample."""
+    counts = np.array([len(x) // width if x.__class__ is list else 0 for x in lists], dtype=np.int64)
+    total = int(counts.sum())
+    owner = np.repeat(np.arange(len(lists)), counts)
+    if not total:
+        return np.zeros((0, width)), owner
+    flat = itertools.chain.from_iterable(x[: len(x) - len(x) % width] for x in lists if x.__class__ is list)
+    try:
+        array = np.fromiter(flat, dtype=float, count=total * width)
+    except (TypeError, ValueError):
+        flat = itertools.chain.from_iterable(x[: len(x) - len(x) % width] for x in lists if x.__class__ is list)
+        array = np.array([_float(x) for x in flat], dtype=float)
+    return array.reshape(-1, width), owner
+
+
+def _widen(array: np.ndarray, cores: int, gpus: int, key: str) -> np.ndarray:
+    """Pad a block decoded before more cores or GPUs were seen."""
+    if key == "cpu" and array.shape[1] < cores:
+        return np.pad(array, ((0, 0), (0, cores - array.shape[1])), constant_values=np.nan)
+    if key in ("gpu", "util_buffered") and array.shape[1] < gpus:
+        pad = ((0, 0), (0, gpus - array.shape[1])) + (((0, 0),) if array.ndim == 3 else ())
+        return np.pad(array, pad, constant_values=np.nan if array.dtype != bool else False)
+    return array
+
+
+class _quiet:
+    """Mean of an all-NaN row is NaN, which is what we want; the warning is not."""
+
+    def __enter__(self) -> None:
+        import warnings
+
+        self._w = warnings.catch_warnings()
+        self._w.__enter__()
+        warnings.simplefilter("ignore", RuntimeWarning)
+
+    def __exit__(self, *exc: object) -> None:
+        self._w.__exit__(*exc)
