@@ -435,6 +435,10 @@ def summarize(run: Run) -> dict[str, Any]:
         "overlap": {k: round(v_, 3) for k, v_ in lane_overlap(all_phases).items()},
         "results": results(run),
         "verdict": {"label": v.label, "text": v.text, "figures": v.figures},
+        "gpu_driver_periods": driver_sample_periods(run),
+        "hosts": [h.get("label") for h in run.header.get("hosts") or () if isinstance(h, dict)],
+        "alignment": (run.header.get("alignment") or {}).get("text") if isinstance(run.header.get("alignment"), dict) else None,
+        "stragglers": straggler_rows(run, all_phases),
         "notices": [n.get("message") for n in run.notices],
         "recorder_cpu_mean": _stats(s.recorder_cpu)["mean"],
     }
@@ -521,3 +525,49 @@ def driver_rate_text(period: float | None) -> str:
     if period is None:
         return "GPU utilization: driver sample period unknown (one-second averages)"
     return f"GPU utilization: driver samples every {period * 1000:.0f} ms"
+
+
+# -- stragglers: ranks of a merged run waiting for the last one ---------------------------------
+
+@dataclass(frozen=True)
+class EpochStragglers:
+    """Who finished an epoch last, and how long each other rank waited for it."""
+
+    epoch: int
+    last_rank: int
+    finished: dict[int, float]   # rank -> time its last phase of the epoch ended (s)
+    waited: dict[int, float]     # rank -> seconds between its finish and the last rank's
+
+    @property
+    def max_wait(self) -> float:
+        return max(self.waited.values(), default=0.0)
+
+
+def stragglers(run: Run, all_phases: list[Phase] | None = None) -> list[EpochStragglers]:
+    """Per epoch with two or more ranks: the rank whose last phase ended last, and the others' wait.
+
+    Phases that never ended (a run cut short) are left out: their end is not a finish.
+    """
+    all_phases = phases(run) if all_phases is None else all_phases
+    ends: dict[int, dict[int, float]] = {}
+    for p in all_phases:
+        rank = p.attrs.get("rank")
+        if p.epoch is None or p.open or type(rank) is not int:
+            continue
+        by_rank = ends.setdefault(p.epoch, {})
+        by_rank[rank] = max(by_rank.get(rank, p.end), p.end)
+    out = []
+    for epoch in sorted(ends):
+        finished = ends[epoch]
+        if len(finished) < 2:
+            continue
+        last = max(sorted(finished), key=lambda r: finished[r])
+        out.append(EpochStragglers(epoch, last, dict(sorted(finished.items())),
+                                   {r: round(finished[last] - t, 6) for r, t in sorted(finished.items()) if r != last}))
+    return out
+
+
+def straggler_rows(run: Run, all_phases: list[Phase] | None = None) -> list[dict[str, Any]]:
+    """``stragglers`` as plain data (what ``report --json`` prints); ranks as strings, as JSON keys are."""
+    return [{"epoch": row.epoch, "last_rank": row.last_rank, "max_wait": round(row.max_wait, 6),
+             "waited": {str(r): w for r, w in row.waited.items()}} for row in stragglers(run, all_phases)]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from .. import merge, runfile
+from .. import analysis, merge, runfile
+from ..render.report import straggler_lines
 from ..errors import UsageError
 
 NAME = "merge"
@@ -15,15 +16,6 @@ HELP = "several torchrun nodes' runs on one time axis: hosts apart, a lane per r
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE", help="one run file per node (devicewatch --record)")
     parser.add_argument("-o", "--output", required=True, metavar="OUT", help="the merged run file to write")
-
-
-def straggler_lines(run: runfile.Run) -> list[str]:
-    """One line per epoch: the rank that finished last and how long the others waited for it."""
-    lines = []
-    for row in merge.stragglers(run):
-        waits = ", ".join(f"rank {r} {w:.3f}s" for r, w in row.waited.items())
-        lines.append(f"epoch {row.epoch}: rank {row.last_rank} finished last; waited: {waits}")
-    return lines
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,6 +28,6 @@ def run(args: argparse.Namespace) -> int:
                       for n in merged.nodes)
     print(f"merged {nodes} into {args.output}")
     print(f"alignment: {merged.alignment['text']}")
-    for line in straggler_lines(runfile.load(args.output)):
+    for line in straggler_lines(analysis.straggler_rows(runfile.load(args.output))):
         print(line)
     return 0

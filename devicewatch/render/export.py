@@ -19,7 +19,7 @@ import os
 from typing import Any, Iterable
 from xml.sax.saxutils import escape, quoteattr
 
-from .. import analysis, downsample, events
+from .. import analysis, downsample, events, merge
 from ..runfile import Run
 from ..safe_text import csv_cell
 from .palette import PRINT
@@ -66,15 +66,29 @@ def _finite(value: Any) -> bool:
 def perfetto(run: Run) -> dict[str, Any]:
     """The run as Chrome trace JSON ("traceEvents"), which ui.perfetto.dev and chrome://tracing open.
 
-    One process; a counter track ("C") per core, total CPU, the workload's CPU and memory, and
-    per GPU its utilization, memory and power; one thread track per lane with the phases as
+    One process per machine (a merged multi-node run has one per host, its ranks' lanes as its
+    tracks): a counter track ("C") per core, total CPU, the workload's CPU and memory, and per
+    GPU its utilization, memory and power; one thread track per lane with the phases as
     complete slices ("X"), extra tracks where phases in one lane overlap; epochs on their own
     track; markers and epoch metrics as instants ("i"). Timestamps are microseconds since the
     run started.
     """
+    hosts = merge.host_labels(run)
+    if hosts:
+        trace = [event for pid, label in enumerate(hosts, start=1)
+                 for event in _process(merge.host_run(run, label), pid, f"{label}: {run.title}")]
+    else:
+        trace = _process(run, PID, f"devicewatch: {run.title}")
+    return {"traceEvents": trace, "displayTimeUnit": "ms",
+            "otherData": {"source": "devicewatch", "file": run.path, "workload": run.title,
+                          "started": run.header.get("started"), "duration_s": round(run.duration, 3)}}
+
+
+def _process(run: Run, pid: int, name: str) -> list[dict[str, Any]]:
+    """One machine's tracks, as trace events of process ``pid``."""
     trace: list[dict[str, Any]] = []
-    meta = lambda name, tid, args: {"name": name, "ph": "M", "pid": PID, "tid": tid, "args": args}  # noqa: E731
-    trace.append(meta("process_name", 0, {"name": f"devicewatch: {run.title}"}))
+    meta = lambda name, tid, args: {"name": name, "ph": "M", "pid": pid, "tid": tid, "args": args}  # noqa: E731
+    trace.append(meta("process_name", 0, {"name": name}))
 
     c = run.samples
     times = c.t.tolist()
@@ -82,7 +96,7 @@ def perfetto(run: Run) -> dict[str, Any]:
     def counters(name: str, values: Any, t: list[float] = times) -> None:
         for when, value in zip(t, values.tolist()):
             if value == value and _finite(when):
-                trace.append({"name": name, "ph": "C", "pid": PID, "tid": 0, "ts": _us(when),
+                trace.append({"name": name, "ph": "C", "pid": pid, "tid": 0, "ts": _us(when),
                               "args": {"value": int(value) if value.is_integer() else value}})
 
     counters("CPU total %", c.cpu_total)
@@ -112,7 +126,7 @@ def perfetto(run: Run) -> dict[str, Any]:
             if p.open:
                 args["open"] = "never ended"
             start = _us(p.start)
-            trace.append({"name": p.name, "cat": p.kind, "ph": "X", "pid": PID, "tid": tid + k,
+            trace.append({"name": p.name, "cat": p.kind, "ph": "X", "pid": pid, "tid": tid + k,
                           "ts": start, "dur": max(0, _us(p.end) - start), "args": args})
         tid += max(tracks) + 1
 
@@ -124,7 +138,7 @@ def perfetto(run: Run) -> dict[str, Any]:
             trace.append(meta("thread_sort_index", tid + k, {"sort_index": tid + k}))
         for e, k in zip(epoch_rows, tracks):
             start = _us(e.start)
-            trace.append({"name": f"epoch {e.epoch}", "cat": "epoch", "ph": "X", "pid": PID, "tid": tid + k,
+            trace.append({"name": f"epoch {e.epoch}", "cat": "epoch", "ph": "X", "pid": pid, "tid": tid + k,
                           "ts": start, "dur": max(0, _us(e.end) - start),
                           "args": {"train (s)": round(e.train, 3), "validate (s)": round(e.validate, 3),
                                    "other (s)": round(e.other, 3), **e.metrics}})
@@ -140,21 +154,19 @@ def perfetto(run: Run) -> dict[str, Any]:
         kind = event.get("kind")
         if kind == events.MARKER:
             trace.append({"name": str(event.get("label", "marker")), "cat": "marker", "ph": "i", "s": "t",
-                          "pid": PID, "tid": instants, "ts": _us(event["t"]),
+                          "pid": pid, "tid": instants, "ts": _us(event["t"]),
                           "args": {k: v for k, v in event.items() if k not in reserved}})
         elif kind == events.EPOCH:
             trace.append({"name": f"epoch {event.get('epoch')} metrics", "cat": "epoch", "ph": "i", "s": "t",
-                          "pid": PID, "tid": instants, "ts": _us(event["t"]), "args": event.get("metrics") or {}})
+                          "pid": pid, "tid": instants, "ts": _us(event["t"]), "args": event.get("metrics") or {}})
         elif kind == events.RESULT:
             trace.append({"name": f"result {event.get('name')}", "cat": "result", "ph": "i", "s": "t",
-                          "pid": PID, "tid": instants, "ts": _us(event["t"]), "args": event.get("values") or {}})
+                          "pid": pid, "tid": instants, "ts": _us(event["t"]), "args": event.get("values") or {}})
     for notice in run.notices:
         if _finite(notice.get("t")):
             trace.append({"name": str(notice.get("message", "notice"))[:200], "cat": "notice", "ph": "i",
-                          "s": "p", "pid": PID, "tid": instants, "ts": _us(notice["t"]), "args": {}})
-    return {"traceEvents": trace, "displayTimeUnit": "ms",
-            "otherData": {"source": "devicewatch", "file": run.path, "workload": run.title,
-                          "started": run.header.get("started"), "duration_s": round(run.duration, 3)}}
+                          "s": "p", "pid": pid, "tid": instants, "ts": _us(notice["t"]), "args": {}})
+    return trace
 
 
 # -- CSV --------------------------------------------------------------------------------------
@@ -324,7 +336,12 @@ def svg(run: Run, width: int = 1200) -> str:
     for g in range(s.gpus):
         gt, gv = clean(s.gpu_t[g].tolist(), s.gpu_util[g].tolist())
         label = analysis.gpu_label(run, g)
-        charts.append((f"GPU {g} utilization % ({label})", [(f"GPU {g}", gt, gv, LINE_COLOURS[1], 2.0)], None))
+        lines = [(f"GPU {g}", gt, gv, LINE_COLOURS[1], 2.0)]
+        sm_t, sm_v = analysis.gpm_series(run, "sm_active", g)
+        if sm_t.size:  # how much of the chip worked, beside how often a kernel ran
+            st, sv = clean(sm_t.tolist(), sm_v.tolist())
+            lines.append((f"GPU {g} SM active", st, sv, LINE_COLOURS[2], 1.5))
+        charts.append((f"GPU {g} utilization % ({label})" + (" and SM active %" if sm_t.size else ""), lines, None))
 
     lane_names = analysis.lanes(all_phases)
     lane_tracks: list[tuple[str, list[analysis.Phase], list[int]]] = []
@@ -406,8 +423,11 @@ def svg(run: Run, width: int = 1200) -> str:
     parts.append(f'<text x="{left + plot_w / 2:.0f}" y="{axis_y + 34}" text-anchor="middle">seconds since the run started '
                  '(dashed lines: epoch starts)</text>')
     lx = left
-    for name, colour, stroke in (("CPU total", LINE_COLOURS[0], 2.0), ("each core" if cores <= CORE_LINE_LIMIT
-                                 else "cores min to max", PRINT.spread, 4.0), *(("GPU", LINE_COLOURS[1], 2.0),) * bool(s.gpus)):
+    has_sm = any(analysis.gpm_series(run, "sm_active", g)[0].size for g in range(s.gpus))
+    legend = [("CPU total", LINE_COLOURS[0], 2.0),
+              ("each core" if cores <= CORE_LINE_LIMIT else "cores min to max", PRINT.spread, 4.0),
+              *[("GPU", LINE_COLOURS[1], 2.0)] * bool(s.gpus), *[("SM active", LINE_COLOURS[2], 1.5)] * has_sm]
+    for name, colour, stroke in legend:
         parts.append(f'<line x1="{lx}" x2="{lx + 18}" y1="{legend_y - 4}" y2="{legend_y - 4}" stroke="{colour}" '
                      f'stroke-width="{stroke}"/>')
         parts.append(f'<text x="{lx + 22}" y="{legend_y}">{escape(name)}</text>')

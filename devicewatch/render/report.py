@@ -25,6 +25,16 @@ def _secs(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}s"
 
 
+def straggler_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per epoch of a merged run (``analysis.straggler_rows``): the rank that finished
+    last and how long the others waited for it."""
+    lines = []
+    for row in rows:
+        waits = ", ".join(f"rank {r} {w:.3f}s" for r, w in row["waited"].items())
+        lines.append(f"epoch {row['epoch']}: rank {row['last_rank']} finished last; waited: {waits}")
+    return lines
+
+
 def tables(run: Run, summary: dict[str, Any]) -> list[Any]:
     """The report as rich renderables; shared with the recorder's end-of-run summary."""
     out: list[Any] = []
@@ -44,6 +54,11 @@ def tables(run: Run, summary: dict[str, Any]) -> list[Any]:
         head.add_row("workload info", ", ".join(f"{k}={v}" for k, v in summary["run_info"].items()))
     if summary["recorder_cpu_mean"] is not None:
         head.add_row("watching cost", f"recorder {summary['recorder_cpu_mean']:.1f}% of one core")
+    if gpu["available"]:
+        for g, period in enumerate(summary["gpu_driver_periods"]):
+            head.add_row(f"GPU {g} rate", analysis.driver_rate_text(period))
+    if summary["hosts"]:
+        head.add_row("hosts", f"{', '.join(map(str, summary['hosts']))} (merged; {summary['alignment']})")
     out.append(head)
 
     if summary["epochs"]:
@@ -115,6 +130,10 @@ def tables(run: Run, summary: dict[str, Any]) -> list[Any]:
             table.add_row(str(r["name"]), *[f"{r[k]:.4g}" if isinstance(r.get(k), float) else str(r.get(k, "-"))
                                              for k in keys])
         out.append(table)
+
+    if summary["stragglers"]:
+        out.append("Stragglers (the rank that finished each epoch last, and how long the others waited):")
+        out += ["  " + line for line in straggler_lines(summary["stragglers"])]
 
     for notice in summary["notices"][:10]:
         out.append(f"note: {notice}")

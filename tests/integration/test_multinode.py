@@ -98,7 +98,7 @@ def check_merged(tmp_path: Path, files: list[str]) -> runfile.Run:
     assert run.header["alignment"]["hosts"] == 1
     assert 0 <= run.header["alignment"]["same_host_error_s"] < 1e-3
     assert [e.epoch for e in analysis.epochs(run, all_phases)] == [1, 2, 3]
-    rows = merge.stragglers(run, all_phases)
+    rows = analysis.stragglers(run, all_phases)
     assert [r.epoch for r in rows] == [1, 2, 3]
     for row in rows:  # rank 1 sleeps SLOW_BY in each train phase; rank 0 waits at the barrier
         assert row.last_rank == 1 and set(row.finished) == {0, 1}
@@ -119,9 +119,15 @@ def views_accept(tmp_path: Path, merged: str, single: str) -> None:
     trace = tmp_path / "merged.perfetto.json"
     exported = devicewatch("export", merged, "--format", "perfetto", "-o", str(trace))
     assert exported.returncode == 0, exported.stderr
-    names = {e["args"]["name"] for e in json.loads(trace.read_text())["traceEvents"]
-             if e.get("ph") == "M" and e.get("name") == "thread_name"}
-    assert {"lane rank 0", "lane rank 1"} <= names
+    events = json.loads(trace.read_text())["traceEvents"]
+    processes = {e["pid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"}
+    assert sorted(name.split(":")[0] for name in processes.values()) == ["node 0", "node 1"]  # one process per host
+    tracks = {(processes[e["pid"]].split(":")[0], e["args"]["name"]) for e in events
+              if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    assert {("node 0", "lane rank 0"), ("node 1", "lane rank 1")} <= tracks  # each rank on its host
+    text = devicewatch("report", merged, "--no-chart")
+    assert text.returncode == 0 and "rank 1 finished last" in text.stdout, text.stdout
+    assert [row["last_rank"] for row in summary["stragglers"]] == [1] * EPOCHS
 
 
 def test_two_torchrun_nodes_merge_into_one_run_with_a_lane_per_rank(tmp_path):

@@ -239,3 +239,17 @@ def test_slow_nvml_polls_land_in_later_samples_and_none_is_lost(tmp_path):
     assert polls - 1 <= len(with_gpus) <= polls
     assert len(with_gpus) < len(run.samples)  # samples went on without waiting for the GPU
     assert any("gpus_t" in s and s["gpus_t"] < s["t"] for s in with_gpus)
+
+
+def test_report_and_svg_show_sm_activity_and_the_driver_rate():
+    from devicewatch.render import export
+    from devicewatch.render.report import report_text
+
+    run = runfile.load(FIXTURE)
+    text = report_text(run)
+    # The fixture's fake GPU 0 keeps its buffered samples 1/6 s apart; GPU 1 is set to 0.1 s.
+    assert "GPU 0 rate     GPU utilization: driver samples every 167 ms" in text
+    assert "GPU 1 rate     GPU utilization: driver samples every 100 ms" in text
+    assert "launch-bound" in text
+    svg = export.svg(run)
+    assert "GPU 0 SM active" in svg and "GPU 1 SM active" not in svg  # GPU 1 has no GPM

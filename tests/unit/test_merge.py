@@ -90,7 +90,7 @@ def test_stragglers_name_the_last_rank_and_the_others_wait(tmp_path):
                         phase("phase_begin", 1.5, 0, 2), phase("phase_end", 2.7, 0, 2),
                         phase("phase_begin", 1.5, 1, 2), phase("phase_end", 2.5, 1, 2),
                         phase("phase_begin", 2.8, 1, 3)]))  # epoch 3 never ended: no finish to judge
-    rows = merge.stragglers(run)
+    rows = analysis.stragglers(run)
     assert [(r.epoch, r.last_rank, r.waited) for r in rows] == [(1, 1, {0: 0.4}), (2, 0, {1: 0.2})]
     assert rows[0].finished == {0: 1.0, 1: 1.4} and rows[1].max_wait == pytest.approx(0.2)
 
