@@ -312,6 +312,7 @@ class Follower:
         self._offset = 0
         self._pending = b""
         self._keep = keep
+        self._raw = False
         self.run: Run | None = None
         packed = self.path.endswith(".gz")
         opener: Callable[..., Any] = gzip.open if packed else open
@@ -341,6 +342,7 @@ class Follower:
         if the file was truncated under us (what was read stays in ``run``). A file replaced
         or deleted at its path is still the one opened: it is followed to its end."""
         new: list[dict[str, Any]] = [] if collect else _Discard()
+        self._raw = not collect  # nobody wants the sample records: their lines go to the columns as read
         size = os.fstat(self._file.fileno()).st_size
         if size < self._file.tell():
             raise RunFileError(f"{os.path.basename(self.path)} was truncated while being read; "
@@ -364,10 +366,16 @@ class Follower:
             raise RunFileError(f"{os.path.basename(self.path)} is empty, not a run file")
         if self.run is not None:
             self.run.samples.flush()
+            self.run.bad_lines += self.run.samples.bad
+            self.run.samples.bad = 0
         return new
 
     def _take(self, line: bytes, new: list[dict[str, Any]], last: bool) -> None:
         if not line.strip():
+            return
+        if self._raw and not last and self.run is not None and self.run.samples.compact \
+                and line.startswith(b'{"type":"sample",'):
+            self.run.samples.add_line(line)  # decoded with its chunk (samples.SAMPLE_LINE)
             return
         record = _parse(line)
         if self.run is None:
