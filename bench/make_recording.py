@@ -152,7 +152,7 @@ def generate(path: str, cores: int, gpus: int, hours: float, rate: float = 10.0,
         buffered = [[x for g, (o, v, h) in enumerate(zip(orow, vrow, hrow)) if h for x in (g, o, v)]
                     for orow, vrow, hrow in zip(offsets.tolist(), buf_v.tolist(), has.tolist())]
         proc_mem = (20 << 30) // scale["gpu_proc"].get("mem", 1)
-        procs = [[x for g, u in enumerate(row) for x in (g, 1000 + g, proc_mem, u)] for row in util.tolist()]
+        procs = [[x for g, u in enumerate(row) for x in (g, 1000 + g, proc_mem, u, u // 2)] for row in util.tolist()]
         sys_rows = [[3000, (180 << 30) // scale["sys"].get("mem_used", 1), 0, 0]] * k
         proc_cpu = (level * cores * 0.9).round(1).tolist()
         rss = (64 << 30) // scale["proc"].get("rss", 1)

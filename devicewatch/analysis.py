@@ -117,21 +117,28 @@ def phases(run: Run) -> list[Phase]:
     done: list[Phase] = []
     # Epochs parsed from output lines stand in only for workloads that send no phases of
     # their own (the recorder may see an output line before the workload's first event).
-    own = any(e.get("kind") == events.PHASE_BEGIN and e.get("source") != "stdout" for e in run.events)
-    for event in run.events:
+    paired = run.events.of(events.PHASE_BEGIN, events.PHASE_END)
+    own = any(e.get("kind") == events.PHASE_BEGIN and e.get("source") != "stdout" for e in paired)
+    for event in paired:
         if own and event.get("source") == "stdout":
             continue
         begin = tracker.take(event)
         if begin is not None:
-            done.append(_phase(begin, float(event["t"]), False))
+            done.append(phase_from(begin, float(event["t"])))
     end = run.duration
     for begin in tracker.open_phases():
-        done.append(_phase(begin, max(end, float(begin["t"])), True))
-    done.sort(key=lambda p: (p.start, p.lane))
+        done.append(phase_from(begin, max(end, float(begin["t"])), True))
+    done.sort(key=phase_order)
     return done
 
 
-def _phase(begin: dict[str, Any], end: float, is_open: bool) -> Phase:
+def phase_order(p: Phase) -> tuple[float, str]:
+    """The order phases are listed in: by start, then lane."""
+    return (p.start, p.lane)
+
+
+def phase_from(begin: dict[str, Any], end: float, is_open: bool = False) -> Phase:
+    """The phase a ``phase_begin`` event starts, ending at ``end`` (``is_open``: not ended yet)."""
     reserved = {"type", "t", "kind", "name", "lane", "epoch", "pid", "thread"}
     epoch = begin.get("epoch")
     return Phase(str(begin.get("name")), str(begin.get("lane", "main")),
@@ -162,7 +169,7 @@ def epochs(run: Run, all_phases: list[Phase] | None = None) -> list[EpochRow]:
         if p.epoch is not None:
             by_epoch.setdefault(p.epoch, []).append(p)
     metrics: dict[int, dict[str, Any]] = {}
-    for event in run.events:
+    for event in run.events.of(events.EPOCH):
         if event.get("kind") == events.EPOCH and isinstance(event.get("epoch"), int):
             metrics.setdefault(event["epoch"], {}).update(event.get("metrics") or {})
     rows = []
@@ -449,7 +456,7 @@ def summarize(run: Run) -> dict[str, Any]:
 def run_info(run: Run) -> dict[str, Any]:
     """All run_info events merged, later keys winning: framework, device, params, data, …"""
     info: dict[str, Any] = {}
-    for event in run.events:
+    for event in run.events.of(events.RUN_INFO):
         if event.get("kind") == events.RUN_INFO and isinstance(event.get("info"), dict):
             info.update(event["info"])
     return info
@@ -458,7 +465,7 @@ def run_info(run: Run) -> dict[str, Any]:
 def results(run: Run) -> list[dict[str, Any]]:
     """Each result event as one flat row: its name and its values."""
     return [{"name": e.get("name"), **(e.get("values") if isinstance(e.get("values"), dict) else {})}
-            for e in run.events if e.get("kind") == events.RESULT]
+            for e in run.events.of(events.RESULT)]
 
 
 def status_text(run: Run) -> str:

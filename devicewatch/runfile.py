@@ -17,10 +17,14 @@ import json
 import math
 import os
 import threading
+import zlib
+from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Iterator
 
+from . import events as ev
 from .errors import RunFileError
 from .samples import Encoder, Samples, fields_header
 
@@ -32,6 +36,101 @@ END_STATUSES = ("ok", "failed", "cancelled", "error")
 NO_END_RECORD = "the recorder ended without an end record"
 
 
+class Events(Sequence):  # type: ignore[type-arg]
+    """A run's events in file order, as a sequence of dicts, stored so that a million do not
+    cost a million dicts.
+
+    The kinds the analysis reads (``DECODED``: phases, epochs, run info, results) are kept as
+    dicts. Every other event (markers, above all) is kept as its line, compressed in blocks of
+    ``BLOCK`` lines, and decoded again when asked for: about 15 bytes each instead of 400.
+    ``of(kinds)`` returns the events of some kinds without decoding the others.
+    """
+
+    DECODED = frozenset((ev.RUN_INFO, ev.PHASE_BEGIN, ev.PHASE_END, ev.EPOCH, ev.RESULT))
+    BLOCK = 2048
+
+    def __init__(self, records: Iterable[dict[str, Any]] = ()):
+        self._n = 0
+        self._kept: list[dict[str, Any]] = []
+        self._kept_at: list[int] = []      # the position of each kept event
+        self._packed: list[bytes] = []     # zlib blocks of event lines
+        self._packed_at: list[int] = []    # per block, the position of its first line ...
+        self._packed_pos: list[int] = []   # ... and the positions of all its lines, flattened
+        self._lines: list[bytes] = []      # the block being filled
+        self._lines_at: list[int] = []
+        self._cache: tuple[int, list[bytes]] | None = None
+        for record in records:
+            self.append(record)
+
+    def append(self, record: dict[str, Any], line: bytes | None = None) -> None:
+        """File one event; ``line`` (its JSON) lets a kind the analysis does not read stay packed."""
+        if line is None or record.get("kind") in self.DECODED:
+            self._kept.append(record)
+            self._kept_at.append(self._n)
+        else:
+            self._lines.append(bytes(line))
+            self._lines_at.append(self._n)
+            if len(self._lines) >= self.BLOCK:
+                self._pack()
+        self._n += 1
+
+    def _pack(self) -> None:
+        self._packed.append(zlib.compress(b"\n".join(self._lines), 1))
+        self._packed_at.append(self._lines_at[0])
+        self._packed_pos.extend(self._lines_at)
+        self._lines, self._lines_at = [], []
+
+    def _block(self, b: int) -> list[bytes]:
+        if self._cache is None or self._cache[0] != b:
+            self._cache = (b, zlib.decompress(self._packed[b]).split(b"\n"))
+        return self._cache[1]
+
+    def of(self, *kinds: str) -> list[dict[str, Any]]:
+        """The events of these kinds, in order (the analysis's kinds without decoding any other)."""
+        if self.DECODED.issuperset(kinds):
+            return [e for e in self._kept if e.get("kind") in kinds]
+        return [e for e in self if e.get("kind") in kinds]
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._n))]
+        if index < 0:
+            index += self._n
+        if not 0 <= index < self._n:
+            raise IndexError(index)
+        k = bisect_right(self._kept_at, index) - 1
+        if k >= 0 and self._kept_at[k] == index:
+            return self._kept[k]
+        if self._lines_at and index >= self._lines_at[0]:
+            return _decode(self._lines[bisect_right(self._lines_at, index) - 1])
+        b = bisect_right(self._packed_at, index) - 1
+        first = b * self.BLOCK
+        return _decode(self._block(b)[bisect_right(self._packed_pos, index, first, first + self.BLOCK) - 1 - first])
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        kept = iter(zip(self._kept_at, self._kept))
+        next_kept = next(kept, None)
+        for b in range(len(self._packed) + 1):
+            if b < len(self._packed):
+                lines = zlib.decompress(self._packed[b]).split(b"\n")
+                positions = self._packed_pos[b * self.BLOCK:(b + 1) * self.BLOCK]
+            else:
+                lines, positions = list(self._lines), list(self._lines_at)
+            for at, line in zip(positions, lines):
+                while next_kept is not None and next_kept[0] < at:
+                    yield next_kept[1]
+                    next_kept = next(kept, None)
+                yield _decode(line)
+        while next_kept is not None:
+            yield next_kept[1]
+            next_kept = next(kept, None)
+
+    def __repr__(self) -> str:
+        return f"Events({len(self)} events)"
+
 
 @dataclass
 class Run:
@@ -40,7 +139,7 @@ class Run:
     path: str
     header: dict[str, Any]
     samples: Samples = None  # type: ignore[assignment]  # columns, made from the header
-    events: list[dict[str, Any]] = field(default_factory=list)
+    events: Events = field(default_factory=Events)  # a sequence of dicts; a list given becomes one
     logs: list[dict[str, Any]] = field(default_factory=list)
     notices: list[dict[str, Any]] = field(default_factory=list)
     gpu_status: list[dict[str, Any]] = field(default_factory=list)
@@ -51,6 +150,8 @@ class Run:
     keep: int | None = None     # samples kept (the newest); None keeps them all
 
     def __post_init__(self) -> None:
+        if not isinstance(self.events, Events):
+            self.events = Events(self.events)
         if self.samples is None:
             self.samples = Samples(self.header, self.keep)
 
@@ -86,8 +187,9 @@ class Run:
         workload = self.header.get("workload", {})
         return workload.get("name") or " ".join(workload.get("command", [])) or Path(self.path).name
 
-    def add(self, record: dict[str, Any]) -> None:
-        """File one record; a record without a numeric time or of an unknown type is counted bad."""
+    def add(self, record: dict[str, Any], line: bytes | None = None) -> None:
+        """File one record (``line``: its JSON, which an event may be kept as); a record without
+        a numeric time or of an unknown type is counted bad."""
         kind = record.get("type")
         t = record.get("t")
         if not isinstance(t, (int, float)) or isinstance(t, bool) or t != t:
@@ -101,7 +203,7 @@ class Run:
             if not isinstance(record.get("kind"), str):
                 self.bad_lines += 1
                 return
-            self.events.append(record)
+            self.events.append(record, line)
         elif kind == "log":
             self.logs.append(record)
         elif kind == "notice":
@@ -210,6 +312,7 @@ class Follower:
         self._offset = 0
         self._pending = b""
         self._keep = keep
+        self._raw = False
         self.run: Run | None = None
         packed = self.path.endswith(".gz")
         opener: Callable[..., Any] = gzip.open if packed else open
@@ -239,6 +342,7 @@ class Follower:
         if the file was truncated under us (what was read stays in ``run``). A file replaced
         or deleted at its path is still the one opened: it is followed to its end."""
         new: list[dict[str, Any]] = [] if collect else _Discard()
+        self._raw = not collect  # nobody wants the sample records: their lines go to the columns as read
         size = os.fstat(self._file.fileno()).st_size
         if size < self._file.tell():
             raise RunFileError(f"{os.path.basename(self.path)} was truncated while being read; "
@@ -262,10 +366,16 @@ class Follower:
             raise RunFileError(f"{os.path.basename(self.path)} is empty, not a run file")
         if self.run is not None:
             self.run.samples.flush()
+            self.run.bad_lines += self.run.samples.bad
+            self.run.samples.bad = 0
         return new
 
     def _take(self, line: bytes, new: list[dict[str, Any]], last: bool) -> None:
         if not line.strip():
+            return
+        if self._raw and not last and self.run is not None and self.run.samples.compact \
+                and line.startswith(b'{"type":"sample",'):
+            self.run.samples.add_line(line)  # decoded with its chunk (samples.SAMPLE_LINE)
             return
         record = _parse(line)
         if self.run is None:
@@ -287,7 +397,7 @@ class Follower:
         elif not well_formed(record):
             self.run.bad_lines += 1
             return
-        self.run.add(record)
+        self.run.add(record, line)
         new.append(record)
 
 

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from typing import Any, Iterator
 
 import numpy as np
+import orjson
 
 # Schema 1 wrote every field by name in every sample; these are the fields it had, so that a
 # schema-1 sample decodes into the same columns as a schema-2 one (values kept exact).
@@ -219,6 +221,8 @@ class Samples:
         self.host_labels: list[str] = []   # a merged run's hosts; ``host`` holds indexes into it
         self.total = 0          # rows ever added (kept or dropped)
         self._pending: list[dict[str, Any]] = []
+        self._lines: list[bytes] = []    # schema-2 sample lines not decoded yet (``add_line``)
+        self.bad = 0                     # of those, lines that were not samples (the reader counts them)
         self._blocks: list[dict[str, Any]] = []
         self._cols: dict[str, Any] = self._empty()
 
@@ -235,6 +239,36 @@ class Samples:
             self.total += len(self._pending)
             self._pending = []
 
+    def add_line(self, line: bytes) -> None:
+        """A schema-2 sample line as read, decoded later with the others of its chunk."""
+        self._lines.append(line)
+        if len(self._lines) >= CHUNK:
+            self._flush_lines()
+
+    def _flush_lines(self) -> None:
+        if not self._lines:
+            return
+        lines, self._lines = self._lines, []
+        block = _decode_lines(self, lines)
+        if block is not None:
+            self._blocks.append(block)
+            self.total += len(lines)
+            return
+        records = []  # a line not in the writer's own form: each decoded by the JSON parser
+        for line in lines:
+            try:
+                record = orjson.loads(line)
+            except (orjson.JSONDecodeError, RecursionError):
+                record = None
+            t = record.get("t") if isinstance(record, dict) else None
+            if type(t) not in (int, float) or not math.isfinite(t) or record.get("cpu", []).__class__ is not list:
+                self.bad += 1
+                continue
+            records.append(record)
+        if records:
+            self._blocks.append(self._decode(records))
+            self.total += len(records)
+
     def _decode(self, records: list[dict[str, Any]]) -> dict[str, Any]:
         k = len(records)
         t = np.array([r["t"] for r in records], dtype=float)
@@ -245,28 +279,45 @@ class Samples:
             cpu_total = np.full(k, np.nan)
         else:
             cpu_total = np.array([_float(r.get("cpu_total")) for r in records])
+        groups = {}
+        for group in ("sys", "proc"):
+            width = len(self.fields[group])
+            nan_row = [None] * width
+            groups[group] = _matrix([r.get(group) or nan_row for r in records], (width,))
+        gpu_rows = [r.get("gpu") for r in records]
+        present = np.array([isinstance(r, list) for r in gpu_rows], dtype=bool)
+        gpu = self._gpu_matrix(gpu_rows)
+        util = _triples([r.get("gpu_util") for r in records], 3)
+        procs = _triples([r.get("gpu_procs") for r in records], len(self.fields["gpu_proc"]) + 1)
+        scalars = {key: np.array([_float(r.get(key)) for r in records]) for key in ("recorder_cpu", "watcher_cpu", "gpus_t")}
+        host = np.array([self._host_index(r.get("host")) for r in records], dtype=np.int16)
+        return self._block(t, cpu, cpu_total, groups, present, gpu, util, procs, scalars, host)
+
+    def _gpu_matrix(self, gpu_rows: list[Any]) -> np.ndarray:
+        self.gpus = max(self.gpus, _widest(gpu_rows))
+        width = len(self.fields["gpu"])
+        gpu_rows = [r if isinstance(r, list) else [] for r in gpu_rows]
+        if any(len(g) < width for r in gpu_rows for g in r if isinstance(g, list)):  # trailing nulls trimmed
+            gpu_rows = [[g + [None] * (width - len(g)) if isinstance(g, list) and len(g) < width else g
+                         for g in r] for r in gpu_rows]
+        return _matrix(gpu_rows, (self.gpus, width)) if self.gpus else np.full((len(gpu_rows), 0, width), np.nan)
+
+    def _block(self, t: np.ndarray, cpu: np.ndarray, cpu_total: np.ndarray, groups: dict[str, np.ndarray],
+               present: np.ndarray, gpu: np.ndarray, util: tuple[np.ndarray, np.ndarray],
+               procs: tuple[np.ndarray, np.ndarray], scalars: dict[str, np.ndarray], host: np.ndarray) -> dict[str, Any]:
+        """One chunk's columns from its arrays as read (stored units, flat buffered samples)."""
+        k = len(t)
         missing = np.isnan(cpu_total)
         if missing.any() and self.cores:
             with np.errstate(invalid="ignore"), _quiet():
                 cpu_total[missing] = np.round(np.nanmean(cpu[missing], axis=1), 1)
         block: dict[str, Any] = {"t": t, "cpu": cpu, "cpu_total": cpu_total}
         for group in ("sys", "proc"):
-            width = len(self.fields[group])
-            nan_row = [None] * width
-            array = _matrix([r.get(group) or nan_row for r in records], (width,)) * self.scale[group]
-            block[group] = array
-        gpu_rows = [r.get("gpu") for r in records]
-        self.gpus = max(self.gpus, _widest(gpu_rows))
-        width = len(self.fields["gpu"])
-        block["gpu_present"] = np.array([isinstance(r, list) for r in gpu_rows], dtype=bool)
-        gpu_rows = [r if isinstance(r, list) else [] for r in gpu_rows]
-        if any(len(g) < width for r in gpu_rows for g in r if isinstance(g, list)):  # trailing nulls trimmed
-            gpu_rows = [[g + [None] * (width - len(g)) if isinstance(g, list) and len(g) < width else g
-                         for g in r] for r in gpu_rows]
-        block["gpu"] = _matrix(gpu_rows, (self.gpus, width)) \
-            * self.scale["gpu"] if self.gpus else np.full((k, 0, width), np.nan)
+            block[group] = groups[group] * self.scale[group]
+        block["gpu_present"] = present
+        block["gpu"] = gpu * self.scale["gpu"] if self.gpus else gpu
         # Buffered driver samples: flat (gpu, time, value) triples per sample, in file order.
-        values, owner = _triples([r.get("gpu_util") for r in records], 3)
+        values, owner = util
         gpu_index = values[:, 0]
         ok = (gpu_index >= 0) & (gpu_index < self.gpus) & (gpu_index == np.floor(gpu_index))
         values, owner = values[ok], owner[ok]
@@ -277,16 +328,14 @@ class Samples:
         buffered[owner, block["util_gpu"]] = True
         block["util_buffered"] = buffered
         # Per-process GPU use: flat (gpu, pid, mem, util) per sample.
-        width_p = len(self.fields["gpu_proc"])
-        values, owner = _triples([r.get("gpu_procs") for r in records], width_p + 1)
+        values, owner = procs
         ok = (values[:, 0] >= 0) & (values[:, 0] < max(self.gpus, 1) + 1024)
         values, owner = values[ok], owner[ok]
         block["procs_t"] = t[owner]
         block["procs_gpu"] = values[:, 0].astype(np.int16)
         block["procs"] = values[:, 1:] * self.scale["gpu_proc"]
-        for key in ("recorder_cpu", "watcher_cpu", "gpus_t"):
-            block[key] = np.array([_float(r.get(key)) for r in records])
-        block["host"] = np.array([self._host_index(r.get("host")) for r in records], dtype=np.int16)
+        block.update(scalars)
+        block["host"] = host
         return block
 
     def _host_index(self, label: Any) -> int:
@@ -308,6 +357,7 @@ class Samples:
 
     def flush(self) -> None:
         """Decode what is pending and join the blocks into single arrays (dropping old rows)."""
+        self._flush_lines()
         self._flush_pending()
         if not self._blocks:
             return
@@ -331,7 +381,7 @@ class Samples:
     # -- reading ---------------------------------------------------------------------------
 
     def _col(self, key: str) -> Any:
-        if self._blocks or self._pending:
+        if self._blocks or self._pending or self._lines:
             self.flush()
         return self._cols[key]
 
@@ -361,7 +411,7 @@ class Samples:
 
     def _group(self, group: str, name: str) -> np.ndarray:
         names = self.fields[group]
-        array = self._col(group)
+        array = self._col("procs" if group == "gpu_proc" else group)
         if name in names:
             return array[..., names.index(name)]
         return np.full(array.shape[:-1], np.nan)
@@ -498,3 +548,76 @@ class _quiet:
 
     def __exit__(self, *exc: object) -> None:
         self._w.__exit__(*exc)
+
+
+# A schema-2 sample exactly as the writer writes it: keys in the writer's order, arrays of plain
+# numbers. Such lines are decoded a chunk at a time: the spans of each array are cut out by this
+# pattern and all the numbers of one kind parsed in one call (one flat JSON array), which skips
+# a dict and a list per sample and the copying of nested lists into arrays. Any other line (a
+# merged run's host, MIG readings, damage) sends its chunk through the record-by-record path.
+_NUM = rb"(-?[0-9][0-9.eE+-]*)"
+_LIST = rb"([-0-9.eE+,nul]*)"
+SAMPLE_LINE = re.compile(
+    rb'\{"type":"sample","t":' + _NUM + rb',"cpu":\[' + _LIST + rb'\],"sys":\[' + _LIST + rb'\]'
+    rb',"proc":(?:\[' + _LIST + rb'\]|null)(?:,"gpu":\[((?:\[[-0-9.eE+,nul]*\],?)*)\])?'
+    rb'(?:,"gpu_util":\[' + _LIST + rb'\])?(?:,"gpu_procs":\[' + _LIST + rb'\])?(?:,"gpus_t":' + _NUM + rb')?'
+    rb'(?:,"recorder_cpu":' + _NUM + rb')?(?:,"watcher_cpu":' + _NUM + rb')?\}')
+
+
+def _numbers(spans: Any) -> np.ndarray:
+    """The numbers of many comma-separated spans (None and empty spans skipped), null as NaN."""
+    joined = b",".join(s for s in spans if s)
+    return np.array(orjson.loads(b"[" + joined + b"]"), dtype=float)
+
+
+def _counts(spans: Any) -> np.ndarray:
+    return np.array([s.count(b",") + 1 if s else 0 for s in spans], dtype=np.int64)
+
+
+def _decode_lines(samples: Samples, lines: list[bytes]) -> dict[str, Any] | None:
+    """A chunk of schema-2 sample lines as columns, or None if one is not in the writer's form."""
+    matches = [SAMPLE_LINE.fullmatch(line) for line in lines]
+    if None in matches:
+        return None
+    t_s, cpu_s, sys_s, proc_s, gpu_s, util_s, procs_s, gpus_t_s, rec_s, watch_s = zip(*(m.groups() for m in matches))
+    k = len(lines)
+    try:
+        t = _numbers(t_s)
+        counts = _counts(cpu_s)
+        cores = int(counts[0])
+        if (counts != cores).any() or cores < samples.cores or len(t) != k or np.isnan(t).any():
+            return None
+        samples.cores = cores
+        cpu = _numbers(cpu_s).astype(np.float32).reshape(k, cores)
+        groups = {}
+        for group, spans in (("sys", sys_s), ("proc", proc_s)):
+            width = len(samples.fields[group])
+            counts = _counts(spans)
+            if ((counts != width) & (counts != 0)).any() or (group == "sys" and (counts == 0).any()):
+                return None
+            array = np.full((k, width), np.nan)
+            array[counts == width] = _numbers(spans).reshape(-1, width)
+            groups[group] = array
+        present = np.array([s is not None for s in gpu_s], dtype=bool)
+        width = len(samples.fields["gpu"])
+        rows = np.array([s.count(b"[") if s else 0 for s in gpu_s], dtype=np.int64)
+        per_gpu = _counts(gpu_s) - np.maximum(rows - 1, 0)   # values per line (the commas between rows are not)
+        if present.any() and (per_gpu[present] == rows[present] * width).all() and len(set(rows[present])) == 1:
+            samples.gpus = max(samples.gpus, int(rows[present][0]))
+            gpu = np.full((k, samples.gpus, width), np.nan)
+            flat = _numbers(s.replace(b"[", b"").replace(b"]", b"") for s in gpu_s)
+            gpu[present, :int(rows[present][0])] = flat.reshape(int(present.sum()), -1, width)
+        else:  # rows cut short of their trailing nulls (GPM between windows): row by row
+            gpu = samples._gpu_matrix([orjson.loads(b"[" + s + b"]") if s is not None else None for s in gpu_s])
+        flats = []
+        for spans, width in ((util_s, 3), (procs_s, len(samples.fields["gpu_proc"]) + 1)):
+            counts = _counts(spans)
+            if (counts % width).any():
+                return None
+            flats.append((_numbers(spans).reshape(-1, width), np.repeat(np.arange(k), counts // width)))
+        scalars = {key: _numbers(s or b"null" for s in spans)
+                   for key, spans in (("recorder_cpu", rec_s), ("watcher_cpu", watch_s), ("gpus_t", gpus_t_s))}
+    except (orjson.JSONDecodeError, ValueError, TypeError):
+        return None
+    return samples._block(t, cpu, np.full(k, np.nan), groups, present, gpu, flats[0], flats[1], scalars,
+                          np.full(k, -1, np.int16))

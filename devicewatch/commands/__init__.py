@@ -16,7 +16,6 @@ import argparse
 from typing import NoReturn
 
 from ..errors import UsageError
-from ..recorder import check_interval
 
 # In the order `devicewatch --help` lists them.
 SUBCOMMANDS = ("run", "replay", "compare", "report", "merge", "export", "workloads")
@@ -36,6 +35,14 @@ class CommandParser(argparse.ArgumentParser):
                 raise UsageError(f"unknown option {option} (see devicewatch --help)")
             raise UsageError(message)
         raise UsageError(f"{self.prog.removeprefix('devicewatch ')}: {message}")
+
+
+def check_interval(value: str) -> float:
+    """``--interval``, checked by the recorder's own rule; imported here only when given, so
+    that commands which never record (``report``) do not load the recorder and psutil."""
+    from ..recorder import check_interval as check
+
+    return check(value)
 
 
 def gpu_switch(value: str) -> bool:

@@ -11,12 +11,15 @@ import sys
 
 from .. import registry
 from ..errors import UsageError
-from ..recorder import RecordOptions, record
-from ..render.report import report_text
-from ..runfile import load
 
 
 def run(args: argparse.Namespace) -> int:
+    # Here, not at the top: cli imports this module for every command, and only --record
+    # needs the recorder (psutil, the probes) and the report's tables (rich).
+    from ..recorder import RecordOptions, record
+    from ..render.report import report_text
+    from ..runfile import load
+
     target = registry.resolve(args.target)
     if os.path.isdir(args.record):
         raise UsageError(f"--record needs a file, and {args.record} is a directory")

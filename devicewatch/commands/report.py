@@ -7,7 +7,6 @@ import json
 import sys
 
 from ..analysis import summarize
-from ..render.report import report_text
 from ..runfile import load
 
 NAME = "report"
@@ -27,6 +26,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summarize(recording), indent=2, default=str))
         return 0
+    from ..render.report import report_text  # rich and plotext: not for --json
+
     chart = (args.chart or sys.stdout.isatty()) and not args.no_chart
     print(report_text(recording, chart=chart), end="")
     return 0

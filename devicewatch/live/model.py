@@ -9,6 +9,7 @@ are recomputed only when events arrived, the verdict at most every few seconds.
 from __future__ import annotations
 
 import time
+from bisect import bisect_left, insort
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -120,6 +121,11 @@ class RunModel:
         self._verdict_version = -1
         self._phases_version = -1
         self._open: list[int] = []  # indices of phases not yet ended
+        # Phases paired as their events arrive (``analysis.phases`` pairs a whole run): per
+        # source, [workload's own, parsed from stdout], the tracker and the ended phases in order.
+        self._trackers = (events.PhaseTracker(), events.PhaseTracker())
+        self._ended: tuple[list[analysis.Phase], list[analysis.Phase]] = ([], [])
+        self._own_phases = False  # the workload sent phases itself: stdout epochs are ignored
         self.logs_taken = 0
         self._samples_seen = 0   # rows of run.samples already taken (counted over the whole run)
         self.ingest(run.events)
@@ -200,6 +206,12 @@ class RunModel:
         elif kind == events.MARKER:
             self.markers.append((float(e.get("t", 0.0)), str(e.get("label", ""))))
         self.open_phases.take(e)
+        if kind in (events.PHASE_BEGIN, events.PHASE_END):
+            stdout = int(e.get("source") == "stdout")
+            self._own_phases = self._own_phases or (kind == events.PHASE_BEGIN and not stdout)
+            begin = self._trackers[stdout].take(e)
+            if begin is not None:
+                insort(self._ended[stdout], analysis.phase_from(begin, float(e["t"])), key=analysis.phase_order)
 
     @property
     def current_phase(self) -> str | None:
@@ -226,8 +238,20 @@ class RunModel:
                     self.phases[i] = replace(p, end=end)
             return
         self._phases_version = self.events_version
-        self.phases = analysis.phases(self.run)
-        self._open = [i for i, p in enumerate(self.phases) if p.open]
+        source = 0 if self._own_phases else 1
+        end = self.run.duration
+        phases = list(self._ended[source])  # the same list analysis.phases gives, paired once
+        still_open = [analysis.phase_from(b, max(end, float(b["t"])), True)
+                      for b in self._trackers[source].open_phases()]
+        for p in still_open:
+            insort(phases, p, key=analysis.phase_order)
+        self._open = []
+        for p in still_open:
+            i = bisect_left(phases, analysis.phase_order(p), key=analysis.phase_order)
+            while phases[i] is not p:
+                i += 1
+            self._open.append(i)
+        self.phases = phases
         self.epoch_rows = analysis.epochs(self.run, self.phases)
         self.lanes = analysis.lanes(self.phases)
 

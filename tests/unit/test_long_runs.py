@@ -1,0 +1,131 @@
+"""What keeps long runs cheap: events kept packed, phases paired as they arrive, columns in place."""
+
+import numpy as np
+
+from devicewatch import analysis, runfile
+from devicewatch.live.model import RunModel
+from devicewatch.runfile import Events, Follower, RunWriter, load
+
+
+def _event(t, kind, **fields):
+    return {"type": "event", "t": t, "kind": kind, **fields}
+
+
+def test_events_read_back_in_file_order_and_by_kind(tmp_path):
+    """Markers are packed in blocks, the analysis's kinds are kept as dicts; both read back
+    as the records written, in file order, by index, by slice and by kind."""
+    kinds = ["marker", "phase_begin", "marker", "epoch", "custom", "phase_end", "result"]
+    written = [_event(i / 10, kinds[i % len(kinds)], label=f"m{i}", name="train", epoch=1)
+               for i in range(3 * Events.BLOCK + 5)]
+    path = tmp_path / "events.jsonl"
+    writer = RunWriter(path, {"interval": 0.1, "host": {"cpu_count": 1}})
+    for record in written:
+        writer.write(record)
+    writer.close()
+    events = load(path).events
+    assert len(events) == len(written)
+    assert list(events) == written
+    assert events[0] == written[0] and events[-1] == written[-1]
+    assert events[Events.BLOCK + 2] == written[Events.BLOCK + 2]
+    assert events[5:12] == written[5:12]
+    assert events.of("phase_begin", "phase_end") == [e for e in written if e["kind"] in ("phase_begin", "phase_end")]
+    assert events.of("marker") == [e for e in written if e["kind"] == "marker"]
+    assert len(events._kept) == sum(1 for e in written if e["kind"] in Events.DECODED)
+
+
+def test_a_list_of_events_given_to_a_run_reads_the_same():
+    records = [_event(1.0, "marker", label="a"), _event(2.0, "phase_begin", name="train")]
+    run = runfile.Run("x.jsonl", {"host": {}}, events=records)
+    assert list(run.events) == records and run.events.of("phase_begin") == records[1:]
+
+
+def test_the_live_model_pairs_phases_as_analysis_does(tmp_path):
+    """Fed a few records at a time, the model's phases equal ``analysis.phases`` of the whole
+    run at every step: stdout epochs until the workload's own phases arrive, two lanes, a
+    phase begun twice under one key, and a phase still open."""
+    script = [
+        _event(0.5, "phase_begin", name="epoch", epoch=1, source="stdout", pid=1),
+        _event(1.0, "phase_end", name="epoch", epoch=1, source="stdout", pid=1),
+        _event(1.5, "phase_begin", name="train", epoch=1, pid=1),
+        _event(1.6, "phase_begin", name="data", epoch=1, lane="loader", pid=1),
+        _event(1.6, "phase_begin", name="data", epoch=1, lane="loader", pid=1),
+        _event(1.7, "phase_end", name="data", epoch=1, lane="loader", pid=1),
+        _event(2.0, "marker", label="look", pid=1),
+        _event(2.5, "phase_end", name="train", epoch=1, pid=1),
+        _event(2.5, "phase_begin", name="validate", epoch=1, pid=1),
+        _event(3.0, "phase_end", name="validate", epoch=1, pid=1),
+        _event(3.0, "phase_begin", name="train", epoch=2, pid=1),
+    ]
+    path = tmp_path / "live.jsonl"
+    writer = RunWriter(path, {"interval": 0.1, "host": {"cpu_count": 1}})
+    follower = Follower(path)
+    follower.poll()
+    model = RunModel(follower.run)
+    for i, record in enumerate(script):
+        writer.write(record)
+        writer.write({"type": "sample", "t": record["t"] + 0.05, "cpu": [50.0]})
+        if i % 2:
+            continue
+        model.ingest(follower.poll())
+        model.refresh_phases()
+        expected = analysis.phases(follower.run)
+        assert model.phases == expected
+        assert [model.phases[j] for j in model._open] == [p for p in expected if p.open]
+    writer.close()
+    model.ingest(follower.poll())
+    model.refresh_phases()
+    names = [(p.name, p.lane, p.open) for p in model.phases]
+    assert names == [("train", "main", False), ("data", "loader", False), ("data", "loader", True),
+                     ("validate", "main", False), ("train", "main", True)]
+    assert model.phases == analysis.phases(follower.run)
+
+
+def test_columns_grow_in_place_and_match_one_decode(tmp_path):
+    """Read in many polls or all at once, the columns are the same."""
+    path = tmp_path / "grow.jsonl"
+    writer = RunWriter(path, {"interval": 0.1, "host": {"cpu_count": 3}})
+    follower = Follower(path)
+    follower.poll()
+    for i in range(1, 20_001):
+        writer.write({"type": "sample", "t": i / 10, "cpu": [i % 100, 50.0, 0.0]})
+        if i % 4999 == 0:
+            follower.poll()
+    writer.close()
+    follower.poll(final=True)
+    whole = load(path).samples
+    grown = follower.run.samples
+    assert len(grown) == len(whole) == 20_000
+    np.testing.assert_array_equal(grown.t, whole.t)
+    np.testing.assert_array_equal(grown.cpu, whole.cpu)
+    assert grown.cpu[12_345, 0] == 12_346 % 100
+
+
+def _columns_equal(a, b):
+    for key in a._cols:
+        x, y = a._col(key), b._col(key)
+        assert x.shape == y.shape and x.dtype == y.dtype, key
+        assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), key
+
+
+def test_sample_lines_decoded_by_chunk_equal_record_by_record(tmp_path):
+    """``load`` decodes sample lines a chunk at a time (``samples.SAMPLE_LINE``); a follower
+    collecting records decodes them one by one. Same columns, also for a chunk with a damaged
+    line (counted bad: that chunk goes record by record) and one with GPU rows cut short of
+    their trailing nulls (decoded row by row); the third chunk takes the flat path."""
+    from bench.make_recording import generate
+
+    path = tmp_path / "gen.jsonl"
+    generate(str(path), 4, 2, 0.25, 10.0)  # 9,000 samples: three chunks
+    lines = path.read_bytes().split(b"\n")
+    samples_at = [i for i, line in enumerate(lines) if line.startswith(b'{"type":"sample"')]
+    lines[samples_at[100]] = lines[samples_at[100]][:-20] + b'x' * 20  # damaged in the middle
+    lines[samples_at[5000]] = lines[samples_at[5000]].replace(b",null,null,null,null,null,null]", b"]")
+    path.write_bytes(b"\n".join(lines))
+    fast = load(path)
+    with Follower(path) as follower:
+        follower.poll(final=True)
+        slow = follower.run
+    assert fast.bad_lines == slow.bad_lines == 1
+    assert len(fast.samples) == len(samples_at) - 1
+    _columns_equal(fast.samples, slow.samples)
+    assert not np.isnan(fast.samples.procs("mem_util")).all()
