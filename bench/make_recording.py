@@ -21,6 +21,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from devicewatch.runfile import RunWriter, probe_fields
+from devicewatch.samples import trim_common_nulls
 
 DATA_EVERY, DATA_SECONDS = 30.0, 1.0
 NVML_PERIOD = 1 / 6  # the driver buffers a utilization sample about every 1/6 s
@@ -83,9 +84,21 @@ def _events(duration: float, epoch_seconds: float, extra: int, rng: np.random.Ge
         yield heapq.heappop(heap)[2]
 
 
-def _gpu_values(name: str, util: np.ndarray, rng: np.random.Generator) -> list[Any] | np.ndarray:
-    """One GPU reading by its probe name, for a block of samples × GPUs; unknown fields null."""
+GPM = {  # Hopper's GPM figures as a fraction of utilization (PCIe in bytes/s at full use)
+    "sm_active": 0.62, "sm_occupancy": 0.35, "tensor_active": 0.4, "dram_active": 0.5,
+    "pcie_tx": 2.0e9 / 100, "pcie_rx": 6.0e9 / 100,
+}
+
+
+def _gpu_values(name: str, util: np.ndarray, rng: np.random.Generator, window: np.ndarray) -> list[Any] | np.ndarray:
+    """One GPU reading by its probe name, for a block of samples × GPUs; unknown fields null.
+
+    GPM figures close a window (two GPM samples over 100 ms apart) on every other sample at
+    10 Hz, as on a real H100; the others carry none."""
     shape = util.shape
+    if name in GPM:
+        values = (util * GPM[name] + rng.normal(0, 1, shape)).clip(0).round().astype(int)
+        return np.where(window[:, None], values.astype(object), None)
     if name == "util":
         return util
     if name == "mem_util":
@@ -93,7 +106,7 @@ def _gpu_values(name: str, util: np.ndarray, rng: np.random.Generator) -> list[A
     if name == "mem_used":
         return np.full(shape, 20 << 30) + rng.integers(0, 64 << 20, shape)
     if name == "power_w":
-        return (90 + 3.1 * util + rng.normal(0, 4, shape)).round(1)
+        return (90 + 3.1 * util + rng.normal(0, 4, shape)).round().astype(int)
     if name == "temp_c":
         return (45 + util // 5).astype(int)
     if name == "sm_clock_mhz":
@@ -102,7 +115,7 @@ def _gpu_values(name: str, util: np.ndarray, rng: np.random.Generator) -> list[A
 
 
 def generate(path: str, cores: int, gpus: int, hours: float, rate: float = 10.0, events: int = 0,
-             epoch_seconds: float = 300.0, seed: int = 0) -> dict[str, Any]:
+             epoch_seconds: float = 300.0, seed: int = 0, gpm: bool = True) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     fields = probe_fields()
     mib = 1 << 20
@@ -140,15 +153,18 @@ def generate(path: str, cores: int, gpus: int, hours: float, rate: float = 10.0,
         offsets = np.round((buf_t - t[:, None]) * 1000).astype(int)
         polled_level = np.where(validating, 18.0, np.where(stall, 6.0, 93.0))[:, None]
         util = np.where(has, buf_v, np.clip(polled_level + rng.normal(0, 4, (k, gpus)), 0, 100).round().astype(int))
+        gpm_window = idx % 2 == 1 if gpm else np.zeros(k, dtype=bool)
         gpu_obj = np.empty((k, gpus, len(fields["fields"]["gpu"])), dtype=object)
         for j, name in enumerate(fields["fields"]["gpu"]):
-            values = _gpu_values(name, util, rng)
+            values = _gpu_values(name, util, rng, gpm_window)
             s = scale["gpu"].get(name, 1)
             if isinstance(values, np.ndarray) and values.dtype != object:
                 values = (values / s).round().astype(int) if s != 1 else values
+            elif s != 1:  # GPM PCIe traffic: stored in MiB/s, null outside a window
+                values = np.array([[None if v is None else round(v / s) for v in row] for row in values], dtype=object)
             gpu_obj[:, :, j] = np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) \
                 else values.astype(object)
-        gpu_rows = gpu_obj.tolist()
+        gpu_rows = [trim_common_nulls(sample) for sample in gpu_obj.tolist()]  # as the writer trims
         buffered = [[x for g, (o, v, h) in enumerate(zip(orow, vrow, hrow)) if h for x in (g, o, v)]
                     for orow, vrow, hrow in zip(offsets.tolist(), buf_v.tolist(), has.tolist())]
         proc_mem = (20 << 30) // scale["gpu_proc"].get("mem", 1)
@@ -185,10 +201,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--events", type=int, default=0, help="extra marker events spread over the run")
     parser.add_argument("--epoch-seconds", type=float, default=300.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-gpm", dest="gpm", action="store_false",
+                        help="GPUs without GPM (before Hopper): no SM activity fields")
     parser.add_argument("-o", "--output", required=True)
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    info = generate(args.output, args.cores, args.gpus, args.hours, args.rate, args.events, args.epoch_seconds, args.seed)
+    info = generate(args.output, args.cores, args.gpus, args.hours, args.rate, args.events, args.epoch_seconds, args.seed, args.gpm)
     import os
 
     size = os.path.getsize(args.output)

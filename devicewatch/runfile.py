@@ -421,7 +421,8 @@ def probe_fields() -> dict[str, Any]:
     from .probes import cpu, gpu, process  # here: a reader never needs psutil
 
     return fields_header(cpu.SYSTEM_FIELDS, cpu.SYSTEM_SCALE, process.PROC_FIELDS, process.PROC_SCALE,
-                         gpu.GPU_FIELDS, gpu.GPU_SCALE, gpu.GPU_PROC_FIELDS, gpu.GPU_PROC_SCALE)
+                         gpu.GPU_FIELDS, gpu.GPU_SCALE, gpu.GPU_PROC_FIELDS, gpu.GPU_PROC_SCALE,
+                         gpu.GPU_DIGITS)
 
 
 def _dumps_json(record: Any) -> bytes:
@@ -454,7 +455,7 @@ class RunWriter:
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o664)
         self.closed = False
         declared = fields or probe_fields()
-        self._encoder = Encoder(declared["fields"], declared["scale"])
+        self._encoder = Encoder(declared["fields"], declared["scale"], declared.get("digits"))
         self.write({"type": "header", "format": FORMAT, "schema": SCHEMA, **header, **declared})
 
     def write(self, record: dict[str, Any]) -> None:

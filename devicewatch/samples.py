@@ -35,15 +35,19 @@ PER_ROW = ("t", "cpu", "cpu_total", "sys", "proc", "gpu_present", "gpu", "util_b
 
 def fields_header(sys_fields: tuple[str, ...], sys_scale: dict[str, int], proc_fields: tuple[str, ...],
                   proc_scale: dict[str, int], gpu_fields: tuple[str, ...], gpu_scale: dict[str, int],
-                  gpu_proc_fields: tuple[str, ...], gpu_proc_scale: dict[str, int]) -> dict[str, Any]:
-    """The header's ``fields`` and ``scale``: the order of each per-device array and its units."""
+                  gpu_proc_fields: tuple[str, ...], gpu_proc_scale: dict[str, int],
+                  digits: dict[str, int] | None = None) -> dict[str, Any]:
+    """The header's ``fields``, ``scale`` and ``digits``: the order of each per-device array, its
+    units, and the decimals each field is stored with (1 unless ``digits`` says otherwise)."""
     groups = {"sys": (sys_fields, sys_scale), "proc": (proc_fields, proc_scale),
               "gpu": (gpu_fields, gpu_scale), "gpu_proc": (gpu_proc_fields, gpu_proc_scale)}
+    digits = digits or {}
     return {"fields": {k: list(f) for k, (f, _) in groups.items()},
-            "scale": {k: [int(s.get(name, 1)) for name in f] for k, (f, s) in groups.items()}}
+            "scale": {k: [int(s.get(name, 1)) for name in f] for k, (f, s) in groups.items()},
+            "digits": {k: [int(digits.get(name, 1)) for name in f] for k, (f, _) in groups.items()}}
 
 
-def _compact(value: Any, scale: int) -> Any:
+def _compact(value: Any, scale: int, digits: int = 1) -> Any:
     """A value as stored: divided by its scale and rounded (integers stay integers)."""
     if value is None or value.__class__ is bool or not isinstance(value, (int, float)):
         return None
@@ -53,7 +57,7 @@ def _compact(value: Any, scale: int) -> Any:
         return value
     if not math.isfinite(value):
         return None
-    value = round(value, 1)
+    value = round(value, digits)
     return int(value) if value.is_integer() else value
 
 
@@ -67,7 +71,7 @@ def _flat(record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _trimmed(row: list[Any]) -> list[Any]:
+def trim_trailing_nulls(row: list[Any]) -> list[Any]:
     """A row without its trailing nulls: fields a GPU never gives (GPM before Hopper, or between
     two GPM windows) cost nothing in the file; the reader pads the row back."""
     end = len(row)
@@ -76,15 +80,27 @@ def _trimmed(row: list[Any]) -> list[Any]:
     return row[:end] if end < len(row) else row
 
 
+def trim_common_nulls(rows: list[list[Any]]) -> list[list[Any]]:
+    """The GPUs' rows of one sample without the trailing fields that are null in every row, so
+    all rows of a line keep one length (the reader parses a chunk of such lines in one go)."""
+    if not rows:
+        return rows
+    keep = max(len(trim_trailing_nulls(row)) for row in rows)
+    return [row[:keep] for row in rows] if keep < len(rows[0]) else rows
+
+
 class Encoder:
     """Turns a sample as the probes return it (named fields, nested) into a schema-2 record."""
 
-    def __init__(self, fields: dict[str, list[str]], scale: dict[str, list[int]]):
+    def __init__(self, fields: dict[str, list[str]], scale: dict[str, list[int]],
+                 digits: dict[str, list[int]] | None = None):
         self.fields = fields
         self.scale = {k: scale.get(k, [1] * len(f)) for k, f in fields.items()}
+        self.digits = {k: (digits or {}).get(k, [1] * len(f)) for k, f in fields.items()}
 
     def _row(self, group: str, values: dict[str, Any]) -> list[Any]:
-        return [_compact(values.get(name), s) for name, s in zip(self.fields[group], self.scale[group])]
+        return [_compact(values.get(name), s, d)
+                for name, s, d in zip(self.fields[group], self.scale[group], self.digits[group])]
 
     def encode(self, record: dict[str, Any]) -> dict[str, Any]:
         t = record["t"]
@@ -98,7 +114,7 @@ class Encoder:
         gpus = record.get("gpus")
         if isinstance(gpus, list):
             entries = [g if isinstance(g, dict) else {} for g in gpus]
-            out["gpu"] = [_trimmed(self._row("gpu", g)) for g in entries]
+            out["gpu"] = trim_common_nulls([self._row("gpu", g) for g in entries])
             util = [x for g, e in enumerate(entries) for stamp, value in (e.get("util_samples") or ())
                     for x in (g, round((stamp - t) * 1000), _compact(value, 1))]
             if util:
@@ -567,11 +583,38 @@ SAMPLE_LINE = re.compile(
 def _numbers(spans: Any) -> np.ndarray:
     """The numbers of many comma-separated spans (None and empty spans skipped), null as NaN."""
     joined = b",".join(s for s in spans if s)
-    return np.array(orjson.loads(b"[" + joined + b"]"), dtype=float)
+    values = orjson.loads(b"[" + joined + b"]")
+    try:  # all numbers (the common case): a third faster than np.array on a list
+        return np.fromiter(values, dtype=float, count=len(values))
+    except TypeError:  # a null among them
+        return np.array(values, dtype=float)
 
 
 def _counts(spans: Any) -> np.ndarray:
     return np.array([s.count(b",") + 1 if s else 0 for s in spans], dtype=np.int64)
+
+
+def _ragged_gpu_rows(samples: Samples, gpu_s: Any, k: int, width: int) -> np.ndarray | None:
+    """The ``gpu`` arrays of a chunk whose per-GPU rows differ in length (trailing nulls left out
+    by the writer) as samples × GPUs × fields, padded with NaN: one split per line, then one flat
+    parse and one scatter for the whole chunk."""
+    rows = [span[1:-1].split(b"],[") if span else [] for span in gpu_s]
+    per_line = np.array([len(r) for r in rows], dtype=np.int64)
+    flat_rows = [row for r in rows for row in r]
+    lengths = np.array([row.count(b",") + 1 if row else 0 for row in flat_rows], dtype=np.int64)
+    if (lengths > width).any():
+        return None
+    samples.gpus = max(samples.gpus, int(per_line.max(initial=0)))
+    gpu = np.full((k, samples.gpus, width), np.nan)
+    if not flat_rows:
+        return gpu
+    values = _numbers(flat_rows)
+    line = np.repeat(np.arange(k), per_line)
+    index = np.arange(len(flat_rows)) - np.repeat(np.cumsum(per_line) - per_line, per_line)
+    owner = np.repeat(np.arange(len(flat_rows)), lengths)
+    column = np.arange(len(values)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    gpu[line[owner], index[owner], column] = values
+    return gpu
 
 
 def _decode_lines(samples: Samples, lines: list[bytes]) -> dict[str, Any] | None:
@@ -601,14 +644,23 @@ def _decode_lines(samples: Samples, lines: list[bytes]) -> dict[str, Any] | None
         present = np.array([s is not None for s in gpu_s], dtype=bool)
         width = len(samples.fields["gpu"])
         rows = np.array([s.count(b"[") if s else 0 for s in gpu_s], dtype=np.int64)
-        per_gpu = _counts(gpu_s) - np.maximum(rows - 1, 0)   # values per line (the commas between rows are not)
-        if present.any() and (per_gpu[present] == rows[present] * width).all() and len(set(rows[present])) == 1:
-            samples.gpus = max(samples.gpus, int(rows[present][0]))
+        per_gpu = _counts(gpu_s)   # values per line: the commas inside rows and between them, plus one
+        lengths = np.where(rows > 0, per_gpu // np.maximum(rows, 1), 0)
+        if present.any() and len(set(rows[present])) == 1 and (per_gpu[present] == rows[present] * lengths[present]).all() \
+                and (lengths[present] <= width).all():
+            # Every line's rows have one length (the writer trims only the nulls common to all
+            # rows): the lines of each length are parsed as one flat array.
+            used = int(rows[present][0])
+            samples.gpus = max(samples.gpus, used)
             gpu = np.full((k, samples.gpus, width), np.nan)
-            flat = _numbers(s.replace(b"[", b"").replace(b"]", b"") for s in gpu_s)
-            gpu[present, :int(rows[present][0])] = flat.reshape(int(present.sum()), -1, width)
-        else:  # rows cut short of their trailing nulls (GPM between windows): row by row
-            gpu = samples._gpu_matrix([orjson.loads(b"[" + s + b"]") if s is not None else None for s in gpu_s])
+            for length in set(lengths[present].tolist()):
+                lines = np.flatnonzero(present & (lengths == length))
+                flat = _numbers(gpu_s[i].replace(b"[", b"").replace(b"]", b"") for i in lines)
+                gpu[lines, :used, :length] = flat.reshape(len(lines), used, length)
+        else:  # rows of different lengths in one line (an older writer trimmed each row)
+            gpu = _ragged_gpu_rows(samples, gpu_s, k, width)
+            if gpu is None:
+                return None
         flats = []
         for spans, width in ((util_s, 3), (procs_s, len(samples.fields["gpu_proc"]) + 1)):
             counts = _counts(spans)

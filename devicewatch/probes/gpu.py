@@ -53,6 +53,9 @@ GPM_FIELDS = tuple(name for name, _, _ in GPM_METRICS)
 # samples), ``procs`` (per-process use, fields below) and, with MIG on, ``mig`` (GPM per instance).
 GPU_FIELDS = ("util", "mem_util", "mem_used", "power_w", "temp_c", "sm_clock_mhz", *GPM_FIELDS)
 GPU_SCALE = {"mem_used": MIB, "pcie_tx": MIB, "pcie_rx": MIB}
+# Stored as whole numbers: a tenth of a watt or of a GPM percent says nothing at 10 Hz, and
+# costs a megabyte an hour on 8 GPUs.
+GPU_DIGITS = {"power_w": 0, "sm_active": 0, "sm_occupancy": 0, "tensor_active": 0, "dram_active": 0}
 # Per-process use of a GPU: one entry per process of the workload seen on it.
 GPU_PROC_FIELDS = ("pid", "mem", "util", "mem_util")
 GPU_PROC_SCALE = {"mem": MIB}

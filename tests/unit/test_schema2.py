@@ -81,14 +81,15 @@ def test_field_lists_come_from_the_header(tmp_path):
     """A GPU field the probes add later is written and read without either knowing its name."""
     path = tmp_path / "r.jsonl"
     fields = runfile.probe_fields()
-    fields["fields"]["gpu"].append("sm_active")
+    fields["fields"]["gpu"].append("new_metric")
     fields["scale"]["gpu"].append(1)
+    fields["digits"]["gpu"].append(1)
     writer = runfile.RunWriter(path, {"interval": 0.1, "host": {"cpu_count": 1, "gpus": [{"index": 0}]}}, fields)
-    writer.write({"type": "sample", "t": 0.1, "cpu": [50.0], "gpus": [{"util": 7, "sm_active": 0.42}]})
+    writer.write({"type": "sample", "t": 0.1, "cpu": [50.0], "gpus": [{"util": 7, "new_metric": 0.42}]})
     writer.close()
     assert json.loads(path.read_text().splitlines()[1])["gpu"][0][-1] == 0.4  # rounded to tenths
     samples = load(path).samples
-    assert samples.gpu("sm_active")[0, 0] == pytest.approx(0.4)
+    assert samples.gpu("new_metric")[0, 0] == pytest.approx(0.4)
     assert samples.gpu("util")[0, 0] == 7
 
 
