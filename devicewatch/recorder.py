@@ -45,6 +45,8 @@ MAX_EVENT_LINE = 1024 * 1024     # an event line longer than this is dropped unr
 NOTED_GARBAGE = 5                # garbage event lines noted one by one; the rest counted
 STATUS_EVERY = 0.5               # seconds between updates of the terminal status line
 INTERVAL_RANGE = (0.01, 60.0)    # seconds: the sampling periods --interval accepts
+GPU_READS_PER_SECOND = 16        # GPU polls a second over all devices: 8 GPUs are polled every 0.5 s
+GPU_POLL_RANGE = (0.2, 1.0)      # seconds between GPU polls, at least and at most (every tick if slower)
 
 @dataclass
 class RecordOptions:
@@ -93,10 +95,13 @@ def record_argv(output: str, target: Target, interval: float | None = None, gpu:
 class GpuSampler:
     """Polls the GPU probe on its own thread, one poll per request.
 
-    The main loop requests a poll at each tick and waits for it at most until a deadline. A
-    poll that finishes later is taken at the next tick, with the time it was asked for; while
-    one is running no other is asked for. So every poll lands in exactly one sample: none is
-    lost, none repeated, and no NVML call can delay the CPU samples.
+    The main loop requests a poll at the first tick at least ``gpu_poll_period`` after the
+    previous request, and waits for it at most until a deadline. A poll that finishes later is
+    taken at the next tick, with the time it was asked for; while one is running no other is
+    asked for. So every poll lands in exactly one sample: none is lost, none repeated, and no
+    NVML call can delay the CPU samples. Polling every tick cost more than the recorder's whole
+    budget with 8 GPUs (docs/benchmarks.md); what the driver buffers (utilization samples,
+    per-process use) is drained whole at each poll, so a slower poll loses none of it.
     """
 
     def __init__(self, probe: GpuProbe, start_unix: float):
@@ -118,6 +123,8 @@ class GpuSampler:
     def collect(self, deadline: float) -> tuple[float, list[dict[str, Any]] | None, list[dict[str, Any]]] | None:
         """(asked at, one record per GPU or None if NVML failed, probe news), or None if not ready."""
         with self._cond:
+            if self._asked is None and self._result is None:
+                return None  # nothing asked for: no wait
             self._cond.wait_for(lambda: self._result is not None, max(0.0, deadline - time.monotonic()))
             result, self._result = self._result, None
             return result
@@ -141,6 +148,13 @@ class GpuSampler:
                 self._asked = None
                 self._result = (t, gpus, news)
                 self._cond.notify_all()
+
+
+def gpu_poll_period(devices: int) -> float:
+    """Seconds between GPU polls: a poll's cost grows with the GPUs it reads, so more GPUs are
+    polled less often (1–3 GPUs every 0.2 s, 8 every 0.5 s, 16 or more every second)."""
+    low, high = GPU_POLL_RANGE
+    return min(high, max(low, devices / GPU_READS_PER_SECOND))
 
 
 def host_info(gpu: GpuProbe) -> dict[str, Any]:
@@ -181,7 +195,10 @@ class Recorder:
         self._fifo = ""
         self._echo_broken = False
         self._last_sample: dict[str, Any] = {}
+        self._last_gpus: list[dict[str, Any]] = []
         self._gpu_sampler: GpuSampler | None = None
+        self._gpu_due = 0.0              # run time of the next GPU poll
+        self._gpu_every = GPU_POLL_RANGE[0]
 
     # -- public ---------------------------------------------------------------------------
 
@@ -294,6 +311,7 @@ class Recorder:
             control.follow(sys.stdin.fileno(), self._write, self._t)
 
         if self.gpu.available:
+            self._gpu_every = gpu_poll_period(len(self.gpu.devices))
             self._gpu_sampler = GpuSampler(self.gpu, self.start_unix)
         try:
             exit_code = self._sample_until_exit(tree, me, watcher)
@@ -352,8 +370,11 @@ class Recorder:
         pids = tree.pids()
         self._known_pids.update(pids)
         sampler = self._gpu_sampler
-        if sampler is not None:
+        if sampler is not None and record["t"] >= self._gpu_due - self.options.interval / 2:
             sampler.request(record["t"], pids)
+            self._gpu_due += self._gpu_every
+            if self._gpu_due <= record["t"]:  # fell behind (a stall): skip, don't burst
+                self._gpu_due = record["t"] + self._gpu_every
         record["recorder_cpu"] = me.sample()
         if watcher is not None:
             record["watcher_cpu"] = watcher.sample()
@@ -381,7 +402,7 @@ class Recorder:
             self._write({"type": "gpu_status", "t": record["t"], "available": False,
                          "reason": self.gpu.reason, "devices": len(self.gpu.devices)})
             return
-        record["gpus"] = gpus
+        record["gpus"] = self._last_gpus = gpus
         if asked_at != record["t"]:
             record["gpus_t"] = asked_at  # a slow poll, asked for at an earlier tick
 
@@ -593,7 +614,7 @@ class Recorder:
         if phase:
             parts.append(phase)
         parts.append(f"CPU {sample.get('cpu_total', 0):5.1f}%")
-        gpus = sample.get("gpus") or []
+        gpus = self._last_gpus
         if gpus:
             parts.append("GPU " + " ".join(f"{g.get('util') or 0:3.0f}%" for g in gpus))
         with self._echo_lock:
