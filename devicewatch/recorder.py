@@ -64,7 +64,7 @@ BOUNDED_PREFIXES = tuple((kind, prefix, b"\n" + prefix) for kind in (events.MARK
                          for prefix in (b'{"kind":"%s",' % kind.encode(), b'{"kind": "%s",' % kind.encode()))
 STATUS_EVERY = 0.5               # seconds between updates of the terminal status line
 INTERVAL_RANGE = (0.01, 60.0)    # seconds: the sampling periods --interval accepts
-GPU_READS_PER_SECOND = 16        # GPU polls a second over all devices: 8 GPUs are polled every 0.5 s
+GPU_READS_PER_SECOND = 8         # device reads a second over all GPUs: eight GPUs are polled once a second
 GPU_POLL_RANGE = (0.2, 1.0)      # seconds between GPU polls, at least and at most (every tick if slower)
 
 @dataclass
@@ -171,7 +171,7 @@ class GpuSampler:
 
 def gpu_poll_period(devices: int) -> float:
     """Seconds between GPU polls: a poll's cost grows with the GPUs it reads, so more GPUs are
-    polled less often (1–3 GPUs every 0.2 s, 8 every 0.5 s, 16 or more every second)."""
+    polled less often (one or two every 0.2 s, four every 0.5 s, eight or more every second)."""
     low, high = GPU_POLL_RANGE
     return min(high, max(low, devices / GPU_READS_PER_SECOND))
 

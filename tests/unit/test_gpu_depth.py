@@ -275,5 +275,5 @@ def test_slow_nvml_polls_land_in_later_samples_and_none_is_lost(tmp_path):
 def test_more_gpus_are_polled_less_often():
     from devicewatch.recorder import gpu_poll_period
 
-    # 16 device reads a second at most, polls 0.2 s to 1 s apart.
-    assert [gpu_poll_period(n) for n in (1, 3, 4, 8, 16, 64)] == [0.2, 0.2, 0.25, 0.5, 1.0, 1.0]
+    # GPU_READS_PER_SECOND = 8 device reads a second at most, polls 0.2 s to 1 s apart.
+    assert [gpu_poll_period(n) for n in (1, 2, 3, 4, 8, 64)] == [0.2, 0.25, 0.375, 0.5, 1.0, 1.0]
