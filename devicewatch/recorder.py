@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, TextIO
 
+import orjson
 import psutil
 
 from . import __version__
@@ -43,8 +44,28 @@ KERAS_EPOCH_LINE = re.compile(rb"^\s*Epoch (\d+)/(\d+)\s*$")
 MAX_LOG_LINE = 64 * 1024         # longer output lines are cut (and say so)
 MAX_EVENT_LINE = 1024 * 1024     # an event line longer than this is dropped unread
 NOTED_GARBAGE = 5                # garbage event lines noted one by one; the rest counted
+# The event bound: markers, results and kinds devicewatch does not know are written at most
+# EVENT_RATE a second after a burst of EVENT_BURST (a token bucket); beyond it they are counted
+# and dropped, and a notice says how many of which kind over what time. A workload sends tens
+# a second; a flood cost the recorder half a core. Phases, epochs, run info and oversize
+# notes are never dropped.
+EVENT_RATE = 500
+EVENT_BURST = 5000
+NEVER_DROPPED = (events.RUN_INFO, events.PHASE_BEGIN, events.PHASE_END, events.EPOCH, events.OVERSIZE)
+EVENT_NAP = 0.01                 # seconds between FIFO reads while over the bound: each read
+                                 # then takes what piled up, not one line per wake-up
+FIFO_SIZE = 1 << 20              # bytes the event FIFO holds (asked of Linux; its default is 64 KiB)
+DROP_NOTICE_EVERY = 5.0          # seconds: while dropping, a notice at least this often
+DROP_QUIET = 1.0                 # seconds without a drop that end a run of drops (and its notice)
+# How a line of a bounded kind starts, as devicewatch.events writes it (and with a space after
+# the colon, as json.dumps writes by default): lines over the bound are recognised by this
+# and counted without being parsed.
+BOUNDED_PREFIXES = tuple((kind, prefix, b"\n" + prefix) for kind in (events.MARKER, events.RESULT)
+                         for prefix in (b'{"kind":"%s",' % kind.encode(), b'{"kind": "%s",' % kind.encode()))
 STATUS_EVERY = 0.5               # seconds between updates of the terminal status line
 INTERVAL_RANGE = (0.01, 60.0)    # seconds: the sampling periods --interval accepts
+GPU_READS_PER_SECOND = 8         # device reads a second over all GPUs: eight GPUs are polled once a second
+GPU_POLL_RANGE = (0.2, 1.0)      # seconds between GPU polls, at least and at most (every tick if slower)
 
 @dataclass
 class RecordOptions:
@@ -93,10 +114,13 @@ def record_argv(output: str, target: Target, interval: float | None = None, gpu:
 class GpuSampler:
     """Polls the GPU probe on its own thread, one poll per request.
 
-    The main loop requests a poll at each tick and waits for it at most until a deadline. A
-    poll that finishes later is taken at the next tick, with the time it was asked for; while
-    one is running no other is asked for. So every poll lands in exactly one sample: none is
-    lost, none repeated, and no NVML call can delay the CPU samples.
+    The main loop requests a poll at the first tick at least ``gpu_poll_period`` after the
+    previous request, and waits for it at most until a deadline. A poll that finishes later is
+    taken at the next tick, with the time it was asked for; while one is running no other is
+    asked for. So every poll lands in exactly one sample: none is lost, none repeated, and no
+    NVML call can delay the CPU samples. Polling every tick cost more than the recorder's whole
+    budget with 8 GPUs (docs/benchmarks.md); what the driver buffers (utilization samples,
+    per-process use) is drained whole at each poll, so a slower poll loses none of it.
     """
 
     def __init__(self, probe: GpuProbe, start_unix: float):
@@ -118,6 +142,8 @@ class GpuSampler:
     def collect(self, deadline: float) -> tuple[float, list[dict[str, Any]] | None, list[dict[str, Any]]] | None:
         """(asked at, one record per GPU or None if NVML failed, probe news), or None if not ready."""
         with self._cond:
+            if self._asked is None and self._result is None:
+                return None  # nothing asked for: no wait
             self._cond.wait_for(lambda: self._result is not None, max(0.0, deadline - time.monotonic()))
             result, self._result = self._result, None
             return result
@@ -141,6 +167,13 @@ class GpuSampler:
                 self._asked = None
                 self._result = (t, gpus, news)
                 self._cond.notify_all()
+
+
+def gpu_poll_period(devices: int) -> float:
+    """Seconds between GPU polls: a poll's cost grows with the GPUs it reads, so more GPUs are
+    polled less often (one or two every 0.2 s, four every 0.5 s, eight or more every second)."""
+    low, high = GPU_POLL_RANGE
+    return min(high, max(low, devices / GPU_READS_PER_SECOND))
 
 
 def host_info(gpu: GpuProbe) -> dict[str, Any]:
@@ -181,7 +214,14 @@ class Recorder:
         self._fifo = ""
         self._echo_broken = False
         self._last_sample: dict[str, Any] = {}
+        self._last_gpus: list[dict[str, Any]] = []
         self._gpu_sampler: GpuSampler | None = None
+        self._tokens = float(EVENT_BURST)
+        self._refilled = time.monotonic()
+        self._dropped: dict[str, int] = {}
+        self._drop_span: list[float] = []   # run times of the first and the latest drop not yet noted
+        self._gpu_due = 0.0              # run time of the next GPU poll
+        self._gpu_every = GPU_POLL_RANGE[0]
 
     # -- public ---------------------------------------------------------------------------
 
@@ -206,6 +246,12 @@ class Recorder:
         fifo = self._fifo = os.path.join(fifo_dir, "events")
         os.mkfifo(fifo, 0o600)
         read_fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:  # room for a flood to pile up while the reader naps (EVENT_NAP)
+            import fcntl
+
+            fcntl.fcntl(read_fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), FIFO_SIZE)
+        except OSError:
+            pass  # not Linux, or over /proc/sys/fs/pipe-max-size: the default size
         keep_fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # no EOF while we wait
         become_subreaper()
         self.watchdog = Watchdog(fifo, self.options.grace, fifo_dir)
@@ -294,6 +340,7 @@ class Recorder:
             control.follow(sys.stdin.fileno(), self._write, self._t)
 
         if self.gpu.available:
+            self._gpu_every = gpu_poll_period(len(self.gpu.devices))
             self._gpu_sampler = GpuSampler(self.gpu, self.start_unix)
         try:
             exit_code = self._sample_until_exit(tree, me, watcher)
@@ -352,8 +399,11 @@ class Recorder:
         pids = tree.pids()
         self._known_pids.update(pids)
         sampler = self._gpu_sampler
-        if sampler is not None:
+        if sampler is not None and record["t"] >= self._gpu_due - self.options.interval / 2:
             sampler.request(record["t"], pids)
+            self._gpu_due += self._gpu_every
+            if self._gpu_due <= record["t"]:  # fell behind (a stall): skip, don't burst
+                self._gpu_due = record["t"] + self._gpu_every
         record["recorder_cpu"] = me.sample()
         if watcher is not None:
             record["watcher_cpu"] = watcher.sample()
@@ -381,7 +431,7 @@ class Recorder:
             self._write({"type": "gpu_status", "t": record["t"], "available": False,
                          "reason": self.gpu.reason, "devices": len(self.gpu.devices)})
             return
-        record["gpus"] = gpus
+        record["gpus"] = self._last_gpus = gpus
         if asked_at != record["t"]:
             record["gpus_t"] = asked_at  # a slow poll, asked for at an earlier tick
 
@@ -522,52 +572,129 @@ class Recorder:
         pending = b""
         dropping = False
         while True:
-            ready, _, _ = select.select([fd], [], [], 0.5)
+            # Wake for data only; while drops are waiting to be noted, also once a second.
+            ready, _, _ = select.select([fd], [], [], DROP_QUIET if self._dropped else None)
             if not ready:
+                self._note_drops()
                 continue
             try:
-                chunk = os.read(fd, 1 << 16)
+                chunk = os.read(fd, FIFO_SIZE)
             except BlockingIOError:
                 continue
             if not chunk:
                 break  # every writer, our own keep-alive end included, has closed
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            for line in lines:
-                if dropping:
-                    dropping = False  # the rest of an oversized line
-                    continue
-                self._take_event(line)
+            data = pending + chunk if pending else chunk
+            cut = data.rfind(b"\n") + 1
+            lines, pending = data[:cut], data[cut:]
+            if lines and dropping:
+                lines = lines[lines.index(b"\n") + 1:]  # the rest of an oversized line
+                dropping = False
+            if lines:
+                self._take_events(lines)
             if len(pending) > MAX_EVENT_LINE:
                 if not dropping:  # one note per oversized line, however many megabytes it runs on
                     self._note_garbage(f"an event line over {MAX_EVENT_LINE} bytes was dropped")
                 pending, dropping = b"", True
+            if self._dropped:
+                self._note_drops()
+            if self._tokens < 1:  # over the bound: let the flood pile up, then count it in bulk
+                time.sleep(EVENT_NAP)
         if pending and not dropping:
-            self._take_event(pending)
+            self._take_events(pending + b"\n")
+        self._note_drops(final=True)
+
+    def _take_events(self, lines: bytes) -> None:
+        """Complete lines from the FIFO: one by one while the bound allows; past it, a run of
+        lines that are all markers or results is counted by kind without being split or parsed."""
+        now = time.monotonic()
+        self._tokens = min(EVENT_BURST, self._tokens + (now - self._refilled) * EVENT_RATE)
+        self._refilled = now
+        start = 0
+        while self._tokens >= 1 and start < len(lines):
+            end = lines.index(b"\n", start)
+            if end > start:
+                self._take_event(lines[start:end])
+            start = end + 1
+        rest = lines[start:] if start else lines
+        if not rest:
+            return
+        lines_left = rest.count(b"\n")
+        counts = []
+        for kind, prefix, after_newline in BOUNDED_PREFIXES:  # a flood is mostly one kind: stop early
+            n = rest.count(after_newline) + rest.startswith(prefix)
+            counts.append((kind, n))
+            lines_left -= n
+            if not lines_left:
+                for kind, n in counts:
+                    if n:
+                        self._drop(kind, n)
+                return
+        for line in rest.split(b"\n"):
+            if line:
+                self._take_event(line)
 
     def _take_event(self, line: bytes) -> None:
         if not line.strip():
             return
+        if self._tokens < 1:
+            for kind, prefix, _ in BOUNDED_PREFIXES:
+                if line.startswith(prefix):
+                    self._drop(kind)
+                    return
         try:
-            event = json.loads(line.decode("utf-8"), parse_constant=lambda _name: None)
-        except (UnicodeDecodeError, ValueError, RecursionError):
-            event = None
+            event = orjson.loads(line)
+        except orjson.JSONDecodeError:  # the standard library reads what orjson refuses (NaN, huge ints)
+            try:
+                event = json.loads(line.decode("utf-8"), parse_constant=lambda _name: None)
+            except (UnicodeDecodeError, ValueError, RecursionError):
+                event = None
         if not isinstance(event, dict) or not isinstance(event.get("kind"), str) \
                 or not isinstance(event.get("mono"), (int, float)):
             self._note_garbage(f"unreadable line on the event channel: {line[:80]!r}")
             return
+        kind = event["kind"]
+        if kind not in NEVER_DROPPED:
+            if self._tokens < 1:
+                self._drop(kind)
+                return
+            self._tokens -= 1
         self._events_seen += 1
         mono = event.pop("mono")
         record = {"type": "event", "t": round(mono - self.start_mono, 6), **event}
         record["type"] = "event"
         self._write(record)
-        kind = event["kind"]
         self._phases.take(record)
         if kind == events.PHASE_BEGIN:
             if isinstance(event.get("epoch"), int):
                 self._status["epoch"] = event["epoch"]
         elif kind == events.RUN_INFO and isinstance(event.get("info"), dict) and "epochs" in event["info"]:
             self._status["epochs"] = event["info"]["epochs"]
+
+    def _drop(self, kind: str, count: int = 1) -> None:
+        """Count COUNT events over the bound (kinds other than marker and result as "other")."""
+        key = kind if kind in (events.MARKER, events.RESULT) else "other"
+        self._dropped[key] = self._dropped.get(key, 0) + count
+        self._events_seen += count
+        t = self._t()
+        if not self._drop_span:
+            self._drop_span = [t, t]
+        self._drop_span[1] = t
+
+    def _note_drops(self, final: bool = False) -> None:
+        """A notice of the events dropped since the last one: when the drops stop for a second,
+        every DROP_NOTICE_EVERY seconds while they go on, and at the end of the run."""
+        if not self._dropped:
+            return
+        first, last = self._drop_span
+        now = self._t()
+        if not (final or now - last >= DROP_QUIET or now - first >= DROP_NOTICE_EVERY):
+            return
+        dropped, self._dropped, self._drop_span = self._dropped, {}, []
+        kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(dropped.items()))
+        self._write({"type": "notice", "t": now, "level": "warning",
+                     "message": f"{sum(dropped.values())} events over the bound of {EVENT_RATE}/s "
+                                f"(bursts of {EVENT_BURST}) dropped between {first:.1f} s and {last:.1f} s: {kinds}",
+                     "dropped": dropped, "dropped_from": first, "dropped_to": last})
 
     def _note_garbage(self, message: str) -> None:
         self._garbage += 1
@@ -593,7 +720,7 @@ class Recorder:
         if phase:
             parts.append(phase)
         parts.append(f"CPU {sample.get('cpu_total', 0):5.1f}%")
-        gpus = sample.get("gpus") or []
+        gpus = self._last_gpus
         if gpus:
             parts.append("GPU " + " ".join(f"{g.get('util') or 0:3.0f}%" for g in gpus))
         with self._echo_lock:

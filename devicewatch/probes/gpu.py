@@ -11,6 +11,13 @@ happened. Where the buffer is not supported, the one-second average of
 ``nvmlDeviceGetUtilizationRates`` is used instead. The spacing of the driver's samples is its
 own sampling period (often 167 ms); it is measured and reported once known.
 
+Two rates, because NVML calls are the probe's cost (docs/run-format.md lists which field is
+read when). Every poll reads what the driver buffers or averages over a window: utilization
+samples, per-process use, GPM. Values that change slowly or are instantaneous readings
+(memory, power, temperature, SM clock, the utilization-rates average where the buffer works,
+the running-process list) are read at most once a second (``SLOW_EVERY``); a poll in between
+repeats the last reading.
+
 "Utilization" is the share of time at least one kernel ran: one tiny kernel all the time reads
 100%. On Hopper and newer, GPM (GPU performance monitoring) says how much of the chip worked:
 SMs active, warp occupancy, tensor cores, DRAM bandwidth, PCIe traffic, each averaged between
@@ -21,7 +28,9 @@ GPU instance under MIG). Where GPM is missing, the reason is kept in ``gpm_reaso
 
 from __future__ import annotations
 
+import ctypes
 import statistics
+import struct
 import time
 from collections import deque
 from typing import Any, Callable
@@ -63,6 +72,24 @@ GPM_FUNCTIONS = ("nvmlGpmQueryDeviceSupport", "nvmlGpmSampleAlloc", "nvmlGpmSamp
                  "nvmlGpmMigSampleGet", "nvmlGpmMetricsGet")
 GPM_MIN_GAP = 0.1       # seconds; NVML needs its two GPM samples more than this apart
 PERIOD_AFTER = 8        # spacings of driver samples seen before their median is reported
+SLOW_EVERY = 1.0        # seconds between reads of the slowly changing fields (SLOW_FIELDS)
+SLOW_SLACK = 0.05       # a poll this early for the next slow read still makes it (poll jitter)
+SLOW_FIELDS = ("mem_util", "mem_used", "mem_total", "power_w", "temp_c", "sm_clock_mhz")
+
+
+def _metrics_reader(nvml: Any, count: int) -> struct.Struct:
+    """(nvmlReturn, value) of the first COUNT metrics of a ``c_nvmlGpmMetricsGet_t``, read in
+    one call from its memory: pynvml's structures run Python code on every attribute read,
+    which made reading six metrics cost more than the NVML call that filled them."""
+    metric = nvml.c_nvmlGpmMetric_t
+    start, size = nvml.c_nvmlGpmMetricsGet_t.metrics.offset, ctypes.sizeof(metric)
+    fields = [(start + i * size + off, code) for i in range(count)
+              for off, code in ((metric.nvmlReturn.offset, "I"), (metric.value.offset, "d"))]
+    fmt, at = "=", 0
+    for offset, code in fields:
+        fmt += f"{offset - at}x{code}"
+        at = offset + struct.calcsize("=" + code)
+    return struct.Struct(fmt)
 
 
 class GpmTarget:
@@ -82,6 +109,8 @@ class GpmTarget:
         self.request.numMetrics = len(self.ids)
         for i, metric_id in enumerate(self.ids):
             self.request.metrics[i].metricId = metric_id
+        self.reader = _metrics_reader(nvml, len(self.ids))
+        self.success = nvml.NVML_SUCCESS
 
     def read(self) -> dict[str, Any] | None:
         """The metrics since the previous read, or None when that was 100 ms ago or less."""
@@ -102,11 +131,12 @@ class GpmTarget:
         request.sample1 = self.spare
         request.sample2 = self.newest
         nvml.nvmlGpmMetricsGet(request)
+        values = self.reader.unpack_from(request)
         out: dict[str, Any] = {}
         for i, (name, _, scale) in enumerate(GPM_METRICS):
-            metric = request.metrics[i]
-            ok = metric.nvmlReturn == nvml.NVML_SUCCESS and metric.value == metric.value
-            out[name] = (round(metric.value, 1) if scale == 1.0 else int(metric.value * scale)) if ok else None
+            code, value = values[2 * i], values[2 * i + 1]
+            ok = code == self.success and value == value
+            out[name] = (round(value, 1) if scale == 1.0 else int(value * scale)) if ok else None
         return out
 
     def free(self) -> None:
@@ -147,6 +177,11 @@ class GpuProbe:
         self._stamps: list[deque[int]] = []
         self.util_period: list[float | None] = []  # the driver's sample period per device, seconds
         self._news: list[dict[str, Any]] = []
+        self._slow_due: float | None = None        # probe clock: when the slow fields are read next
+        self._slow: list[dict[str, Any]] = []      # per device: the last reading of SLOW_FIELDS
+        self._rates_util: list[Any] = []           # per device: utilization-rates "gpu", last read
+        self._running: list[dict[int, Any]] = []   # per device: pid -> GPU memory, last read
+        self._last_util: list[float | None] = []   # per device: the newest buffered value seen
 
     # -- set-up and tear-down -------------------------------------------------------------
 
@@ -178,6 +213,10 @@ class GpuProbe:
                 self._proc_api.append("info")
                 self._stamps.append(deque(maxlen=PERIOD_AFTER + 1))
                 self.util_period.append(None)
+                self._slow.append(dict.fromkeys(SLOW_FIELDS))
+                self._rates_util.append(None)
+                self._running.append({})
+                self._last_util.append(None)
                 self.devices.append({
                     "index": index,
                     "name": self._text(self._query(self.nvml.nvmlDeviceGetName, handle)) or f"GPU {index}",
@@ -246,31 +285,51 @@ class GpuProbe:
         if not self.available:
             return None
         try:
-            return [self._sample_device(i, h, set(pids or ()), run_start_unix)
-                    for i, h in enumerate(self._handles)]
+            now = self._clock()
+            slow = self._slow_due is None or now + SLOW_SLACK >= self._slow_due
+            if slow:  # on a schedule from the first poll, so that the reads stay a second apart
+                due = (self._slow_due if self._slow_due is not None else now) + SLOW_EVERY
+                self._slow_due = due if due > now else now + SLOW_EVERY
+            wanted = set(pids or ())
+            return [self._sample_device(i, h, wanted, run_start_unix, slow) for i, h in enumerate(self._handles)]
         except Exception as exc:
             self._fail(exc)
             return None
 
-    def _sample_device(self, index: int, handle: Any, pids: set[int], run_start_unix: float) -> dict[str, Any]:
-        nvml = self.nvml
-        rates = self._query(nvml.nvmlDeviceGetUtilizationRates, handle)
-        memory = self._query(nvml.nvmlDeviceGetMemoryInfo, handle)
-        power = self._query(nvml.nvmlDeviceGetPowerUsage, handle)
-        record: dict[str, Any] = {
-            "index": index,
-            "util": getattr(rates, "gpu", None),
-            "mem_util": getattr(rates, "memory", None),
-            "mem_used": getattr(memory, "used", None),
-            "mem_total": getattr(memory, "total", None),
-            "power_w": round(power / 1000.0, 1) if power is not None else None,
-            "temp_c": self._query(nvml.nvmlDeviceGetTemperature, handle, nvml.NVML_TEMPERATURE_GPU),
-            "sm_clock_mhz": self._query(nvml.nvmlDeviceGetClockInfo, handle, nvml.NVML_CLOCK_SM),
-        }
+    def _read_slow(self, index: int, handle: Any) -> None:
+        """The fields that change slowly, and the running-process list: once a second."""
+        nvml, query = self.nvml, self._query
+        memory = query(nvml.nvmlDeviceGetMemoryInfo, handle)
+        power = query(nvml.nvmlDeviceGetPowerUsage, handle)
+        if self._buffered[index]:  # else read on every poll
+            self._read_rates(index, handle)
+        slow = self._slow[index]
+        slow["mem_used"] = getattr(memory, "used", None)
+        slow["mem_total"] = getattr(memory, "total", None)
+        slow["power_w"] = round(power / 1000.0, 1) if power is not None else None
+        slow["temp_c"] = query(nvml.nvmlDeviceGetTemperature, handle, nvml.NVML_TEMPERATURE_GPU)
+        slow["sm_clock_mhz"] = query(nvml.nvmlDeviceGetClockInfo, handle, nvml.NVML_CLOCK_SM)
+        running = query(nvml.nvmlDeviceGetComputeRunningProcesses, handle) or []
+        self._running[index] = {p.pid: getattr(p, "usedGpuMemory", None) for p in running}
+
+    def _read_rates(self, index: int, handle: Any) -> None:
+        rates = self._query(self.nvml.nvmlDeviceGetUtilizationRates, handle)
+        self._rates_util[index] = getattr(rates, "gpu", None)
+        self._slow[index]["mem_util"] = getattr(rates, "memory", None)
+
+    def _sample_device(self, index: int, handle: Any, pids: set[int], run_start_unix: float,
+                       slow: bool) -> dict[str, Any]:
         buffered = self._drain_samples(index, handle, run_start_unix)
+        if slow:
+            self._read_slow(index, handle)
+        if not self._buffered[index]:  # no buffer: the average is the only utilization there is
+            self._read_rates(index, handle)
+        record: dict[str, Any] = {"index": index, "util": None, **self._slow[index]}
         if buffered:
             record["util_samples"] = buffered
-            record["util"] = buffered[-1][1]
+            self._last_util[index] = buffered[-1][1]
+        last = self._last_util[index]
+        record["util"] = last if last is not None and self._buffered[index] else self._rates_util[index]
         if self._gpm[index]:
             self._read_gpm(index, record)
         record["procs"] = self._processes(index, handle, pids)
@@ -335,9 +394,8 @@ class GpuProbe:
     def _processes(self, index: int, handle: Any, pids: set[int]) -> list[dict[str, Any]]:
         """The workload's processes on this GPU: memory, and their SM and memory use averaged
         over the driver samples newer than the last poll's (each sample counted once)."""
-        nvml = self.nvml
-        running = self._query(nvml.nvmlDeviceGetComputeRunningProcesses, handle) or []
-        used = {p.pid: getattr(p, "usedGpuMemory", None) for p in running if not pids or p.pid in pids}
+        running = self._running[index]
+        used = {pid: mem for pid, mem in running.items() if pid in pids} if pids else dict(running)
         last_seen = self._last_proc_seen[index]
         newest = last_seen
         sums: dict[int, list[float]] = {}

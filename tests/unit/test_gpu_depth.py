@@ -115,6 +115,36 @@ def test_a_gpm_failure_stops_gpm_only_and_says_why_once():
     assert nvml.calls["nvmlGpmSampleGet"] == 2 and probe.take_news() == []
 
 
+# -- which field is read at which rate ---------------------------------------------------------
+
+SLOW_CALLS = ("nvmlDeviceGetMemoryInfo", "nvmlDeviceGetPowerUsage", "nvmlDeviceGetTemperature",
+              "nvmlDeviceGetClockInfo", "nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetUtilizationRates")
+POLL_CALLS = ("nvmlDeviceGetSamples", "nvmlDeviceGetProcessesUtilizationInfo", "nvmlGpmSampleGet")
+
+
+def test_slow_fields_are_read_once_a_second_and_repeated_between_reads():
+    gpu = FakeGpu(processes=[FakeProcess(42)])
+    probe, nvml, clock = started([gpu])
+    start_calls = {name: nvml.calls[name] for name in SLOW_CALLS}  # start() reads memory and names
+    records = [poll_at(probe, clock, 0.2 * k)[0] for k in range(11)]   # 0 .. 2.0 s
+    # Slow reads at 0, 1.0 and 2.0 s: three of each call; every poll makes the others.
+    assert {name: nvml.calls[name] - start_calls[name] for name in SLOW_CALLS} == dict.fromkeys(SLOW_CALLS, 3)
+    assert {name: nvml.calls[name] for name in POLL_CALLS} == dict.fromkeys(POLL_CALLS, 11)
+    # Between reads, a poll repeats the last reading: the memory the GPU reported at 1.0 s.
+    gpu.mem_used = 9 << 30
+    clock.now = T0 + 2.2
+    assert probe.sample([42], T0)[0]["mem_used"] == 4 << 30
+    clock.now = T0 + 2.96   # within a poll's jitter (SLOW_SLACK) of the next read at 3.0 s
+    assert probe.sample([42], T0)[0]["mem_used"] == 9 << 30
+    assert all(r["power_w"] == 312.4 and r["temp_c"] == 51 and r["procs"][0]["mem"] == 2 << 30 for r in records)
+
+
+def test_without_the_utilization_buffer_the_average_is_read_at_every_poll():
+    probe, nvml, clock = started([FakeGpu(buffered=False, util=lambda t: 10.0 if t < T0 + 0.3 else 60.0)])
+    assert [poll_at(probe, clock, t)[0]["util"] for t in (0.0, 0.2, 0.4)] == [10, 10, 60]
+    assert nvml.calls["nvmlDeviceGetMemoryInfo"] == 2   # start() and the one slow read at 0 s
+
+
 # -- per-process use and the driver's own rate --------------------------------------------------
 
 def workload_gpu() -> FakeGpu:
@@ -230,11 +260,12 @@ def test_the_recorder_writes_gpm_fields_periods_and_reasons(tmp_path):
 
 
 def test_slow_nvml_polls_land_in_later_samples_and_none_is_lost(tmp_path):
-    # 20 ms a call, ten calls a poll: 0.2 s per poll against 0.05 s between samples.
-    nvml = FakeNVML([FakeGpu()], latency=0.02)
+    # 60 ms a call, four calls a poll (ten once a second): 0.24 s or more per poll, against
+    # one poll asked for every 0.2 s and 0.05 s between samples.
+    nvml = FakeNVML([FakeGpu()], latency=0.06)
     run = record_with(tmp_path, nvml, seconds=1.5, interval=0.05)
     with_gpus = [s for s in run.samples if "gpus" in s]
-    polls = nvml.calls["nvmlDeviceGetUtilizationRates"]
+    polls = nvml.calls["nvmlDeviceGetSamples"]
     # Every poll but at most the one still running at the end is in exactly one sample.
     assert polls - 1 <= len(with_gpus) <= polls
     assert len(with_gpus) < len(run.samples)  # samples went on without waiting for the GPU
@@ -253,3 +284,10 @@ def test_report_and_svg_show_sm_activity_and_the_driver_rate():
     assert "launch-bound" in text
     svg = export.svg(run)
     assert "GPU 0 SM active" in svg and "GPU 1 SM active" not in svg  # GPU 1 has no GPM
+
+
+def test_more_gpus_are_polled_less_often():
+    from devicewatch.recorder import gpu_poll_period
+
+    # GPU_READS_PER_SECOND = 8 device reads a second at most, polls 0.2 s to 1 s apart.
+    assert [gpu_poll_period(n) for n in (1, 2, 3, 4, 8, 64)] == [0.2, 0.25, 0.375, 0.5, 1.0, 1.0]

@@ -107,6 +107,7 @@ def test_an_error_mid_run_makes_the_probe_unavailable_with_a_reason():
     nvml = fake_nvml()
     probe = started(nvml)
     assert probe.sample([], 1000.0) is not None
-    nvml.nvmlDeviceGetUtilizationRates = lambda h: (_ for _ in ()).throw(NVMLError(15))  # GPU lost
+    # GPU lost, seen by the buffered-utilization read that every poll makes
+    nvml.nvmlDeviceGetSamples = lambda h, k, ts: (_ for _ in ()).throw(NVMLError(15))
     assert probe.sample([], 1000.0) is None
     assert not probe.available and probe.reason.startswith("NVML error")

@@ -1,6 +1,7 @@
 """Writes straight to the event FIFO: a flood of valid events, or kinds of garbage.
 
-    flood.py events N      N valid minimal events, written in large chunks
+    flood.py events N      N valid minimal markers, written in large chunks, with run info
+                           first and a phase begun and ended around every 100,000 markers
     flood.py garbage       NUL and random-looking bytes, invalid UTF-8, JSON that is not an
                            event, and one 10 MB line without a newline until its end
 It then keeps running for SECONDS (argv[3], default 1) so the recorder samples a live process.
@@ -24,11 +25,21 @@ def send(data: bytes) -> None:
 start = time.monotonic()
 if mode == "events":
     count = int(sys.argv[2])
-    line = (json.dumps({"kind": "marker", "mono": mono, "label": "x"}, separators=(",", ":")) + "\n").encode()
-    batch = 10_000
-    for _ in range(count // batch):
-        send(line * batch)
-    send(line * (count % batch))
+
+    def event(kind: str, **fields) -> bytes:
+        return (json.dumps({"kind": kind, "mono": time.monotonic(), **fields}, separators=(",", ":")) + "\n").encode()
+
+    line = event("marker", label="x")
+    batch, per_phase = 10_000, 100_000
+    send(event("run_info", info={"epochs": -(-count // per_phase)}))
+    for begun in range(0, count, per_phase):
+        n = min(per_phase, count - begun)
+        epoch = begun // per_phase + 1
+        send(event("phase_begin", name="flood", epoch=epoch, lane="main"))
+        for _ in range(n // batch):
+            send(line * batch)
+        send(line * (n % batch))
+        send(event("phase_end", name="flood", epoch=epoch, lane="main"))
 elif mode == "garbage":
     send(b"\x00\x01\x02\xff\xfe binary noise \x00\n")
     send(b'{"kind":"marker","mono":1,"label":"\xff\xfe not utf-8"}\n')
