@@ -19,7 +19,7 @@ from ..errors import UsageError
 from ..recorder import check_interval
 
 # In the order `devicewatch --help` lists them.
-SUBCOMMANDS = ("run", "replay", "compare", "report", "merge", "export", "workloads")
+SUBCOMMANDS = ("run", "demo", "replay", "compare", "report", "merge", "export", "workloads")
 
 
 class CommandParser(argparse.ArgumentParser):
