@@ -21,7 +21,7 @@ HELP = "the lecture story: pipeline serial, then overlapped, live, then side by 
 
 # Chosen so that the whole story (two runs and their start-up) takes about two minutes on a
 # two-core laptop without a GPU, with an epoch long enough to see its dip at 10 samples/s.
-EPOCHS = 6
+EPOCHS = 8
 TRAIN_SAMPLES = 6000
 VAL_SAMPLES = 6000
 

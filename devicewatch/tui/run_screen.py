@@ -239,7 +239,10 @@ class RunScreen(CoalescedRedraw, Screen[None]):
         base = (model.version, view.key(), self.fixed_y, overlay.key())
         t = model.t.values
         if model.cpu is not None:
-            self.query_one("#cores", HeatStrip).update(base, t, model.cpu.values, view, all_lanes)
+            strip = self.query_one("#cores", HeatStrip)
+            if 0 < model.cores <= 8:  # a few cores: up to three rows each and the time axis, no blank rows
+                strip.styles.max_height = 3 * model.cores + 1
+            strip.update(base, t, model.cpu.values, view, all_lanes)
         self._set("heat-legend", Text.assemble("colour: ", *[(s.text, s.style) for s in HeatStrip.legend(
             self.query_one("#cores", HeatStrip).palette)], f"   {model.cores} cores"))
         self.query_one("#cpu-total", AreaChart).update(base, t, model.cpu_total.values, view, 100.0, "%", overlay)
@@ -290,8 +293,7 @@ class RunScreen(CoalescedRedraw, Screen[None]):
         self.query_one("#cpu-lanes").display = no_gpu
         if no_gpu:
             self._set("no-gpu", Text.assemble(("no GPU data: ", "bold"), reason or "this run has no GPU samples",
-                                              (" · the CPU panel takes the space; a GPU recording replays "
-                                               "with its GPU panels on any machine", "grey50")))
+                                              ("  (GPU recordings replay anywhere)", "grey50")))
         if not model.gpus and not no_gpu:
             self._set("gpu-reason", Text.assemble(("No GPU data yet: ", "bold"), "waiting for the first GPU sample"))
         self.query_one("#gpu-reason").display = not model.gpus and not no_gpu
@@ -306,10 +308,11 @@ class RunScreen(CoalescedRedraw, Screen[None]):
             return
         periods = analysis.driver_sample_periods(model.run)
         sm = self._sm_active(model)
+        rates = [analysis.driver_rate_text(periods[g] if g < len(periods) else None) for g in range(len(model.gpus))]
+        self.query_one("#gpu-panel").border_title = "GPU · " + (rates[0] if len(set(rates)) == 1 else "; ".join(
+            f"GPU {g}: {rate.removeprefix('GPU utilization: ')}" for g, rate in enumerate(rates)))
         for g, (chart, track) in enumerate(zip(self.gpu_charts, model.gpus)):
-            rate = analysis.driver_rate_text(periods[g] if g < len(periods) else None)
-            rate = rate.removeprefix("GPU utilization: ")
-            chart.border_title = f"GPU {g} {track.name}: utilization %, phases shaded · {rate}"
+            chart.border_title = f"GPU {g} {track.name}: utilization %, phases shaded"
             chart.update(base, track.util_t.values, track.util.values, view, 100.0, "%", overlay)
             while len(self.sm_charts) <= g:
                 line = LineChart(classes="gpu-sm")
