@@ -42,8 +42,7 @@ def tables(run: Run, summary: dict[str, Any], width: int = 110) -> list[Any]:
         error = _error_line(run)
         if error:
             out.append(f"error: {error}")
-        out.append(f"{summary['workload']}: {summary['status_text']} after {summary['duration']:.1f}s, "
-                   f"before its first phase ({run.path})")
+        out.append(f"status: {summary['status_text']} after {summary['duration']:.1f}s, before its first phase")
         return out
     head = Table.grid(padding=(0, 2))
     head.add_column(style="bold")
