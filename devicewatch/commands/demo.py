@@ -21,9 +21,9 @@ HELP = "the lecture story: pipeline serial, then overlapped, live, then side by 
 
 # Chosen so that the whole story (two runs and their start-up) takes about two minutes on a
 # two-core laptop without a GPU, with an epoch long enough to see its dip at 10 samples/s.
-EPOCHS = 8
-TRAIN_SAMPLES = 6000
-VAL_SAMPLES = 6000
+EPOCHS = 10
+TRAIN_SAMPLES = 8000
+VAL_SAMPLES = 8000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
