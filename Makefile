@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 demo: setup
-	$(BIN)/devicewatch run demo
+	$(BIN)/devicewatch demo
 
 test: setup
 	$(BIN)/lint-imports --no-cache

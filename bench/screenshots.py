@@ -1,16 +1,16 @@
-"""Render the dashboard's screenshots from real recordings: ``python -m bench.screenshots``.
+"""Render the dashboard's screenshots from real runs: ``python -m bench.screenshots`` (``make screenshots``).
 
-Records the demo workload with the headless recorder, then opens the recording in the
-dashboard headless at a fixed size and saves SVGs under screenshots/; records the demo again
-with half the samples and saves the comparison view of the two. PNGs are written too
-when ``cairosvg`` is installed.
+The lecture story of ``devicewatch demo``, shot as it happens: the ``pipeline`` workload runs
+serially live in the dashboard (one shot mid-run, one when it has finished and shows the whole
+run), then overlapped; their comparison is shot, the serial run in presenter mode at 100×30,
+and the home screen with every workload. SVGs go under screenshots/, PNGs beside them when
+``cairosvg`` is installed. Run options: the demo's own (``devicewatch.commands.demo``).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
-import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -18,38 +18,62 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "screenshots"
 SIZE = (200, 50)
+PRESENTER_SIZE = (100, 30)
 
 
-def record_demo(folder: Path, samples: int = 30000, name: str = "demo") -> Path:
-    path = folder / f"{name}.jsonl"
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    env.pop("DEVICEWATCH_EVENTS", None)
-    subprocess.run([sys.executable, "-m", "devicewatch", "--record", str(path), "--quiet", "demo", "--epochs", "4",
-                    "--samples", str(samples)], env=env, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
-    return path
+def story_targets() -> list:
+    from devicewatch.commands import demo
+
+    args = argparse.Namespace(epochs=demo.EPOCHS, train_samples=demo.TRAIN_SAMPLES, val_samples=demo.VAL_SAMPLES,
+                              device="auto")
+    return demo.targets(args)
 
 
-async def shoot(path: Path, name: str, presenter: bool = False, home: bool = False) -> Path:
+async def shoot_live(runs: Path, target, live_name: str, done_name: str) -> Path:
+    """Run ``target`` live; shoot it once half its epochs are done and again when it has ended."""
+    from devicewatch.live.source import LiveSource
+    from devicewatch.tui.app import DashboardApp, DashboardSettings
+
+    source = LiveSource(str(runs), target, 0.1, True)
+    app = DashboardApp(DashboardSettings(runs_dir=str(runs)), source)
+    async with app.run_test(size=SIZE) as pilot:
+        shot_live = False
+        for _ in range(3000):
+            await pilot.pause(0.2)
+            model = app.screen.model
+            if model is None:
+                continue
+            if not shot_live and model.epochs_total and model.epochs_done >= model.epochs_total // 2:
+                app.save_screenshot(f"{live_name}.svg", str(OUT))
+                shot_live = True
+            if model.run.finished:
+                break
+        await pilot.pause(1.0)
+        app.save_screenshot(f"{done_name}.svg", str(OUT))
+    source.close()
+    return source.path
+
+
+async def shoot(path: Path | None, name: str, presenter: bool = False, size: tuple[int, int] = SIZE,
+                runs: Path | None = None) -> None:
     from devicewatch.live.source import open_replay
     from devicewatch.tui.app import DashboardApp, DashboardSettings
 
-    settings = DashboardSettings(presenter=presenter, runs_dir=str(path.parent))
-    app = DashboardApp(settings, None if home else open_replay(str(path)))
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.5)
+    settings = DashboardSettings(presenter=presenter, runs_dir=str(runs or (path.parent if path else ".")))
+    app = DashboardApp(settings, open_replay(str(path)) if path else None)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause(0.8)
         app.save_screenshot(f"{name}.svg", str(OUT))
-    return OUT / f"{name}.svg"
 
 
-async def shoot_compare(path_a: Path, path_b: Path, name: str) -> Path:
+async def shoot_compare(path_a: Path, path_b: Path, name: str) -> None:
     from devicewatch import runfile
     from devicewatch.tui.app import DashboardApp
 
     app = DashboardApp(compare=(runfile.load(path_a), runfile.load(path_b)))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.5)
+        await pilot.pause(0.8)
         app.save_screenshot(f"{name}.svg", str(OUT))
-    return OUT / f"{name}.svg"
 
 
 def to_png(svg: Path) -> None:
@@ -62,15 +86,20 @@ def to_png(svg: Path) -> None:
 
 def main() -> int:
     OUT.mkdir(exist_ok=True)
+    serial, overlapped = story_targets()
     with tempfile.TemporaryDirectory() as tmp:
-        run = record_demo(Path(tmp))
-        shots = [asyncio.run(shoot(run, "dashboard-demo-replay")),
-                 asyncio.run(shoot(run, "dashboard-demo-presenter", presenter=True)),
-                 asyncio.run(shoot(run, "dashboard-home", home=True))]
-        # The same demo with half the samples per epoch, compared with the first recording.
-        half = record_demo(Path(tmp), samples=15000, name="demo-half")
-        shots.append(asyncio.run(shoot_compare(run, half, "dashboard-compare")))
-    for svg in shots:
+        runs = Path(tmp)
+        path_a = asyncio.run(shoot_live(runs, serial, "dashboard-pipeline-live", "dashboard-pipeline-serial"))
+        path_b = asyncio.run(shoot_live(runs, overlapped, "dashboard-pipeline-overlapped-live",
+                                        "dashboard-pipeline-overlapped"))
+        asyncio.run(shoot_compare(path_a, path_b, "dashboard-compare"))
+        asyncio.run(shoot(path_a, "dashboard-presenter", presenter=True, size=PRESENTER_SIZE))
+        asyncio.run(shoot(None, "dashboard-home", runs=runs))
+    names = ["dashboard-compare", "dashboard-pipeline-live", "dashboard-pipeline-serial",
+             "dashboard-pipeline-overlapped-live", "dashboard-pipeline-overlapped", "dashboard-presenter",
+             "dashboard-home"]
+    for name in names:
+        svg = OUT / f"{name}.svg"
         to_png(svg)
         print(svg.relative_to(ROOT))
     return 0

@@ -52,10 +52,18 @@ class EpochRow:
     validate: float
     other: float
     metrics: dict[str, Any]
+    # Seconds in each named phase (data, train, copy, validate, …; lanes merged), in the order
+    # the phases first appear: what the lanes draw, counted the same way.
+    phases: dict[str, float] = field(default_factory=dict)
 
     @property
     def total(self) -> float:
         return self.end - self.start
+
+    @property
+    def untracked(self) -> float:
+        """Seconds of the epoch in no phase at all."""
+        return max(0.0, self.total - sum(self.phases.values())) if self.phases else self.other
 
 
 @dataclass
@@ -182,9 +190,21 @@ def epochs(run: Run, all_phases: list[Phase] | None = None) -> list[EpochRow]:
         train = _union_length([(p.start, p.end) for p in members if p.kind == "train"])
         validate = _union_length([(p.start, p.end) for p in members if p.kind == "validate"])
         busy = _union_length([(p.start, p.end) for p in members if p.kind in ("train", "validate")])
+        named: dict[str, list[tuple[float, float]]] = {}
+        for p in sorted(members, key=lambda p: p.start):
+            named.setdefault(p.name, []).append((p.start, p.end))
         rows.append(EpochRow(epoch, start, end, train, validate, max(0.0, (end - start) - busy),
-                             metrics.get(epoch, {})))
+                             metrics.get(epoch, {}), {name: _union_length(spans) for name, spans in named.items()}))
     return rows
+
+
+def phase_names(rows: list[EpochRow]) -> list[str]:
+    """Every phase name of the epochs, in the order they first appear."""
+    seen: dict[str, None] = {}
+    for row in rows:
+        for name in row.phases:
+            seen.setdefault(name, None)
+    return list(seen)
 
 
 def lanes(all_phases: list[Phase]) -> list[str]:
@@ -433,7 +453,8 @@ def summarize(run: Run) -> dict[str, Any]:
         "samples": len(run.samples),
         "epochs": [{"epoch": e.epoch, "start": round(e.start, 3), "total": round(e.total, 3),
                     "train": round(e.train, 3), "validate": round(e.validate, 3),
-                    "other": round(e.other, 3), "metrics": e.metrics} for e in epochs(run, all_phases)],
+                    "other": round(e.other, 3), "phase_seconds": {k: round(v, 3) for k, v in e.phases.items()},
+                    "metrics": e.metrics} for e in epochs(run, all_phases)],
         "phases": phase_utilization(run, s, all_phases),
         "devices": [{"device": d.device, "mean": d.mean, "idle_fraction": d.idle_fraction,
                      "dips": len(d.dips), "dip_seconds": round(d.dip_seconds, 3),
@@ -466,6 +487,14 @@ def results(run: Run) -> list[dict[str, Any]]:
     """Each result event as one flat row: its name and its values."""
     return [{"name": e.get("name"), **(e.get("values") if isinstance(e.get("values"), dict) else {})}
             for e in run.events.of(events.RESULT)]
+
+
+def last_error_line(run: Run) -> str | None:
+    """The workload's last line on stderr: a workload that fails says why there."""
+    for line in reversed(run.logs):
+        if line.get("stream") == "stderr" and str(line.get("line", "")).strip():
+            return str(line["line"]).strip()
+    return None
 
 
 def status_text(run: Run) -> str:

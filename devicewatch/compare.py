@@ -286,7 +286,8 @@ def _epoch_dict(row: analysis.EpochRow | None) -> dict[str, Any] | None:
     if row is None:
         return None
     return {"start": _r(row.start), "total": _r(row.total), "train": _r(row.train),
-            "validate": _r(row.validate), "other": _r(row.other), "metrics": row.metrics}
+            "validate": _r(row.validate), "other": _r(row.other),
+            "phase_seconds": {k: _r(v) for k, v in row.phases.items()}, "metrics": row.metrics}
 
 
 def _device_dict(d: analysis.DeviceIdle | None) -> dict[str, Any] | None:

@@ -15,9 +15,9 @@ import sys
 import time
 from typing import TextIO
 
-from .. import registry
+from .. import analysis, registry
 from ..compare import comparison, to_dict
-from ..errors import UsageError
+from ..errors import DevicewatchError, UsageError
 from ..recorder import check_interval, record_argv
 from ..render.compare_text import print_comparison
 from ..runfile import load
@@ -110,14 +110,9 @@ def record_pair(workload: str, options_a: list[str], options_b: list[str], out_d
 
 
 def _last_error(path: str) -> str:
-    """The workload's last stderr line, which says why it failed (a workload prints one)."""
+    """Why a recording failed, from the workload's last stderr line (a workload prints one)."""
     try:
-        recording = load(path)
-    except Exception:
+        line = analysis.last_error_line(load(path))
+    except DevicewatchError:
         return ""
-    for line in reversed(recording.logs):
-        if line.get("stream") == "stderr" and str(line.get("line", "")).strip():
-            return f": {line['line'].strip()}"
-    return ""
-
-
+    return f": {line}" if line else ""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+from pathlib import Path
 
 from ..errors import UsageError
 from ..render import export
@@ -21,11 +23,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", required=True, metavar="OUT",
                         help="perfetto: OUT.json; svg: OUT.svg; csv: OUT_samples.csv, OUT_epochs.csv "
                              "and OUT_phases.csv (a .csv suffix on OUT is dropped); parquet: the same "
-                             "three tables as OUT_*.parquet")
+                             "three tables as OUT_*.parquet; an existing directory: the files go "
+                             "inside it, named after the run file")
+
+
+def inside_directory(output: str, run_file: str, fmt: str) -> str:
+    """``-o DIR`` for an existing directory: the files go inside it, named after the run file."""
+    if not os.path.isdir(output):
+        return output
+    stem = Path(run_file).name.removesuffix(".jsonl") or "run"
+    return os.path.join(output, stem + {"perfetto": ".json", "svg": ".svg"}.get(fmt, ""))
 
 
 def run(args: argparse.Namespace) -> int:
     recording = load(args.file)
+    args.output = inside_directory(args.output, args.file, args.format)
     try:
         if args.format == "perfetto":
             written = [args.output]

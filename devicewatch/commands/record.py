@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 
 from .. import registry
@@ -28,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
                             echo=not args.quiet, watcher_pid=args.watcher_pid, control=args.control,
                             grace=args.grace)
     code = record(options)
-    summary = report_text(load(options.output))
+    summary = report_text(load(options.output), width=min(shutil.get_terminal_size((110, 24)).columns, 110))
     try:
         print(summary, end="", file=sys.stdout)
         sys.stdout.flush()

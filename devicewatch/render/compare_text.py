@@ -63,17 +63,16 @@ def sections(c: Comparison) -> dict[str, Any]:
     out["runs"] = head
 
     if c.epochs:
-        table = Table(title="Epochs (Δ = B − A)", title_justify="left")
-        for column in ("epoch", "A total", "B total", "Δ total", "Δ %", "A train", "B train",
-                       "A validate", "B validate", "A other", "B other"):
+        table = Table(title="Epochs (Δ = B − A; each phase: A / B, lanes merged)", title_justify="left")
+        names = analysis.phase_names([r for p in c.epochs for r in (p.a, p.b) if r is not None])
+        for column in ("epoch", "A total", "B total", "Δ total", "Δ %", *names, "A / B in no phase"):
             table.add_column(column, justify="right")
         for p in c.epochs:
             change = p.change()
             table.add_row(str(p.epoch), _secs(p.a and p.a.total), _secs(p.b and p.b.total),
                           _signed(p.delta("total")), "-" if change is None else f"{change * 100:+.0f}%",
-                          _secs(p.a and p.a.train), _secs(p.b and p.b.train),
-                          _secs(p.a and p.a.validate), _secs(p.b and p.b.validate),
-                          _secs(p.a and p.a.other), _secs(p.b and p.b.other))
+                          *[f"{_secs(p.a and p.a.phases.get(n))} / {_secs(p.b and p.b.phases.get(n))}" for n in names],
+                          f"{_secs(p.a and p.a.untracked)} / {_secs(p.b and p.b.untracked)}")
         out["epochs"] = table
         metric_names = [m for p in c.epochs if p.a for m in p.a.metrics]
         common = list(dict.fromkeys(m for m in metric_names

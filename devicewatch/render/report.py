@@ -35,9 +35,19 @@ def straggler_lines(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def tables(run: Run, summary: dict[str, Any]) -> list[Any]:
+
+
+def tables(run: Run, summary: dict[str, Any], width: int = 110) -> list[Any]:
     """The report as rich renderables; shared with the recorder's end-of-run summary."""
     out: list[Any] = []
+    if summary["status"] != "ok" and summary["status"] != "cancelled" and not summary["lanes"]:
+        # It failed before its first phase: what it said, and how it ended; its utilization
+        # would describe the start-up only, and a verdict on it would mislead.
+        error = analysis.last_error_line(run)
+        if error:
+            out.append(f"error: {error}")
+        out.append(f"status: {summary['status_text']} after {summary['duration']:.1f}s, before its first phase")
+        return out
     head = Table.grid(padding=(0, 2))
     head.add_column(style="bold")
     head.add_column()
@@ -62,8 +72,11 @@ def tables(run: Run, summary: dict[str, Any]) -> list[Any]:
     out.append(head)
 
     if summary["epochs"]:
-        table = Table(title="Epochs", title_justify="left")
-        for column in ("epoch", "total", "train", "validate", "other"):
+        table = Table(title="Epochs (seconds in each phase, lanes merged)", title_justify="left")
+        names: list[str] = []
+        for row in summary["epochs"]:
+            names += [n for n in row.get("phase_seconds", {}) if n not in names]
+        for column in ("epoch", "total", *names, "no phase"):
             table.add_column(column, justify="right")
         metric_names: list[str] = []
         for row in summary["epochs"]:
@@ -73,8 +86,9 @@ def tables(run: Run, summary: dict[str, Any]) -> list[Any]:
         for name in metric_names:
             table.add_column(name, justify="right")
         for row in summary["epochs"]:
-            cells = [str(row["epoch"]), _secs(row["total"]), _secs(row["train"]),
-                     _secs(row["validate"]), _secs(row["other"])]
+            spent = row.get("phase_seconds", {})
+            untracked = max(0.0, row["total"] - sum(spent.values())) if spent else row["other"]
+            cells = [str(row["epoch"]), _secs(row["total"]), *[_secs(spent.get(n)) for n in names], _secs(untracked)]
             for name in metric_names:
                 value = row["metrics"].get(name)
                 cells.append(f"{value:.4g}" if isinstance(value, float) else str(value if value is not None else "-"))
@@ -88,7 +102,7 @@ def tables(run: Run, summary: dict[str, Any]) -> list[Any]:
         table.add_column("time", justify="right")
         table.add_column("CPU total", justify="right")
         cores = len(next(iter(phases.values()))["cores"])
-        show_cores = cores <= 16
+        show_cores = cores <= max(0, (width - 40) // 14)  # each core's column needs about 14
         if show_cores:
             for c in range(cores):
                 table.add_column(f"core {c}", justify="right")
@@ -170,7 +184,7 @@ def report_text(run: Run, chart: bool = False, width: int = 110) -> str:
     # No markup: every string here may come from the run file, and "[" in a name is just "[".
     console = Console(file=buffer, width=width, force_terminal=False, no_color=True, highlight=False,
                       markup=False, emoji=False)
-    for item in tables(run, summary):
+    for item in tables(run, summary, width):
         console.print(item)
     text = buffer.getvalue()
     if chart and run.samples:

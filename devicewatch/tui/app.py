@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -19,12 +19,14 @@ from textual.screen import Screen
 
 from ..live.source import LiveSource, ReplaySource, Source, open_replay, previous_run
 from ..registry import Target
-from ..runfile import Run, RunFileError
+from ..runfile import Run, RunFileError, load
 from ..safe_text import markup
 from .compare import CompareScreen, open_compare
 from .dialogs import QuitDuringRun
 from .home_screen import HomeScreen
 from .run_screen import TICK, RunScreen
+
+STORY_PAUSE = 4.0  # seconds a finished run of a story stays on screen before the next step
 
 
 @dataclass
@@ -48,13 +50,18 @@ class DashboardApp(App[int]):
     ]
 
     def __init__(self, settings: DashboardSettings | None = None, start: Source | None = None,
-                 tick: float = TICK, compare: tuple[Run, Run] | None = None):
+                 tick: float = TICK, compare: tuple[Run, Run] | None = None,
+                 story: Sequence[Target] = (), story_pause: float = STORY_PAUSE):
         super().__init__()
         self.settings = settings or DashboardSettings()
         self.start_source = start
         self.start_compare = compare
         self.tick = tick
         self.presenter = self.settings.presenter
+        self.story = list(story)
+        self.story_pause = story_pause
+        self.story_files: list[Path] = []
+        self.story_headline: str | None = None
 
     def on_mount(self) -> None:
         self.set_class(self.presenter, "-presenter")
@@ -64,6 +71,46 @@ class DashboardApp(App[int]):
         self.push_screen(HomeScreen(self.settings.runs_dir))
         if self.start_source is not None:
             self.push_screen(RunScreen(self.start_source, self.tick))
+        elif self.story:
+            self._story_next()
+
+    # -- a story: runs one after the other, live, then their comparison --------------------------
+
+    def _story_next(self) -> None:
+        target = self.story[len(self.story_files)]
+        try:
+            source = LiveSource(self.settings.runs_dir, target, self.settings.interval, self.settings.gpu)
+        except OSError as exc:
+            self.notify(f"cannot create {self.settings.runs_dir}: {exc.strerror}", severity="error")
+            return
+        self.story_files.append(source.path)
+        self.push_screen(RunScreen(source, self.tick))
+
+    def run_finished(self, screen: RunScreen) -> None:
+        """A run screen saw its run end: in a story, go on (after a pause to look at the whole
+        run) with the next run, or with the comparison of them all once the last has ended."""
+        if not self.story or screen.source.path not in self.story_files or screen.source.path != self.story_files[-1]:
+            return
+        status = (screen.source.run.end or {}).get("status") if screen.source.run else None
+        if status != "ok":
+            self.notify(f"the demo stops here: {screen.source.run.title if screen.source.run else 'the run'} "
+                        f"ended {status or 'without finishing'}", severity="warning", timeout=30)
+            return
+        if len(self.story_files) < len(self.story):
+            self.notify(f"finished; the next run starts in {self.story_pause:.0f} s", timeout=self.story_pause + 1)
+            self.set_timer(self.story_pause, self._story_next)
+        else:
+            self.set_timer(self.story_pause, self._story_compare)
+
+    def _story_compare(self) -> None:
+        try:
+            run_a, run_b = load(self.story_files[0]), load(self.story_files[-1])
+        except (OSError, RunFileError) as exc:
+            self.notify(str(exc), severity="error")
+            return
+        screen = CompareScreen(run_a, run_b)
+        self.story_headline = screen.comparison.headline
+        self.push_screen(screen)
 
     # -- starting runs -----------------------------------------------------------------------
 
@@ -185,6 +232,16 @@ def launch(settings: DashboardSettings, start: Source | None) -> int:
     if start is not None:
         start.close()
     return code if isinstance(code, int) else 0
+
+
+def launch_story(settings: DashboardSettings, story: Sequence[Target],
+                 pause: float | None = None) -> tuple[int, str | None, list[Path]]:
+    """``devicewatch demo``: each target live, one after the other, then A and B compared.
+    Returns the exit status, the comparison's headline (None if the story did not get there)
+    and the run files recorded."""
+    app = DashboardApp(settings, story=story, story_pause=STORY_PAUSE if pause is None else pause)
+    code = app.run()
+    return (code if isinstance(code, int) else 0), app.story_headline, app.story_files
 
 
 def launch_compare(run_a: Run, run_b: Run, presenter: bool = False) -> int:

@@ -375,6 +375,8 @@ class HeatStrip(Chart):
             first = 2 * r * group
             last = min((2 * r + 2) * group, cores) - 1
             label = f"{first}-{last}" if last > first else f"{first}"
+            if len(label) > AXIS - 1:  # 120-127 does not fit: the first core, the rest follow
+                label = f"{first}+"
             strips.append(Strip([_label(label, axis_style), *segments[r]], width))
         strips.append(time_axis(view, plot_w, axis_style))
         return strips

@@ -25,6 +25,7 @@ from .. import compare
 from ..render import compare_text
 from ..runfile import Run, RunFileError, load
 from ..safe_text import inert, markup
+from .panels import ordered_lanes
 from .charts import AreaChart, CoalescedRedraw, HeatStrip, Overlay, PhaseLanes, View
 from ..live.model import RunModel
 
@@ -70,7 +71,8 @@ class ComparePanel(Vertical):
 
     def draw(self, view: View, key: Any) -> None:
         model = self.model
-        main_lane = model.lanes[0] if model.lanes else "main"
+        lanes = ordered_lanes(model.lanes)
+        main_lane = lanes[0] if lanes else "main"
         overlay = Overlay([(p.start, p.end, p.kind) for p in model.phases if p.lane == main_lane],
                           sorted({r.start for r in model.epoch_rows[1:]}), [m[0] for m in model.markers])
         all_lanes = Overlay([], overlay.boundaries, overlay.markers)
@@ -83,7 +85,7 @@ class ComparePanel(Vertical):
                 chart.update(key, track.util_t.values, track.util.values, view, 100.0, "%", overlay)
         else:
             charts[0].update(key, t, model.cpu_total.values, view, 100.0, "%", overlay)
-        self.query_one(".cmp-lanes", PhaseLanes).update(key, model.lanes or ["main"], model.phases, view, all_lanes)
+        self.query_one(".cmp-lanes", PhaseLanes).update(key, lanes or ["main"], model.phases, view, all_lanes)
 
 
 class CompareScreen(CoalescedRedraw, Screen[None]):

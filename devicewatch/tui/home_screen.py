@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -64,6 +65,20 @@ def arguments_from(parser: argparse.ArgumentParser, values: dict[str, Any]) -> l
     return args
 
 
+def example_recordings(folders: list[Path] | None = None) -> list[Path]:
+    """Recordings shipped under ``recordings/`` (reference runs, GPU ones too), which replay on
+    any machine: the one in the current folder and the one beside the package's source."""
+    if folders is None:
+        folders = [Path("recordings"), Path(__file__).resolve().parents[2] / "recordings"]
+    found: dict[Path, Path] = {}
+    for folder in folders:
+        if folder.is_dir():
+            for path in sorted(folder.glob("*.jsonl")):
+                if path.is_file():
+                    found.setdefault(path.resolve(), path)
+    return list(found.values())
+
+
 class HomeScreen(Screen[None]):
     BINDINGS = [
         Binding("r", "run", "Run workload"),
@@ -79,6 +94,7 @@ class HomeScreen(Screen[None]):
         self.names = registry.available()
         self.current: registry.WorkloadInfo | None = None
         self.recent: list[Path] = []
+        self.examples: list[Path] = []
         self.marked: list[Path] = []  # at most two recordings: A, then B
 
     def compose(self) -> ComposeResult:
@@ -105,7 +121,7 @@ class HomeScreen(Screen[None]):
     async def on_mount(self) -> None:
         self.query_one("#workloads-panel").border_title = "workloads"
         self.query_one("#form-panel").border_title = "options"
-        self.query_one("#recent-panel").border_title = f"recordings in {self.runs_dir}"
+        self.query_one("#recent-panel").border_title = f"recordings in {self.runs_dir}, then examples"
         self.action_rescan()
         if self.names:
             self.query_one("#workloads", OptionList).highlighted = 0
@@ -196,7 +212,12 @@ class HomeScreen(Screen[None]):
 
     def _recent_prompt(self, path: Path) -> str:
         mark = f"[b reverse] {'AB'[self.marked.index(path)]} [/] " if path in self.marked else ""
-        return f"{mark}{path.name}  [dim]{path.stat().st_size / 1024:.0f} KiB[/]"
+        example = "[b]example[/] " if path in self.examples else ""
+        try:
+            size = f"{path.stat().st_size / 1024:.0f} KiB"
+        except OSError:
+            size = "gone"
+        return f"{mark}{example}{escape(path.name)}  [dim]{size}[/]"
 
     def action_mark(self) -> None:
         """Mark the chosen recording as A (first mark) or B (second); marking it again unmarks it."""
@@ -230,7 +251,8 @@ class HomeScreen(Screen[None]):
     def action_rescan(self) -> None:
         from ..live.source import recent_runs
 
-        self.recent = recent_runs(self.runs_dir)
+        self.examples = example_recordings()
+        self.recent = recent_runs(self.runs_dir) + self.examples
         self.marked = [p for p in self.marked if p in self.recent]
         recent = self.query_one("#recent", OptionList)
         recent.clear_options()

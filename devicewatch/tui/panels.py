@@ -7,11 +7,13 @@ result with what is shown and touches the widget only when it changed.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 from rich.text import Text
 
 from .charts import format_seconds
+from .. import analysis
 from ..live.model import RunModel
 from ..safe_text import inert
 
@@ -29,6 +31,31 @@ def _recent_mean(values: np.ndarray, count: int = 20) -> float:
     part = values[-count:]
     part = part[~np.isnan(part)]
     return float(part.mean()) if part.size else math.nan
+
+
+def ordered_lanes(lanes: list[str]) -> list[str]:
+    """Lanes as drawn: a merged run's ``rank N …`` lanes in rank order (``analysis.lanes`` gives
+    first appearance, which is whichever rank began first), every other lane where it was."""
+    def key(item: tuple[int, str]) -> tuple[int, int, int]:
+        index, lane = item
+        match = re.match(r"rank (\d+)(?:\s|$)", lane)
+        return (1, int(match.group(1)), index) if match else (0, 0, index)
+
+    ranked = sorted(enumerate(lanes), key=key)
+    return [lane for _, lane in ranked]
+
+
+def hosts_text(model: RunModel) -> str:
+    """A merged run's nodes and their host names (header ``hosts``); "" for a one-host run."""
+    hosts = model.run.header.get("hosts")
+    if not isinstance(hosts, list) or len(hosts) < 2:
+        return ""
+    names = []
+    for entry in hosts:
+        if isinstance(entry, dict):
+            host = entry.get("host") if isinstance(entry.get("host"), dict) else {}
+            names.append(f"{entry.get('label', '?')}={host.get('hostname', '?')}")
+    return "hosts " + ", ".join(inert(n) for n in names)
 
 
 def progress_text(model: RunModel, width: int = 30) -> Text:
@@ -69,36 +96,48 @@ def status_text(model: RunModel, source_label: str, state: str, state_style: str
     text.append(f" {state} ", style=state_style)
     text.append(f" {inert(model.run.title)} ", style="bold")
     text.append(f"· {format_seconds(model.latest)} · {len(model.run.samples)} samples · {source_label}")
+    hosts = hosts_text(model)
+    if hosts:
+        text.append(f" · {hosts}")
     text.append(f" · window {window} · y {yscale}", style="grey70")
     if paused:
         text.append("  PAUSED ", style="bold black on yellow")
     return text
 
 
+PHASE_BAR = {"train": "green", "validate": "yellow", "data": "dodger_blue1", "copy": "magenta"}  # palette hues
+NO_PHASE = "grey37"
+
+
 def epoch_bars(model: RunModel, width: int, max_rows: int = 40) -> Text:
-    """One bar per epoch, train then validate then the rest, scaled to the longest epoch; the
-    newest ``max_rows`` epochs when there are more."""
+    """One bar per epoch with a segment per named phase (data, train, copy, validate, …, lanes
+    merged) and the time in no phase, scaled to the longest; the newest ``max_rows`` epochs."""
     rows = model.epoch_rows
     text = Text()
     if not rows:
         text.append("no epochs yet", style="grey50")
         return text
-    text.append("█ train", style="green")
-    text.append("  █ validate", style="yellow")
-    text.append("  █ other   (seconds: total = train + validate + other)\n", style="grey50")
-    longest = max(r.total for r in rows) or 1.0
-    bar_w = max(10, width - 30)
-    for row in rows[-max(1, max_rows):]:
+    names = analysis.phase_names(rows)
+    for i, name in enumerate(names):
+        text.append(("  " if i else "") + "█ " + inert(name), style=PHASE_BAR.get(name, "cyan"))
+    text.append("  █ no phase", style=NO_PHASE)
+    text.append("   (seconds)\n", style="grey50")
+    longest = max(max(r.total, sum(r.phases.values())) for r in rows) or 1.0
+    numbers = [" = " + " + ".join(f"{r.phases.get(n, 0.0):.1f}" for n in names) + f" + {r.untracked:.1f}"
+               for r in rows]
+    bar_w = max(8, width - 12 - max(len(n) for n in numbers))
+    for row, figures in list(zip(rows, numbers))[-max(1, max_rows):]:
         scale = bar_w / longest
-        train = round(row.train * scale)
-        validate = round(row.validate * scale)
-        other = max(0, round(row.total * scale) - train - validate)
+        used = 0
         text.append(f"{row.epoch:>4} ")
-        text.append("█" * train, style="green")
-        text.append("█" * validate, style="yellow")
-        text.append("█" * other, style="grey50")
-        text.append(" " * max(0, bar_w - train - validate - other))
-        text.append(f" {row.total:5.1f}s = {row.train:.1f} + {row.validate:.1f} + {row.other:.1f}\n")
+        for name in names:
+            cells = round(row.phases.get(name, 0.0) * scale)
+            text.append("█" * cells, style=PHASE_BAR.get(name, "cyan"))
+            used += cells
+        rest = min(max(0, round(row.untracked * scale)), max(0, bar_w - used))
+        text.append("█" * rest, style=NO_PHASE)
+        text.append(" " * max(0, bar_w - used - rest))
+        text.append(f" {row.total:4.1f}s{figures}\n")
     return text
 
 

@@ -20,6 +20,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Log, Static
 
+from .. import analysis
 from ..runfile import RunFileError
 from . import panels
 from .charts import AreaChart, CoalescedRedraw, HeatStrip, LineChart, Overlay, PhaseLanes, View, format_seconds
@@ -78,6 +79,8 @@ class RunScreen(CoalescedRedraw, Screen[None]):
         self.fixed_y = True
         self.quit_when_done = False
         self.gpu_charts: list[AreaChart] = []
+        self.sm_charts: list[LineChart] = []
+        self._sm: tuple[int, float, list[tuple[np.ndarray, np.ndarray]]] | None = None
         self._shown: dict[str, Any] = {}
         self._lines_shown: dict[str, int] = {}
         self._new_lines: list[str] = []
@@ -85,6 +88,7 @@ class RunScreen(CoalescedRedraw, Screen[None]):
         self._slow_at = -1e9
         self._error_noted = False
         self._timer: Any = None
+        self._saw_finished = False
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -92,15 +96,16 @@ class RunScreen(CoalescedRedraw, Screen[None]):
         yield Static(id="status")
         yield Static(id="progress")
         yield Static(id="verdict")
+        yield Static(id="no-gpu")
         with Horizontal(id="top"):
             with Vertical(id="cpu-panel", classes="panel"):
                 yield HeatStrip(id="cores")
                 yield Static(id="heat-legend")
                 yield AreaChart(id="cpu-total")
+                yield PhaseLanes(id="cpu-lanes")
             with Vertical(id="gpu-panel", classes="panel"):
                 yield Static(id="gpu-reason")
                 yield Vertical(id="gpu-utils")
-                yield AreaChart(id="cpu-phases")
                 yield PhaseLanes(id="lanes")
                 with Horizontal(id="gpu-mem-power"):
                     yield LineChart(id="gpu-mem")
@@ -117,8 +122,8 @@ class RunScreen(CoalescedRedraw, Screen[None]):
     def on_mount(self) -> None:
         titles = {"cpu-panel": "CPU: every core, % busy", "gpu-panel": "GPU",
                   "proc-panel": "workload process tree", "epochs": "epochs: time per phase",
-                  "log": "workload output", "cpu-total": "all cores, %", "lanes": "phases by lane",
-                  "gpu-mem": "GPU memory, GiB", "cpu-phases": "all cores %, phases shaded (no GPU)", "gpu-power": "GPU power, W",
+                  "log": "workload output", "cpu-total": "all cores %, phases shaded", "lanes": "phases by lane",
+                  "gpu-mem": "GPU memory, GiB", "gpu-power": "GPU power, W",
                   "proc-cpu": "workload CPU, % of one core", "proc-rss": "workload RSS, MiB"}
         for widget_id, title in titles.items():
             self.query_one(f"#{widget_id}").border_title = title
@@ -128,6 +133,7 @@ class RunScreen(CoalescedRedraw, Screen[None]):
             except OSError as exc:
                 self.source.error = f"cannot start the recorder: {exc.strerror or exc}"
         self._poll()
+        self.refresh_bindings()
         self._redraw(force=True)
         self._timer = self.set_interval(self.tick, self._on_tick)
 
@@ -162,7 +168,26 @@ class RunScreen(CoalescedRedraw, Screen[None]):
             return True
         if records:
             self.model.ingest(records)
+        self._note_finished()
         return bool(records) or self.source.error is not None
+
+    def _note_finished(self) -> None:
+        """Once a live run has ended, show all of it (the periodic pattern needs no key), and
+        tell the app, which may go on with the next run of a story."""
+        if self._saw_finished or self.model is None or not self.model.run.finished:
+            return
+        self._saw_finished = True
+        if self.source.live:
+            self.window, self.pan_offset = None, 0.0
+        self.refresh_bindings()
+        finished = getattr(self.app, "run_finished", None)
+        if finished is not None:
+            finished(self)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "stop":  # only a run that is still recording can be stopped
+            return isinstance(self.source, LiveSource) and self.source.running
+        return True
 
     def _view(self) -> View:
         assert self.model is not None
@@ -205,7 +230,8 @@ class RunScreen(CoalescedRedraw, Screen[None]):
             self._set("status", self._status(model, view))
         self._set("progress", panels.progress_text(model, 40 if presenter else 30))
         self._set("verdict", panels.verdict_text(model))
-        main_lane = model.lanes[0] if model.lanes else "main"
+        lanes_order = panels.ordered_lanes(model.lanes)
+        main_lane = lanes_order[0] if lanes_order else "main"
         overlay = Overlay([(p.start, p.end, p.kind) for p in model.phases if p.lane == main_lane],
                           sorted({r.start for r in model.epoch_rows[1:]}),
                           [m[0] for m in model.all_markers])
@@ -213,14 +239,19 @@ class RunScreen(CoalescedRedraw, Screen[None]):
         base = (model.version, view.key(), self.fixed_y, overlay.key())
         t = model.t.values
         if model.cpu is not None:
-            self.query_one("#cores", HeatStrip).update(base, t, model.cpu.values, view, all_lanes)
+            strip = self.query_one("#cores", HeatStrip)
+            if 0 < model.cores <= 8:  # a few cores: up to three rows each and the time axis, no blank rows
+                strip.styles.max_height = 3 * model.cores + 1
+            strip.update(base, t, model.cpu.values, view, all_lanes)
         self._set("heat-legend", Text.assemble("colour: ", *[(s.text, s.style) for s in HeatStrip.legend(
             self.query_one("#cores", HeatStrip).palette)], f"   {model.cores} cores"))
         self.query_one("#cpu-total", AreaChart).update(base, t, model.cpu_total.values, view, 100.0, "%", overlay)
         self._draw_gpus(model, view, base, overlay)
-        lanes = self.query_one("#lanes", PhaseLanes)
-        lanes.styles.height = max(1, len(model.lanes))
-        lanes.update(base, model.lanes or ["main"], model.phases, view, all_lanes)
+        for lanes_id in ("lanes", "cpu-lanes"):
+            if self._visible(lanes_id):
+                lanes = self.query_one(f"#{lanes_id}", PhaseLanes)
+                lanes.styles.height = max(1, len(lanes_order))
+                lanes.update(base, lanes_order or ["main"], model.phases, view, all_lanes)
         if slow:
             self._redraw_bottom(model, view, base, overlay, force)
 
@@ -252,30 +283,46 @@ class RunScreen(CoalescedRedraw, Screen[None]):
 
     def _draw_gpus(self, model: RunModel, view: View, base: tuple[Any, ...], overlay: Overlay) -> None:
         reason = model.gpu_reason if not model.gpus else None
-        reason_widget = self.query_one("#gpu-reason", Static)
-        if reason or not model.gpus:
-            self._set("gpu-reason", Text.assemble(("No GPU data: ", "bold"),
-                                                  reason or "waiting for the first GPU sample",
-                                                  ("\nCPU charts and phases carry on; replaying a GPU "
-                                                   "recording shows its GPU panels on any machine.", "grey50")))
-        reason_widget.display = bool(reason or not model.gpus)
+        # Without GPU data the GPU half gives its space to the CPU panel (which then carries the
+        # phase lanes) and one line says why; while a live run waits for its first GPU sample
+        # the GPU panel stays and says so.
+        no_gpu = not model.gpus and (reason is not None or model.run.finished or not self.source.live)
+        self.set_class(no_gpu, "-no-gpu")
+        self.query_one("#no-gpu").display = no_gpu
+        self.query_one("#gpu-panel").display = not no_gpu
+        self.query_one("#cpu-lanes").display = no_gpu
+        if no_gpu:
+            self._set("no-gpu", Text.assemble(("no GPU data: ", "bold"), reason or "this run has no GPU samples",
+                                              ("  (GPU recordings replay anywhere)", "grey50")))
+        if not model.gpus and not no_gpu:
+            self._set("gpu-reason", Text.assemble(("No GPU data yet: ", "bold"), "waiting for the first GPU sample"))
+        self.query_one("#gpu-reason").display = not model.gpus and not no_gpu
         self.query_one("#gpu-mem-power").display = bool(model.gpus)
         container = self.query_one("#gpu-utils", Vertical)
         container.display = bool(model.gpus)
-        cpu_phases = self.query_one("#cpu-phases", AreaChart)
-        cpu_phases.display = not model.gpus
-        if not model.gpus:
-            cpu_phases.update(base, model.t.values, model.cpu_total.values, view, 100.0, "%", overlay)
         while len(self.gpu_charts) < len(model.gpus):
-            track = model.gpus[len(self.gpu_charts)]
             chart = AreaChart(classes="gpu-util")
-            chart.border_title = f"GPU {len(self.gpu_charts)} {track.name}: utilization %, phases shaded"
             self.gpu_charts.append(chart)
             container.mount(chart)
         if not model.gpus:
             return
-        for chart, track in zip(self.gpu_charts, model.gpus):
+        periods = analysis.driver_sample_periods(model.run)
+        sm = self._sm_active(model)
+        rates = [analysis.driver_rate_text(periods[g] if g < len(periods) else None) for g in range(len(model.gpus))]
+        self.query_one("#gpu-panel").border_title = "GPU · " + (rates[0] if len(set(rates)) == 1 else "; ".join(
+            f"GPU {g}: {rate.removeprefix('GPU utilization: ')}" for g, rate in enumerate(rates)))
+        for g, (chart, track) in enumerate(zip(self.gpu_charts, model.gpus)):
+            chart.border_title = f"GPU {g} {track.name}: utilization %, phases shaded"
             chart.update(base, track.util_t.values, track.util.values, view, 100.0, "%", overlay)
+            while len(self.sm_charts) <= g:
+                line = LineChart(classes="gpu-sm")
+                line.border_title = f"GPU {len(self.sm_charts)} SM active % (GPM: share of SMs busy)"
+                self.sm_charts.append(line)
+                container.mount(line, after=chart)
+            line = self.sm_charts[g]
+            line.display = bool(sm[g][0].size)
+            if line.display:
+                line.update((base, sm[g][0].size), [sm[g]], view, 100.0, "%")
         if self._visible("gpu-mem-power"):
             mem = [(g.t.values, g.mem_used.values / 2**30) for g in model.gpus]
             totals = [g.mem_total / 2**30 for g in model.gpus if math.isfinite(g.mem_total)]
@@ -284,6 +331,16 @@ class RunScreen(CoalescedRedraw, Screen[None]):
             power = [(g.t.values, g.power.values) for g in model.gpus]
             power_top = _nice_top(max(_visible_max(t, v, view) for t, v in power), 50)
             self.query_one("#gpu-power", LineChart).update(base, power, view, power_top, "W")
+
+    def _sm_active(self, model: RunModel) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each GPU's GPM ``sm_active`` series, re-read from the run once a second at most."""
+        now = time.monotonic()
+        if self._sm is None or (self._sm[0] != model.version and now - self._sm[1] >= SLOW_EVERY):
+            series = [analysis.gpm_series(model.run, "sm_active", g) for g in range(len(model.gpus))]
+            self._sm = (model.version, now, series)
+        series = self._sm[2]
+        empty = (np.zeros(0), np.zeros(0))
+        return series + [empty] * (len(model.gpus) - len(series))
 
     def _status(self, model: RunModel, view: View) -> Text:
         source = self.source

@@ -224,7 +224,7 @@ def test_text_output(pair):
     code, out, _ = _run_main([pair[0], pair[1], "--text", "--width", "160"])
     assert code == 0
     assert "\x1b[" not in out      # no colour codes when not a terminal
-    for piece in ("Epochs (Δ = B − A)", "-2.50s", "-50%", "75% → 100%", "20% → 30%", "verdict A:",
+    for piece in ("Epochs (Δ = B − A; each phase: A / B", "-2.50s", "-50%", "75% → 100%", "20% → 30%", "verdict A:",
                   "in short: B finished 50% sooner"):
         assert piece in out
 
@@ -307,7 +307,7 @@ def test_text_on_real_recordings(recorded_pair):
     assert result.returncode == 0, result.stderr
     text = result.stdout
     assert "demo --epochs 2 --samples 4000 --hidden 256" in text
-    assert "Epochs (Δ = B − A)" in text and "Mean utilization per phase" in text
+    assert "Epochs (Δ = B − A; each phase: A / B" in text and "Mean utilization per phase" in text
     assert "no GPU in either run" in text     # this machine has none; say what idle means
     lines = text.splitlines()
     assert any(line.startswith("in short: B finished") or line.startswith("in short: B took")

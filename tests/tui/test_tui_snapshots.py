@@ -42,3 +42,8 @@ def test_gpu_replay(snap_compare):
 
 def test_gpu_replay_presenter(snap_compare):
     assert snap_compare(replay("gpu-synthetic.jsonl", presenter=True), terminal_size=(120, 36), run_before=settle)
+
+
+def test_gpm_replay_shows_sm_activity(snap_compare):
+    """GPU 0 (GPM) has its SM-active line under its utilization; GPU 1 (no GPM) has none."""
+    assert snap_compare(replay("gpu-gpm.jsonl"), terminal_size=(160, 45), run_before=settle)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+from pathlib import Path
 import io
 import json
 import xml.etree.ElementTree as ET
@@ -199,7 +200,15 @@ def test_bad_input(run_path, tmp_path):
         command("export", [str(run_path), "--format", "png", "-o", str(tmp_path / "x.png")])
     with pytest.raises(UsageError, match="required"):
         command("export", [str(run_path), "--format", "svg"])
-    with pytest.raises(UsageError, match="is a directory"):
-        command("export", [str(run_path), "--format", "perfetto", "-o", str(tmp_path)])
     with pytest.raises(UsageError, match="cannot write"):
         command("export", [str(run_path), "--format", "svg", "-o", str(tmp_path / "no" / "such" / "dir.svg")])
+
+
+@pytest.mark.parametrize("fmt, names", [("perfetto", [".json"]), ("svg", [".svg"]),
+                                        ("csv", ["_samples.csv", "_epochs.csv", "_phases.csv"])])
+def test_an_existing_directory_gets_the_files_inside_it(run_path, tmp_path, fmt, names):
+    out = tmp_path / "out"
+    out.mkdir()
+    assert command("export", [str(run_path), "--format", fmt, "-o", str(out)]) == 0
+    stem = Path(run_path).name.removesuffix(".jsonl")
+    assert sorted(p.name for p in out.iterdir()) == sorted(stem + n for n in names)

@@ -43,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="serial | tfdata (tensorflow) | dataloader (torch) | overlapped (default)")
     p.add_argument("--backend", choices=["torch", "tensorflow"], default="torch",
                    help="torch (default) or tensorflow (Keras 3 on TensorFlow, as the source)")
+    p.add_argument("--device", choices=["cpu", "cuda", "auto"], default="cpu",
+                   help="where torch trains and validates: cpu (default), cuda, or auto (cuda when "
+                        "available); tensorflow places operations itself")
     p.add_argument("--epochs", type=int, default=3, help="epochs (default 3; the source ran 10)")
     p.add_argument("--threads", type=int, default=2,
                    help="parallel calls of tf.data, DataLoader workers, or validation threads (default 2; "
@@ -78,6 +81,8 @@ def _check(args: argparse.Namespace) -> str | None:
         return "--intra-threads must be 0 (framework default) or more"
     if args.inflate_gb < 0 or args.inflate_gb > 4:
         return "--inflate-gb must be between 0 and 4"
+    if args.device == "cuda" and args.backend != "torch":
+        return "--device cuda goes with --backend torch (tensorflow places operations itself)"
     if args.variant not in SUPPORTED[args.backend]:
         return (f"--variant {args.variant} does not run on --backend {args.backend} "
                 f"(it offers {', '.join(SUPPORTED[args.backend])})")
@@ -96,10 +101,10 @@ def _load_data(args: argparse.Namespace) -> Any:
     return d
 
 
-def build_model(backend: str, seed: int, intra_threads: int) -> Any:
+def build_model(backend: str, seed: int, intra_threads: int, device: str = "cpu") -> Any:
     if backend == "torch":
         from workloads.pipeline.model_torch import TorchModel
-        return TorchModel(seed, intra_threads)
+        return TorchModel(seed, intra_threads, device)
     from workloads.pipeline.model_tf import KerasModel
     return KerasModel(seed, intra_threads)
 
@@ -137,15 +142,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{NAME}: no such data file: {args.data}", file=sys.stderr)
             return 2
         try:
-            model = build_model(args.backend, args.seed, args.intra_threads)
+            model = build_model(args.backend, args.seed, args.intra_threads, args.device)
         except ImportError as exc:
-            print(f"{NAME}: --backend {args.backend} is not installed ({exc})", file=sys.stderr)
+            if str(exc).startswith("--device"):
+                print(f"{NAME}: {exc}", file=sys.stderr)
+            else:
+                print(f"{NAME}: --backend {args.backend} is not installed ({exc})", file=sys.stderr)
             return 2
         settings = schemes.Settings(args.variant, args.epochs, args.threads, args.batch, args.chunk, args.seed)
         outcome = schemes.Outcome()
         reporter = schemes.Reporter(args.epochs, outcome, echo)
         events.run_info(workload=NAME, variant=args.variant, backend=args.backend, framework=model.framework,
-                        device="cpu", threads=args.threads, intra_threads=model.intra_threads, data=d.source,
+                        device=getattr(model, "device_name", "cpu"), threads=args.threads, intra_threads=model.intra_threads, data=d.source,
                         params=model.params, epochs=args.epochs, batch_size=args.batch,
                         train_samples=len(d.x_train), val_samples=len(d.x_val), model=MODEL_LAYERS)
         echo(f"{NAME}: {args.variant} on {args.backend}, {args.threads} thread(s), {model.intra_threads} intra-op, "

@@ -13,9 +13,16 @@ class TorchModel:
 
     framework = "torch"
 
-    def __init__(self, seed: int, intra_threads: int) -> None:
+    def __init__(self, seed: int, intra_threads: int, device: str = "cpu") -> None:
         import torch
         from torch import nn
+
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        elif device == "cuda" and not torch.cuda.is_available():
+            raise ImportError("--device cuda: this torch sees no CUDA device")
+        self.device_name = device
+        self.device = torch.device(device)
 
         if intra_threads:
             torch.set_num_threads(intra_threads)
@@ -25,7 +32,7 @@ class TorchModel:
             nn.Conv2d(1, 16, 3), nn.ReLU(), nn.MaxPool2d(2),
             nn.Conv2d(16, 32, 3), nn.ReLU(), nn.MaxPool2d(2),
             nn.Flatten(), nn.Linear(32 * 5 * 5, 64), nn.ReLU(), nn.Linear(64, 10),
-        )
+        ).to(self.device)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=1e-3)
         self.params = sum(p.numel() for p in self.model.parameters())
         self.intra_threads = torch.get_num_threads()
@@ -34,7 +41,7 @@ class TorchModel:
         torch = self.torch
         x = torch.from_numpy(x) if isinstance(x, np.ndarray) else x
         y = torch.from_numpy(y) if isinstance(y, np.ndarray) else y
-        return x.reshape(-1, 1, 28, 28), y
+        return x.to(self.device).reshape(-1, 1, 28, 28), y.to(self.device)
 
     def train_step(self, x: Any, y: Any) -> tuple[float, int]:
         """One optimizer step; returns the batch's summed loss and correct count."""

@@ -1,0 +1,167 @@
+"""The run screen's layout on the machine it shows, the end of a live run, and the demo story."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("textual")
+
+from devicewatch import registry  # noqa: E402
+from devicewatch.commands import demo  # noqa: E402
+from devicewatch.live.source import LiveSource, open_replay  # noqa: E402
+from devicewatch.tui.app import DashboardApp, DashboardSettings  # noqa: E402
+from devicewatch.tui.compare import CompareScreen  # noqa: E402
+from devicewatch.tui.home_screen import HomeScreen, example_recordings  # noqa: E402
+from devicewatch.tui.panels import hosts_text, ordered_lanes  # noqa: E402
+from devicewatch.tui.run_screen import RunScreen  # noqa: E402
+from tests.conftest import write_run  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures"
+SIZE = (200, 50)
+
+
+def lines_of(widget) -> list[str]:
+    return ["".join(s.text for s in widget.render_line(y)._segments) for y in range(widget.size.height)]
+
+
+def cores_run(path: Path, cores: int, seconds: float = 3.0) -> Path:
+    samples = [{"type": "sample", "t": round(i * 0.1, 3), "cpu": [float((c * 7 + i) % 100) for c in range(cores)],
+                "cpu_total": 50.0} for i in range(1, int(seconds * 10) + 1)]
+    return write_run(path, samples, header={"host": {"cpu_model": "test", "cpu_count": cores, "gpus": [],
+                                                     "gpu_reason": "no NVIDIA driver"}})
+
+
+@pytest.mark.asyncio
+async def test_two_cores_get_a_readable_row_each_with_a_scale(tmp_path):
+    app = DashboardApp(DashboardSettings(), open_replay(str(cores_run(tmp_path / "two.jsonl", 2))))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
+        rows = lines_of(app.screen.query_one("#cores"))
+        labelled = [r.strip().split()[0] for r in rows if r.strip().startswith("cpu")]
+        assert labelled == ["cpu0", "cpu1"]
+        legend = str(app.screen.query_one("#heat-legend").render())
+        assert "0%" in legend and "100%" in legend and "2 cores" in legend
+        # No GPU: the GPU half is gone, one line says why, the CPU panel has the width.
+        assert not app.screen.query_one("#gpu-panel").display
+        assert "no NVIDIA driver" in str(app.screen.query_one("#no-gpu").render())
+        assert app.screen.query_one("#cpu-panel").size.width >= SIZE[0] - 2
+
+
+@pytest.mark.asyncio
+async def test_128_cores_are_a_dense_strip_of_core_ranges(tmp_path):
+    app = DashboardApp(DashboardSettings(), open_replay(str(cores_run(tmp_path / "many.jsonl", 128))))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
+        rows = [r.strip() for r in lines_of(app.screen.query_one("#cores"))]
+        labels = [r.split()[0] for r in rows if r and r[0].isdigit() and not r.endswith("s")]
+        # Two groups of cores per text row, the rows labelled by their first cores: every core
+        # is in the strip, in far fewer rows than cores.
+        firsts = [int(label.split("-")[0].rstrip("+")) for label in labels]
+        assert firsts[0] == 0 and firsts == sorted(firsts) and 64 <= firsts[-1] <= 127
+        assert len(labels) < 32
+
+
+@pytest.mark.asyncio
+async def test_a_replay_does_not_offer_stop_run():
+    app = DashboardApp(DashboardSettings(), open_replay(str(FIXTURES / "demo-cpu.jsonl")))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
+        assert "s" not in app.screen.active_bindings
+        assert "0" in app.screen.active_bindings
+
+
+@pytest.mark.asyncio
+async def test_a_live_run_offers_stop_then_shows_the_whole_run_when_it_ends(tmp_path):
+    target = registry.resolve(["--", sys.executable, "-c", "import time; time.sleep(2.5)"])
+    source = LiveSource(str(tmp_path / "runs"), target, interval=0.1, gpu=False)
+    app = DashboardApp(DashboardSettings(runs_dir=str(tmp_path / "runs"), gpu=False), source, tick=0.2)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(1.0)
+        screen = app.screen
+        assert isinstance(screen, RunScreen) and screen.source.running
+        assert screen.window == 60 and "s" in screen.active_bindings
+        for _ in range(100):
+            await pilot.pause(0.2)
+            if screen.model is not None and screen.model.run.finished:
+                break
+        await pilot.pause(0.5)
+        assert screen.model.run.finished
+        assert screen.window is None
+        assert "window whole run" in str(screen.query_one("#status").render())
+        assert "s" not in screen.active_bindings
+
+
+def test_rank_lanes_are_drawn_in_rank_order_and_hosts_named():
+    assert ordered_lanes(["rank 1", "rank 10", "rank 0", "rank 2 validate"]) == \
+        ["rank 0", "rank 1", "rank 2 validate", "rank 10"]
+    assert ordered_lanes(["main", "validate-0", "validate-1"]) == ["main", "validate-0", "validate-1"]
+
+    class Model:
+        class run:
+            header = {"hosts": [{"label": "node 0", "host": {"hostname": "alpha"}},
+                                {"label": "node 1", "host": {"hostname": "beta"}}]}
+    assert hosts_text(Model) == "hosts node 0=alpha, node 1=beta"  # type: ignore[arg-type]
+    Model.run.header = {"host": {"hostname": "solo"}}
+    assert hosts_text(Model) == ""  # type: ignore[arg-type]
+
+
+@pytest.mark.asyncio
+async def test_gpm_recording_shows_sm_activity_and_the_driver_rate():
+    app = DashboardApp(DashboardSettings(), open_replay(str(FIXTURES / "gpu-gpm.jsonl")))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
+        screen = app.screen
+        # GPU 0 (an H100) has GPM and draws its SM activity; GPU 1 (an A100) has none: no chart.
+        assert [chart.display for chart in screen.sm_charts] == [True, False]
+        assert "SM active" in screen.sm_charts[0].border_title
+        assert screen.sm_charts[0].rebuilds >= 1
+        # The recorder measured the driver's sample periods, 0.1667 s and 0.1 s.
+        title = screen.query_one("#gpu-panel").border_title
+        assert "GPU 0: driver samples every 167 ms" in title and "GPU 1: driver samples every 100 ms" in title
+
+
+@pytest.mark.asyncio
+async def test_the_home_screen_lists_shipped_recordings_as_examples(tmp_path, monkeypatch):
+    shipped = tmp_path / "recordings"
+    shipped.mkdir()
+    (shipped / "a100-pipeline.jsonl").write_text((FIXTURES / "gpu-synthetic.jsonl").read_text())
+    monkeypatch.chdir(tmp_path)
+    assert shipped / "a100-pipeline.jsonl" in [p.resolve() for p in example_recordings()]
+    app = DashboardApp(DashboardSettings(runs_dir=str(tmp_path / "runs")))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
+        screen = app.screen
+        assert isinstance(screen, HomeScreen)
+        prompts = [str(screen.query_one("#recent").get_option_at_index(i).prompt)
+                   for i in range(screen.query_one("#recent").option_count)]
+        assert any("example" in p and "a100-pipeline.jsonl" in p for p in prompts)
+
+
+@pytest.mark.asyncio
+async def test_the_demo_story_runs_serial_then_overlapped_then_compares(tmp_path):
+    args = argparse.Namespace(epochs=1, train_samples=256, val_samples=256, device="cpu")
+    story = demo.targets(args)
+    assert [t.args[:2] for t in story] == [["--variant", "serial"], ["--variant", "overlapped"]]
+    settings = DashboardSettings(runs_dir=str(tmp_path / "runs"), interval=0.1, gpu=False)
+    app = DashboardApp(settings, story=story, story_pause=0.2, tick=0.2)
+    seen: list[str] = []
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(600):
+            await pilot.pause(0.2)
+            screen = app.screen
+            if isinstance(screen, RunScreen):  # named by its variant once its file is open
+                step = f"run {screen.model.run.header['workload']['args'][1]}" if screen.model else None
+            else:
+                step = type(screen).__name__
+            if step and (not seen or seen[-1] != step):
+                seen.append(step)
+            if isinstance(screen, CompareScreen):
+                break
+        assert seen == ["run serial", "run overlapped", "CompareScreen"]
+        assert app.story_headline and app.story_headline == app.screen.comparison.headline
+        assert [p.parent for p in app.story_files] == [tmp_path / "runs"] * 2
