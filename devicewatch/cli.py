@@ -17,6 +17,7 @@ from .commands import SUBCOMMANDS, CommandParser, add_dashboard_options, add_sam
 from .commands import record as record_command
 from .commands import run as run_command
 from .errors import DevicewatchError, UsageError
+from .safe_text import inert
 
 DEFAULTS = {"interval": 0.1, "gpu": True, "runs_dir": "runs", "presenter": False}
 
@@ -119,8 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         if module is run_command and args.target is None:
             return run_command.home(args)
         return module.run(args)
-    except DevicewatchError as exc:
-        print(f"devicewatch: error: {exc}", file=sys.stderr)
+    except DevicewatchError as exc:  # names in it may come from the user or a file: one inert line
+        print(f"devicewatch: error: {inert(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("devicewatch: interrupted", file=sys.stderr)

@@ -3,7 +3,9 @@
 It runs in its own process (headless ``--record``, or started by the dashboard), so a slow or
 crashed viewer never delays a sample or loses a record. Four threads feed one ``RunWriter``:
 the sampler (the main thread, on a drift-free schedule), one reader each for the workload's
-stdout and stderr, and the reader of the event FIFO.
+stdout and stderr, and the reader of the event FIFO. Both costly paths are bounded: GPUs are
+polled less often the more there are (``gpu_poll_period``), and markers and results past
+``EVENT_RATE`` a second are counted and dropped with a notice.
 """
 
 from __future__ import annotations

@@ -103,14 +103,14 @@ def test_gpu_failing_mid_run_is_noted_and_the_rest_goes_on(tmp_path):
     assert "NVML error 15" in run.gpu_status[1]["reason"]
     # Without the driver's buffer the average is read once per poll, and GPUs are polled
     # every 0.2 s (every fourth sample at 0.05 s): the five healthy polls, then none.
-    with_gpu = [s for s in run.samples if "gpus" in s]
+    samples = list(run.samples)
+    with_gpu = [i for i, s in enumerate(samples) if "gpus" in s]
     assert len(with_gpu) == healthy
-    last = run.samples.index(with_gpu[-1])
-    after = run.samples[last + 1:]
+    after = samples[with_gpu[-1] + 1:]
     # A second of sampling at 0.05 s leaves well over five samples after the failure, all
     # with the CPU still in them.
     assert len(after) >= 5 and all("cpu" in s and "proc" in s for s in after)
-    assert run.gpu_status[1]["t"] >= with_gpu[-1]["t"]
+    assert run.gpu_status[1]["t"] >= samples[with_gpu[-1]]["t"]
     assert run.end["status"] == "ok"
 
 
