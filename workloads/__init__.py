@@ -37,9 +37,9 @@ def run(name: str, main: Callable[[], int]) -> int:
         code = main()
         sys.stdout.flush()
     except Stopped:
-        return _end(name, "stopped (SIGTERM)", 143)
+        _leave(_end(name, "stopped (SIGTERM)", 143))
     except KeyboardInterrupt:
-        return _end(name, "cancelled (SIGINT)", 130)
+        _leave(_end(name, "cancelled (SIGINT)", 130))
     except OSError as exc:
         if exc.errno not in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EPIPE):
             raise
@@ -47,6 +47,13 @@ def run(name: str, main: Callable[[], int]) -> int:
             return _end(name, "its output was closed", 141)
         return _end(name, f"stopped: cannot write its output ({exc.strerror})", DISK_FULL)
     return code
+
+
+def _leave(code: int) -> None:
+    """Exit now with ``code``: the workload's own clean-ups have run while the interrupt unwound
+    it, and a framework's exit handlers must not turn a cancel into a death by signal."""
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _end(name: str, message: str, code: int) -> int:
