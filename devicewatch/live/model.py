@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_left, insort
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -85,6 +85,7 @@ class GpuTrack:
     mem_used: Column
     power: Column
     mem_total: float = np.nan
+    sm_active: Column = field(default_factory=Column)   # GPM, on the times of ``t``; NaN where none
 
 
 class RunModel:
@@ -180,6 +181,7 @@ class RunModel:
                                       Column(), Column(), Column(), Column(), Column()))
         if present.any():
             mem, power, totals = c.gpu("mem_used")[rows], c.gpu("power_w")[rows], c.gpu("mem_total")[rows]
+            sm_active = c.gpu("sm_active")[rows]
             since = float(t[0]) - 1e-9
             for g, track in enumerate(self.gpus):
                 util_t, util = c.util(g)
@@ -189,12 +191,13 @@ class RunModel:
                 track.t.extend(t[present])
                 track.mem_used.extend(mem[present, g])
                 track.power.extend(power[present, g])
+                track.sm_active.extend(sm_active[present, g])
                 known = totals[present, g]
                 known = known[~np.isnan(known)]
                 if known.size:
                     track.mem_total = float(known[-1])
                 _fold(track.util_t, [track.util], self.WINDOW, self.LIMIT)
-                _fold(track.t, [track.mem_used, track.power], self.WINDOW, self.LIMIT)
+                _fold(track.t, [track.mem_used, track.power, track.sm_active], self.WINDOW, self.LIMIT)
         _fold(self.t, [self.cpu, self.cpu_total, self.proc_cpu, self.proc_rss, self.proc_count,
                        self.recorder_cpu, self.watcher_cpu], self.WINDOW, self.LIMIT)
         return True

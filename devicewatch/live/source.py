@@ -81,7 +81,7 @@ def previous_run(path: str | Path, folder: str | Path | None = None) -> Path | N
 
 # Samples a live run keeps in its run object: only a staging area between polls, since the
 # dashboard's model keeps its own bounded history (``RunModel``) and judges the run from it.
-LIVE_KEEP = 600
+LIVE_KEEP = 100
 
 
 class Source:

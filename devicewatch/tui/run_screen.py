@@ -80,7 +80,6 @@ class RunScreen(CoalescedRedraw, Screen[None]):
         self.quit_when_done = False
         self.gpu_charts: list[AreaChart] = []
         self.sm_charts: list[LineChart] = []
-        self._sm: tuple[int, float, list[tuple[np.ndarray, np.ndarray]]] | None = None
         self._shown: dict[str, Any] = {}
         self._lines_shown: dict[str, int] = {}
         self._new_lines: list[str] = []
@@ -332,15 +331,15 @@ class RunScreen(CoalescedRedraw, Screen[None]):
             power_top = _nice_top(max(_visible_max(t, v, view) for t, v in power), 50)
             self.query_one("#gpu-power", LineChart).update(base, power, view, power_top, "W")
 
-    def _sm_active(self, model: RunModel) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Each GPU's GPM ``sm_active`` series, re-read from the run once a second at most."""
-        now = time.monotonic()
-        if self._sm is None or (self._sm[0] != model.version and now - self._sm[1] >= SLOW_EVERY):
-            series = [analysis.gpm_series(model.run, "sm_active", g) for g in range(len(model.gpus))]
-            self._sm = (model.version, now, series)
-        series = self._sm[2]
-        empty = (np.zeros(0), np.zeros(0))
-        return series + [empty] * (len(model.gpus) - len(series))
+    @staticmethod
+    def _sm_active(model: RunModel) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each GPU's GPM ``sm_active`` series from the model: only the samples that carry it."""
+        series = []
+        for track in model.gpus:
+            t, values = track.t.values, track.sm_active.values
+            present = ~np.isnan(values)
+            series.append((t[present], values[present]))
+        return series
 
     def _status(self, model: RunModel, view: View) -> Text:
         source = self.source
