@@ -58,6 +58,13 @@ EVENT_NAP = 0.01                 # seconds between FIFO reads while over the bou
                                  # then takes what piled up, not one line per wake-up
 FIFO_SIZE = 1 << 20              # bytes the event FIFO holds (asked of Linux; its default is 64 KiB)
 DROP_NOTICE_EVERY = 5.0          # seconds: while dropping, a notice at least this often
+# The output bound: lines of the workload's stdout and stderr are written to the run file at most
+# LOG_RATE a second per stream after a burst of LOG_BURST; beyond it they are counted (lines and
+# bytes) and a notice says so. Echoed output and Keras's "Epoch N/M" lines are never dropped.
+# A workload printing gigabytes cost the recorder a whole core, writing a record per line.
+LOG_RATE = 5000
+LOG_BURST = 200_000
+OUTPUT_CHUNK = 1 << 16
 DROP_QUIET = 1.0                 # seconds without a drop that end a run of drops (and its notice)
 # How a line of a bounded kind starts, as devicewatch.events writes it (and with a space after
 # the colon, as json.dumps writes by default): lines over the bound are recognised by this
@@ -521,32 +528,83 @@ class Recorder:
     # -- workload output ------------------------------------------------------------------
 
     def _read_output(self, pipe: Any, stream: str) -> None:
-        echo_to = self.out if stream == "stdout" else self.err
-        for raw in iter(pipe.readline, b""):
-            line = raw.rstrip(b"\n")
-            cut = len(line) > MAX_LOG_LINE
-            shown = line[:MAX_LOG_LINE]
-            # A progress bar rewrites one line with carriage returns: keep what it ended as.
-            last = shown.rsplit(b"\r", 1)[-1] if b"\r" in shown else shown
-            text = last.decode("utf-8", errors="replace")
-            record: dict[str, Any] = {"type": "log", "t": self._t(), "stream": stream, "line": text}
-            if cut:
-                record["cut_from"] = len(line)
-            self._write(record)
-            match = KERAS_EPOCH_LINE.match(last)
-            if match:
-                self._stdout_epoch_line(int(match.group(1)), int(match.group(2)))
-            if self.options.echo and not self._echo_broken:
-                try:
-                    with self._echo_lock:
-                        self._clear_status()
-                        echo_to.write(text + "\n")
-                        echo_to.flush()
-                except (OSError, ValueError) as exc:  # our terminal or viewer went away: record on
-                    self._echo_broken = True
-                    self._write({"type": "notice", "t": self._t(), "level": "warning",
-                                 "message": f"stopped echoing the workload's output: {exc}"})
+        """Record (and echo) the workload's output, a line per record, within the output bound."""
+        bound = _OutputBound(self, stream)
+        pending = b""
+        long_line: tuple[bytes, int] | None = None  # (its start, its length so far): a line past MAX_LOG_LINE
+        while True:
+            try:
+                chunk = pipe.read1(OUTPUT_CHUNK)
+            except (OSError, ValueError):
+                chunk = b""
+            if not chunk:
+                break
+            data = pending + chunk
+            pending = b""
+            if long_line is not None:  # the rest of a line already too long: it ends at the next newline
+                newline = data.find(b"\n")
+                if newline < 0:
+                    long_line = (long_line[0], long_line[1] + len(data))
+                    continue
+                self._take_line(long_line[0], stream, bound, long_line[1] + newline)
+                long_line, data = None, data[newline + 1:]
+            end = data.rfind(b"\n")
+            if end < 0:
+                pending = data
+            else:
+                self._take_lines(data[:end], stream, bound)
+                pending = data[end + 1:]
+            if len(pending) > MAX_LOG_LINE:  # no newline for too long: keep its start, count the rest
+                long_line, pending = (pending[:MAX_LOG_LINE], len(pending)), b""
+        if long_line is not None:
+            self._take_line(long_line[0], stream, bound, long_line[1] + len(pending))
+        elif pending:
+            self._take_line(pending, stream, bound)
+        bound.note(final=True)
         pipe.close()
+
+    def _take_lines(self, lines: bytes, stream: str, bound: "_OutputBound") -> None:
+        """Complete lines: each recorded while the bound allows; past it, counted in bulk unless
+        they are echoed or one of them may be a Keras epoch line."""
+        start = 0
+        while start <= len(lines):
+            if not bound.allows() and not (self.options.echo and not self._echo_broken):
+                rest = lines[start:]
+                if b"Epoch " not in rest:
+                    bound.drop(rest.count(b"\n") + 1, len(rest))
+                    return
+            end = lines.find(b"\n", start)
+            end = len(lines) if end < 0 else end
+            self._take_line(lines[start:end], stream, bound)
+            start = end + 1
+
+    def _take_line(self, line: bytes, stream: str, bound: "_OutputBound", length: int | None = None) -> None:
+        echo_to = self.out if stream == "stdout" else self.err
+        shown = line[:MAX_LOG_LINE]
+        length = len(line) if length is None else length
+        # A progress bar rewrites one line with carriage returns: keep what it ended as.
+        last = shown.rsplit(b"\r", 1)[-1] if b"\r" in shown else shown
+        text = last.decode("utf-8", errors="replace")
+        match = KERAS_EPOCH_LINE.match(last)
+        if match or bound.take():
+            record: dict[str, Any] = {"type": "log", "t": self._t(), "stream": stream, "line": text}
+            if length > MAX_LOG_LINE:
+                record["cut_from"] = length
+            self._write(record)
+        else:
+            bound.drop(1, length)
+        if match:
+            self._stdout_epoch_line(int(match.group(1)), int(match.group(2)))
+        if self.options.echo and not self._echo_broken:
+            try:
+                with self._echo_lock:
+                    self._clear_status()
+                    echo_to.write(text + "\n")
+                    echo_to.flush()
+            except (OSError, ValueError) as exc:  # our terminal or viewer went away: record on
+                self._echo_broken = True
+                self._write({"type": "notice", "t": self._t(), "level": "warning",
+                             "message": f"stopped echoing the workload's output: {exc}"})
 
     def _stdout_epoch_line(self, epoch: int, epochs: int) -> None:
         """``Epoch 3/20`` from an unmodified Keras script: epoch phases, unless it sends events."""
@@ -778,3 +836,51 @@ def record(options: RecordOptions, on_start: Callable[[Recorder], None] | None =
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+
+
+class _OutputBound:
+    """The output bound of one stream: a token bucket of LOG_RATE lines a second (bursts of
+    LOG_BURST), and the lines and bytes left out, said in a notice when the drops pause for a
+    second, every DROP_NOTICE_EVERY seconds while they go on, and at the end."""
+
+    def __init__(self, recorder: Recorder, stream: str):
+        self.recorder, self.stream = recorder, stream
+        self.tokens = float(LOG_BURST)
+        self.refilled = time.monotonic()
+        self.lines = self.bytes = 0
+        self.span: list[float] = []
+
+    def allows(self) -> bool:
+        now = time.monotonic()
+        self.tokens = min(LOG_BURST, self.tokens + (now - self.refilled) * LOG_RATE)
+        self.refilled = now
+        if self.lines and self.recorder._t() - self.span[1] >= DROP_QUIET:  # the drops paused: say so
+            self.note()
+        return self.tokens >= 1
+
+    def take(self) -> bool:
+        if self.tokens < 1 and not self.allows():
+            return False
+        self.tokens -= 1
+        return True
+
+    def drop(self, lines: int, size: int) -> None:
+        self.lines += lines
+        self.bytes += size
+        t = self.recorder._t()
+        self.span = [self.span[0] if self.span else t, t]
+        if t - self.span[0] >= DROP_NOTICE_EVERY:
+            self.note()
+
+    def note(self, final: bool = False) -> None:
+        if not self.lines:
+            return
+        first, last = self.span
+        self.recorder._write({
+            "type": "notice", "t": self.recorder._t(), "level": "warning",
+            "message": f"{self.lines} lines ({self.bytes} bytes) of {self.stream} over the bound of {LOG_RATE} "
+                       f"lines/s (bursts of {LOG_BURST}) left out of the run file between {first:.1f} s and {last:.1f} s",
+            "dropped_lines": self.lines, "dropped_bytes": self.bytes, "stream": self.stream,
+            "dropped_from": first, "dropped_to": last})
+        self.lines = self.bytes = 0
+        self.span = []
