@@ -129,3 +129,15 @@ def reap():
             os.kill(pid, 9)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+def recording_in_epoch_two(tmp_path: Path, reap: list[int]) -> tuple[subprocess.Popen, int, Path]:
+    """The epochs script under a real recorder, in its second epoch's training: (recorder,
+    workload pid, run file); both processes are reaped after the test."""
+    out, pidfile = tmp_path / "run.jsonl", tmp_path / "pid"
+    recorder = start_recorder(out, PY, script("epochs.py"), str(pidfile))
+    reap.append(recorder.pid)
+    [pid] = read_pids(pidfile)
+    reap.append(pid)
+    wait_for(lambda: has_event(out, kind="phase_begin", name="train", epoch=2), what="epoch 2")
+    return recorder, pid, out

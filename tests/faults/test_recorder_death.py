@@ -10,7 +10,7 @@ import time
 
 from devicewatch import runfile
 
-from .conftest import GRACE, PY, alive, child_env, has_event, read_pids, reap, recorder_argv, \
+from .conftest import recording_in_epoch_two, GRACE, PY, alive, child_env, has_event, read_pids, reap, recorder_argv, \
     script, start_recorder, wait_for  # noqa: F401  (reap is a fixture)
 
 NO_END = "the recorder ended without an end record"
@@ -64,12 +64,7 @@ def test_recorder_sigkill_ends_a_tree_that_ignores_sigterm(tmp_path, reap):
 
 def test_recorder_and_watchdog_killed_the_workload_still_gets_its_signal(tmp_path, reap):
     """With the watchdog gone too, PDEATHSIG still ends the workload the recorder launched."""
-    out, pidfile = tmp_path / "run.jsonl", tmp_path / "pid"
-    recorder = start_recorder(out, PY, script("epochs.py"), str(pidfile))
-    reap.append(recorder.pid)
-    [pid] = read_pids(pidfile)
-    reap.append(pid)
-    wait_for(lambda: has_event(out, kind="phase_begin", name="train", epoch=2), what="epoch 2")
+    recorder, pid, out = recording_in_epoch_two(tmp_path, reap)
     import psutil
     watchdogs = [c for c in psutil.Process(recorder.pid).children()
                  if "devicewatch.watchdog" in " ".join(c.cmdline())]

@@ -12,7 +12,7 @@ import psutil
 
 from devicewatch import runfile
 
-from .conftest import PY, alive, child_env, has_event, no_traceback, read_pids, reap, recorder_argv, \
+from .conftest import recording_in_epoch_two, PY, alive, child_env, has_event, no_traceback, read_pids, reap, recorder_argv, \
     records, run_recorder, script, start_recorder, wait_for  # noqa: F401  (reap is a fixture)
 
 
@@ -22,11 +22,7 @@ def _report(path, *extra) -> subprocess.CompletedProcess:
 
 
 def test_recorder_killed_by_sigkill_leaves_a_readable_file(tmp_path, reap):
-    out, pidfile = tmp_path / "run.jsonl", tmp_path / "pid"
-    recorder = start_recorder(out, PY, script("epochs.py"), str(pidfile))
-    reap.append(recorder.pid)
-    reap.extend(read_pids(pidfile))
-    wait_for(lambda: has_event(out, kind="phase_begin", name="train", epoch=2), what="epoch 2")
+    recorder, pid, out = recording_in_epoch_two(tmp_path, reap)
     recorder.kill()
     recorder.communicate(timeout=10)
     run = runfile.load(out)
@@ -64,12 +60,7 @@ def test_parent_killed_while_recording_the_run_is_still_finished(tmp_path, reap)
 
 
 def test_sigint_mid_run_cancels_cleanly(tmp_path, reap):
-    out, pidfile = tmp_path / "run.jsonl", tmp_path / "pid"
-    recorder = start_recorder(out, PY, script("epochs.py"), str(pidfile))
-    reap.append(recorder.pid)
-    [pid] = read_pids(pidfile)
-    reap.append(pid)
-    wait_for(lambda: has_event(out, kind="phase_begin", name="train", epoch=2), what="epoch 2")
+    recorder, pid, out = recording_in_epoch_two(tmp_path, reap)
     recorder.send_signal(signal.SIGINT)
     _, err = recorder.communicate(timeout=30)
     no_traceback(err.decode())

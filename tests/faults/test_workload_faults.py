@@ -8,17 +8,12 @@ import time
 
 from devicewatch import runfile
 
-from .conftest import PY, alive, has_event, no_traceback, read_pids, reap, run_recorder, script, \
+from .conftest import recording_in_epoch_two, PY, alive, has_event, no_traceback, read_pids, reap, run_recorder, script, \
     start_recorder, wait_for  # noqa: F401  (reap is a fixture)
 
 
 def test_workload_killed_by_sigkill_mid_epoch(tmp_path, reap):
-    out, pidfile = tmp_path / "run.jsonl", tmp_path / "pid"
-    recorder = start_recorder(out, PY, script("epochs.py"), str(pidfile))
-    reap.append(recorder.pid)
-    [pid] = read_pids(pidfile)
-    reap.append(pid)
-    wait_for(lambda: has_event(out, kind="phase_begin", name="train", epoch=2), what="epoch 2")
+    recorder, pid, out = recording_in_epoch_two(tmp_path, reap)
     os.kill(pid, signal.SIGKILL)
     _, err = recorder.communicate(timeout=30)
     no_traceback(err.decode())
