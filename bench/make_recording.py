@@ -118,7 +118,6 @@ def generate(path: str, cores: int, gpus: int, hours: float, rate: float = 10.0,
              epoch_seconds: float = 300.0, seed: int = 0, gpm: bool = True) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     fields = probe_fields()
-    mib = 1 << 20
     header = {"devicewatch": "bench", "started": "2026-01-01T00:00:00+00:00", "started_unix": 1767225600.0,
               "interval": 1 / rate,
               "host": {"hostname": "synthetic", "os": "Linux", "python": "3.11", "cpu_model": "synthetic",

@@ -535,8 +535,8 @@ def sm_active_mean(run: Run, gpu: int, mask: np.ndarray | None = None) -> float 
         return None
     values = samples.gpu("sm_active")[:, gpu]
     if mask is not None:
-        values = values[np.asarray(mask[:len(values)], dtype=bool)] if len(mask) >= len(values) \
-            else values[:len(mask)][np.asarray(mask, dtype=bool)]
+        n = min(len(mask), len(values))
+        values = values[:n][np.asarray(mask[:n], dtype=bool)]
     values = values[~np.isnan(values)]
     return float(values.mean()) if values.size else None
 

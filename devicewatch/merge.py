@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
-from . import __version__, analysis
+from . import __version__
 from .errors import RunFileError, UsageError
 from .runfile import Run, RunWriter, load
 from .samples import Samples

@@ -34,7 +34,7 @@ import psutil
 from . import __version__
 from . import events
 from .events import ENV_VAR
-from .lifeline import Watchdog, adopted_children, become_subreaper, die_with_parent, reap
+from .lifeline import Watchdog, become_subreaper, die_with_parent
 from .probes.cpu import CpuProbe, cpu_model
 from .probes.gpu import GpuProbe
 from .probes.process import ProcessTreeProbe, SelfProbe

@@ -13,11 +13,9 @@ hand with the standard library: no plotting dependency for a chart on a slide.
 from __future__ import annotations
 
 import csv
-import json
 import math
-import os
 from typing import Any, Iterable
-from xml.sax.saxutils import escape, quoteattr
+from xml.sax.saxutils import escape
 
 from .. import analysis, downsample, events, merge
 from ..runfile import Run

@@ -17,7 +17,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from ..live.source import LiveSource, ReplaySource, Source, open_replay, previous_run
+from ..live.source import LiveSource, Source, open_replay, previous_run
 from ..registry import Target
 from ..runfile import Run, RunFileError, load
 from ..safe_text import markup

@@ -10,7 +10,7 @@ import time
 
 from devicewatch import runfile
 
-from .conftest import recording_in_epoch_two, GRACE, PY, alive, child_env, has_event, read_pids, reap, recorder_argv, \
+from .conftest import GRACE, PY, alive, child_env, read_pids, reap, recorder_argv, recording_in_epoch_two, \
     script, start_recorder, wait_for  # noqa: F401  (reap is a fixture)
 
 NO_END = "the recorder ended without an end record"

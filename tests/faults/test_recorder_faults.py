@@ -12,8 +12,8 @@ import psutil
 
 from devicewatch import runfile
 
-from .conftest import recording_in_epoch_two, PY, alive, child_env, has_event, no_traceback, read_pids, reap, recorder_argv, \
-    records, run_recorder, script, start_recorder, wait_for  # noqa: F401  (reap is a fixture)
+from .conftest import PY, alive, child_env, no_traceback, read_pids, reap, recorder_argv, \
+    recording_in_epoch_two, records, run_recorder, script, start_recorder, wait_for  # noqa: F401  (reap is a fixture)
 
 
 def _report(path, *extra) -> subprocess.CompletedProcess:

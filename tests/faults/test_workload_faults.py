@@ -8,8 +8,8 @@ import time
 
 from devicewatch import runfile
 
-from .conftest import recording_in_epoch_two, PY, alive, has_event, no_traceback, read_pids, reap, run_recorder, script, \
-    start_recorder, wait_for  # noqa: F401  (reap is a fixture)
+from .conftest import PY, alive, no_traceback, read_pids, reap, recording_in_epoch_two, run_recorder, \
+    script, start_recorder  # noqa: F401  (reap is a fixture)
 
 
 def test_workload_killed_by_sigkill_mid_epoch(tmp_path, reap):
