@@ -12,6 +12,9 @@ is read in a rotating window, so a child of any thread is found within a few sec
 at most ``MAX_MEMBERS`` processes are read per sample (a fork storm of short-lived processes
 is counted, not each one read). What a bound left out is said once in a notice
 (``take_notices``), which the recorder writes to the run file.
+
+Each member is read from its own /proc/PID/stat, kept open (``procfs.TaskStat``: CPU, RSS and
+threads in one read), or through psutil where there is no such /proc.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ import os
 from typing import Any
 
 import psutil
+
+from . import procfs
 
 REFRESH_EVERY = 10
 MAX_TASKS_READ = 128    # threads' children lists read per process and refresh
@@ -68,6 +73,33 @@ def descendants(root: int, window: dict[int, int] | None = None, skipped: list[i
     return found
 
 
+class _PsutilMember:
+    """A process read through psutil: where /proc is not Linux's."""
+
+    def __init__(self, pid: int):
+        self._proc = psutil.Process(pid)
+        self._proc.cpu_percent(None)  # primes this process's counter
+
+    def read(self) -> tuple[float, int, int] | None:
+        try:
+            with self._proc.oneshot():
+                return self._proc.cpu_percent(None), self._proc.memory_info().rss, self._proc.num_threads()
+        except psutil.Error:
+            return None  # exited (or a zombie we may no longer read)
+
+    def close(self) -> None:
+        pass
+
+
+def _member(pid: int) -> procfs.TaskStat | _PsutilMember:
+    """A reader of one process (OSError or psutil.Error if it is already gone)."""
+    if procfs.available():
+        member = procfs.TaskStat(pid)
+        member.read()  # primes the CPU counter
+        return member
+    return _PsutilMember(pid)
+
+
 class ProcessTreeProbe:
     """The workload's tree; with ``adopter`` (a subreaper), also the orphans re-parented to it."""
 
@@ -75,24 +107,20 @@ class ProcessTreeProbe:
         self.root_pid = root_pid
         self.adopter = adopter
         self.exclude = set(exclude) | {root_pid}
-        self._members: dict[int, psutil.Process] = {}
+        self._members: dict[int, procfs.TaskStat | _PsutilMember] = {}
         self._tick = 0
         self._window: dict[int, int] = {}
         self._notices: list[str] = []
         self._said: set[str] = set()
-        try:
-            self._root: psutil.Process | None = psutil.Process(root_pid)
-            self._track(self._root)
-        except psutil.Error:
-            self._root = None
+        self._root_seen = self._track(root_pid)
 
-    def _track(self, proc: psutil.Process) -> None:
-        if proc.pid not in self._members:
+    def _track(self, pid: int) -> bool:
+        if pid not in self._members:
             try:
-                proc.cpu_percent(None)  # primes this process's counter
-            except psutil.Error:
-                return
-            self._members[proc.pid] = proc
+                self._members[pid] = _member(pid)
+            except (OSError, psutil.Error):
+                return False
+        return True
 
     def _note(self, kind: str, message: str) -> None:
         if kind not in self._said:
@@ -105,7 +133,7 @@ class ProcessTreeProbe:
         return notices
 
     def _refresh(self) -> None:
-        if self._root is None:
+        if not self._root_seen:
             return
         skipped = [0]
         found = descendants(self.root_pid, self._window, skipped)
@@ -131,10 +159,7 @@ class ProcessTreeProbe:
                                       f"{MAX_MEMBERS} are read per sample, so proc.cpu, rss, threads and "
                                       "count leave the rest out")
                 break
-            try:
-                self._track(psutil.Process(pid))
-            except psutil.Error:
-                pass
+            self._track(pid)
 
     def pids(self) -> list[int]:
         return list(self._members)
@@ -145,35 +170,40 @@ class ProcessTreeProbe:
         self._tick += 1
         cpu = 0.0
         rss = threads = count = 0
-        for pid, proc in list(self._members.items()):
-            try:
-                with proc.oneshot():
-                    cpu += proc.cpu_percent(None)
-                    rss += proc.memory_info().rss
-                    threads += proc.num_threads()
-                count += 1
-            except psutil.Error:
-                del self._members[pid]  # exited (or a zombie we may no longer read)
+        for pid, member in list(self._members.items()):
+            reading = member.read()
+            if reading is None:
+                member.close()
+                del self._members[pid]
+                continue
+            cpu += reading[0]
+            rss += reading[1]
+            threads += reading[2]
+            count += 1
         if count == 0:
             return None
         return {"cpu": round(cpu, 1), "rss": rss, "threads": threads, "count": count}
 
 
 class SelfProbe:
-    """CPU used by given processes (the recorder itself, a dashboard), % of one core each."""
+    """CPU used by a given process (the recorder itself, a dashboard), % of one core."""
 
     def __init__(self, pid: int):
-        try:
-            self._proc: psutil.Process | None = psutil.Process(pid)
-            self._proc.cpu_percent(None)
-        except psutil.Error:
-            self._proc = None
+        self._own = procfs.OwnCpu() if pid == os.getpid() else None
+        self._other: procfs.TaskStat | _PsutilMember | None = None
+        if self._own is None:
+            try:
+                self._other = _member(pid)
+            except (OSError, psutil.Error):
+                pass
 
     def sample(self) -> float | None:
-        if self._proc is None:
+        if self._own is not None:
+            return round(self._own.percent(), 2)
+        if self._other is None:
             return None
-        try:
-            return round(self._proc.cpu_percent(None), 2)
-        except psutil.Error:
-            self._proc = None
+        reading = self._other.read()
+        if reading is None:
+            self._other = None
             return None
+        return round(reading[0], 2)

@@ -1,0 +1,156 @@
+"""Linux's /proc read directly: the per-sample readings at a fraction of psutil's cost.
+
+At 10 samples/s the recorder's budget is 1 ms of CPU a sample, and psutil spent most of it:
+each call opens and parses its files afresh and builds named tuples (about 0.35 ms for the
+cores, 0.26 ms for a small process tree, 0.08 ms for the recorder's own CPU, measured at
+10 Hz where caches are cold). Here each file is opened once and re-read with ``pread`` from
+offset 0, which makes the kernel generate it anew, and only the numbers a sample needs are
+parsed. The arithmetic is psutil's, so readings are the same as before:
+
+* a core's busy percent is its non-idle time (all but idle and iowait, guest time counted
+  once, inside user) over its total time since the last sample;
+* a process's CPU percent is its user + system time over the wall time since the last read,
+  so a process on two cores reads up to 200%.
+
+``available()`` says whether this machine has such a /proc; elsewhere the probes use psutil.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def available() -> bool:
+    return os.path.exists("/proc/self/stat") and os.path.exists("/proc/stat")
+
+
+class ProcFile:
+    """One /proc file kept open; ``read`` gives its current contents (OSError once it is gone)."""
+
+    def __init__(self, path: str, size: int = 4096):
+        self.path = path
+        self._fd: int | None = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        self._size = size
+
+    def read(self) -> bytes:
+        if self._fd is None:
+            raise OSError(f"{self.path} is closed")
+        while True:
+            data = os.pread(self._fd, self._size, 0)
+            if len(data) < self._size:
+                return data
+            self._size *= 2  # filled the buffer: the file may go on
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except OSError:
+            pass
+
+
+def _core_times(line: bytes) -> tuple[int, int]:
+    """(busy, total) clock ticks of one ``cpuN`` line of /proc/stat."""
+    values = [int(v) for v in line.split()[1:]]
+    total = sum(values) - sum(values[8:10])  # guest and guest_nice are already inside user and nice
+    idle = values[3] + (values[4] if len(values) > 4 else 0)
+    return total - idle, total
+
+
+class CoreTimes:
+    """Every online core's busy percent since the previous call (the first call primes)."""
+
+    def __init__(self) -> None:
+        self._stat = ProcFile("/proc/stat", 256 * ((os.cpu_count() or 1) + 2))
+        self._last: dict[bytes, tuple[int, int]] = {}
+        self.percent()
+
+    def percent(self) -> list[float]:
+        cores: list[float] = []
+        now: dict[bytes, tuple[int, int]] = {}
+        for line in self._stat.read().split(b"\n")[1:]:  # the first line sums all cores
+            if not line.startswith(b"cpu"):
+                break
+            name = line[:line.index(b" ")]
+            busy, total = now[name] = _core_times(line)
+            last_busy, last_total = self._last.get(name, (busy, total))
+            d_total = total - last_total
+            d_busy = min(max(busy - last_busy, 0), max(d_total, 0))
+            cores.append(round(100.0 * d_busy / d_total, 1) if d_total > 0 else 0.0)
+        self._last = now
+        return cores
+
+
+class MemInfo:
+    """Used memory and swap in bytes, from /proc/meminfo, as psutil counts them."""
+
+    def __init__(self) -> None:
+        self._file = ProcFile("/proc/meminfo", 8192)
+
+    def read(self) -> dict[str, int] | None:
+        """``used`` (total - available), ``total``, ``swap_used``, ``swap_total``; None where this
+        kernel does not say what is available (psutil estimates it)."""
+        fields: dict[bytes, int] = {}
+        for line in self._file.read().split(b"\n"):
+            name, _, rest = line.partition(b":")
+            if name in (b"MemTotal", b"MemAvailable", b"SwapTotal", b"SwapFree"):
+                fields[name] = int(rest.split()[0]) * 1024
+        if b"MemAvailable" not in fields or b"MemTotal" not in fields:
+            return None
+        swap_total = fields.get(b"SwapTotal", 0)
+        return {"used": fields[b"MemTotal"] - fields[b"MemAvailable"], "total": fields[b"MemTotal"],
+                "swap_used": swap_total - fields.get(b"SwapFree", swap_total), "swap_total": swap_total}
+
+
+class TaskStat:
+    """One process's /proc/PID/stat, kept open: the descriptor belongs to that process, so once
+    it has exited ``read`` fails (ESRCH) instead of reading a new process with a reused PID."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self._file = ProcFile(f"/proc/{pid}/stat", 1024)
+        self._cpu: float | None = None
+        self._at = 0.0
+
+    def read(self) -> tuple[float, int, int] | None:
+        """(CPU % since the previous read, RSS bytes, threads); None once the process has been
+        reaped. A zombie still reads (no CPU, no RSS), as psutil counts it: a workload that
+        does not reap its children shows them. The first read primes the CPU counter (0%)."""
+        try:
+            data = self._file.read()
+        except OSError:
+            return None
+        fields = data[data.rindex(b")") + 2:].split()  # the name in parentheses may hold spaces
+        cpu = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+        now = time.monotonic()
+        percent = 0.0
+        if self._cpu is not None and now > self._at:
+            percent = max(cpu - self._cpu, 0.0) / (now - self._at) * 100.0
+        self._cpu, self._at = cpu, now
+        return round(percent, 1), int(fields[21]) * PAGE_SIZE, int(fields[17])
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class OwnCpu:
+    """This process's CPU % since the previous call, all threads, from one ``times()`` call."""
+
+    def __init__(self) -> None:
+        times = os.times()
+        self._cpu, self._at = times.user + times.system, time.monotonic()
+
+    def percent(self) -> float:
+        times = os.times()
+        cpu, now = times.user + times.system, time.monotonic()
+        percent = max(cpu - self._cpu, 0.0) / (now - self._at) * 100.0 if now > self._at else 0.0
+        self._cpu, self._at = cpu, now
+        return percent

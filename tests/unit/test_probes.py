@@ -1,0 +1,126 @@
+"""The CPU and process probes: /proc read directly agrees with psutil, and the psutil path
+still works where there is no such /proc."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import psutil
+import pytest
+
+from devicewatch.probes import cpu as cpu_probe
+from devicewatch.probes import procfs
+from devicewatch.probes.process import ProcessTreeProbe, SelfProbe
+
+pytestmark = pytest.mark.skipif(not procfs.available(), reason="Linux /proc")
+
+SPIN = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end: pass\n"
+
+
+def _spin(seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+
+
+def test_core_times_agree_with_psutil_over_one_interval():
+    cores = procfs.CoreTimes()
+    psutil.cpu_percent(percpu=True)
+    _spin(0.5)
+    ours, theirs = cores.percent(), psutil.cpu_percent(percpu=True)
+    assert len(ours) == len(theirs) == len(psutil.cpu_percent(percpu=True))
+    assert all(0.0 <= value <= 100.0 for value in ours)
+    assert max(ours) >= 50.0  # the core that spun
+    # One source, read a few microseconds apart: the sums agree to a clock tick or two.
+    assert sum(ours) == pytest.approx(sum(theirs), abs=10.0)
+
+
+def test_meminfo_agrees_with_psutil():
+    memory = procfs.MemInfo().read()
+    virtual, swap = psutil.virtual_memory(), psutil.swap_memory()
+    assert memory is not None
+    assert memory["total"] == virtual.total
+    assert memory["used"] == pytest.approx(virtual.total - virtual.available, abs=64 << 20)
+    assert memory["swap_total"] == swap.total
+    assert memory["swap_used"] == pytest.approx(swap.used, abs=64 << 20)
+
+
+def test_proc_file_reads_a_file_longer_than_its_first_buffer():
+    whole = open(f"/proc/{os.getpid()}/status", "rb").read()
+    data = procfs.ProcFile(f"/proc/{os.getpid()}/status", size=16).read()
+    assert data.split(b"\n")[0] == whole.split(b"\n")[0] and len(data) > 16
+    assert data.count(b"\n") == whole.count(b"\n")
+
+
+def test_task_stat_reads_cpu_rss_threads_and_ends_with_the_process():
+    child = subprocess.Popen([sys.executable, "-c", SPIN.format(seconds=1.0)])
+    try:
+        stat = procfs.TaskStat(child.pid)
+        assert stat.read()[0] == 0.0  # primes
+        time.sleep(0.5)
+        cpu, rss, threads = stat.read()
+        proc = psutil.Process(child.pid)
+        assert cpu > 50.0  # one spinning core
+        assert rss == pytest.approx(proc.memory_info().rss, rel=0.2)
+        assert threads == proc.num_threads()
+        child.wait()
+        assert stat.read() is None  # gone: the descriptor does not follow a reused PID
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_task_stat_reads_a_zombie_until_it_is_reaped():
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    stat = procfs.TaskStat(child.pid)
+    deadline = time.monotonic() + 10
+    while psutil.Process(child.pid).status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
+        time.sleep(0.01)
+    cpu, rss, _threads = stat.read()
+    assert (cpu, rss) == (0.0, 0)
+    child.wait()
+    assert stat.read() is None
+
+
+def test_own_cpu_counts_every_thread_of_this_process():
+    own = procfs.OwnCpu()
+    spinners = [threading.Thread(target=_spin, args=(0.4,)) for _ in range(2)]
+    for thread in spinners:
+        thread.start()
+    for thread in spinners:
+        thread.join()
+    assert own.percent() > 40.0
+
+
+def _tree_readings(monkeypatch, on_proc: bool) -> tuple[dict, dict, float | None]:
+    if not on_proc:
+        monkeypatch.setattr(procfs, "available", lambda: False)
+    workload = subprocess.Popen([sys.executable, "-c",
+                                 "import subprocess, sys\n"
+                                 f"child = subprocess.Popen([sys.executable, '-c', {SPIN.format(seconds=1.5)!r}])\n"
+                                 f"exec({SPIN.format(seconds=1.5)!r})\nchild.wait()\n"])
+    try:
+        time.sleep(0.3)  # the child has started
+        tree = ProcessTreeProbe(workload.pid)
+        tree.sample()
+        probe, me = cpu_probe.CpuProbe(), SelfProbe(os.getpid())
+        time.sleep(0.6)
+        return tree.sample(), probe.sample(), me.sample()
+    finally:
+        workload.kill()
+        workload.wait()
+
+
+@pytest.mark.parametrize("on_proc", [True, False], ids=["proc", "psutil"])
+def test_probes_read_the_same_on_both_paths(monkeypatch, on_proc):
+    proc, system, me = _tree_readings(monkeypatch, on_proc)
+    assert proc["count"] == 2 and proc["threads"] >= 2
+    assert proc["cpu"] > 100.0 / psutil.cpu_count() and proc["rss"] > 1 << 20
+    assert len(system["cpu"]) == psutil.cpu_count()
+    assert system["mem"]["total"] == psutil.virtual_memory().total
+    assert 0 < system["mem"]["used"] < system["mem"]["total"]
+    assert me is not None and me >= 0.0
