@@ -431,11 +431,45 @@ def verdict(run: Run, s: Series | None = None, all_phases: list[Phase] | None = 
                    f"{busiest_core:.0f}%): the workload mostly waits (I/O, sleep, or a device)", figures)
 
 
+def _device_rows(found: list[DeviceIdle]) -> list[dict[str, Any]]:
+    return [{"device": d.device, "mean": d.mean, "idle_fraction": d.idle_fraction,
+             "dips": len(d.dips), "dip_seconds": round(d.dip_seconds, 3),
+             "dip_phases": sorted({x.phase for x in d.dips})} for d in found]
+
+
+def per_host(run: Run) -> list[dict[str, Any]]:
+    """A merged run's nodes one by one: each node's devices, dips and verdict from its own
+    samples and its own ranks' phases (the nodes' samples interleave in time, so dips and
+    verdicts over all of them together would describe no machine). Empty for one node's run."""
+    out = []
+    for label in run.host_labels:
+        node = run.of_host(label)
+        s, node_phases = series(node), phases(node)
+        v = verdict(node, s, node_phases)
+        out.append({"host": label, "hostname": node.header.get("host", {}).get("hostname"),
+                    "samples": len(node.samples), "cpu_mean": _stats(s.cpu_total)["mean"],
+                    "devices": _device_rows(device_idle(node, s, node_phases)),
+                    "verdict": {"label": v.label, "text": v.text, "figures": v.figures}})
+    return out
+
+
 def summarize(run: Run) -> dict[str, Any]:
-    """Everything ``devicewatch report --json`` prints, as plain data."""
+    """Everything ``devicewatch report --json`` prints, as plain data. For a merged run the
+    devices and the verdict are each node's (``per_host``); phase utilization is over every
+    node's samples together."""
     s = series(run)
     all_phases = phases(run)
-    v = verdict(run, s, all_phases)
+    hosts = per_host(run)
+    if hosts:
+        devices = [dict(d, device=f"{h['host']}: {d['device']}") for h in hosts for d in h["devices"]]
+        labels = {h["verdict"]["label"] for h in hosts}
+        verdict_row = {"label": labels.pop() if len(labels) == 1 else "mixed",
+                       "text": "; ".join(f"{h['host']}: {h['verdict']['text']}" for h in hosts),
+                       "figures": {h["host"]: h["verdict"]["figures"] for h in hosts}}
+    else:
+        devices = _device_rows(device_idle(run, s, all_phases))
+        v = verdict(run, s, all_phases)
+        verdict_row = {"label": v.label, "text": v.text, "figures": v.figures}
     return {
         "file": run.path,
         "workload": run.title,
@@ -456,15 +490,14 @@ def summarize(run: Run) -> dict[str, Any]:
                     "other": round(e.other, 3), "phase_seconds": {k: round(v, 3) for k, v in e.phases.items()},
                     "metrics": e.metrics} for e in epochs(run, all_phases)],
         "phases": phase_utilization(run, s, all_phases),
-        "devices": [{"device": d.device, "mean": d.mean, "idle_fraction": d.idle_fraction,
-                     "dips": len(d.dips), "dip_seconds": round(d.dip_seconds, 3),
-                     "dip_phases": sorted({x.phase for x in d.dips})} for d in device_idle(run, s, all_phases)],
+        "devices": devices,
         "lanes": lanes(all_phases),
         "overlap": {k: round(v_, 3) for k, v_ in lane_overlap(all_phases).items()},
         "results": results(run),
-        "verdict": {"label": v.label, "text": v.text, "figures": v.figures},
+        "verdict": verdict_row,
         "gpu_driver_periods": driver_sample_periods(run),
-        "hosts": [h.get("label") for h in run.header.get("hosts") or () if isinstance(h, dict)],
+        "hosts": run.host_labels,
+        "per_host": hosts,
         "alignment": (run.header.get("alignment") or {}).get("text") if isinstance(run.header.get("alignment"), dict) else None,
         "stragglers": straggler_rows(run, all_phases),
         "notices": [n.get("message") for n in run.notices],

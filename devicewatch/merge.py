@@ -24,7 +24,6 @@ from typing import Any, Iterable
 from . import __version__
 from .errors import RunFileError, UsageError
 from .runfile import Run, RunWriter, load
-from .samples import Samples
 
 # A recorder's two clock pairs disagree with the monotonic clock by more than this only when the
 # wall clock was stepped during the run (an NTP step): then the start pair alone aligns it.
@@ -350,28 +349,15 @@ def write(merged: Merged, path: str) -> None:
 
 # -- reading a merged run -------------------------------------------------------------------
 
-def _hosts(run: Run) -> list[dict[str, Any]]:
-    hosts = run.header.get("hosts")
-    return [h for h in hosts if isinstance(h, dict)] if isinstance(hosts, list) else []
-
-
 def host_labels(run: Run) -> list[str]:
     """The hosts of a merged run, in node order; empty for a single node's run."""
-    return [str(h.get("label")) for h in _hosts(run)]
+    return run.host_labels
 
 
 def host_run(run: Run, label: str) -> Run:
-    """One host of a merged run as a run of its own (its samples, its ranks' events and lines),
-    so every single-host figure (utilization, dips, verdict) applies to it unchanged."""
-    entry = next((h for h in _hosts(run) if h.get("label") == label), None)
-    if entry is None:
-        raise UsageError(f"{os.path.basename(run.path)} has no host {label!r}")
-    header = dict(run.header, host=entry.get("host", {}), workload=entry.get("workload", {}))
-    mine = lambda records: [r for r in records if r.get("host") == label]  # noqa: E731
-    # The host's samples as columns again, through the named-field layout (schema 1) that the
-    # merged run's rows read back as: a per-host view, not a hot path.
-    samples = Samples(dict(header, schema=1))
-    for record in mine(run.samples):
-        samples.add(record)
-    return Run(run.path, header, samples, mine(run.events), mine(run.logs), mine(run.notices),
-               mine(run.gpu_status), run.end, run.bad_lines, run.cut_last_line)
+    """One host of a merged run as a run of its own (``Run.of_host``); a usage error if the
+    run has no such host."""
+    try:
+        return run.of_host(label)
+    except RunFileError as exc:
+        raise UsageError(str(exc)) from None

@@ -187,6 +187,26 @@ class Run:
         workload = self.header.get("workload", {})
         return workload.get("name") or " ".join(workload.get("command", [])) or Path(self.path).name
 
+    @property
+    def host_labels(self) -> list[str]:
+        """A merged run's nodes (``node 0``, ``node 1``…), in node order; empty for one node's run."""
+        hosts = self.header.get("hosts")
+        return [str(h.get("label")) for h in hosts if isinstance(h, dict)] if isinstance(hosts, list) else []
+
+    def of_host(self, label: str) -> "Run":
+        """One node of a merged run as a run of its own (its samples, its ranks' events and
+        lines, its host object), so every single-host figure (utilization, dips, verdict)
+        applies to it unchanged. RunFileError if the run has no such node."""
+        hosts = self.header.get("hosts") if isinstance(self.header.get("hosts"), list) else []
+        entry = next((h for h in hosts if isinstance(h, dict) and h.get("label") == label), None)
+        if entry is None:
+            raise RunFileError(f"{os.path.basename(self.path)} has no host {label!r}")
+        host = entry.get("host") if isinstance(entry.get("host"), dict) else {}
+        header = dict(self.header, host=host, workload=entry.get("workload", {}))
+        mine = lambda records: [r for r in records if r.get("host") == label]  # noqa: E731
+        return Run(self.path, header, self.samples.of_host(label, host), mine(self.events), mine(self.logs),
+                   mine(self.notices), mine(self.gpu_status), self.end, self.bad_lines, self.cut_last_line)
+
     def add(self, record: dict[str, Any], line: bytes | None = None) -> None:
         """File one record (``line``: its JSON, which an event may be kept as); a record without
         a numeric time or of an unknown type is counted bad."""

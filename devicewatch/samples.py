@@ -342,6 +342,7 @@ class Samples:
         block["util_gpu"] = values[:, 0].astype(np.int16)
         block["util_t"] = np.round(t[owner] + values[:, 1] / 1000.0, 4) if self.compact else values[:, 1]
         block["util_value"] = values[:, 2]
+        block["util_host"] = host[owner]  # a merged run's node of each buffered sample
         buffered = np.zeros((k, self.gpus), dtype=bool)
         buffered[owner, block["util_gpu"]] = True
         block["util_buffered"] = buffered
@@ -352,6 +353,7 @@ class Samples:
         block["procs_t"] = t[owner]
         block["procs_gpu"] = values[:, 0].astype(np.int16)
         block["procs"] = (values[:, 1:] * self.scale["gpu_proc"]).astype(np.float32)
+        block["procs_host"] = host[owner]
         block.update(scalars)
         block["host"] = host
         return block
@@ -368,8 +370,8 @@ class Samples:
                 "sys": np.zeros((0, len(self.fields["sys"]))), "proc": np.zeros((0, len(self.fields["proc"]))),
                 "gpu_present": np.zeros(0, bool), "gpu": np.zeros((0, self.gpus, len(self.fields["gpu"])), np.float32),
                 "util_buffered": np.zeros((0, self.gpus), bool), "util_gpu": np.zeros(0, np.int16),
-                "util_t": np.zeros(0), "util_value": np.zeros(0), "procs_t": np.zeros(0),
-                "procs_gpu": np.zeros(0, np.int16), "procs": np.zeros((0, len(self.fields["gpu_proc"])), np.float32),
+                "util_t": np.zeros(0), "util_value": np.zeros(0), "util_host": np.zeros(0, np.int16),
+                "procs_t": np.zeros(0), "procs_gpu": np.zeros(0, np.int16), "procs_host": np.zeros(0, np.int16), "procs": np.zeros((0, len(self.fields["gpu_proc"])), np.float32),
                 "recorder_cpu": np.zeros(0), "watcher_cpu": np.zeros(0), "gpus_t": np.zeros(0),
                 "host": np.zeros(0, np.int16)}
 
@@ -389,7 +391,8 @@ class Samples:
         if self.keep is not None and len(joined["t"]) > self.keep:
             rows = len(joined["t"]) - self.keep
             cut = float(joined["t"][rows])
-            for time_key, others in (("util_t", ("util_gpu", "util_value")), ("procs_t", ("procs_gpu", "procs"))):
+            for time_key, others in (("util_t", ("util_gpu", "util_value", "util_host")),
+                                     ("procs_t", ("procs_gpu", "procs", "procs_host"))):
                 newer = joined[time_key] >= cut
                 for name in (time_key, *others):
                     joined[name] = joined[name][newer]
@@ -415,6 +418,45 @@ class Samples:
         """Rows no longer kept (``keep``): row ``i`` here is row ``dropped + i`` of the run."""
         return self.total - len(self)
 
+    def of_host(self, label: str, host: dict[str, Any] | None = None) -> "Samples":
+        """One node of a merged run: its rows, buffered samples and per-process readings as
+        Samples of their own (columns selected by mask, nothing decoded again). ``host``, the
+        node's host object, narrows the core and GPU columns to that machine's."""
+        index = self.host_labels.index(label) if label in self.host_labels else -2
+        cols = {key: self._col(key) for key in self._cols}
+        rows = cols["host"] == index
+        util, procs = cols["util_host"] == index, cols["procs_host"] == index
+        twin = Samples.__new__(Samples)
+        twin.__dict__.update(self.__dict__)
+        host = host if isinstance(host, dict) else {}
+        cores = host.get("cpu_count") if isinstance(host.get("cpu_count"), int) else self.cores
+        gpus = len(host["gpus"]) if isinstance(host.get("gpus"), list) else self.gpus
+        twin.cores, twin.gpus = min(cores, self.cores) if self.cores else cores, min(gpus, self.gpus)
+        twin.gpu_mem_total = self.gpu_mem_total[:twin.gpus]
+        twin.host_labels, twin.keep, twin.bad = [label], None, 0
+        twin._pending, twin._lines, twin._blocks = [], [], []
+        selected: dict[str, Any] = {}
+        for key, column in cols.items():
+            if key in PER_ROW:
+                selected[key] = column[rows]
+            elif key.startswith("util_"):
+                selected[key] = column[util]
+            else:
+                selected[key] = column[procs]
+        selected["host"] = np.zeros(int(rows.sum()), np.int16)
+        selected["util_host"] = np.zeros(int(util.sum()), np.int16)
+        selected["procs_host"] = np.zeros(int(procs.sum()), np.int16)
+        if self.cores:
+            selected["cpu"] = selected["cpu"][:, :twin.cores]
+        selected["gpu"] = selected["gpu"][:, :twin.gpus]
+        selected["util_buffered"] = selected["util_buffered"][:, :twin.gpus]
+        keep = selected["util_gpu"] < twin.gpus
+        for key in ("util_t", "util_gpu", "util_value", "util_host"):
+            selected[key] = selected[key][keep]
+        twin._cols = selected
+        twin.total = len(selected["t"])
+        return twin
+
     t = property(lambda self: self._col("t"))
     cpu = property(lambda self: self._col("cpu"))
     cpu_total = property(lambda self: self._col("cpu_total"))
@@ -427,6 +469,7 @@ class Samples:
     procs_gpu = property(lambda self: self._col("procs_gpu"))
     recorder_cpu = property(lambda self: self._col("recorder_cpu"))
     watcher_cpu = property(lambda self: self._col("watcher_cpu"))
+    host = property(lambda self: self._col("host"))  # index into host_labels; -1 in one node's run
 
     def _group(self, group: str, name: str) -> np.ndarray:
         names = self.fields[group]

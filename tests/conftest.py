@@ -50,3 +50,37 @@ def command(name: str, argv: list[str], *global_options: str) -> int:
 @pytest.fixture
 def python() -> str:
     return sys.executable
+
+
+def merged_two_gpu_nodes(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """Two torchrun nodes' runs and their merge: node 0 on a machine with two GPUs, node 1 with
+    one, each with its own samples, buffered driver samples and GPU processes, one rank each.
+    Returns (merged, node 0's file, node 1's file)."""
+    from devicewatch import merge
+
+    def gpu_sample(t: float, util: float, buffered: list[list[float]], pid: int, gpus: int) -> dict[str, Any]:
+        return {"type": "sample", "t": t, "cpu": [util / 2, util], "cpu_total": util * 0.75,
+                "gpus": [{"index": g, "util": util + g, "mem_used": 1000.0, "util_samples": buffered,
+                          "procs": [{"pid": pid, "util": util, "mem": 500.0}]} for g in range(gpus)]}
+
+    def node(rank: int, mono: float, hostname: str, gpus: list[dict[str, Any]], samples: list[dict[str, Any]]) -> Path:
+        who = {"rank": rank, "local_rank": 0, "world_size": 2, "group_rank": rank, "job": "127.0.0.1:29500"}
+        phases = [{"type": "event", "t": t, "kind": kind, "name": "train", "epoch": 1, "lane": "main",
+                   "pid": 100 + rank, **who} for t, kind in ((0.6, "phase_begin"), (2.0, "phase_end"))]
+        end = {"type": "end", "t": 2.5, "status": "ok", "exit_code": 0, "signal": None, "duration": 2.5,
+               "reason": "the workload finished", "clock": {"unix": 1002.5, "mono": mono + 2.5}}
+        return write_run(tmp_path / f"node{rank}.jsonl",
+                         [{"type": "sample", "t": 0.5, "cpu": [10.0, 30.0], "cpu_total": 20.0}, *samples, *phases,
+                          {"type": "log", "t": 2.2, "stream": "stdout", "line": f"rank {rank} done"}],
+                         header={"started_unix": 1000.0, "clock": {"unix": 1000.0, "mono": mono},
+                                 "host": {"hostname": hostname, "cpu_model": "test", "cpu_count": 2, "gpus": gpus}},
+                         end=end)
+
+    a = node(0, 50.0, "abox", [{"name": "A100", "mem_total": 40000.0}] * 2,
+             [gpu_sample(1.5, 10.0, [[1.2, 11.0], [1.4, 12.0]], pid=7, gpus=2)])
+    b = node(1, 950.0, "bbox", [{"name": "H100", "mem_total": 80000.0}],
+             [gpu_sample(1.0, 40.0, [[0.8, 30.0], [0.95, 50.0]], pid=100, gpus=1),
+              gpu_sample(2.0, 90.0, [[1.5, 85.0], [1.9, 95.0]], pid=101, gpus=1)])
+    out = tmp_path / "merged.jsonl"
+    merge.write(merge.merge([str(a), str(b)]), str(out))
+    return out, a, b

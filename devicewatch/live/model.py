@@ -95,10 +95,16 @@ class RunModel:
     WINDOW = 6000        # newest samples kept at full rate (10 minutes at 10 Hz)
     LIMIT = 12000        # rows kept at most: the window plus the min/max-folded history
 
-    def __init__(self, run: Run, clock: Any = time.monotonic):
+    def __init__(self, run: Run, clock: Any = time.monotonic, host: str | None = None):
         self.run = run
         self.clock = clock
-        self.cores = run.cores or 0
+        # A merged run's nodes sample different machines and their rows interleave in time:
+        # the charts and the verdict show one node at a time (``host``, the first by default);
+        # the phase strip shows every rank.
+        hosts = run.host_labels
+        self.host = (host if host in hosts else hosts[0]) if hosts else None
+        self.machine = run.of_host(self.host) if self.host is not None else run
+        self.cores = self.machine.cores or 0
         self.t = Column()
         self.cpu: Column | None = None
         self.cpu_total = Column()
@@ -152,7 +158,7 @@ class RunModel:
 
     def _take_samples(self) -> bool:
         """Append the sample rows added to the run's columns since the last call."""
-        c = self.run.samples
+        c = self.machine.samples
         first = max(self._samples_seen - c.dropped, 0)
         if c.total <= self._samples_seen or first >= len(c):
             return False
@@ -177,7 +183,7 @@ class RunModel:
         present = c.gpu_present[rows]
         gpus = c.gpus if present.any() else len(self.gpus)
         while len(self.gpus) < gpus:
-            self.gpus.append(GpuTrack(analysis.gpu_label(self.run, len(self.gpus)),
+            self.gpus.append(GpuTrack(analysis.gpu_label(self.machine, len(self.gpus)),
                                       Column(), Column(), Column(), Column(), Column()))
         if present.any():
             mem, power, totals = c.gpu("mem_used")[rows], c.gpu("power_w")[rows], c.gpu("mem_total")[rows]
@@ -276,7 +282,10 @@ class RunModel:
             return False
         self._verdict_at, self._verdict_version = now, self.version
         self.refresh_phases()
-        self.verdict = analysis.verdict(self.run, self.series(), all_phases=self.phases)
+        if self.machine is self.run:
+            self.verdict = analysis.verdict(self.run, self.series(), all_phases=self.phases)
+        else:  # one node's samples against its own ranks' phases
+            self.verdict = analysis.verdict(self.machine, self.series())
         return True
 
     @property
@@ -302,9 +311,9 @@ class RunModel:
     @property
     def gpu_reason(self) -> str | None:
         """Why there is no GPU data: the latest gpu_status saying unavailable, or the header's."""
-        for status in reversed(self.run.gpu_status):
+        for status in reversed(self.machine.gpu_status):
             if not status.get("available"):
                 return str(status.get("reason") or "GPU sampling unavailable")
             return None
-        reason = self.run.header.get("host", {}).get("gpu_reason")
+        reason = self.machine.header.get("host", {}).get("gpu_reason")
         return str(reason) if reason else None

@@ -180,7 +180,10 @@ def sample_columns(run: Run) -> dict[str, Any]:
     import numpy as np
 
     c = run.samples
-    columns: dict[str, Any] = {"t": c.t, "cpu_total": c.cpu_total}
+    columns: dict[str, Any] = {"t": c.t}
+    if c.host_labels:  # a merged run: the node whose machine each row describes
+        columns["host"] = np.array([*c.host_labels, ""], dtype=object)[c.host]
+    columns["cpu_total"] = c.cpu_total
     for core in range(c.cpu.shape[1]):
         columns[f"core{core}"] = c.cpu[:, core].astype(float)
     columns["proc_cpu"] = c.proc("cpu")
@@ -219,7 +222,7 @@ def sample_rows(run: Run) -> tuple[list[str], list[list[Any]]]:
     header = list(columns)
     lists = []
     for name, values in columns.items():
-        if name == "phases":
+        if name in ("phases", "host"):  # text columns
             lists.append(values.tolist())
         else:
             lists.append([None if v != v else (int(v) if v.is_integer() and name != "t" and abs(v) < 2**53 else v)
@@ -315,31 +318,36 @@ def svg(run: Run, width: int = 1200) -> str:
         pairs = [(a, b) for a, b in zip(ts, vs) if math.isfinite(a) and math.isfinite(b)]
         return [a for a, _ in pairs], [b for _, b in pairs]
 
-    t_list = s.t.tolist()
-    cpu_lines = []
-    spread = None
-    cores = s.cpu.shape[1]
-    if cores <= CORE_LINE_LIMIT:
-        for c in range(cores):
-            ct, cv = clean(t_list, s.cpu[:, c].tolist())
-            cpu_lines.append((f"core {c}", ct, cv, PRINT.spread, 0.8))
-    elif len(s.t):
-        import numpy as np
+    # A merged run's nodes are different machines: a CPU chart and GPU charts per node.
+    machines = [(f"{label}: ", run.of_host(label)) for label in run.host_labels] or [("", run)]
+    for prefix, machine in machines:
+        m = s if machine is run else analysis.series(machine)
+        t_list = m.t.tolist()
+        cpu_lines = []
+        spread = None
+        cores = m.cpu.shape[1]
+        if cores <= CORE_LINE_LIMIT:
+            for c in range(cores):
+                ct, cv = clean(t_list, m.cpu[:, c].tolist())
+                cpu_lines.append((f"core {c}", ct, cv, PRINT.spread, 0.8))
+        elif len(m.t):
+            import numpy as np
 
-        rows = ~np.isnan(s.cpu).all(axis=1)
-        spread = (s.t[rows].tolist(), np.nanmin(s.cpu[rows], axis=1).tolist(), np.nanmax(s.cpu[rows], axis=1).tolist())
-    tt, tv = clean(t_list, s.cpu_total.tolist())
-    cpu_lines.append(("CPU total", tt, tv, LINE_COLOURS[0], 2.0))
-    charts.append((f"CPU utilization %, {cores} cores", cpu_lines, spread))
-    for g in range(s.gpus):
-        gt, gv = clean(s.gpu_t[g].tolist(), s.gpu_util[g].tolist())
-        label = analysis.gpu_label(run, g)
-        lines = [(f"GPU {g}", gt, gv, LINE_COLOURS[1], 2.0)]
-        sm_t, sm_v = analysis.gpm_series(run, "sm_active", g)
-        if sm_t.size:  # how much of the chip worked, beside how often a kernel ran
-            st, sv = clean(sm_t.tolist(), sm_v.tolist())
-            lines.append((f"GPU {g} SM active", st, sv, LINE_COLOURS[2], 1.5))
-        charts.append((f"GPU {g} utilization % ({label})" + (" and SM active %" if sm_t.size else ""), lines, None))
+            rows = ~np.isnan(m.cpu).all(axis=1)
+            spread = (m.t[rows].tolist(), np.nanmin(m.cpu[rows], axis=1).tolist(), np.nanmax(m.cpu[rows], axis=1).tolist())
+        tt, tv = clean(t_list, m.cpu_total.tolist())
+        cpu_lines.append(("CPU total", tt, tv, LINE_COLOURS[0], 2.0))
+        charts.append((f"{prefix}CPU utilization %, {cores} cores", cpu_lines, spread))
+        for g in range(m.gpus):
+            gt, gv = clean(m.gpu_t[g].tolist(), m.gpu_util[g].tolist())
+            label = analysis.gpu_label(machine, g)
+            lines = [(f"GPU {g}", gt, gv, LINE_COLOURS[1], 2.0)]
+            sm_t, sm_v = analysis.gpm_series(machine, "sm_active", g)
+            if sm_t.size:  # how much of the chip worked, beside how often a kernel ran
+                st, sv = clean(sm_t.tolist(), sm_v.tolist())
+                lines.append((f"GPU {g} SM active", st, sv, LINE_COLOURS[2], 1.5))
+            charts.append((f"{prefix}GPU {g} utilization % ({label})" + (" and SM active %" if sm_t.size else ""),
+                           lines, None))
 
     lane_names = analysis.lanes(all_phases)
     lane_tracks: list[tuple[str, list[analysis.Phase], list[int]]] = []

@@ -127,6 +127,17 @@ def tables(run: Run, summary: dict[str, Any], width: int = 110) -> list[Any]:
                           _secs(d["dip_seconds"]), ", ".join(d["dip_phases"]) or "-")
         out.append(table)
 
+    if summary["per_host"]:
+        table = Table(title="Per host (each node's own samples and ranks)", title_justify="left")
+        for column in ("host", "machine", "samples", "CPU total", "busiest device", "verdict"):
+            table.add_column(column, justify="right" if column in ("samples", "CPU total") else "left")
+        for h in summary["per_host"]:
+            busiest = max(h["devices"], key=lambda d: d["mean"], default=None)
+            table.add_row(h["host"], str(h["hostname"] or "?"), str(h["samples"]), _pct(h["cpu_mean"]),
+                          f"{busiest['device']} {_pct(busiest['mean'])}, {busiest['dips']} dips" if busiest else "-",
+                          h["verdict"]["label"])
+        out.append(table)
+
     if len(summary["lanes"]) > 1:
         overlap = summary["overlap"]
         out.append(f"Lanes {', '.join(summary['lanes'])}: two or more lanes active "
@@ -151,7 +162,10 @@ def tables(run: Run, summary: dict[str, Any], width: int = 110) -> list[Any]:
 
     for notice in summary["notices"][:10]:
         out.append(f"note: {notice}")
-    out.append(f"verdict: {summary['verdict']['text']}")
+    if summary["per_host"]:
+        out += [f"verdict {h['host']}: {h['verdict']['text']}" for h in summary["per_host"]]
+    else:
+        out.append(f"verdict: {summary['verdict']['text']}")
     return out
 
 

@@ -46,16 +46,19 @@ def ordered_lanes(lanes: list[str]) -> list[str]:
 
 
 def hosts_text(model: RunModel) -> str:
-    """A merged run's nodes and their host names (header ``hosts``); "" for a one-host run."""
+    """A merged run's nodes and their host names (header ``hosts``), the node the charts show
+    first: ``charts node 1=beta (h: next) · hosts node 0=alpha, node 1=beta``; "" for one host."""
     hosts = model.run.header.get("hosts")
     if not isinstance(hosts, list) or len(hosts) < 2:
         return ""
-    names = []
+    names = {}
     for entry in hosts:
         if isinstance(entry, dict):
             host = entry.get("host") if isinstance(entry.get("host"), dict) else {}
-            names.append(f"{entry.get('label', '?')}={host.get('hostname', '?')}")
-    return "hosts " + ", ".join(inert(n) for n in names)
+            names[str(entry.get("label", "?"))] = f"{entry.get('label', '?')}={host.get('hostname', '?')}"
+    shown = getattr(model, "host", None)
+    charts = f"charts {inert(names[shown])} (h: next) · " if shown in names else ""
+    return charts + "hosts " + ", ".join(inert(n) for n in names.values())
 
 
 def progress_text(model: RunModel, width: int = 30) -> Text:

@@ -65,6 +65,7 @@ class RunScreen(CoalescedRedraw, Screen[None]):
         Binding("end", "follow", "Follow the end", show=False),
         Binding("y", "yscale", "Y 0-100/auto"),
         Binding("l", "toggle_log", "Log", show=False),
+        Binding("h", "next_host", "Next host"),
         Binding("escape", "back", "Back", show=False),
     ]
 
@@ -163,6 +164,7 @@ class RunScreen(CoalescedRedraw, Screen[None]):
             return self.source.error is not None
         if self.model is None:
             self.model = RunModel(run)
+            self.refresh_bindings()  # a merged run's ``h``
             self._new_lines = self.model.take_logs()
             return True
         if records:
@@ -186,6 +188,8 @@ class RunScreen(CoalescedRedraw, Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "stop":  # only a run that is still recording can be stopped
             return isinstance(self.source, LiveSource) and self.source.running
+        if action == "next_host":  # a merged run's charts show one node at a time
+            return self.model is not None and len(self.model.run.host_labels) > 1
         return True
 
     def _view(self) -> View:
@@ -305,12 +309,15 @@ class RunScreen(CoalescedRedraw, Screen[None]):
             container.mount(chart)
         if not model.gpus:
             return
-        periods = analysis.driver_sample_periods(model.run)
+        periods = analysis.driver_sample_periods(model.machine)
         sm = self._sm_active(model)
         rates = [analysis.driver_rate_text(periods[g] if g < len(periods) else None) for g in range(len(model.gpus))]
         self.query_one("#gpu-panel").border_title = "GPU · " + (rates[0] if len(set(rates)) == 1 else "; ".join(
             f"GPU {g}: {rate.removeprefix('GPU utilization: ')}" for g, rate in enumerate(rates)))
+        for extra in self.gpu_charts[len(model.gpus):] + self.sm_charts[len(model.gpus):]:
+            extra.display = False  # another node of a merged run had more GPUs
         for g, (chart, track) in enumerate(zip(self.gpu_charts, model.gpus)):
+            chart.display = True
             chart.border_title = f"GPU {g} {track.name}: utilization %, phases shaded"
             chart.update(base, track.util_t.values, track.util.values, view, 100.0, "%", overlay)
             while len(self.sm_charts) <= g:
@@ -450,6 +457,16 @@ class RunScreen(CoalescedRedraw, Screen[None]):
     def action_yscale(self) -> None:
         self.fixed_y = not self.fixed_y
         self._redraw(force=True)
+
+    def action_next_host(self) -> None:
+        """Charts and verdict of the merged run's next node (each node's samples are its own machine's)."""
+        if self.model is None or not self.model.run.host_labels:
+            return
+        hosts = self.model.run.host_labels
+        following = hosts[(hosts.index(self.model.host) + 1) % len(hosts)] if self.model.host in hosts else hosts[0]
+        self.model = RunModel(self.model.run, host=following)
+        self.model.take_logs()  # the log panel already holds every line
+        self.redraw_all()
 
     def action_toggle_log(self) -> None:
         log = self.query_one("#log")

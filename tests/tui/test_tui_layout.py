@@ -106,6 +106,8 @@ def test_rank_lanes_are_drawn_in_rank_order_and_hosts_named():
             header = {"hosts": [{"label": "node 0", "host": {"hostname": "alpha"}},
                                 {"label": "node 1", "host": {"hostname": "beta"}}]}
     assert hosts_text(Model) == "hosts node 0=alpha, node 1=beta"  # type: ignore[arg-type]
+    Model.host = "node 1"
+    assert hosts_text(Model) == "charts node 1=beta (h: next) · hosts node 0=alpha, node 1=beta"  # type: ignore[arg-type]
     Model.run.header = {"host": {"hostname": "solo"}}
     assert hosts_text(Model) == ""  # type: ignore[arg-type]
 
@@ -168,3 +170,38 @@ async def test_the_demo_story_runs_serial_then_overlapped_then_compares(tmp_path
         assert seen == ["run serial", "run overlapped", "CompareScreen"]
         assert app.story_headline and app.story_headline == app.screen.comparison.headline
         assert [p.parent for p in app.story_files] == [tmp_path / "runs"] * 2
+
+
+@pytest.mark.asyncio
+async def test_a_merged_run_charts_one_node_at_a_time(tmp_path):
+    """Each node's samples are its own machine's: the charts show node 0's two GPUs, then ``h``
+    shows node 1's one GPU and its CPU, never the two nodes' rows interleaved."""
+    from tests.conftest import merged_two_gpu_nodes
+
+    out, _a, _b = merged_two_gpu_nodes(tmp_path)
+    app = DashboardApp(DashboardSettings(), open_replay(str(out)))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.5)
+        screen = app.screen
+        assert screen.model.host == "node 0" and "h" in screen.active_bindings
+        assert list(screen.model.cpu_total.values) == [20.0, 7.5]
+        assert "charts node 0=abox (h: next)" in str(screen.query_one("#status").render())
+        assert [c.display for c in screen.gpu_charts] == [True, True]
+        await pilot.press("h")
+        await pilot.pause(0.5)
+        assert screen.model.host == "node 1"
+        assert list(screen.model.cpu_total.values) == [20.0, 30.0, 67.5]
+        assert [c.display for c in screen.gpu_charts] == [True, False]
+        assert "charts node 1=bbox (h: next)" in str(screen.query_one("#status").render())
+        assert screen.model.verdict is not None and "GPU" in screen.model.verdict.text
+        await pilot.press("h")
+        await pilot.pause(0.3)
+        assert screen.model.host == "node 0"
+
+
+@pytest.mark.asyncio
+async def test_one_nodes_run_offers_no_next_host():
+    app = DashboardApp(DashboardSettings(), open_replay(str(FIXTURES / "demo-cpu.jsonl")))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
+        assert "h" not in app.screen.active_bindings and app.screen.model.host is None

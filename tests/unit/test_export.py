@@ -11,7 +11,7 @@ from contextlib import redirect_stdout
 
 import pytest
 
-from conftest import command
+from conftest import command, merged_two_gpu_nodes
 from devicewatch.render import export
 from devicewatch.errors import UsageError
 from devicewatch.runfile import RunFileError, RunWriter, load
@@ -212,3 +212,19 @@ def test_an_existing_directory_gets_the_files_inside_it(run_path, tmp_path, fmt,
     assert command("export", [str(run_path), "--format", fmt, "-o", str(out)]) == 0
     stem = Path(run_path).name.removesuffix(".jsonl")
     assert sorted(p.name for p in out.iterdir()) == sorted(stem + n for n in names)
+
+
+def test_a_merged_run_exports_each_node_as_its_own_machine(tmp_path):
+    """CSV rows say which node's machine they describe; the SVG draws a CPU chart and GPU
+    charts per node instead of two machines' samples on one line."""
+    out, _a, _b = merged_two_gpu_nodes(tmp_path)
+    run = load(out)
+    header, rows = export.sample_rows(run)
+    assert header[:3] == ["t", "host", "cpu_total"]
+    assert [(r[0], r[1], r[2]) for r in rows] == [(0.5, "node 0", 20.0), (0.5, "node 1", 20.0),
+                                                  (1.0, "node 1", 30.0), (1.5, "node 0", 7.5), (2.0, "node 1", 67.5)]
+    titles = [t.text for t in ET.fromstring(export.svg(run)).iter("{http://www.w3.org/2000/svg}text")
+              if t.text and "utilization %" in t.text]
+    assert titles == ["node 0: CPU utilization %, 2 cores", "node 0: GPU 0 utilization % (A100)",
+                      "node 0: GPU 1 utilization % (A100)", "node 1: CPU utilization %, 2 cores",
+                      "node 1: GPU 0 utilization % (H100)"]

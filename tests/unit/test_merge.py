@@ -7,9 +7,10 @@ import pytest
 from devicewatch import analysis, merge
 from devicewatch.commands import merge as merge_command
 from devicewatch.errors import RunFileError, UsageError
+from devicewatch.render.report import report_text
 from devicewatch.runfile import load
 
-from conftest import write_run
+from conftest import merged_two_gpu_nodes, write_run
 
 JOB = "127.0.0.1:29500"
 
@@ -155,3 +156,42 @@ def test_the_command_writes_one_run_and_prints_the_alignment(tmp_path, capsys):
     assert load(out).header["job"]["ranks"] == [0, 1]
     with pytest.raises(UsageError, match="is one of the files"):
         merge_command.run(parse([a, b, "-o", a]))
+
+
+def test_one_host_of_a_merged_run_is_that_nodes_run_exactly(tmp_path):
+    """Samples, the driver's buffered samples and per-process use of one node, none of the
+    other's, and its own cores and GPUs: the charts and verdict of one host read the same."""
+    out, a, b = merged_two_gpu_nodes(tmp_path)
+    run = load(out)
+    assert run.host_labels == ["node 0", "node 1"] and run.samples.gpus == 2
+
+    node0, node1 = run.of_host("node 0"), run.of_host("node 1")
+    for node, path in ((node0, a), (node1, b)):  # both started at the same wall clock: same times
+        own = load(path)
+        assert node.samples.gpus == own.samples.gpus and node.header["host"] == own.header["host"]
+        assert list(node.samples.t) == list(own.samples.t)
+        assert list(node.samples.cpu_total) == list(own.samples.cpu_total)
+        for g in range(own.samples.gpus):
+            for ours, theirs in zip(node.samples.util(g), own.samples.util(g)):
+                assert list(ours) == list(theirs)
+        assert list(node.samples.procs("pid")) == list(own.samples.procs("pid"))
+        assert list(node.samples.procs_t) == list(own.samples.procs_t)
+        assert analysis.verdict(node).figures == analysis.verdict(own).figures
+    assert node1.samples.gpus == 1 and list(node1.samples.procs("pid")) == [100.0, 101.0]
+    assert [e["rank"] for e in node1.events] == [1, 1] and [r["line"] for r in node1.logs] == ["rank 1 done"]
+    with pytest.raises(RunFileError, match="no host 'node 2'"):
+        run.of_host("node 2")
+
+
+def test_report_of_a_merged_run_gives_each_node_its_own_devices_and_verdict(tmp_path):
+    out, a, b = merged_two_gpu_nodes(tmp_path)
+    summary = analysis.summarize(load(out))
+    own = [analysis.summarize(load(path)) for path in (a, b)]
+    assert [h["host"] for h in summary["per_host"]] == ["node 0", "node 1"]
+    assert [h["hostname"] for h in summary["per_host"]] == ["abox", "bbox"]
+    for host, alone in zip(summary["per_host"], own):
+        assert host["verdict"] == alone["verdict"] and host["devices"] == alone["devices"]
+    assert [d["device"].split(":")[0] for d in summary["devices"]] == ["node 0", "node 0", "node 1"]
+    assert summary["verdict"]["text"] == "; ".join(f"node {i}: {o['verdict']['text']}" for i, o in enumerate(own))
+    text = report_text(load(out))
+    assert "Per host" in text and "verdict node 0:" in text and "verdict node 1:" in text
