@@ -45,6 +45,9 @@ def ordered_lanes(lanes: list[str]) -> list[str]:
     return [lane for _, lane in ranked]
 
 
+TITLE_MAX = 60  # characters of the run's title in the status line
+
+
 def hosts_text(model: RunModel) -> str:
     """A merged run's nodes and their host names (header ``hosts``), the node the charts show
     first: ``charts node 1=beta (h: next) · hosts node 0=alpha, node 1=beta``; "" for one host."""
@@ -83,7 +86,8 @@ def progress_text(model: RunModel, width: int = 30) -> Text:
 
 
 def verdict_text(model: RunModel) -> Text:
-    text = Text("verdict: ", style="bold")
+    host = getattr(model, "host", None)
+    text = Text(f"verdict {inert(host)}: " if host else "verdict: ", style="bold")
     if model.verdict is None:
         text.append("waiting for samples…", style="grey50")
     else:
@@ -97,11 +101,14 @@ def status_text(model: RunModel, source_label: str, state: str, state_style: str
                 yscale: str, paused: bool) -> Text:
     text = Text()
     text.append(f" {state} ", style=state_style)
-    text.append(f" {inert(model.run.title)} ", style="bold")
-    text.append(f"· {format_seconds(model.latest)} · {len(model.run.samples)} samples · {source_label}")
+    title = inert(model.run.title)
+    if len(title) > TITLE_MAX:  # a long command line would push the rest of the line off screen
+        title = title[:TITLE_MAX - 1] + "…"
     hosts = hosts_text(model)
-    if hosts:
-        text.append(f" · {hosts}")
+    if hosts:  # before the title: which machine the charts show must not be cut off
+        text.append(f" {hosts} ·", style="bold")
+    text.append(f" {title} ", style="bold")
+    text.append(f"· {format_seconds(model.latest)} · {len(model.run.samples)} samples · {source_label}")
     text.append(f" · window {window} · y {yscale}", style="grey70")
     if paused:
         text.append("  PAUSED ", style="bold black on yellow")
