@@ -198,6 +198,12 @@ def _notes(a: Side, b: Side, basis: str) -> list[str]:
         notes.append(f"no epochs in {'either run' if not a.epochs and not b.epochs else 'one run'}: "
                      f"the speedup compares {'the span of the phases' if basis == 'phases' else 'whole runs, startup included'}")
     for s in (a, b):
+        summed = sum(e.total for e in s.epochs)
+        if basis == "epochs" and summed > 1.05 * s.epoch_seconds > 0:
+            notes.append(f"{s.label}'s epochs overlap (part of one epoch runs beside the next): its epoch "
+                         f"totals add up to {summed:.1f}s but span {s.epoch_seconds:.1f}s, so an epoch can "
+                         "take longer and the run still finish sooner")
+    for s in (a, b):
         if s.status != "ok":
             notes.append(f"{s.label} did not finish normally: {s.status}")
         if len(s.run.samples) < 2:

@@ -322,3 +322,18 @@ def test_pair_with_a_failing_run_says_why(tmp_path):
     assert result.stderr.strip().splitlines()[-1] == (
         "devicewatch: error: recording B failed (exit code 2): demo: --samples must be at least 1; nothing compared")
     assert result.stdout == ""
+
+
+def test_overlapped_epochs_are_said_to_overlap(tmp_path):
+    """Validation beside the next epoch's training: each epoch is longer, the run shorter."""
+    a = write_run(tmp_path / "a.jsonl", phases=A_PHASES, samples=a_samples(), duration=10.5)
+    b = write_run(tmp_path / "b.jsonl", duration=9.0, phases=[
+        ("train", 1, "main", 0.0, 4.0), ("validate", 1, "validate-0", 4.0, 6.0),
+        ("train", 2, "main", 4.0, 8.0), ("validate", 2, "validate-0", 8.0, 8.5)])
+    c = compare.comparison(load(a), load(b))
+    assert c.seconds_b == pytest.approx(8.5) and c.speedup > 1.0
+    assert [e.b.total for e in c.epochs] == [pytest.approx(6.0), pytest.approx(4.5)]
+    overlap = [n for n in c.notes if "overlap" in n]
+    assert overlap == ["B's epochs overlap (part of one epoch runs beside the next): its epoch totals add up "
+                       "to 10.5s but span 8.5s, so an epoch can take longer and the run still finish sooner"]
+    assert not any("overlap" in n for n in compare.comparison(load(a), load(a)).notes)
