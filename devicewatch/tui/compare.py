@@ -42,10 +42,11 @@ def _side_panel_title(s: compare.Side) -> str:
 class ComparePanel(Vertical):
     """One run's charts: verdict, every core, GPU utilization (or total CPU), phase lanes."""
 
-    def __init__(self, s: compare.Side, model: RunModel):
+    def __init__(self, s: compare.Side, model: RunModel, lane_rows: int = 1):
         super().__init__(id=f"cmp-{s.label.lower()}", classes="panel cmp-side")
         self.side = s
         self.model = model
+        self.lane_rows = lane_rows  # the same on both sides, so their charts line up
 
     def compose(self) -> ComposeResult:
         label = self.side.label.lower()
@@ -67,7 +68,7 @@ class ComparePanel(Vertical):
         verdict = Text(f"verdict {self.side.label}: ", style="bold")
         verdict.append(inert(self.side.verdict.text))
         self.query_one(".cmp-verdict", Static).update(verdict)
-        self.query_one(".cmp-lanes").styles.height = max(1, len(self.model.lanes))
+        self.query_one(".cmp-lanes").styles.height = max(1, self.lane_rows)
 
     def draw(self, view: View, key: Any) -> None:
         model = self.model
@@ -115,8 +116,9 @@ class CompareScreen(CoalescedRedraw, Screen[None]):
         yield Static(self._notes_text(), id="cmp-notes")
         yield Static(id="cmp-align")
         with Horizontal(id="cmp-charts"):
-            yield ComparePanel(c.a, self.models["A"])
-            yield ComparePanel(c.b, self.models["B"])
+            lane_rows = max(len(m.lanes) for m in self.models.values())
+            yield ComparePanel(c.a, self.models["A"], lane_rows)
+            yield ComparePanel(c.b, self.models["B"], lane_rows)
         with VerticalScroll(id="cmp-tables", classes="panel"):
             for i, table in enumerate(self._tables()):
                 yield Static(table, classes="cmp-table" + (" cmp-detail" if i >= PRESENTER_TABLES else ""))
