@@ -12,7 +12,8 @@ HELP = "dashboard on a recorded run"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = "Open a recorded run in the dashboard; a file still being written is followed."
+    parser.description = ("Open a recorded run in the dashboard; a file still being written is followed. "
+                          "A merged multi-node run shows one node's machine at a time: h for the next.")
     parser.add_argument("file", help="a run file, e.g. runs/….jsonl")
 
 
