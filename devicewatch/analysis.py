@@ -5,7 +5,7 @@ report, the dashboard, compare and export all share the same figures.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import warnings
@@ -358,8 +358,9 @@ def device_idle(run: Run, s: Series | None = None, all_phases: list[Phase] | Non
     all_phases = phases(run) if all_phases is None else all_phases
     out = []
     devices: list[tuple[str, np.ndarray, np.ndarray]] = []
-    for g in range(s.gpus):
-        devices.append((gpu_label(run, g), s.gpu_t[g], s.gpu_util[g]))
+    for g in range(s.gpus):  # by index too: a machine's GPUs usually share one name
+        name = gpu_label(run, g)
+        devices.append((name if name == f"GPU {g}" else f"GPU {g} ({name})", s.gpu_t[g], s.gpu_util[g]))
     if not devices:
         devices.append(("CPU (all cores)", s.t, s.cpu_total))
     for label, t, values in devices:
@@ -437,20 +438,46 @@ def _device_rows(found: list[DeviceIdle]) -> list[dict[str, Any]]:
              "dip_phases": sorted({x.phase for x in d.dips})} for d in found]
 
 
-def per_host(run: Run) -> list[dict[str, Any]]:
-    """A merged run's nodes one by one: each node's devices, dips and verdict from its own
-    samples and its own ranks' phases (the nodes' samples interleave in time, so dips and
-    verdicts over all of them together would describe no machine). Empty for one node's run."""
+@dataclass
+class HostFigures:
+    """One node of a merged run, judged on its own machine's samples and its own ranks' phases."""
+
+    host: str
+    hostname: str | None
+    samples: int
+    cpu_mean: float | None
+    devices: list[DeviceIdle]
+    verdict: Verdict
+
+
+def host_figures(run: Run) -> list[HostFigures]:
+    """A merged run's nodes one by one (the nodes' samples interleave in time, so dips and a
+    verdict over all of them together would describe no machine). Empty for one node's run."""
     out = []
     for label in run.host_labels:
         node = run.of_host(label)
         s, node_phases = series(node), phases(node)
-        v = verdict(node, s, node_phases)
-        out.append({"host": label, "hostname": node.header.get("host", {}).get("hostname"),
-                    "samples": len(node.samples), "cpu_mean": _stats(s.cpu_total)["mean"],
-                    "devices": _device_rows(device_idle(node, s, node_phases)),
-                    "verdict": {"label": v.label, "text": v.text, "figures": v.figures}})
+        out.append(HostFigures(label, node.header.get("host", {}).get("hostname"), len(node.samples),
+                               _stats(s.cpu_total)["mean"], device_idle(node, s, node_phases),
+                               verdict(node, s, node_phases)))
     return out
+
+
+def run_judgement(run: Run, s: Series | None = None, all_phases: list[Phase] | None = None
+                  ) -> tuple[list[DeviceIdle], Verdict, list[HostFigures]]:
+    """The devices and the verdict of a run. For a merged run, each node's: its devices named
+    ``node 0: GPU 0 …``, and one verdict joining the nodes' (label ``mixed`` where they differ)."""
+    hosts = host_figures(run)
+    if not hosts:
+        s = series(run) if s is None else s
+        all_phases = phases(run) if all_phases is None else all_phases
+        return device_idle(run, s, all_phases), verdict(run, s, all_phases), []
+    devices = [replace(d, device=f"{h.host}: {d.device}") for h in hosts for d in h.devices]
+    labels = {h.verdict.label for h in hosts}
+    joined = Verdict(labels.pop() if len(labels) == 1 else "mixed",
+                     "; ".join(f"{h.host}: {h.verdict.text}" for h in hosts),
+                     {h.host: h.verdict.figures for h in hosts})  # type: ignore[misc]
+    return devices, joined, hosts
 
 
 def summarize(run: Run) -> dict[str, Any]:
@@ -459,17 +486,11 @@ def summarize(run: Run) -> dict[str, Any]:
     node's samples together."""
     s = series(run)
     all_phases = phases(run)
-    hosts = per_host(run)
-    if hosts:
-        devices = [dict(d, device=f"{h['host']}: {d['device']}") for h in hosts for d in h["devices"]]
-        labels = {h["verdict"]["label"] for h in hosts}
-        verdict_row = {"label": labels.pop() if len(labels) == 1 else "mixed",
-                       "text": "; ".join(f"{h['host']}: {h['verdict']['text']}" for h in hosts),
-                       "figures": {h["host"]: h["verdict"]["figures"] for h in hosts}}
-    else:
-        devices = _device_rows(device_idle(run, s, all_phases))
-        v = verdict(run, s, all_phases)
-        verdict_row = {"label": v.label, "text": v.text, "figures": v.figures}
+    devices, v, hosts = run_judgement(run, s, all_phases)
+    per_host = [{"host": h.host, "hostname": h.hostname, "samples": h.samples, "cpu_mean": h.cpu_mean,
+                 "devices": _device_rows(h.devices),
+                 "verdict": {"label": h.verdict.label, "text": h.verdict.text, "figures": h.verdict.figures}}
+                for h in hosts]
     return {
         "file": run.path,
         "workload": run.title,
@@ -490,14 +511,14 @@ def summarize(run: Run) -> dict[str, Any]:
                     "other": round(e.other, 3), "phase_seconds": {k: round(v, 3) for k, v in e.phases.items()},
                     "metrics": e.metrics} for e in epochs(run, all_phases)],
         "phases": phase_utilization(run, s, all_phases),
-        "devices": devices,
+        "devices": _device_rows(devices),
         "lanes": lanes(all_phases),
         "overlap": {k: round(v_, 3) for k, v_ in lane_overlap(all_phases).items()},
         "results": results(run),
-        "verdict": verdict_row,
+        "verdict": {"label": v.label, "text": v.text, "figures": v.figures},
         "gpu_driver_periods": driver_sample_periods(run),
         "hosts": run.host_labels,
-        "per_host": hosts,
+        "per_host": per_host,
         "alignment": (run.header.get("alignment") or {}).get("text") if isinstance(run.header.get("alignment"), dict) else None,
         "stragglers": straggler_rows(run, all_phases),
         "notices": [n.get("message") for n in run.notices],

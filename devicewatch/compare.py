@@ -66,12 +66,13 @@ class Side:
 def side(run: Run, label: str) -> Side:
     s = analysis.series(run)
     all_phases = analysis.phases(run)
+    devices, verdict, _hosts = analysis.run_judgement(run, s, all_phases)  # a merged run: each node's
     return Side(
         label=label, run=run, duration=run.duration, cores=int(s.cpu.shape[1]) or run.cores,
         gpus=s.gpus, gpu_names=[analysis.gpu_label(run, g) for g in range(s.gpus)],
         status=analysis.status_text(run), epochs=analysis.epochs(run, all_phases), phases=all_phases,
         utilization=analysis.phase_utilization(run, s, all_phases),
-        devices=analysis.device_idle(run, s, all_phases), verdict=analysis.verdict(run, s, all_phases),
+        devices=devices, verdict=verdict,
         run_info=analysis.run_info(run), results=analysis.results(run))
 
 

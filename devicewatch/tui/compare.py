@@ -64,7 +64,8 @@ class ComparePanel(Vertical):
         yield PhaseLanes(id=f"cmp-lanes-{label}", classes="cmp-lanes")
 
     def on_mount(self) -> None:
-        self.border_title = _side_panel_title(self.side)
+        self.border_title = _side_panel_title(self.side) + (
+            markup(f" · charts {self.model.host}") if self.model.host else "")  # a merged run: one node's machine
         verdict = Text(f"verdict {self.side.label}: ", style="bold")
         verdict.append(inert(self.side.verdict.text))
         self.query_one(".cmp-verdict", Static).update(verdict)

@@ -4,7 +4,7 @@ import argparse
 
 import pytest
 
-from devicewatch import analysis, merge
+from devicewatch import analysis, compare, merge
 from devicewatch.commands import merge as merge_command
 from devicewatch.errors import RunFileError, UsageError
 from devicewatch.render.report import report_text
@@ -195,3 +195,12 @@ def test_report_of_a_merged_run_gives_each_node_its_own_devices_and_verdict(tmp_
     assert summary["verdict"]["text"] == "; ".join(f"node {i}: {o['verdict']['text']}" for i, o in enumerate(own))
     text = report_text(load(out))
     assert "Per host" in text and "verdict node 0:" in text and "verdict node 1:" in text
+
+
+def test_compare_judges_a_merged_side_node_by_node(tmp_path):
+    out, a, _b = merged_two_gpu_nodes(tmp_path)
+    c = compare.comparison(load(a), load(out))
+    alone = analysis.verdict(load(a))
+    assert c.b.verdict.text.startswith(f"node 0: {alone.text}; node 1: ")
+    assert [d.device for d in c.b.devices] == ["node 0: GPU 0 (A100)", "node 0: GPU 1 (A100)", "node 1: GPU 0 (H100)"]
+    assert c.a.verdict == alone
