@@ -25,6 +25,7 @@ test: setup
 # The budgets of docs/benchmarks.md; each workload has its own bench too (bench/bench_*.py).
 bench: setup
 	$(BIN)/python -m bench.bench_recorder
+	$(BIN)/python -m bench.bench_gpu_sampling
 	$(BIN)/python -m bench.bench_analysis
 	$(BIN)/python -m bench.bench_dashboard
 
