@@ -126,16 +126,17 @@ class TaskStat:
         does not reap its children shows them. The first read primes the CPU counter (0%)."""
         try:
             data = self._file.read()
-        except OSError:
+            fields = data[data.rindex(b")") + 2:].split()  # the name in parentheses may hold spaces
+            cpu = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+            rss, threads = int(fields[21]) * PAGE_SIZE, int(fields[17])
+        except (OSError, ValueError, IndexError):  # gone, or a line this reader cannot parse
             return None
-        fields = data[data.rindex(b")") + 2:].split()  # the name in parentheses may hold spaces
-        cpu = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
         now = time.monotonic()
         percent = 0.0
         if self._cpu is not None and now > self._at:
             percent = max(cpu - self._cpu, 0.0) / (now - self._at) * 100.0
         self._cpu, self._at = cpu, now
-        return round(percent, 1), int(fields[21]) * PAGE_SIZE, int(fields[17])
+        return round(percent, 1), rss, threads
 
     def close(self) -> None:
         self._file.close()
