@@ -58,6 +58,14 @@ STEPS = ("training-cpu", "training-cuda", "pipeline-serial", "pipeline-dataloade
          "pipeline-overlapped", "conv", "nvml")
 
 
+class Stopped(Exception):
+    """SIGTERM (``timeout`` around the device command): finish with what was recorded."""
+
+
+def _stop(signum: int, frame: Any) -> None:
+    raise Stopped()
+
+
 @dataclass
 class Step:
     name: str
@@ -169,8 +177,17 @@ def record(step: Step, out: Path, env: dict[str, str]) -> tuple[int, str]:
     with tempfile.TemporaryFile("w+") as log:
         proc = subprocess.Popen(argv, cwd=ROOT, env={**os.environ, **env, **step.env}, stdout=log,
                                 stderr=subprocess.STDOUT, text=True)
+        stopped = False
         try:
             code = proc.wait(timeout=step.timeout)
+        except Stopped:
+            stopped = True
+            proc.send_signal(signal.SIGINT)
+            try:
+                code = proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                code = proc.wait()
         except subprocess.TimeoutExpired:
             proc.send_signal(signal.SIGINT)  # the recorder stops the workload and writes its end record
             try:
@@ -185,6 +202,8 @@ def record(step: Step, out: Path, env: dict[str, str]) -> tuple[int, str]:
         with open(path, "rb") as src, gzip.open(str(path) + ".gz", "wb", compresslevel=6) as dst:
             shutil.copyfileobj(src, dst)
         path.unlink()
+    if stopped:
+        raise Stopped()
     return code, "\n".join(tail)
 
 
@@ -300,9 +319,12 @@ def figures(runs: dict[str, Any], plan: Plan, nvml_text: str | None) -> list[Row
         a, b = step_ms(runs["training-cpu"]), step_ms(runs["training-cuda"])
         return f"{a / b:.1f}× ({a:.1f} ms vs {b:.2f} ms a step, median of epochs)"
 
-    add(f"training: CPU→{plan.gpu} speedup per epoch", "~15× (288–360 s vs ~21 s an epoch)", training_epoch,
+    gpu = plan.gpu
+    if runs.get("training-cuda") is not None:
+        gpu = str(analysis.run_info(runs["training-cuda"]).get("device", gpu))
+    add(f"training: CPU→{gpu} speedup per epoch", "~15× (288–360 s vs ~21 s an epoch)", training_epoch,
         "training-cpu", "training-cuda")
-    add(f"training: CPU→{plan.gpu} speedup per step", "~15× (216–271 ms vs 15–17 ms a step)", training_step,
+    add(f"training: CPU→{gpu} speedup per step", "~15× (216–271 ms vs 15–17 ms a step)", training_step,
         "training-cpu", "training-cuda")
 
     def pipeline(base: str) -> Callable[[], str]:
@@ -333,11 +355,16 @@ def figures(runs: dict[str, Any], plan: Plan, nvml_text: str | None) -> list[Row
     add("pipeline: dips under 30% (busiest device)", "periodic dips every epoch; far shallower overlapped (Fig. 1)",
         dips, "pipeline-serial", "pipeline-overlapped")
 
-    naive, tiled, cudnn = plan.conv_naive, plan.conv_tiled, plan.conv_cudnn
+    naive, tiled, cudnn, nets = plan.conv_naive, plan.conv_tiled, plan.conv_cudnn, plan.conv_nets
+    if runs.get("conv") is not None:  # what the recording says it ran, not what this call planned
+        info = analysis.run_info(runs["conv"])
+        if info.get("device") == "cpu":
+            naive, tiled, cudnn = "mcmk", "tiled", "torch"
+        nets = [n for n in info.get("net", nets) if isinstance(n, str)]
 
     def tiled_vs_naive() -> str:
         parts = []
-        for net in plan.conv_nets:
+        for net in nets:
             a, b = _result(runs["conv"], f"{naive}/{net}"), _result(runs["conv"], f"{tiled}/{net}")
             if a and b:
                 parts.append(f"{net} {a['ms'] / b['ms']:.2f}× ({a['ms']:.2f} → {b['ms']:.2f} ms)")
@@ -362,7 +389,7 @@ def figures(runs: dict[str, Any], plan: Plan, nvml_text: str | None) -> list[Row
 
     def transfers() -> str:
         parts = []
-        for net in plan.conv_nets:
+        for net in nets:
             r, k = _result(runs["conv"], f"{cudnn}/{net}/transfers"), _result(runs["conv"], f"{cudnn}/{net}")
             if r and k:
                 parts.append(f"{net} copies {r['h2d_ms'] + r['d2h_ms']:.2f} ms, kernels {k['ms']:.2f} ms, "
@@ -503,38 +530,49 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="gpu-proof-") as tmp:
         env = hiding_env(tmp) if plan.rehearse else {"PYTHONPATH": os.pathsep.join(
             p for p in (os.environ.get("PYTHONPATH", ""), str(ROOT)) if p)}
+        signal.signal(signal.SIGTERM, _stop)
         if plan.rehearse:
             print(f"gpu_proof: rehearsal ({plan.mode}): device cpu for cuda, hidden from every process: "
                   f"{env['GPU_PROOF_HIDDEN']}", flush=True)
+        signal.signal(signal.SIGTERM, _stop)
         if args.check_only:
             runs = load_existing(out, plan, checks)
         else:
-            runs = {}
-            for step in plan.steps:
-                if step.name not in only:
-                    continue
-                began = time.monotonic()
-                print(f"step {step.name}: devicewatch --record {step.name}.jsonl {' '.join(step.argv)}", flush=True)
-                code, tail = record(step, out, env)
-                took = time.monotonic() - began
-                print(f"step {step.name}: recorder exit {code} after {took:.0f} s", flush=True)
-                if code != 0 and tail:
-                    print("  " + tail.replace("\n", "\n  "), flush=True)
-                run, found = check_recording(out / f"{step.name}.jsonl.gz", step.device, step.epochs, plan.rehearse)
-                checks[step.name] = found
-                for c in found:
-                    print(c.line(step.name), flush=True)
-                runs[step.name] = run if usable(run, found) else None
-                write_figures(out, plan, {**load_others(out, plan, runs), **runs}, checks)
-            if "nvml" in only:
-                nvml_step(out, plan, env)
-            runs = {**load_others(out, plan, runs), **runs}
+            runs = run_steps(plan, only, out, env, checks)
         text = write_figures(out, plan, runs, checks)
     failed = sum(1 for cs in checks.values() for c in cs if c.ok is False)
     print(f"\nfigures ({plan.mode}, {time.monotonic() - started:.0f} s), also in {out / 'figures.md'}:\n{text}")
     print(f"\ngpu_proof: {'all checks ok' if not failed else f'{failed} check(s) FAILED'}; "
           f"files: {', '.join(sorted(p.name for p in out.iterdir()))}", flush=True)
     return 1 if failed else 0
+
+
+def run_steps(plan: Plan, only: set[str], out: Path, env: dict[str, str],
+              checks: dict[str, list[Check]]) -> dict[str, Any]:
+    """Record, check and gzip each step in turn; rewrite figures.md after each."""
+    runs: dict[str, Any] = {}
+    try:
+        for step in plan.steps:
+            if step.name not in only:
+                continue
+            began = time.monotonic()
+            print(f"step {step.name}: devicewatch --record {step.name}.jsonl {' '.join(step.argv)}", flush=True)
+            code, tail = record(step, out, env)
+            print(f"step {step.name}: recorder exit {code} after {time.monotonic() - began:.0f} s", flush=True)
+            if code != 0 and tail:
+                print("  " + tail.replace("\n", "\n  "), flush=True)
+            run, found = check_recording(out / f"{step.name}.jsonl.gz", step.device, step.epochs, plan.rehearse)
+            checks[step.name] = found
+            for c in found:
+                print(c.line(step.name), flush=True)
+            runs[step.name] = run if usable(run, found) else None
+            write_figures(out, plan, {**load_others(out, plan, runs), **runs}, checks)
+        if "nvml" in only:
+            nvml_step(out, plan, env)
+    except Stopped:
+        print("gpu_proof: stopped (SIGTERM): the figures of what was recorded follow", flush=True)
+        checks.setdefault("stopped", []).append(Check("whole sequence", False, "stopped by SIGTERM"))
+    return {**load_others(out, plan, runs), **runs}
 
 
 def load_others(out: Path, plan: Plan, runs: dict[str, Any]) -> dict[str, Any]:
