@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test bench screenshots clean
+.PHONY: setup demo test bench screenshots gpu-proof gpu-proof-rehearsal gpu-wheels clean
 
 setup: $(STAMP)
 
@@ -31,6 +31,22 @@ bench: setup
 
 screenshots: setup
 	$(BIN)/python -m bench.screenshots
+
+# The GPU proof (docs/gpu-proof.md): the four experiments recorded on an NVIDIA GPU, each
+# checked on the spot, and their figures beside the sources' in recordings/gpu-proof/figures.md.
+# On the GPU machine the same script runs through the device tool's one-line command.
+gpu-proof: setup
+	$(BIN)/python -m bench.gpu_proof --out recordings/gpu-proof
+
+# The same sequence on a machine without a GPU (cpu for cuda, tiny sizes): a few minutes.
+gpu-proof-rehearsal: setup
+	$(BIN)/python -m bench.gpu_proof --out bench/out/gpu-proof-rehearsal --rehearse
+
+# Wheels for Python 3.12 x86-64 of what the GPU machine lacks (bench/gpu_wheels.txt), into .whl/.
+gpu-wheels:
+	$(PYTHON) -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+		--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
+		--platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d .whl -r bench/gpu_wheels.txt
 
 clean:
 	rm -rf $(VENV) build *.egg-info
