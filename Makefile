@@ -34,7 +34,7 @@ screenshots: setup
 
 # The GPU proof (docs/gpu-proof.md): the four experiments recorded on an NVIDIA GPU, each
 # checked on the spot, and their figures beside the sources' in recordings/gpu-proof/figures.md.
-# On the GPU machine the same script runs through the device tool's one-line command.
+# On a GPU machine without a package registry, see docs/gpu-proof.md for the one-line command.
 gpu-proof: setup
 	$(BIN)/python -m bench.gpu_proof --out recordings/gpu-proof
 

@@ -513,9 +513,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     missing = missing_modules()
     if missing:
-        print(f"gpu_proof: missing {', '.join(missing)} (the recorder and its reader import them); carry the "
-              f"wheels of bench/gpu_wheels.txt: run `make gpu-wheels` here, name .whl in carry, and begin the "
-              f"device command with: {INSTALL}", file=sys.stderr)
+        print(f"gpu_proof: missing {', '.join(missing)} (the recorder and its reader import them); on a machine "
+              f"without a package registry, bring the wheels of bench/gpu_wheels.txt (`make gpu-wheels` where pip "
+              f"works) in .whl/ and install them with: {INSTALL}", file=sys.stderr)
         return 2
     plan = make_plan(args.quick, args.rehearse)
     only = set(STEPS) if not args.only else {s.strip() for s in args.only.split(",") if s.strip()}

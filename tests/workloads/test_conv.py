@@ -131,6 +131,7 @@ def test_unet_flops_and_every_method_agrees_with_torch():
     (["--net", "resnet"], "unknown network"),
     (["--repeats", "0"], "--repeats"),
     (["--unet-shape", "12"], "--unet-shape"),
+    (["--net", "squeezenet", "--input-size", "16"], "--input-size 16: input size 16 is too small for squeezenet"),
     (["--device", "cuda", "--methods", "naive,cudnn"], "--device cuda"),
 ])
 def test_bad_input_is_one_line_and_nonzero(argv, words, capsys):

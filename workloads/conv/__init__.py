@@ -77,6 +77,14 @@ def _parse(args: argparse.Namespace) -> tuple[list[str], list[str], tuple[int, i
         return f"--unet-shape must look like 128x191, not {args.unet_shape!r}"
     if h < 16 or w < 16:
         return "--unet-shape needs at least 16x16 (four 2×2 poolings)"
+    from workloads.conv.nets import conv_layers  # pure Python: the layer table of each network
+
+    for net in nets:
+        if net != "unet":
+            try:
+                conv_layers(net, args.input_size)
+            except ValueError as exc:  # the input shrinks to nothing before the last layer
+                return f"--input-size {args.input_size}: {exc}"
     return nets, methods, (h, w)
 
 
