@@ -29,6 +29,17 @@ def lines_of(widget) -> list[str]:
     return ["".join(s.text for s in widget.render_line(y)._segments) for y in range(widget.size.height)]
 
 
+async def until(pilot, condition, seconds: float = 10.0) -> None:
+    """Pause until ``condition()`` holds (the first frames come later on a loaded machine)."""
+    for _ in range(int(seconds / 0.1)):
+        await pilot.pause(0.1)
+        try:
+            if condition():
+                return
+        except Exception:  # a widget not mounted yet
+            pass
+
+
 def cores_run(path: Path, cores: int, seconds: float = 3.0) -> Path:
     samples = [{"type": "sample", "t": round(i * 0.1, 3), "cpu": [float((c * 7 + i) % 100) for c in range(cores)],
                 "cpu_total": 50.0} for i in range(1, int(seconds * 10) + 1)]
@@ -40,7 +51,8 @@ def cores_run(path: Path, cores: int, seconds: float = 3.0) -> Path:
 async def test_two_cores_get_a_readable_row_each_with_a_scale(tmp_path):
     app = DashboardApp(DashboardSettings(), open_replay(str(cores_run(tmp_path / "two.jsonl", 2))))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.3)
+        await until(pilot, lambda: "2 cores" in str(app.screen.query_one("#heat-legend").render())
+                    and any(r.strip().startswith("cpu1") for r in lines_of(app.screen.query_one("#cores"))))
         rows = lines_of(app.screen.query_one("#cores"))
         labelled = [r.strip().split()[0] for r in rows if r.strip().startswith("cpu")]
         assert labelled == ["cpu0", "cpu1"]
@@ -56,7 +68,7 @@ async def test_two_cores_get_a_readable_row_each_with_a_scale(tmp_path):
 async def test_128_cores_are_a_dense_strip_of_core_ranges(tmp_path):
     app = DashboardApp(DashboardSettings(), open_replay(str(cores_run(tmp_path / "many.jsonl", 128))))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.3)
+        await until(pilot, lambda: any(r.strip()[:1].isdigit() for r in lines_of(app.screen.query_one("#cores"))))
         rows = [r.strip() for r in lines_of(app.screen.query_one("#cores"))]
         labels = [r.split()[0] for r in rows if r and r[0].isdigit() and not r.endswith("s")]
         # Two groups of cores per text row, the rows labelled by their first cores: every core
@@ -181,21 +193,21 @@ async def test_a_merged_run_charts_one_node_at_a_time(tmp_path):
     out, _a, _b = merged_two_gpu_nodes(tmp_path)
     app = DashboardApp(DashboardSettings(), open_replay(str(out)))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.5)
+        await until(pilot, lambda: "charts node 0" in str(app.screen.query_one("#status").render()))
         screen = app.screen
         assert screen.model.host == "node 0" and "h" in screen.active_bindings
         assert list(screen.model.cpu_total.values) == [20.0, 7.5]
         assert "charts node 0=abox (h: next)" in str(screen.query_one("#status").render())
         assert [c.display for c in screen.gpu_charts] == [True, True]
         await pilot.press("h")
-        await pilot.pause(0.5)
+        await until(pilot, lambda: "charts node 1" in str(screen.query_one("#status").render()))
         assert screen.model.host == "node 1"
         assert list(screen.model.cpu_total.values) == [20.0, 30.0, 67.5]
         assert [c.display for c in screen.gpu_charts] == [True, False]
         assert "charts node 1=bbox (h: next)" in str(screen.query_one("#status").render())
         assert screen.model.verdict is not None and "GPU" in screen.model.verdict.text
         await pilot.press("h")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: screen.model.host == "node 0")
         assert screen.model.host == "node 0"
 
 
@@ -203,5 +215,5 @@ async def test_a_merged_run_charts_one_node_at_a_time(tmp_path):
 async def test_one_nodes_run_offers_no_next_host():
     app = DashboardApp(DashboardSettings(), open_replay(str(FIXTURES / "demo-cpu.jsonl")))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.3)
+        await until(pilot, lambda: app.screen.model is not None)
         assert "h" not in app.screen.active_bindings and app.screen.model.host is None
