@@ -46,7 +46,7 @@ from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 WHEELS = Path(__file__).resolve().parent / "gpu_wheels.txt"
-# What the GPU machine's image lacks (/work/.library/device/KINDS.md's package list).
+# What a typical GPU machine's image lacks (Python, PyTorch, numba-cuda, nvidia-ml-py, psutil, rich, numpy there).
 ABSENT_ON_GPU = ("orjson", "textual", "plotext", "tensorflow", "keras")
 # What this script and the recorder import (module names).
 NEEDED = ("orjson", "numpy", "psutil", "pynvml", "rich")
@@ -59,7 +59,7 @@ STEPS = ("training-cpu", "training-cuda", "pipeline-serial", "pipeline-dataloade
 
 
 class Stopped(Exception):
-    """SIGTERM (``timeout`` around the device command): finish with what was recorded."""
+    """SIGTERM (a ``timeout`` around the run): finish with what was recorded."""
 
 
 def _stop(signum: int, frame: Any) -> None:
