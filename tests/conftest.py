@@ -84,3 +84,23 @@ def merged_two_gpu_nodes(tmp_path: Path) -> tuple[Path, Path, Path]:
     out = tmp_path / "merged.jsonl"
     merge.write(merge.merge([str(a), str(b)]), str(out))
     return out, a, b
+
+
+async def until(pilot: Any, condition: Any, seconds: float = 10.0) -> None:
+    """Pause a Textual test until ``condition()`` holds: on a loaded machine the first frames
+    come later than any fixed pause."""
+    for _ in range(int(seconds / 0.1)):
+        await pilot.pause(0.1)
+        try:
+            if condition():
+                return
+        except Exception:  # a widget not mounted yet
+            pass
+
+
+def first_frame(app: Any) -> bool:
+    """Every core heat strip of the screen has been drawn once (a run or a comparison)."""
+    from devicewatch.tui.charts import HeatStrip
+
+    strips = list(app.screen.query(HeatStrip))
+    return bool(strips) and all(strip.rebuilds >= 1 for strip in strips)

@@ -19,6 +19,7 @@ from devicewatch.tui.app import DashboardApp, DashboardSettings  # noqa: E402
 from devicewatch.tui.home_screen import HomeScreen, OptionError, arguments_from  # noqa: E402
 from devicewatch.tui.run_screen import RunScreen  # noqa: E402
 from devicewatch.live.source import LiveSource, open_replay, run_file_name  # noqa: E402
+from tests.conftest import first_frame, until  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -86,7 +87,7 @@ async def test_replay_of_a_recorded_cpu_run_shows_every_panel():
     run = runfile.load(CPU_RUN)
     app = replay_app(CPU_RUN)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.3)
+        await until(pilot, lambda: first_frame(app))
         screen = app.screen
         assert isinstance(screen, RunScreen)
         assert "FINISHED" in plain(app, "status")
@@ -113,7 +114,7 @@ async def test_replay_of_a_recorded_cpu_run_shows_every_panel():
 async def test_gpu_replay_shows_util_chart_and_the_validation_dip():
     app = replay_app(GPU_RUN)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.3)
+        await until(pilot, lambda: first_frame(app) and app.screen.gpu_charts)
         screen = app.screen
         assert len(screen.gpu_charts) == 1
         assert "Synthetic GPU" in screen.gpu_charts[0].border_title

@@ -15,6 +15,7 @@ pytest.importorskip("pytest_textual_snapshot")
 
 from devicewatch import runfile  # noqa: E402
 from devicewatch.tui.app import DashboardApp, DashboardSettings  # noqa: E402
+from tests.conftest import first_frame, until  # noqa: E402
 
 FIXTURES = Path("tests") / "fixtures"  # relative: the file names shown are fixed
 
@@ -25,6 +26,7 @@ def at_repository_root(monkeypatch):
 
 
 async def settle(pilot) -> None:
+    await until(pilot, lambda: first_frame(pilot.app))
     await pilot.pause(0.3)
 
 

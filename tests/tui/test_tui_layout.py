@@ -18,7 +18,7 @@ from devicewatch.tui.compare import CompareScreen  # noqa: E402
 from devicewatch.tui.home_screen import HomeScreen, example_recordings  # noqa: E402
 from devicewatch.tui.panels import hosts_text, ordered_lanes  # noqa: E402
 from devicewatch.tui.run_screen import RunScreen  # noqa: E402
-from tests.conftest import write_run  # noqa: E402
+from tests.conftest import until, write_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -28,16 +28,6 @@ SIZE = (200, 50)
 def lines_of(widget) -> list[str]:
     return ["".join(s.text for s in widget.render_line(y)._segments) for y in range(widget.size.height)]
 
-
-async def until(pilot, condition, seconds: float = 10.0) -> None:
-    """Pause until ``condition()`` holds (the first frames come later on a loaded machine)."""
-    for _ in range(int(seconds / 0.1)):
-        await pilot.pause(0.1)
-        try:
-            if condition():
-                return
-        except Exception:  # a widget not mounted yet
-            pass
 
 
 def cores_run(path: Path, cores: int, seconds: float = 3.0) -> Path:
