@@ -133,7 +133,7 @@ async def test_gpu_replay_shows_util_chart_and_the_validation_dip():
 async def test_keys_zoom_pause_yscale_presenter_help_and_marker():
     app = replay_app(CPU_RUN)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.2)
+        await until(pilot, lambda: first_frame(app))
         screen = app.screen
         assert screen.window is None  # a replay opens on the whole run
         await pilot.press("plus")

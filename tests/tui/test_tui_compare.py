@@ -21,6 +21,7 @@ from devicewatch.tui.compare import CompareScreen  # noqa: E402
 from devicewatch.tui.home_screen import HomeScreen  # noqa: E402
 from devicewatch.tui.run_screen import RunScreen  # noqa: E402
 from devicewatch.live.source import open_replay  # noqa: E402
+from tests.conftest import first_frame, until  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -89,7 +90,7 @@ def text_of(screen, selector: str) -> str:
 async def test_fixtures_open_with_both_titles_headline_notes_and_epoch_deltas():
     app = compare_app(CPU_RUN, GPU_RUN)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.3)
+        await until(pilot, lambda: first_frame(app))
         screen = app.screen
         assert isinstance(screen, CompareScreen)
         a, b = screen.query_one("#cmp-a"), screen.query_one("#cmp-b")
@@ -112,7 +113,7 @@ async def test_fixtures_open_with_both_titles_headline_notes_and_epoch_deltas():
 async def test_small_runs_show_the_epoch_deltas_and_speedup(small_pair):
     app = compare_app(*small_pair)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.3)
+        await until(pilot, lambda: first_frame(app))
         screen = app.screen
         # Each epoch: A 3.0 s, B 2.0 s; delta -1.00 s, -33 %; over both epochs 6 s against 4 s.
         headline = text_of(screen, "#cmp-headline")
@@ -129,7 +130,7 @@ async def test_small_runs_show_the_epoch_deltas_and_speedup(small_pair):
 async def test_the_alignment_key_moves_epoch_k_to_the_same_column(small_pair):
     app = compare_app(*small_pair)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.3)
+        await until(pilot, lambda: first_frame(app))
         screen = app.screen
         width = screen.query_one(".cmp-util").size.width - 7
 
@@ -158,7 +159,7 @@ async def test_the_alignment_key_moves_epoch_k_to_the_same_column(small_pair):
 async def test_presenter_hides_the_detail_tables(small_pair):
     app = compare_app(*small_pair, presenter=True)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.3)
+        await until(pilot, lambda: first_frame(app))
         details = list(app.screen.query(".cmp-detail"))
         assert details and not any(d.display for d in details)
         await pilot.press("p")
@@ -217,7 +218,7 @@ async def test_compare_with_previous_from_a_finished_run(tmp_path):
     app = DashboardApp(DashboardSettings(runs_dir=str(tmp_path)),
                        open_replay(str(current)))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.3)
+        await until(pilot, lambda: first_frame(app))
         assert isinstance(app.screen, RunScreen)
         await pilot.press("c")
         await pilot.pause(0.3)

@@ -18,7 +18,7 @@ from devicewatch.tui.compare import CompareScreen  # noqa: E402
 from devicewatch.tui.home_screen import HomeScreen, example_recordings  # noqa: E402
 from devicewatch.tui.panels import hosts_text, ordered_lanes  # noqa: E402
 from devicewatch.tui.run_screen import RunScreen  # noqa: E402
-from tests.conftest import until, write_run  # noqa: E402
+from tests.conftest import first_frame, until, write_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -72,7 +72,7 @@ async def test_128_cores_are_a_dense_strip_of_core_ranges(tmp_path):
 async def test_a_replay_does_not_offer_stop_run():
     app = DashboardApp(DashboardSettings(), open_replay(str(FIXTURES / "demo-cpu.jsonl")))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.3)
+        await until(pilot, lambda: first_frame(app))
         assert "s" not in app.screen.active_bindings
         assert "0" in app.screen.active_bindings
 
