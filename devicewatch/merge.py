@@ -345,19 +345,3 @@ def write(merged: Merged, path: str) -> None:
             writer.write(record)
     finally:
         writer.close()
-
-
-# -- reading a merged run -------------------------------------------------------------------
-
-def host_labels(run: Run) -> list[str]:
-    """The hosts of a merged run, in node order; empty for a single node's run."""
-    return run.host_labels
-
-
-def host_run(run: Run, label: str) -> Run:
-    """One host of a merged run as a run of its own (``Run.of_host``); a usage error if the
-    run has no such host."""
-    try:
-        return run.of_host(label)
-    except RunFileError as exc:
-        raise UsageError(str(exc)) from None

@@ -187,18 +187,20 @@ class Run:
         workload = self.header.get("workload", {})
         return workload.get("name") or " ".join(workload.get("command", [])) or Path(self.path).name
 
+    def _hosts(self) -> list[dict[str, Any]]:
+        hosts = self.header.get("hosts")
+        return [h for h in hosts if isinstance(h, dict)] if isinstance(hosts, list) else []
+
     @property
     def host_labels(self) -> list[str]:
         """A merged run's nodes (``node 0``, ``node 1``…), in node order; empty for one node's run."""
-        hosts = self.header.get("hosts")
-        return [str(h.get("label")) for h in hosts if isinstance(h, dict)] if isinstance(hosts, list) else []
+        return [str(h.get("label")) for h in self._hosts()]
 
     def of_host(self, label: str) -> "Run":
         """One node of a merged run as a run of its own (its samples, its ranks' events and
         lines, its host object), so every single-host figure (utilization, dips, verdict)
         applies to it unchanged. RunFileError if the run has no such node."""
-        hosts = self.header.get("hosts") if isinstance(self.header.get("hosts"), list) else []
-        entry = next((h for h in hosts if isinstance(h, dict) and h.get("label") == label), None)
+        entry = next((h for h in self._hosts() if h.get("label") == label), None)
         if entry is None:
             raise RunFileError(f"{os.path.basename(self.path)} has no host {label!r}")
         host = entry.get("host") if isinstance(entry.get("host"), dict) else {}

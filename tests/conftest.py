@@ -104,3 +104,9 @@ def first_frame(app: Any) -> bool:
 
     strips = list(app.screen.query(HeatStrip))
     return bool(strips) and all(strip.rebuilds >= 1 for strip in strips)
+
+
+async def settle(pilot: Any) -> None:
+    """Before a snapshot: the first frame drawn, then a moment for the rest of the screen."""
+    await until(pilot, lambda: first_frame(pilot.app))
+    await pilot.pause(0.3)

@@ -282,10 +282,9 @@ class RunModel:
             return False
         self._verdict_at, self._verdict_version = now, self.version
         self.refresh_phases()
-        if self.machine is self.run:
-            self.verdict = analysis.verdict(self.run, self.series(), all_phases=self.phases)
-        else:  # one node's samples against its own ranks' phases
-            self.verdict = analysis.verdict(self.machine, self.series())
+        # A merged run's node is judged against its own ranks' phases, which ``machine`` holds.
+        self.verdict = analysis.verdict(self.machine, self.series(),
+                                        all_phases=self.phases if self.machine is self.run else None)
         return True
 
     @property

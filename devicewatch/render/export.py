@@ -17,7 +17,7 @@ import math
 from typing import Any, Iterable
 from xml.sax.saxutils import escape
 
-from .. import analysis, downsample, events, merge
+from .. import analysis, downsample, events
 from ..runfile import Run
 from ..safe_text import csv_cell
 from .palette import PRINT
@@ -71,10 +71,10 @@ def perfetto(run: Run) -> dict[str, Any]:
     track; markers and epoch metrics as instants ("i"). Timestamps are microseconds since the
     run started.
     """
-    hosts = merge.host_labels(run)
+    hosts = run.host_labels
     if hosts:
         trace = [event for pid, label in enumerate(hosts, start=1)
-                 for event in _process(merge.host_run(run, label), pid, f"{label}: {run.title}")]
+                 for event in _process(run.of_host(label), pid, f"{label}: {run.title}")]
     else:
         trace = _process(run, PID, f"devicewatch: {run.title}")
     return {"traceEvents": trace, "displayTimeUnit": "ms",

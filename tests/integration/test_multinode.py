@@ -88,7 +88,7 @@ def check_merged(tmp_path: Path, files: list[str]) -> runfile.Run:
     merge.write(merged, str(out))
     print(f"\nclock alignment between the two local nodes: {merged.alignment['text']}")
     run = runfile.load(out)
-    assert merge.host_labels(run) == ["node 0", "node 1"]
+    assert run.host_labels == ["node 0", "node 1"]
     assert {s["host"] for s in run.samples} == {"node 0", "node 1"}
     all_phases = analysis.phases(run)
     assert {(p.lane, p.name, p.epoch) for p in all_phases} == {

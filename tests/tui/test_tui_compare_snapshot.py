@@ -15,7 +15,7 @@ pytest.importorskip("pytest_textual_snapshot")
 
 from devicewatch import runfile  # noqa: E402
 from devicewatch.tui.app import DashboardApp, DashboardSettings  # noqa: E402
-from tests.conftest import first_frame, until  # noqa: E402
+from tests.conftest import settle  # noqa: E402
 
 FIXTURES = Path("tests") / "fixtures"  # relative: the file names shown are fixed
 
@@ -23,11 +23,6 @@ FIXTURES = Path("tests") / "fixtures"  # relative: the file names shown are fixe
 @pytest.fixture(autouse=True)
 def at_repository_root(monkeypatch):
     monkeypatch.chdir(Path(__file__).resolve().parents[2])
-
-
-async def settle(pilot) -> None:
-    await until(pilot, lambda: first_frame(pilot.app))
-    await pilot.pause(0.3)
 
 
 def test_compare_cpu_with_gpu_fixture(snap_compare):

@@ -14,7 +14,7 @@ pytest.importorskip("pytest_textual_snapshot")
 
 from devicewatch.tui.app import DashboardApp, DashboardSettings  # noqa: E402
 from devicewatch.live.source import open_replay  # noqa: E402
-from tests.conftest import first_frame, until  # noqa: E402
+from tests.conftest import settle  # noqa: E402
 
 FIXTURES = Path("tests") / "fixtures"  # relative: the path shown in the status line is fixed
 
@@ -27,11 +27,6 @@ def replay(name: str, presenter: bool = False) -> DashboardApp:
 @pytest.fixture(autouse=True)
 def at_repository_root(monkeypatch):
     monkeypatch.chdir(Path(__file__).resolve().parents[2])
-
-
-async def settle(pilot) -> None:
-    await until(pilot, lambda: first_frame(pilot.app))
-    await pilot.pause(0.3)
 
 
 def test_cpu_replay(snap_compare):

@@ -57,14 +57,14 @@ def test_merge_puts_each_rank_in_its_lane_and_each_host_apart(tmp_path):
     assert [(s["host"], s["t"]) for s in run.samples] == [("node 0", 0.5), ("node 1", 2.5005)]
     assert {(log["host"], log["rank"], log["line"]) for log in run.logs} == {
         ("node 0", 0, "rank 0 done"), ("node 1", 1, "rank 1 done")}
-    assert merge.host_labels(run) == ["node 0", "node 1"]
+    assert run.host_labels == ["node 0", "node 1"]
     assert run.duration == pytest.approx(6.0005)
     assert run.end["status"] == "ok"
     assert [lane for lane in analysis.lanes(analysis.phases(run))] == ["rank 0", "rank 1"]
     # one host (same name, same boot): the pairs disagree by 0.5 ms, the error it states
     assert run.header["alignment"]["hosts"] == 1
     assert run.header["alignment"]["same_host_error_s"] == pytest.approx(0.0005)
-    node1 = merge.host_run(run, "node 1")
+    node1 = run.of_host("node 1")
     assert [s["t"] for s in node1.samples] == [2.5005] and node1.header["host"]["hostname"] == "box"
 
 
