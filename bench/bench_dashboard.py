@@ -70,21 +70,24 @@ import multiprocessing as mp, os, time
 BURN_LINE = re.compile(r"burn seconds ([0-9.]+)")
 
 
-def env() -> dict[str, str]:
+def env(**extra: str) -> dict[str, str]:
     out = dict(os.environ, PYTHONPATH=str(ROOT), TERM="xterm-256color", COLUMNS=str(COLUMNS), LINES=str(ROWS),
-               **BURN_SETTINGS)
+               **BURN_SETTINGS, **extra)
     out.pop("DEVICEWATCH_EVENTS", None)
     return out
 
 
 class PtyDashboard:
-    """``python -m devicewatch ARGS`` in a 200×50 pseudo-terminal whose output is drained."""
+    """``python -m devicewatch ARGS`` (or ``launcher`` ARGS) in a 200×50 pseudo-terminal whose
+    output is drained, as a terminal would read it."""
 
-    def __init__(self, args: list[str], cwd: str, launcher: list[str] | None = None):
+    def __init__(self, args: list[str], cwd: str, launcher: list[str] | None = None,
+                 extra_env: dict[str, str] | None = None):
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
         self.master = master
-        self.process = subprocess.Popen([*(launcher or [sys.executable, "-m", "devicewatch"]), *args], cwd=cwd, env=env(),
+        self.process = subprocess.Popen([*(launcher or [sys.executable, "-m", "devicewatch"]), *args], cwd=cwd,
+                                        env=env(**(extra_env or {})),
                                         stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
         os.close(slave)
         self.received = 0
