@@ -1,20 +1,25 @@
 """Text panels of the run screen: status line, epoch progress and verdict, epoch bars, watching cost.
 
-Each is a pure function from the model to a ``rich.text.Text``; the screen compares the
-result with what is shown and touches the widget only when it changed.
+Each is a pure function from the model (or part of it) to a ``rich.text.Text``; the screen
+compares the result with what is shown and touches the widget only when it changed. The epoch
+bars fit their panel's size, so their widget (``EpochBars``) owns its rows and draws them again
+when it is resized.
 """
 
 from __future__ import annotations
 
 import math
-import re
+from dataclasses import dataclass, field
+from typing import Hashable
 
 import numpy as np
 from rich.text import Text
+from textual.reactive import reactive
+from textual.widgets import Static
 
-from .charts import format_seconds
+from .drawing import format_seconds
 from .. import analysis
-from ..live.model import RunModel
+from ..live.model import RunModel, data_wait_share
 from ..safe_text import inert
 
 BAR_FULL = "█"
@@ -33,18 +38,6 @@ def _recent_mean(values: np.ndarray, count: int = 20) -> float:
     return float(part.mean()) if part.size else math.nan
 
 
-def ordered_lanes(lanes: list[str]) -> list[str]:
-    """Lanes as drawn: a merged run's ``rank N …`` lanes in rank order (``analysis.lanes`` gives
-    first appearance, which is whichever rank began first), every other lane where it was."""
-    def key(item: tuple[int, str]) -> tuple[int, int, int]:
-        index, lane = item
-        match = re.match(r"rank (\d+)(?:\s|$)", lane)
-        return (1, int(match.group(1)), index) if match else (0, 0, index)
-
-    ranked = sorted(enumerate(lanes), key=key)
-    return [lane for _, lane in ranked]
-
-
 TITLE_MAX = 60  # characters of the run's title in the status line
 
 
@@ -59,7 +52,7 @@ def hosts_text(model: RunModel) -> str:
         if isinstance(entry, dict):
             host = entry.get("host") if isinstance(entry.get("host"), dict) else {}
             names[str(entry.get("label", "?"))] = f"{entry.get('label', '?')}={host.get('hostname', '?')}"
-    shown = getattr(model, "host", None)
+    shown = model.host
     charts = f"charts {inert(names[shown])} (h: next) · " if shown in names else ""
     return charts + "hosts " + ", ".join(inert(n) for n in names.values())
 
@@ -86,7 +79,7 @@ def progress_text(model: RunModel, width: int = 30) -> Text:
 
 
 def verdict_text(model: RunModel) -> Text:
-    host = getattr(model, "host", None)
+    host = model.host
     text = Text(f"verdict {inert(host)}: " if host else "verdict: ", style="bold")
     if model.verdict is None:
         text.append("waiting for samples…", style="grey50")
@@ -108,7 +101,7 @@ def status_text(model: RunModel, source_label: str, state: str, state_style: str
     if hosts:  # before the title: which machine the charts show must not be cut off
         text.append(f" {hosts} ·", style="bold")
     text.append(f" {title} ", style="bold")
-    text.append(f"· {format_seconds(model.latest)} · {len(model.run.samples)} samples · {source_label}")
+    text.append(f"· {format_seconds(model.latest)} · {model.run.samples.total} samples · {source_label}")
     text.append(f" · window {window} · y {yscale}", style="grey70")
     if paused:
         text.append("  PAUSED ", style="bold black on yellow")
@@ -119,22 +112,26 @@ PHASE_BAR = {"train": "green", "validate": "yellow", "data": "dodger_blue1", "co
 NO_PHASE = "grey37"
 
 
-def epoch_bars(model: RunModel, width: int, max_rows: int = 40) -> Text:
+def epoch_bars(rows: list[analysis.EpochRow], width: int, max_rows: int = 40) -> Text:
     """One bar per epoch with a segment per named phase (data, train, copy, validate, …, lanes
-    merged) and the time in no phase, scaled to the longest; the newest ``max_rows`` epochs."""
-    rows = model.epoch_rows
+    merged) and the time in no phase, scaled to the longest; the newest ``max_rows`` epochs.
+    Where the run says how long its loop waited on data (``data_wait_s``, or ``data`` phases),
+    each epoch also gets that share of its time (``wait 23%``)."""
     text = Text()
     if not rows:
         text.append("no epochs yet", style="grey50")
         return text
     names = analysis.phase_names(rows)
+    shares = [data_wait_share(r) for r in rows]
+    waits = any(share is not None for share in shares)
     for i, name in enumerate(names):
         text.append(("  " if i else "") + "█ " + inert(name), style=PHASE_BAR.get(name, "cyan"))
     text.append("  █ no phase", style=NO_PHASE)
-    text.append("   (seconds)\n", style="grey50")
+    text.append("   (seconds" + ("; wait: share of the epoch waiting on data)\n" if waits else ")\n"), style="grey50")
     longest = max(max(r.total, sum(r.phases.values())) for r in rows) or 1.0
     numbers = [" = " + " + ".join(f"{r.phases.get(n, 0.0):.1f}" for n in names) + f" + {r.untracked:.1f}"
-               for r in rows]
+               + ((f"  wait {share:4.0%}" if share is not None else "  wait    -") if waits else "")
+               for r, share in zip(rows, shares)]
     bar_w = max(8, width - 12 - max(len(n) for n in numbers))
     for row, figures in list(zip(rows, numbers))[-max(1, max_rows):]:
         scale = bar_w / longest
@@ -167,3 +164,33 @@ def cost_text(model: RunModel) -> Text:
     text.append(" · dashboard " + ("-" if math.isnan(watch) else f"{watch:.1f}%"))
     text.append(" of one core (last 20 samples)", style="grey50")
     return text
+
+
+@dataclass(frozen=True, eq=False)
+class EpochRows:
+    """The epochs a panel shows; equal when their ``version`` is (the rows are not compared)."""
+
+    rows: list[analysis.EpochRow] = field(default_factory=list)
+    version: Hashable = None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, EpochRows) and self.version == other.version
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class EpochBars(Static):
+    """The epochs panel: ``epoch_bars`` of its rows at its own size."""
+
+    epochs: reactive[EpochRows] = reactive(EpochRows, repaint=False, init=False)
+
+    def watch_epochs(self) -> None:
+        self._fit()
+
+    def on_resize(self) -> None:
+        self._fit()
+
+    def _fit(self) -> None:
+        if self.size.height > 0:
+            self.update(epoch_bars(self.epochs.rows, max(30, self.size.width), max(1, self.size.height - 1)),
+                        layout=False)

@@ -271,35 +271,3 @@ def test_control_lines_become_marker_events():
     assert control.parse_command(b'{"kind": "shutdown"}', 0.0) is None
     assert control.parse_command(b"not json", 0.0) is None
     assert control.parse_command(json.dumps({"kind": "marker", "label": 3}).encode(), 0.0) is None
-
-
-def test_grid_segments_merge_like_cell_by_cell_runs():
-    """The NumPy grid path must give the very segments the cell-by-cell merge gives."""
-    import numpy as np
-    from rich.style import Style
-
-    from devicewatch.tui.charts import _grid_segments, _runs
-
-    styles = [Style(color="red"), Style(color="blue"), Style(color="red")]  # 0 and 2 are equal
-    chars = np.array([list("ab cd▼"), list("┊┊ x  ")], dtype="<U1")
-    ids = np.array([[0, 2, 2, 1, 1, 0], [1, 1, 0, 0, 2, 1]])
-    got = _grid_segments(chars, ids, styles)
-    for y in range(2):
-        expected = _runs([(str(chars[y, x]), styles[ids[y, x]]) for x in range(6)])
-        assert got[y] == expected
-    assert [s.text for s in got[0]] == ["ab ", "cd", "▼"]
-
-
-def test_changed_span_is_the_cells_between_the_first_and_last_difference():
-    from rich.segment import Segment
-    from rich.style import Style
-
-    from devicewatch.tui.charts import _changed_span
-
-    bold = Style(bold=True)
-    line = [Segment("label  "), Segment("▁▂▃", bold), Segment("    ")]
-    assert _changed_span(line, list(line)) is None
-    grown = [Segment("label  "), Segment("▁▂▃▄", bold), Segment("   ")]
-    assert _changed_span(line, grown) == (7, 14)  # the area run and the blank after it
-    restyled = [Segment("label  "), Segment("▁▂▃"), Segment("    ")]
-    assert _changed_span(line, restyled) == (7, 10)
