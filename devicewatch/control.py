@@ -16,6 +16,7 @@ import os
 import threading
 from typing import Any, Callable
 
+from . import records
 from .events import MARKER
 
 MAX_LABEL = 200
@@ -40,7 +41,7 @@ def parse_command(line: bytes, t: float) -> dict[str, Any] | None:
     label = command.get("label")
     if not isinstance(label, str):
         return None
-    return {"type": "event", "t": t, "kind": MARKER, "label": label[:MAX_LABEL], "source": "dashboard"}
+    return records.event(t, MARKER, label=label[:MAX_LABEL], source="dashboard")
 
 
 def follow(fd: int, write: Callable[[dict[str, Any]], None],
