@@ -32,7 +32,8 @@ from typing import Any, Callable, TextIO
 import psutil
 
 from .. import __version__, events, records
-from ..errors import RecorderError
+from ..active_runs import announce
+from ..errors import RecorderError, UsageError
 from ..lifeline import Watchdog, become_subreaper
 from ..probes.cpu import CpuProbe, cpu_model
 from ..probes.gpu import GpuProbe
@@ -47,6 +48,10 @@ from .terminal import Terminal, status_text
 from .workload import Workload
 
 STATUS_EVERY = 0.5               # seconds between updates of the terminal status line
+CANCELLED = "cancelled by the user"
+TERMINAL_CLOSED = "terminal closed"
+# Signals that cancel a recording, and why the end record says it ended.
+CANCEL_SIGNALS = {signal.SIGINT: CANCELLED, signal.SIGTERM: "terminated (SIGTERM)", signal.SIGHUP: TERMINAL_CLOSED}
 
 
 def host_info(gpu: GpuProbe) -> dict[str, Any]:
@@ -75,6 +80,7 @@ class Recorder:
         self.start_mono = 0.0
         self.start_unix = 0.0
         self._cancel_requested = threading.Event()
+        self._cancel_reason = CANCELLED
         self._write_failed: OSError | None = None
         self._phases = events.PhaseTracker()
         self._phases_reported = False      # the workload sent a phase of its own
@@ -95,8 +101,11 @@ class Recorder:
         """The workload's Popen, once started."""
         return self.workload.process if self.workload else None
 
-    def cancel(self) -> None:
-        """Ask for the workload to be stopped (safe from a signal handler)."""
+    def cancel(self, reason: str = CANCELLED) -> None:
+        """Ask for the workload to be stopped, saying why in the end record (the first reason
+        given stands). Safe from a signal handler."""
+        if not self._cancel_requested.is_set():
+            self._cancel_reason = reason
         self._cancel_requested.set()
 
     def run(self) -> int:
@@ -104,7 +113,7 @@ class Recorder:
         self.gpu.start()
         header = self._header()
         try:
-            self._claim = claim(self.options.output)
+            self._claim = claim(self.options.output, self.options.overwrite)
             self.writer = RunWriter(self.options.output, header)
         except RecorderError:
             self.gpu.stop()
@@ -113,6 +122,8 @@ class Recorder:
             self.gpu.stop()
             raise RecorderError(f"cannot write {self.options.output}: {exc.strerror}") from None
         channel = EventChannel(self._write, self._t, self.start_mono, self._on_event)
+        withdraw = announce(self.options.output, self.options.workload or " ".join(self.options.command),
+                            self.options.watcher_pid, self.start_unix)
         try:
             fifo = channel.open()
             become_subreaper()
@@ -125,6 +136,7 @@ class Recorder:
             channel.close()
             self.gpu.stop()
             self.writer.close()
+            withdraw()
             os.close(self._claim)
 
     # -- the run --------------------------------------------------------------------------
@@ -211,7 +223,7 @@ class Recorder:
         if options.control:
             from .. import control
 
-            control.follow(sys.stdin.fileno(), self._write, self._t)
+            control.follow(sys.stdin.fileno(), self._write, self._t, self.cancel)
 
         if self.gpu.available:
             self._gpu_every = gpu_poll_period(len(self.gpu.devices))
@@ -314,7 +326,7 @@ class Recorder:
         if self._write_failed is not None:
             status, reason = "error", f"writing the run file failed: {self._write_failed.strerror}"
         elif cancelled:
-            status, reason = "cancelled", "cancelled by the user"
+            status, reason = "cancelled", self._cancel_reason
         elif exit_code == 0:
             status, reason = "ok", "the workload finished"
         else:
@@ -330,12 +342,14 @@ class Recorder:
                                 "the workload was stopped and the file holds everything up to then")
 
 
-def claim(path: str) -> int:
+def claim(path: str, overwrite: bool = False) -> int:
     """Lock PATH for this recorder before anything truncates it: a second recorder asked for
-    the same file refuses with one line, and the first one's records stay as they are.
+    the same file refuses with one line, and the first one's records stay as they are; a file
+    that already holds something is replaced only when the user said so (``--overwrite``).
 
     An advisory ``flock`` on the file itself, held until the recorder's process ends (a killed
-    recorder releases it with its descriptors), so a finished file can still be re-recorded.
+    recorder releases it with its descriptors). An empty file is taken as it is: the dashboard
+    reserves its run names that way, and there is nothing in it to lose.
     """
     import fcntl
 
@@ -347,17 +361,24 @@ def claim(path: str) -> int:
         raise RecorderError(f"{path} is being written by another recorder; nothing was changed") from None
     except OSError:  # a filesystem without locks: record anyway, as before
         pass
+    if not overwrite and os.fstat(fd).st_size > 0:
+        os.close(fd)
+        raise UsageError(f"{path} already exists and holds a recording; nothing was changed "
+                         "(choose another file, or pass --overwrite to replace it)")
     return fd
 
 
 def record(options: RecordOptions, on_start: Callable[[Recorder], None] | None = None) -> int:
-    """Run a recorder with Ctrl-C and SIGTERM turned into a clean cancel of the workload."""
+    """Run a recorder with Ctrl-C, SIGTERM and a hang-up (its terminal closed) turned into a
+    clean cancel of the workload, as any program started from a shell ends with its terminal.
+    A hang-up ignored when the recorder starts (``nohup``) stays ignored: the user chose so."""
     recorder = Recorder(options)
 
     def handle(signum: int, _frame: Any) -> None:
-        recorder.cancel()
+        recorder.cancel(CANCEL_SIGNALS[signal.Signals(signum)])
 
-    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, handle) for sig in CANCEL_SIGNALS
+                if signal.getsignal(sig) is not signal.SIG_IGN or sig != signal.SIGHUP}
     try:
         if on_start:
             on_start(recorder)

@@ -264,15 +264,6 @@ def test_run_file_names_are_timestamped_and_never_overwrite(tmp_path):
     assert run_file_name(str(tmp_path), "python -c", now=0.0).name.endswith("-python-c-2.jsonl")
 
 
-def test_control_lines_become_marker_events():
-    line = control.marker_line("warm-up done")
-    assert control.parse_command(line.strip(), 1.5) == {
-        "type": "event", "t": 1.5, "kind": "marker", "label": "warm-up done", "source": "dashboard"}
-    assert control.parse_command(b'{"kind": "shutdown"}', 0.0) is None
-    assert control.parse_command(b"not json", 0.0) is None
-    assert control.parse_command(json.dumps({"kind": "marker", "label": 3}).encode(), 0.0) is None
-
-
 def test_grid_segments_merge_like_cell_by_cell_runs():
     """The NumPy grid path must give the very segments the cell-by-cell merge gives."""
     import numpy as np
