@@ -83,7 +83,7 @@ class Recorder:
         self._cancel_reason = CANCELLED
         self._write_failed: OSError | None = None
         self._phases = events.PhaseTracker()
-        self._phases_reported = False      # the workload sent a phase of its own
+        self._speaks = False               # the workload reports through events (not only instrumentation news)
         self._epoch: int | None = None     # for the status line: from events, else from output
         self._epochs: int | None = None
         self._last_sample: dict[str, Any] = {}
@@ -92,7 +92,7 @@ class Recorder:
         self._gpu_due = 0.0                # run time of the next GPU poll
         self._gpu_every = GPU_POLL_RANGE[0]
         self.terminal = Terminal(self.out, self.err, options.echo, options.status_line, self._write, self._t)
-        self.stdout_epochs = StdoutEpochs(self._write, self._t, lambda: self._phases_reported, self._printed_epoch)
+        self.stdout_epochs = StdoutEpochs(self._write, self._t, lambda: self._speaks, self._printed_epoch)
 
     # -- public ---------------------------------------------------------------------------
 
@@ -172,18 +172,24 @@ class Recorder:
             self._cancel_requested.set()
 
     def _on_event(self, record: dict[str, Any]) -> None:
-        """What the coordinator follows of the workload's events: its phases and its epoch."""
+        """What the coordinator follows of the workload's events: its phases and its epoch.
+
+        A workload that sends events (run info comes first, from a callback or the zero-code
+        instrumentation once it sees training) will say its phases better than its output can:
+        printed epochs are then left alone. The instrumentation's news that it is loaded does
+        not count: it comes from any Python process, training or not."""
         self._phases.take(record)
         kind = record["kind"]
+        if kind != events.INSTRUMENT:
+            self._speaks = True
         if kind == events.PHASE_BEGIN:
-            self._phases_reported = True
             if isinstance(record.get("epoch"), int):
                 self._epoch = record["epoch"]
         elif kind == events.RUN_INFO and isinstance(record.get("info"), dict) and "epochs" in record["info"]:
             self._epochs = record["info"]["epochs"]
 
     def _printed_epoch(self, epoch: int, epochs: int | None) -> None:
-        if not self._phases_reported:
+        if not self._speaks:
             self._epoch = epoch
         if epochs and self._epochs is None:
             self._epochs = epochs

@@ -14,8 +14,8 @@ in. Recognised, on a line or on a progress bar's carriage-return update:
   is in the second epoch, 1.0 ends the first).
 
 Each new epoch number closes the previous epoch's phase (name ``epoch``, ``source: "stdout"``)
-and opens the next; the run's end closes the last. Once the workload reports a phase of its
-own, nothing more is written here: its phases are better than these.
+and opens the next; the run's end closes the last. Once the workload reports through events
+of its own, nothing more is written here: its phases are better than these.
 """
 
 from __future__ import annotations
@@ -59,14 +59,14 @@ def parse(text: str) -> tuple[int, int | None, bool] | None:
 class StdoutEpochs:
     """Follows the printed epoch and writes its phases while the workload reports none.
 
-    ``phases_reported()`` says whether the workload has sent a phase of its own; ``on_epoch``
+    ``reported()`` says whether the workload reports through events of its own; ``on_epoch``
     learns every epoch printed (the status line shows it either way).
     """
 
     def __init__(self, write: Callable[[dict[str, Any]], None], t: Callable[[], float],
-                 phases_reported: Callable[[], bool],
+                 reported: Callable[[], bool],
                  on_epoch: Callable[[int, int | None], None] = lambda epoch, epochs: None):
-        self._write, self._t, self._phases_reported, self._on_epoch = write, t, phases_reported, on_epoch
+        self._write, self._t, self._reported, self._on_epoch = write, t, reported, on_epoch
         self._offset: int | None = None   # added to a printed number: 1 when the script counts from 0
         self.epoch: int | None = None     # the epoch printed last (counted from 1)
         self._open: int | None = None     # the epoch whose phase is open
@@ -91,7 +91,7 @@ class StdoutEpochs:
         if epoch != self.epoch:
             self.epoch = epoch
             self._on_epoch(epoch, total)
-            if not self._phases_reported():
+            if not self._reported():
                 self.close()
                 self._open = epoch
                 self._write_phase(events.PHASE_BEGIN, epoch, **({"epochs": total} if total else {}))
