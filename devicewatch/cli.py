@@ -42,6 +42,8 @@ def top_parser() -> CommandParser:
     add_sampling_options(options)
     add_dashboard_options(options)
     options.add_argument("--quiet", action="store_true", help="headless: do not echo the workload's output")
+    options.add_argument("--overwrite", action="store_true",
+                         help="headless: replace FILE if it already holds a recording (refused otherwise)")
     options.add_argument("--control", action="store_true",
                          help="headless: read marker commands, one JSON line each, on stdin (the "
                               'dashboard\'s channel: {"kind": "marker", "label": "..."})')

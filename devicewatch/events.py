@@ -45,7 +45,8 @@ EPOCH = "epoch"              # epoch, metrics
 MARKER = "marker"            # label
 RESULT = "result"            # name, values
 OVERSIZE = "oversize"        # an event over MAX_LINE_BYTES, replaced: of, bytes
-KINDS = (RUN_INFO, PHASE_BEGIN, PHASE_END, EPOCH, MARKER, RESULT, OVERSIZE)
+INSTRUMENT = "instrument"    # the zero-code instrumentation in one process: state, framework, detail
+KINDS = (RUN_INFO, PHASE_BEGIN, PHASE_END, EPOCH, MARKER, RESULT, OVERSIZE, INSTRUMENT)
 
 # torchrun's environment variables and the event fields they become.
 RANK_VARS = (("RANK", "rank"), ("LOCAL_RANK", "local_rank"), ("WORLD_SIZE", "world_size"),

@@ -18,7 +18,7 @@ from typing import NoReturn
 from ..errors import UsageError
 
 # In the order `devicewatch --help` lists them.
-SUBCOMMANDS = ("run", "demo", "replay", "compare", "report", "merge", "export", "workloads")
+SUBCOMMANDS = ("run", "demo", "replay", "runs", "compare", "report", "merge", "export", "workloads")
 
 
 class CommandParser(argparse.ArgumentParser):

@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--b", dest="options_b", metavar="OPTIONS", default=None,
                         help="workload options of run B")
     parser.add_argument("--out", metavar="DIR", help="where --pair writes a.jsonl and b.jsonl "
-                        "(default runs/pair-DATE-TIME; files there are replaced)")
+                        "(default runs/pair-DATE-TIME; a.jsonl and b.jsonl must not be there already)")
     parser.add_argument("--interval", dest="pair_interval", type=check_interval, metavar="SECONDS",
                         help="--pair: sampling period")
     parser.add_argument("--width", type=int, default=None, help="text width (default: the terminal's)")
@@ -96,16 +96,17 @@ def record_pair(workload: str, options_a: list[str], options_b: list[str], out_d
         os.makedirs(out_dir, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot create {out_dir}: {exc.strerror}") from None
-    paths = []
-    for label, target in zip("AB", targets):
-        path = os.path.join(out_dir, f"{label.lower()}.jsonl")
+    paths = [os.path.join(out_dir, f"{label}.jsonl") for label in "ab"]
+    taken = [p for p in paths if os.path.exists(p) and os.path.getsize(p) > 0]
+    if taken:  # an earlier pair's recordings are never replaced silently
+        raise UsageError(f"compare: {taken[0]} already holds a recording; choose another --out (nothing was recorded)")
+    for label, target, path in zip("AB", targets, paths):
         print(f"devicewatch: recording {label}: devicewatch --record {path} {workload} "
               f"{shlex.join(target.args)}".rstrip(), file=log, flush=True)
         code = subprocess.call(record_argv(path, target, interval), stdout=log, stderr=log)
         if code != 0:
             raise UsageError(f"recording {label} failed (exit code {code}){_last_error(path)}; "
                              "nothing compared")
-        paths.append(path)
     return paths[0], paths[1]
 
 

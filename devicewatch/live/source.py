@@ -14,27 +14,34 @@ import signal
 import subprocess
 import tempfile
 import time
+import weakref
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from .. import control
-from ..recorder import record_argv
+from ..recorder import TERMINAL_CLOSED, record_argv
 from ..registry import Target
 from ..runfile import Follower, Run, RunFileError, read_header
 
 
 def run_file_name(runs_dir: str, label: str, now: float | None = None) -> Path:
-    """``runs/2026-11-21T17-30-05-demo.jsonl``, with a counter if that second is taken."""
+    """``runs/2026-11-21T17-30-05-demo.jsonl``, with a counter if that second is taken.
+
+    The name is reserved by creating the file, empty, exclusively: two dashboards starting a
+    run in the same second never get the same name (the recorder takes an empty file as it is).
+    """
     stamp = datetime.fromtimestamp(time.time() if now is None else now).strftime("%Y-%m-%dT%H-%M-%S")
     safe = re.sub(r"[^A-Za-z0-9_.]+", "-", label).strip("-.") or "run"
     folder = Path(runs_dir)
-    path = folder / f"{stamp}-{safe}.jsonl"
-    n = 2
-    while path.exists():
-        path = folder / f"{stamp}-{safe}-{n}.jsonl"
-        n += 1
-    return path
+    n = 1
+    while True:
+        path = folder / (f"{stamp}-{safe}.jsonl" if n == 1 else f"{stamp}-{safe}-{n}.jsonl")
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o664))
+            return path
+        except FileExistsError:
+            n += 1
 
 
 def recent_runs(runs_dir: str, limit: int = 30) -> list[Path]:
@@ -133,8 +140,33 @@ def open_replay(path: str) -> ReplaySource:
     return ReplaySource(path)
 
 
+_live_sources: "weakref.WeakSet[LiveSource]" = weakref.WeakSet()
+
+
+def _hung_up(signum: int, _frame: Any) -> None:
+    """The dashboard's terminal closed: each of its runs ends, saying so, and so does the
+    dashboard, as any program does when its terminal goes."""
+    for source in list(_live_sources):
+        source.stop(reason=TERMINAL_CLOSED)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGHUP)
+
+
+def end_runs_on_hangup() -> None:
+    """Install the dashboard's hang-up handler (unless hang-ups are ignored: ``nohup``).
+    Without it the runs would still end (their recorders see the dashboard go), but the end
+    record could not say that the terminal closed."""
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, _hung_up)
+
+
 class LiveSource(Source):
-    """A recorder subprocess writing into the runs folder, followed as it writes."""
+    """A recorder subprocess writing into the runs folder, followed as it writes.
+
+    The recorder reads commands from the dashboard on its standard input; when the dashboard
+    goes without detaching (``detach``, the user's "Quit, keep recording"), the recorder ends
+    the run: nothing goes on recording where nobody can see or stop it.
+    """
 
     live = True
     START_TIMEOUT = 30.0  # seconds to wait for the recorder to create its file
@@ -148,6 +180,7 @@ class LiveSource(Source):
         self.stop_requested = False
         self._stderr = tempfile.TemporaryFile()
         self._started = 0.0
+        _live_sources.add(self)
 
     def recorder_argv(self, watcher_pid: int) -> list[str]:
         return record_argv(str(self.path), self.target, self.interval, self.gpu, quiet=True, control=True,
@@ -199,21 +232,32 @@ class LiveSource(Source):
             return ""
         return lines[-1] if lines else ""
 
-    def stop(self) -> None:
-        """Cancel the workload: the recorder signals its whole tree and finishes the file."""
+    def stop(self, reason: str | None = None) -> None:
+        """Cancel the workload: the recorder signals its whole tree and finishes the file.
+        Without a reason, as the user's own stop (SIGINT, "cancelled by the user")."""
         if self.running and self.process is not None:
             self.stop_requested = True
+            if reason is not None and self._command(control.stop_line(reason)):
+                return
             try:
                 self.process.send_signal(signal.SIGINT)
             except ProcessLookupError:
                 pass
 
+    def detach(self) -> None:
+        """Leave the run recording when the dashboard goes (the user chose so)."""
+        if self.running:
+            self._command(control.detach_line())
+
     def send_marker(self, label: str) -> bool:
         """Ask the recorder to write a marker; False if it cannot take one."""
-        if not (self.running and self.process and self.process.stdin):
+        return self.running and self._command(control.marker_line(label))
+
+    def _command(self, line: bytes) -> bool:
+        if not (self.process and self.process.stdin):
             return False
         try:
-            self.process.stdin.write(control.marker_line(label))
+            self.process.stdin.write(line)
             self.process.stdin.flush()
         except (BrokenPipeError, OSError, ValueError):
             return False

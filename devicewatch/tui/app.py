@@ -18,7 +18,7 @@ from textual.binding import Binding
 from textual.reactive import var
 from textual.screen import Screen
 
-from ..live.source import LiveSource, Source, open_replay, previous_run
+from ..live.source import LiveSource, Source, end_runs_on_hangup, open_replay, previous_run
 from ..registry import Target
 from ..runfile import Run, RunFileError, load
 from ..safe_text import markup
@@ -178,6 +178,8 @@ class DashboardApp(App[int]):
                 self._quit_when_finished = screen
                 self.notify("stopping the run; the dashboard closes when the file is finished")
             elif choice == "leave":
+                if isinstance(screen.source, LiveSource):  # it is: only a live source runs
+                    screen.source.detach()
                 self._close_sources()
                 self.exit(0)
 
@@ -245,6 +247,7 @@ class DashboardApp(App[int]):
 def launch(settings: DashboardSettings, start: Source | None) -> int:
     """Run the dashboard: the home screen, with ``start``'s run on top when given."""
     app = DashboardApp(settings, start)
+    end_runs_on_hangup()
     code = app.run()
     if start is not None:
         start.close()
@@ -257,6 +260,7 @@ def launch_story(settings: DashboardSettings, story: Sequence[Target],
     Returns the exit status, the comparison's headline (None if the story did not get there)
     and the run files recorded."""
     app = DashboardApp(settings, story=story, story_pause=STORY_PAUSE if pause is None else pause)
+    end_runs_on_hangup()
     code = app.run()
     return (code if isinstance(code, int) else 0), app.story_headline, app.story_files
 

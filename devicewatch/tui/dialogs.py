@@ -16,18 +16,21 @@ class QuitDuringRun(ModalScreen[str]):
     workload goes on.
     """
 
-    BINDINGS = [Binding("escape", "choose('cancel')", "Keep watching")]
+    BINDINGS = [Binding("escape", "choose('cancel')", "Keep watching"),
+                Binding("s", "choose('stop')", "Stop and quit"),
+                Binding("k", "choose('leave')", "Quit, keep recording")]
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Static("A run is still recording. Quit the dashboard?", id="question")
             yield Static("[b]Stop and quit[/b]: cancel the workload; the recorder finishes the file.\n"
                          "[b]Quit, keep recording[/b]: the recorder runs on without a window and "
-                         "finishes the file when the workload ends.", id="explain")
+                         "finishes the file when the workload ends; `devicewatch runs` (or the home "
+                         "screen) lists it, to follow or stop.", id="explain")
             with Horizontal(id="choices"):
-                yield Button("Stop and quit", id="stop", variant="error")
-                yield Button("Quit, keep recording", id="leave", variant="warning")
-                yield Button("Keep watching", id="cancel", variant="primary")
+                yield Button("Stop and quit (s)", id="stop", variant="error")
+                yield Button("Quit, keep recording (k)", id="leave", variant="warning")
+                yield Button("Keep watching (esc)", id="cancel", variant="primary")
 
     def on_mount(self) -> None:
         self.query_one("#cancel", Button).focus()

@@ -14,7 +14,7 @@ import pytest
 from devicewatch import runfile
 from devicewatch.errors import RunFileError
 
-from .conftest import PY, alive, has_event, no_traceback, read_pids, reap, run_recorder, script, \
+from .conftest import PY, alive, child_env, recorder_argv, has_event, no_traceback, read_pids, reap, run_recorder, script, \
     start_recorder, wait_for  # noqa: F401  (reap is a fixture)
 
 
@@ -38,11 +38,17 @@ def test_second_recorder_on_the_same_path_refuses_and_loses_nothing(tmp_path, re
     assert run.end["status"] == "cancelled" and not any(log["line"] == "second" for log in run.logs)
 
 
-def test_a_finished_file_can_be_recorded_again(tmp_path):
+def test_a_finished_file_is_recorded_again_only_when_asked_to(tmp_path):
     out = tmp_path / "run.jsonl"
-    for word in ("one", "two"):
-        code, _, err = run_recorder(out, PY, "-c", f"print('{word}')")
-        assert code == 0, err
+    code, _, err = run_recorder(out, PY, "-c", "print('one')")
+    assert code == 0, err
+    code, _, err = run_recorder(out, PY, "-c", "print('two')")
+    assert code == 2 and "--overwrite" in err            # refused: the first recording is kept
+    assert [log["line"] for log in runfile.load(out).logs] == ["one"]
+    argv = recorder_argv(out, PY, "-c", "print('two')")
+    argv.insert(argv.index("--record") + 2, "--overwrite")
+    done = subprocess.run(argv, env=child_env(), capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr
     assert [log["line"] for log in runfile.load(out).logs] == ["two"]
 
 

@@ -263,6 +263,15 @@ def test_bad_arguments_are_usage_errors(argv, message, tmp_path):
     assert not (tmp_path / "o" / "a.jsonl").exists()   # refused before recording anything
 
 
+def test_pair_refuses_an_out_dir_that_holds_a_pair(tmp_path, pair):
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "b.jsonl").write_bytes(open(pair[1], "rb").read())
+    with pytest.raises(UsageError, match="already holds a recording; choose another --out") as info:
+        command("compare", ["--pair", "demo", "--a", "", "--b", "", "--out", str(out)])
+    assert "\n" not in str(info.value) and not (out / "a.jsonl").exists()
+
+
 def test_missing_and_foreign_files_are_run_file_errors(tmp_path, pair):
     with pytest.raises(RunFileError, match="no such file"):
         command("compare", [pair[0], str(tmp_path / "missing.jsonl"), "--text"])

@@ -229,20 +229,54 @@ def test_workloads_lists_every_workload_with_its_options():
     assert "demo:" in result.stdout and "--epochs" in result.stdout
 
 
-def test_markers_sent_on_the_control_channel_land_in_the_file(tmp_path):
+def controlled_recorder(out, seconds: float) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.Popen([sys.executable, "-m", "devicewatch", "--record", str(out), "--control", "--quiet",
+                             "--", sys.executable, "-c", f"import time; time.sleep({seconds})"],
+                            cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+
+
+def test_markers_sent_on_the_control_channel_land_in_the_file_and_a_detached_run_goes_on(tmp_path):
     from devicewatch import control
 
     out = tmp_path / "run.jsonl"
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    recorder = subprocess.Popen([sys.executable, "-m", "devicewatch", "--record", str(out), "--control", "--quiet",
-                                 "--", sys.executable, "-c", "import time; time.sleep(1.5)"],
-                                cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE)
+    recorder = controlled_recorder(out, 1.5)
     recorder.stdin.write(control.marker_line("look here"))
     recorder.stdin.write(b"garbage that is ignored\n")
+    recorder.stdin.write(control.detach_line())
     recorder.stdin.flush()
-    recorder.stdin.close()  # a viewer that goes away ends the channel, not the run
+    recorder.stdin.close()  # the dashboard quit, the user chose to keep recording
     assert recorder.wait(timeout=30) == 0
     run = load(out)
     assert [(e["label"], e["source"]) for e in run.events if e["kind"] == "marker"] == [("look here", "dashboard")]
     assert run.end["status"] == "ok"
+    assert any("left the run recording" in n["message"] for n in run.notices)
+
+
+def test_a_dashboard_that_goes_away_without_detaching_ends_its_run_and_says_so(tmp_path):
+    from devicewatch import control
+
+    out = tmp_path / "run.jsonl"
+    started = time.monotonic()
+    recorder = controlled_recorder(out, 60)
+    time.sleep(1.0)
+    recorder.stdin.close()  # as the kernel closes it when the dashboard dies, however it dies
+    assert recorder.wait(timeout=30) == 128 + 2  # the workload's status: ended by the SIGINT of a cancel
+    assert time.monotonic() - started < 30
+    run = load(out)
+    assert (run.end["status"], run.end["reason"]) == ("cancelled", control.DASHBOARD_GONE)
+
+
+def test_a_stop_command_ends_the_run_with_the_reason_it_gives(tmp_path):
+    from devicewatch import control
+
+    out = tmp_path / "run.jsonl"
+    recorder = controlled_recorder(out, 60)
+    time.sleep(1.0)
+    recorder.stdin.write(control.stop_line("terminal closed"))
+    recorder.stdin.flush()
+    recorder.wait(timeout=30)
+    run = load(out)
+    assert (run.end["status"], run.end["reason"]) == ("cancelled", "terminal closed")
+    recorder.stdin.close()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -13,7 +12,7 @@ import pytest
 
 pytest.importorskip("textual")
 
-from devicewatch import control, runfile  # noqa: E402
+from devicewatch import runfile  # noqa: E402
 from devicewatch.registry import Target  # noqa: E402
 from devicewatch.tui.app import DashboardApp, DashboardSettings  # noqa: E402
 from devicewatch.tui.home_screen import HomeScreen, OptionError, arguments_from  # noqa: E402
@@ -262,12 +261,3 @@ def test_run_file_names_are_timestamped_and_never_overwrite(tmp_path):
     assert first.name.endswith("-python-c.jsonl") and first.parent == tmp_path
     first.write_text("")
     assert run_file_name(str(tmp_path), "python -c", now=0.0).name.endswith("-python-c-2.jsonl")
-
-
-def test_control_lines_become_marker_events():
-    line = control.marker_line("warm-up done")
-    assert control.parse_command(line.strip(), 1.5) == {
-        "type": "event", "t": 1.5, "kind": "marker", "label": "warm-up done", "source": "dashboard"}
-    assert control.parse_command(b'{"kind": "shutdown"}', 0.0) is None
-    assert control.parse_command(b"not json", 0.0) is None
-    assert control.parse_command(json.dumps({"kind": "marker", "label": 3}).encode(), 0.0) is None

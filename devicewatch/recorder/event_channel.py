@@ -1,0 +1,230 @@
+"""The event channel: a FIFO the workload's processes write their events to, read on a thread.
+
+A FIFO rather than an inherited descriptor, so that processes the workload starts itself
+(torchrun ranks, pool workers) can report too: they find it by the path in
+``DEVICEWATCH_EVENTS``. Its folder is private to this user (``mkdtemp``: 0700). Markers,
+results and kinds devicewatch does not know pass a ``RateBound``; over it they are counted and
+dropped, a run of lines that are all markers or results in bulk without being parsed. Phases,
+epochs, run info, instrumentation news and oversize notes are never dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import tempfile
+import threading
+import time
+from typing import Any, Callable
+
+import orjson
+
+from .. import events, records
+from .bound import QUIET, RateBound
+
+MAX_EVENT_LINE = 1024 * 1024     # an event line longer than this is dropped unread
+NOTED_GARBAGE = 5                # garbage lines noted one by one; the rest counted
+# A workload sends tens of events a second; a flood cost the recorder half a core.
+EVENT_RATE = 500
+EVENT_BURST = 5000
+NEVER_DROPPED = (events.RUN_INFO, events.PHASE_BEGIN, events.PHASE_END, events.EPOCH, events.OVERSIZE,
+                 events.INSTRUMENT)
+BOUNDED = (events.MARKER, events.RESULT)   # counted by kind when dropped; any other kind as "other"
+EVENT_NAP = 0.01                 # seconds between reads while over the bound: each read then takes
+                                 # what piled up, not one line per wake-up
+FIFO_SIZE = 1 << 20              # bytes the FIFO holds (asked of Linux; its default is 64 KiB)
+# How a line of a bounded kind starts, as devicewatch.events writes it (and with a space after
+# the colon, as json.dumps writes by default): lines over the bound are recognised by this and
+# counted without being parsed.
+BOUNDED_PREFIXES = tuple((kind, prefix, b"\n" + prefix) for kind in BOUNDED
+                         for prefix in (b'{"kind":"%s",' % kind.encode(), b'{"kind": "%s",' % kind.encode()))
+
+
+def parse_event(line: bytes) -> dict[str, Any] | None:
+    """One event line as a dict with a string ``kind`` and a numeric ``mono``, else None."""
+    try:
+        event = orjson.loads(line)
+    except orjson.JSONDecodeError:  # the standard library reads what orjson refuses (NaN, huge ints)
+        try:
+            event = json.loads(line.decode("utf-8"), parse_constant=lambda _name: None)
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            return None
+    if not isinstance(event, dict) or not isinstance(event.get("kind"), str) \
+            or not isinstance(event.get("mono"), (int, float)) or isinstance(event.get("mono"), bool):
+        return None
+    return event
+
+
+class EventChannel:
+    """Reads the workload's events from the FIFO and hands each one, as a run-file record, to
+    ``write`` and then ``on_event``; ``t`` is the recorder's run time, ``start_mono`` the
+    monotonic time of t = 0 (events are stamped on the system-wide monotonic clock)."""
+
+    def __init__(self, write: Callable[[dict[str, Any]], None], t: Callable[[], float], start_mono: float,
+                 on_event: Callable[[dict[str, Any]], None] = lambda record: None):
+        self._write, self._t, self._start_mono, self._on_event = write, t, start_mono, on_event
+        self.bound = RateBound(EVENT_RATE, EVENT_BURST, t)
+        self.seen = 0           # events read, dropped ones included
+        self.garbage = 0
+        self.folder = ""
+        self.path = ""
+        self._read_fd = self._keep_fd = -1
+        self._thread: threading.Thread | None = None
+
+    # -- the FIFO's life ------------------------------------------------------------------
+
+    def open(self) -> str:
+        """Create the FIFO in a private folder and open it; returns its path."""
+        self.folder = tempfile.mkdtemp(prefix="devicewatch-")
+        self.path = os.path.join(self.folder, "events")
+        os.mkfifo(self.path, 0o600)
+        self._read_fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:  # room for a flood to pile up while the reader naps (EVENT_NAP)
+            import fcntl
+
+            fcntl.fcntl(self._read_fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), FIFO_SIZE)
+        except OSError:
+            pass  # not Linux, or over /proc/sys/fs/pipe-max-size: the default size
+        # Our own writing end: no end-of-file while the workload has not opened it yet.
+        self._keep_fd = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        return self.path
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._read, args=(self._read_fd,), name="events", daemon=True)
+        self._thread.start()
+
+    def finish(self, timeout: float = 5.0) -> None:
+        """The workload has ended: read what is left until every writer has gone, then say what
+        was dropped or unreadable in all."""
+        self._close(self._keep_fd)
+        self._keep_fd = -1  # now the FIFO reports end-of-file once every writer has closed
+        if self._thread is not None:
+            self._thread.join(timeout)
+        if self.garbage > NOTED_GARBAGE:
+            self._write(records.notice(self._t(), f"{self.garbage} unreadable lines on the event channel in all"))
+
+    def close(self) -> None:
+        """Close both ends and remove the folder (also after a failed start)."""
+        for fd in (self._read_fd, self._keep_fd):
+            self._close(fd)
+        self._read_fd = self._keep_fd = -1
+        if self.folder:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+    @staticmethod
+    def _close(fd: int) -> None:
+        if fd >= 0:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    # -- reading --------------------------------------------------------------------------
+
+    def _read(self, fd: int) -> None:
+        pending = b""
+        dropping = False
+        while True:
+            # Wake for data only; while drops are waiting to be noted, also once a second.
+            ready, _, _ = select.select([fd], [], [], QUIET if self.bound.dropping else None)
+            if not ready:
+                self.note_drops()
+                continue
+            try:
+                chunk = os.read(fd, FIFO_SIZE)
+            except BlockingIOError:
+                continue
+            except OSError:
+                break
+            if not chunk:
+                break  # every writer, our own keep-alive end included, has closed
+            data = pending + chunk if pending else chunk
+            cut = data.rfind(b"\n") + 1
+            lines, pending = data[:cut], data[cut:]
+            if lines and dropping:
+                lines = lines[lines.index(b"\n") + 1:]  # the rest of an oversized line
+                dropping = False
+            if lines:
+                self.take(lines)
+            if len(pending) > MAX_EVENT_LINE:
+                if not dropping:  # one note per oversized line, however many megabytes it runs on
+                    self._note_garbage(f"an event line over {MAX_EVENT_LINE} bytes was dropped")
+                pending, dropping = b"", True
+            self.note_drops()
+            if self.bound.tokens < 1:  # over the bound: let the flood pile up, then count it in bulk
+                time.sleep(EVENT_NAP)
+        if pending and not dropping:
+            self.take(pending + b"\n")
+        self.note_drops(final=True)
+
+    def take(self, lines: bytes) -> None:
+        """Complete lines: one by one while the bound allows; past it, a run of lines that are
+        all markers or results is counted by kind without being split or parsed."""
+        self.bound.refill()
+        start = 0
+        while self.bound.tokens >= 1 and start < len(lines):
+            end = lines.index(b"\n", start)
+            if end > start:
+                self.take_line(lines[start:end])
+            start = end + 1
+        rest = lines[start:] if start else lines
+        if not rest:
+            return
+        lines_left = rest.count(b"\n")
+        counts = []
+        for kind, prefix, after_newline in BOUNDED_PREFIXES:  # a flood is mostly one kind: stop early
+            n = rest.count(after_newline) + rest.startswith(prefix)
+            counts.append((kind, n))
+            lines_left -= n
+            if not lines_left:
+                for kind, n in counts:
+                    if n:
+                        self._drop(kind, n)
+                return
+        for line in rest.split(b"\n"):
+            if line:
+                self.take_line(line)
+
+    def take_line(self, line: bytes) -> None:
+        if not line.strip():
+            return
+        if self.bound.tokens < 1:
+            for kind, prefix, _ in BOUNDED_PREFIXES:
+                if line.startswith(prefix):
+                    self._drop(kind)
+                    return
+        event = parse_event(line)
+        if event is None:
+            self._note_garbage(f"unreadable line on the event channel: {line[:80]!r}")
+            return
+        kind = event["kind"]
+        if kind not in NEVER_DROPPED and not self.bound.take():
+            self._drop(kind)
+            return
+        self.seen += 1
+        mono = event.pop("mono")
+        record = records.event(round(mono - self._start_mono, 6), kind, **event)
+        self._write(record)
+        self._on_event(record)
+
+    def _drop(self, kind: str, count: int = 1) -> None:
+        self.bound.drop(kind if kind in BOUNDED else "other", count)
+        self.seen += count
+
+    def note_drops(self, final: bool = False) -> None:
+        """A notice of the events dropped since the last one, when one is due."""
+        drops = self.bound.due(final)
+        if drops is None:
+            return
+        kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(drops.counts.items()))
+        self._write(records.notice(
+            self._t(), f"{drops.total} events over the bound of {EVENT_RATE}/s (bursts of {EVENT_BURST}) "
+                       f"dropped between {drops.first:.1f} s and {drops.last:.1f} s: {kinds}",
+            dropped=drops.counts, dropped_from=drops.first, dropped_to=drops.last))
+
+    def _note_garbage(self, message: str) -> None:
+        self.garbage += 1
+        if self.garbage <= NOTED_GARBAGE:
+            self._write(records.notice(self._t(), message))

@@ -1,0 +1,394 @@
+"""The recorder: a coordinator of small parts that launch, sample, listen and write.
+
+It runs in its own process (headless ``--record``, or started by the dashboard), so a slow or
+crashed viewer never delays a sample or loses a record. ``Recorder`` owns the schedule and the
+run file; the work is handed to parts, each testable without a subprocess:
+
+* ``Workload`` (workload.py): the process tree: launch, cancel escalation, stragglers;
+* ``EventChannel`` (event_channel.py): the FIFO the workload's events arrive on, bounded;
+* ``OutputPump`` (output.py), one per stream, with ``StdoutEpochs`` (stdout_epochs.py): the
+  workload's output, bounded, and epochs from what it prints;
+* ``GpuSampler`` (gpu_sampler.py): NVML polls on their own thread;
+* ``Terminal`` (terminal.py): echo and the status line;
+* ``RateBound`` (bound.py): the one rate bound of events and output.
+
+Four threads feed one ``RunWriter``: the sampler (the main thread, on a drift-free schedule),
+the two output pumps and the event channel's reader.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import signal
+import socket
+import sys
+import threading
+import time
+from datetime import datetime, timezone
+from typing import Any, Callable, TextIO
+
+import psutil
+
+from .. import __version__, events, records
+from ..active_runs import announce
+from ..errors import RecorderError, UsageError
+from ..lifeline import Watchdog, become_subreaper
+from ..probes.cpu import CpuProbe, cpu_model
+from ..probes.gpu import GpuProbe
+from ..probes.process import ProcessTreeProbe, SelfProbe
+from ..runfile import RunWriter
+from .event_channel import EventChannel
+from .gpu_sampler import GPU_POLL_RANGE, GpuSampler, gpu_poll_period
+from .options import RecordOptions
+from .output import OutputPump
+from .stdout_epochs import StdoutEpochs
+from .terminal import Terminal, status_text
+from .workload import Workload
+
+STATUS_EVERY = 0.5               # seconds between updates of the terminal status line
+CANCELLED = "cancelled by the user"
+TERMINAL_CLOSED = "terminal closed"
+# Signals that cancel a recording, and why the end record says it ended.
+CANCEL_SIGNALS = {signal.SIGINT: CANCELLED, signal.SIGTERM: "terminated (SIGTERM)", signal.SIGHUP: TERMINAL_CLOSED}
+
+
+def host_info(gpu: GpuProbe) -> dict[str, Any]:
+    return {
+        "hostname": socket.gethostname(),
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "cpu_model": cpu_model(),
+        "cpu_count": psutil.cpu_count(logical=True) or 1,
+        "mem_total": psutil.virtual_memory().total,
+        "gpus": gpu.devices,
+        "gpu_driver": gpu.driver,
+        "gpu_reason": gpu.reason,
+    }
+
+
+class Recorder:
+    def __init__(self, options: RecordOptions, gpu_probe: GpuProbe | None = None,
+                 out: TextIO | None = None, err: TextIO | None = None):
+        self.options = options
+        self.gpu = gpu_probe or GpuProbe(enabled=options.gpu)
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self.writer: RunWriter | None = None
+        self.workload: Workload | None = None
+        self.start_mono = 0.0
+        self.start_unix = 0.0
+        self._cancel_requested = threading.Event()
+        self._cancel_reason = CANCELLED
+        self._write_failed: OSError | None = None
+        self._phases = events.PhaseTracker()
+        self._speaks = False               # the workload reports through events (not only instrumentation news)
+        self._epoch: int | None = None     # for the status line: from events, else from output
+        self._epochs: int | None = None
+        self._last_sample: dict[str, Any] = {}
+        self._last_gpus: list[dict[str, Any]] = []
+        self._gpu_sampler: GpuSampler | None = None
+        self._gpu_due = 0.0                # run time of the next GPU poll
+        self._gpu_every = GPU_POLL_RANGE[0]
+        self.terminal = Terminal(self.out, self.err, options.echo, options.status_line, self._write, self._t)
+        self.stdout_epochs = StdoutEpochs(self._write, self._t, lambda: self._speaks, self._printed_epoch)
+
+    # -- public ---------------------------------------------------------------------------
+
+    @property
+    def process(self) -> Any:
+        """The workload's Popen, once started."""
+        return self.workload.process if self.workload else None
+
+    def cancel(self, reason: str = CANCELLED) -> None:
+        """Ask for the workload to be stopped, saying why in the end record (the first reason
+        given stands). Safe from a signal handler."""
+        if not self._cancel_requested.is_set():
+            self._cancel_reason = reason
+        self._cancel_requested.set()
+
+    def run(self) -> int:
+        """Record until the workload ends; returns the workload's exit status."""
+        self.gpu.start()
+        header = self._header()
+        try:
+            self._claim = claim(self.options.output, self.options.overwrite)
+            self.writer = RunWriter(self.options.output, header)
+        except RecorderError:
+            self.gpu.stop()
+            raise
+        except OSError as exc:
+            self.gpu.stop()
+            raise RecorderError(f"cannot write {self.options.output}: {exc.strerror}") from None
+        channel = EventChannel(self._write, self._t, self.start_mono, self._on_event)
+        withdraw = announce(self.options.output, self.options.workload or " ".join(self.options.command),
+                            self.options.watcher_pid, self.start_unix)
+        try:
+            fifo = channel.open()
+            become_subreaper()
+            self.watchdog = Watchdog(fifo, self.options.grace, channel.folder)
+            try:
+                return self._record(channel)
+            finally:
+                self.watchdog.release()
+        finally:
+            channel.close()
+            self.gpu.stop()
+            self.writer.close()
+            withdraw()
+            os.close(self._claim)
+
+    # -- the run --------------------------------------------------------------------------
+
+    def _header(self) -> dict[str, Any]:
+        now = time.time()
+        self.start_unix = now
+        self.start_mono = time.monotonic()
+        return {
+            "devicewatch": __version__,
+            "started": datetime.fromtimestamp(now, timezone.utc).isoformat(timespec="seconds"),
+            "started_unix": round(now, 3),
+            # The wall-clock/monotonic pair at t = 0, unrounded: `devicewatch merge` aligns
+            # several nodes' runs by it (and by the end record's pair).
+            "clock": {"unix": now, "mono": self.start_mono},
+            "interval": self.options.interval,
+            "host": host_info(self.gpu),
+            "workload": {"name": self.options.workload, "args": self.options.workload_args,
+                         "command": self.options.command},
+        }
+
+    def _t(self) -> float:
+        return round(time.monotonic() - self.start_mono, 4)
+
+    def _write(self, record: dict[str, Any]) -> None:
+        if self._write_failed is not None:
+            return
+        try:
+            assert self.writer is not None
+            self.writer.write(record)
+        except OSError as exc:  # disk full, file size limit: stop the run, keep what is written
+            self._write_failed = exc
+            self._cancel_requested.set()
+
+    def _on_event(self, record: dict[str, Any]) -> None:
+        """What the coordinator follows of the workload's events: its phases and its epoch.
+
+        A workload that sends events (run info comes first, from a callback or the zero-code
+        instrumentation once it sees training) will say its phases better than its output can:
+        printed epochs are then left alone. The instrumentation's news that it is loaded does
+        not count: it comes from any Python process, training or not."""
+        self._phases.take(record)
+        kind = record["kind"]
+        if kind != events.INSTRUMENT:
+            self._speaks = True
+        if kind == events.PHASE_BEGIN:
+            if isinstance(record.get("epoch"), int):
+                self._epoch = record["epoch"]
+        elif kind == events.RUN_INFO and isinstance(record.get("info"), dict) and "epochs" in record["info"]:
+            self._epochs = record["info"]["epochs"]
+
+    def _printed_epoch(self, epoch: int, epochs: int | None) -> None:
+        if not self._speaks:
+            self._epoch = epoch
+        if epochs and self._epochs is None:
+            self._epochs = epochs
+
+    def _workload_environment(self, fifo: str) -> dict[str, str]:
+        return dict(os.environ, **{events.ENV_VAR: fifo, "PYTHONUNBUFFERED": "1"})
+
+    def _record(self, channel: EventChannel) -> int:
+        options = self.options
+        status: dict[str, Any] = {}
+        if self.gpu.available:
+            status["gpm"] = list(self.gpu.gpm_reasons)
+        self._write(records.gpu_status(0.0, self.gpu.available, self.gpu.reason, len(self.gpu.devices), **status))
+        self.workload = workload = Workload(options.command, self._workload_environment(channel.path),
+                                            channel.path, options.grace)
+        try:
+            process = workload.start()
+        except OSError as exc:
+            message = f"cannot start {options.command[0]}: {exc.strerror or exc}"
+            self._write(records.notice(self._t(), message, level="error"))
+            self._write(records.end(self._t(), "error", 127, None, message))
+            raise RecorderError(message) from None
+
+        self.watchdog.watch_group(process.pid)
+        self._cpu = CpuProbe()
+        tree = ProcessTreeProbe(process.pid, adopter=os.getpid(),
+                                exclude={p for p in (self.watchdog.pid,) if p})
+        me = SelfProbe(os.getpid())
+        watcher = SelfProbe(options.watcher_pid) if options.watcher_pid else None
+        pumps = [(OutputPump("stdout", self._write, self._t, self.terminal, self.stdout_epochs), process.stdout),
+                 (OutputPump("stderr", self._write, self._t, self.terminal, self.stdout_epochs), process.stderr)]
+        readers = [threading.Thread(target=pump.pump, args=(pipe,), name=pump.stream, daemon=True)
+                   for pump, pipe in pumps]
+        for thread in readers:
+            thread.start()
+        channel.start()
+        if options.control:
+            from .. import control
+
+            control.follow(sys.stdin.fileno(), self._write, self._t, self.cancel)
+
+        if self.gpu.available:
+            self._gpu_every = gpu_poll_period(len(self.gpu.devices))
+            self._gpu_sampler = GpuSampler(self.gpu, self.start_unix)
+        try:
+            exit_code = self._sample_until_exit(tree, me, watcher)
+        finally:
+            if self._gpu_sampler is not None:
+                self._gpu_sampler.stop()
+        cancelled = self._cancel_requested.is_set()  # a Ctrl-C during the clean-up changes no outcome
+        alive = workload.stragglers()
+        if alive:
+            self._write(records.notice(self._t(), f"ending {len(alive)} process(es) the workload left running"))
+            workload.end(alive, tree.pids())
+        for thread in readers:
+            thread.join(timeout=5)
+        channel.finish()
+        self.stdout_epochs.close()
+        self._finish(exit_code, cancelled)
+        return exit_code
+
+    def _sample_until_exit(self, tree: ProcessTreeProbe, me: SelfProbe, watcher: SelfProbe | None) -> int:
+        assert self.workload is not None
+        interval = self.options.interval
+        tick = 0
+        last_status = 0.0
+        while True:
+            tick += 1
+            due = self.start_mono + tick * interval
+            now = time.monotonic()
+            if due > now:
+                time.sleep(due - now)
+            elif now - due > interval:  # fell behind (suspended, overloaded): skip, don't burst
+                tick = math.floor((now - self.start_mono) / interval)
+            self._write(self._sample(tree, me, watcher))
+            code = self.workload.poll()
+            if code is not None:
+                return code
+            now = time.monotonic()
+            if self._cancel_requested.is_set():
+                self.workload.cancel_step(now, tree.pids())
+            if now - last_status >= STATUS_EVERY:
+                last_status = now
+                self._show_status()
+
+    def _sample(self, tree: ProcessTreeProbe, me: SelfProbe, watcher: SelfProbe | None) -> dict[str, Any]:
+        assert self.workload is not None
+        record: dict[str, Any] = {"type": "sample", "t": self._t()}
+        record.update(self._cpu.sample())
+        record["proc"] = tree.sample()
+        for message in tree.take_notices():
+            self._write(records.notice(record["t"], message))
+        pids = tree.pids()
+        self.workload.seen(pids)
+        sampler = self._gpu_sampler
+        if sampler is not None and record["t"] >= self._gpu_due - self.options.interval / 2:
+            sampler.request(record["t"], pids)
+            self._gpu_due += self._gpu_every
+            if self._gpu_due <= record["t"]:  # fell behind (a stall): skip, don't burst
+                self._gpu_due = record["t"] + self._gpu_every
+        record["recorder_cpu"] = me.sample()
+        if watcher is not None:
+            record["watcher_cpu"] = watcher.sample()
+        if sampler is not None:
+            self._take_gpus(sampler, record)
+        self._last_sample = record
+        return record
+
+    def _take_gpus(self, sampler: GpuSampler, record: dict[str, Any]) -> None:
+        """The GPU poll into RECORD, waiting for it at most half an interval."""
+        result = sampler.collect(time.monotonic() + self.options.interval / 2)
+        if result is None:
+            return
+        asked_at, gpus, news = result
+        devices = len(self.gpu.devices)
+        if any(item["kind"] == "util_period" for item in news):
+            self._write(records.gpu_status(record["t"], True, None, devices, util_period=list(self.gpu.util_period)))
+        for item in news:
+            if item["kind"] == "gpm_stopped":
+                self._write(records.notice(record["t"], f"GPU {item['index']}: {item['reason']}"))
+        if gpus is None:  # NVML failed just now: say why once, keep sampling the rest
+            self._gpu_sampler = None
+            sampler.stop()
+            self._write(records.gpu_status(record["t"], False, self.gpu.reason, devices))
+            return
+        record["gpus"] = self._last_gpus = gpus
+        if asked_at != record["t"]:
+            record["gpus_t"] = asked_at  # a slow poll, asked for at an earlier tick
+
+    def _show_status(self) -> None:
+        if not self.terminal.wants_status():
+            return
+        self.terminal.show_status(status_text(
+            self._t(), self._epoch, self._epochs, self._phases.current,
+            self._last_sample.get("cpu_total", 0), [g.get("util") or 0 for g in self._last_gpus]))
+
+    def _finish(self, exit_code: int, cancelled: bool) -> None:
+        assert self.workload is not None
+        signal_name = self.workload.signal_name
+        if self._write_failed is not None:
+            status, reason = "error", f"writing the run file failed: {self._write_failed.strerror}"
+        elif cancelled:
+            status, reason = "cancelled", self._cancel_reason
+        elif exit_code == 0:
+            status, reason = "ok", "the workload finished"
+        else:
+            status = "failed"
+            reason = f"killed by {signal_name}" if signal_name else f"exit code {exit_code}"
+        self.terminal.clear_status()
+        end_unix, end_mono = time.time(), time.monotonic()
+        t = round(end_mono - self.start_mono, 4)
+        self._write(records.end(t, status, exit_code, signal_name, reason,
+                                clock={"unix": end_unix, "mono": end_mono}))
+        if self._write_failed is not None:
+            raise RecorderError(f"writing {self.options.output} failed: {self._write_failed.strerror}; "
+                                "the workload was stopped and the file holds everything up to then")
+
+
+def claim(path: str, overwrite: bool = False) -> int:
+    """Lock PATH for this recorder before anything truncates it: a second recorder asked for
+    the same file refuses with one line, and the first one's records stay as they are; a file
+    that already holds something is replaced only when the user said so (``--overwrite``).
+
+    An advisory ``flock`` on the file itself, held until the recorder's process ends (a killed
+    recorder releases it with its descriptors). An empty file is taken as it is: the dashboard
+    reserves its run names that way, and there is nothing in it to lose.
+    """
+    import fcntl
+
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o664)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise RecorderError(f"{path} is being written by another recorder; nothing was changed") from None
+    except OSError:  # a filesystem without locks: record anyway, as before
+        pass
+    if not overwrite and os.fstat(fd).st_size > 0:
+        os.close(fd)
+        raise UsageError(f"{path} already exists and holds a recording; nothing was changed "
+                         "(choose another file, or pass --overwrite to replace it)")
+    return fd
+
+
+def record(options: RecordOptions, on_start: Callable[[Recorder], None] | None = None) -> int:
+    """Run a recorder with Ctrl-C, SIGTERM and a hang-up (its terminal closed) turned into a
+    clean cancel of the workload, as any program started from a shell ends with its terminal.
+    A hang-up ignored when the recorder starts (``nohup``) stays ignored: the user chose so."""
+    recorder = Recorder(options)
+
+    def handle(signum: int, _frame: Any) -> None:
+        recorder.cancel(CANCEL_SIGNALS[signal.Signals(signum)])
+
+    previous = {sig: signal.signal(sig, handle) for sig in CANCEL_SIGNALS
+                if signal.getsignal(sig) is not signal.SIG_IGN or sig != signal.SIGHUP}
+    try:
+        if on_start:
+            on_start(recorder)
+        return recorder.run()
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)

@@ -1,0 +1,129 @@
+"""The workload's processes: launched, signalled as one tree, and none left running.
+
+The workload starts in a session of its own (a Ctrl-C or hang-up meant for the recorder's
+terminal reaches the recorder, which then cancels the workload in order) with the parent-death
+signal armed (``lifeline``). Signals go to its process group and to every descendant ever seen,
+so a process that left the group (``setsid``) is reached too. A cancel escalates: SIGINT (a
+training script's KeyboardInterrupt handler can save its work), SIGTERM one grace period later,
+SIGKILL one more grace period later. Descendants still alive when the workload itself has
+exited are ended: none is left orphaned.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from typing import Iterable
+
+import psutil
+
+from ..events import ENV_VAR
+from ..lifeline import die_with_parent
+
+CANCEL_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
+
+
+def exit_status(returncode: int) -> int:
+    """A shell's exit status: a death by signal N reads as 128 + N."""
+    return returncode if returncode >= 0 else 128 - returncode
+
+
+class Workload:
+    """The workload's process tree. ``marker`` is the value of ``DEVICEWATCH_EVENTS`` in its
+    environment (the event FIFO's path): every descendant carries it, ``setsid`` or not."""
+
+    def __init__(self, command: list[str], env: dict[str, str], marker: str, grace: float):
+        self.command, self.env, self.marker, self.grace = command, env, marker, grace
+        self.process: subprocess.Popen[bytes] | None = None
+        self.known_pids: set[int] = set()   # every descendant a sample has seen
+        self._cancel_stage = 0
+        self._cancel_at = 0.0
+
+    def start(self) -> subprocess.Popen[bytes]:
+        """Launch; OSError if the command cannot be started."""
+        self.process = subprocess.Popen(
+            self.command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=self.env, start_new_session=True, close_fds=True, preexec_fn=die_with_parent())
+        return self.process
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def poll(self) -> int | None:
+        """The exit status once the workload has exited (128 + N for signal N), else None."""
+        assert self.process is not None
+        code = self.process.poll()
+        return None if code is None else exit_status(code)
+
+    @property
+    def signal_name(self) -> str | None:
+        """The signal that ended the workload, if one did."""
+        code = self.process.returncode if self.process is not None else None
+        return signal.Signals(-code).name if code is not None and code < 0 else None
+
+    def seen(self, pids: Iterable[int]) -> None:
+        self.known_pids.update(pids)
+
+    def signal_tree(self, sig: signal.Signals, tree_pids: Iterable[int] = ()) -> None:
+        """Signal the workload's process group and any descendant that left it (setsid)."""
+        try:
+            os.killpg(self.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        for pid in set(tree_pids) | self.known_pids:
+            if pid == os.getpid():
+                continue
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def cancel_step(self, now: float, tree_pids: Iterable[int]) -> None:
+        """Called on every tick while a cancel is asked for: the next signal once it is due."""
+        if self._cancel_stage >= len(CANCEL_SIGNALS):
+            return
+        if self._cancel_stage == 0 or now - self._cancel_at >= self.grace:
+            self.signal_tree(CANCEL_SIGNALS[self._cancel_stage], tree_pids)
+            self._cancel_stage += 1
+            self._cancel_at = now
+
+    def stragglers(self) -> list[psutil.Process]:
+        """Descendants still alive after the workload exited (zombies are not alive)."""
+        pids = set(self.known_pids)
+        try:  # members of the group, and anyone carrying our marker, never seen in a sample
+            for proc in psutil.process_iter(["pid"]):
+                try:
+                    if os.getpgid(proc.pid) == self.pid:
+                        pids.add(proc.pid)
+                    elif proc.environ().get(ENV_VAR) == self.marker:  # left the group (setsid)
+                        pids.add(proc.pid)
+                except (ProcessLookupError, PermissionError, psutil.Error):
+                    pass
+        except psutil.Error:
+            pass
+        alive = []
+        for pid in pids - {self.pid, os.getpid()}:
+            try:
+                proc = psutil.Process(pid)
+                if proc.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(proc)
+            except psutil.Error:
+                pass
+        return alive
+
+    def end(self, alive: list[psutil.Process], tree_pids: Iterable[int]) -> None:
+        """SIGTERM the stragglers, SIGKILL those left one grace period later."""
+        tree_pids = list(tree_pids)
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            self.signal_tree(sig, tree_pids)
+            for proc in alive:  # found only by their environment: neither in the tree nor the group
+                try:
+                    proc.send_signal(sig)
+                except psutil.Error:
+                    pass
+            _gone, alive = psutil.wait_procs(alive, timeout=self.grace)
+            if not alive:
+                break

@@ -1,0 +1,51 @@
+"""The control channel's commands, as the dashboard writes them and the recorder reads them."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+
+from devicewatch import control
+
+
+def test_each_command_line_reads_back_as_its_command():
+    assert control.parse_command(control.marker_line("warm-up done").strip()) == {"kind": "marker", "label": "warm-up done"}
+    assert control.parse_command(control.stop_line("terminal closed").strip()) == {"kind": "stop", "reason": "terminal closed"}
+    assert control.parse_command(control.detach_line().strip()) == {"kind": "detach"}
+    assert control.parse_command(b'{"kind": "stop"}') == {"kind": "stop", "reason": None}
+
+
+def test_anything_else_is_ignored():
+    for line in (b'{"kind": "shutdown"}', b"not json", json.dumps({"kind": "marker", "label": 3}).encode(),
+                 b"[1, 2]", b'{"kind": "marker", "label": "' + b"x" * 5000 + b'"}'):
+        assert control.parse_command(line) is None
+
+
+def followed(commands: bytes) -> tuple[list[dict], list[str]]:
+    """What the recorder does with COMMANDS written and then the writing end closed."""
+    read_fd, write_fd = os.pipe()
+    written: list[dict] = []
+    cancelled: list[str] = []
+    thread = control.follow(read_fd, written.append, lambda: 2.5, cancelled.append)
+    os.write(write_fd, commands)
+    os.close(write_fd)
+    thread.join(5)
+    os.close(read_fd)
+    return written, cancelled
+
+
+def test_markers_are_written_as_dashboard_events():
+    written, cancelled = followed(control.marker_line("look") + control.detach_line())
+    assert written[0] == {"type": "event", "t": 2.5, "kind": "marker", "label": "look", "source": "dashboard"}
+    assert written[1]["type"] == "notice" and cancelled == []
+
+
+def test_end_of_input_without_detaching_cancels_the_run_as_the_dashboard_gone():
+    _, cancelled = followed(control.marker_line("look"))
+    assert cancelled == [control.DASHBOARD_GONE]
+
+
+def test_a_stop_cancels_with_its_reason():
+    _, cancelled = followed(control.stop_line("terminal closed") + control.detach_line())
+    assert cancelled == ["terminal closed"]

@@ -1,0 +1,174 @@
+"""The recorder's parts on their own, without a subprocess: the rate bound, the stdout epoch
+parser, the output pump (progress bars included), the cancel escalation, the status line."""
+
+from __future__ import annotations
+
+import io
+import signal
+
+import pytest
+
+from devicewatch.recorder import OutputPump, RateBound, StdoutEpochs, Terminal, Workload
+from devicewatch.recorder.stdout_epochs import parse
+from devicewatch.recorder.terminal import status_text
+
+
+class Clock:
+    def __init__(self, now: float = 0.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+# -- the rate bound ----------------------------------------------------------------------------
+
+def test_the_bound_lets_a_burst_through_then_the_rate_and_counts_the_rest():
+    clock = Clock()
+    bound = RateBound(rate=4, burst=3, run_time=clock, clock=clock)
+    assert [bound.take() for _ in range(4)] == [True, True, True, False]
+    clock.now = 0.5                      # half a second earns 2 tokens
+    assert sum(bound.take() for _ in range(7)) == 2
+    clock.now = 100.0                    # however long the pause, at most a burst
+    assert sum(bound.take() for _ in range(7)) == 3
+
+
+def test_drops_are_noted_after_a_quiet_second_every_five_seconds_and_at_the_end():
+    clock = Clock()
+    bound = RateBound(rate=1, burst=1, run_time=clock, clock=clock)
+    assert bound.due(final=True) is None            # nothing dropped: nothing to say
+    bound.drop("lines", 3, size=12)
+    clock.now = 0.5
+    bound.drop("lines", 1, size=4)
+    assert bound.due() is None                      # dropping still, for under 5 s
+    clock.now = 1.6                                 # quiet for 1.1 s
+    drops = bound.due()
+    assert (drops.counts, drops.size, drops.first, drops.last, drops.total) == ({"lines": 4}, 16, 0.0, 0.5, 4)
+    assert bound.due(final=True) is None            # the count started afresh
+    for second in range(6):                         # a drop every second for 5 s
+        clock.now = 10.0 + second
+        bound.drop("marker")
+    assert bound.due().total == 6                   # 5 s since the first: noted while it goes on
+
+
+# -- epochs from printed output ----------------------------------------------------------------
+
+@pytest.mark.parametrize("text, expected", [
+    ("Epoch 3/20", (3, 20, False)),                                              # Keras
+    ("  Epoch 12/12  ", (12, 12, False)),
+    ("Epoch 0:  45%|████▌     | 45/100 [00:01<00:02, 30.12it/s, v_num=0]", (0, None, False)),  # Lightning, tqdm
+    ("Epoch 2/9 ━━━━━━━━━━━━━━━━ 45/100 0:00:01 • 0:00:02 30.12it/s v_num: 0", (2, 10, True)),  # Lightning, rich
+    ("epoch 4: 100%|██████████| 50/50 [00:02<00:00, 22.1it/s, loss=0.31]", (4, None, False)),   # a tqdm desc
+    ("Epoch 3/10:  12%|█▏        | 6/50 [00:00<00:03, 13.2it/s]", (3, 10, False)),
+    ("{'loss': 2.3012, 'grad_norm': 1.4, 'learning_rate': 4e-05, 'epoch': 0.5}", (1, None, False)),  # Hugging Face
+    ("{'eval_loss': 2.1, 'eval_runtime': 0.4, 'epoch': 1.0}", (1, None, False)),
+    ("{'loss': 1.9, 'epoch': 1.25}", (2, None, False)),
+])
+def test_what_scripts_print_about_their_epochs_is_read(text, expected):
+    assert parse(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "Epoch 3: loss 0.412 accuracy 0.88",    # printed once, often at the END of the epoch
+    "Epoch 3/20 done in 4.2s, loss 0.3",
+    "Epochs: 20", "epoch", "Loading checkpoint epoch_3.pt", "{'loss': 2.3}", "32/32 ━━━━━━━━ 1s 3ms/step",
+])
+def test_lines_that_only_mention_an_epoch_are_not_taken(text):
+    assert parse(text) is None
+
+
+def epochs_writing(reported: bool = False) -> tuple[StdoutEpochs, list[dict]]:
+    written: list[dict] = []
+    clock = iter(float(i) for i in range(1000))
+    return StdoutEpochs(written.append, lambda: next(clock), lambda: reported), written
+
+
+def test_printed_epochs_open_and_close_epoch_phases_counting_from_one():
+    epochs, written = epochs_writing()
+    for text in ("Epoch 0:  10%|█ | 1/10 [00:00<00:01, 9.0it/s]", "Epoch 0:  90%|█████████ | 9/10 [00:01<00:00, 9.0it/s]",
+                 "Epoch 1:  10%|█ | 1/10 [00:00<00:01, 9.0it/s]"):
+        assert epochs.feed(text)
+    epochs.close()
+    assert [(r["kind"], r["epoch"], r["source"]) for r in written] == [
+        ("phase_begin", 1, "stdout"), ("phase_end", 1, "stdout"), ("phase_begin", 2, "stdout"), ("phase_end", 2, "stdout")]
+    assert {r["name"] for r in written} == {"epoch"}
+
+
+def test_printed_epochs_write_nothing_once_the_workload_reports_phases():
+    epochs, written = epochs_writing(reported=True)
+    assert epochs.feed("Epoch 1/3")
+    assert written == [] and epochs.epoch == 1     # still followed, for the status line
+
+
+class Pipe:
+    """A pipe that hands over its bytes in the chunks given, as a workload's writes arrive."""
+
+    def __init__(self, chunks: list[bytes]):
+        self.chunks = list(chunks)
+
+    def read1(self, _size: int) -> bytes:
+        return self.chunks.pop(0) if self.chunks else b""
+
+    def close(self) -> None:
+        pass
+
+
+def pump_of(data: bytes | list[bytes], echo: bool = False) -> tuple[list[dict], StdoutEpochs, io.StringIO]:
+    written: list[dict] = []
+    clock = iter(float(i) / 10 for i in range(10_000))
+    t = lambda: next(clock)  # noqa: E731
+    shown = io.StringIO()
+    epochs = StdoutEpochs(written.append, t, lambda: False)
+    terminal = Terminal(shown, shown, echo, False, written.append, t)
+    pump = OutputPump("stderr", written.append, t, terminal, epochs)
+    pump.pump(Pipe(data if isinstance(data, list) else [data]))
+    return written, epochs, shown
+
+
+@pytest.mark.parametrize("chunked", [True, False], ids=["update by update", "all at once"])
+def test_a_progress_bar_is_followed_live_and_recorded_as_each_epoch_ended(chunked):
+    updates = [b"\rEpoch %d: %3d%%|##  | %d/4 [00:01<00:00, 3.9it/s]" % (e, 25 * s, s)
+               for e in (0, 1) for s in range(1, 5)] + [b"\ndone\n"]
+    written, epochs, _ = pump_of(updates if chunked else b"".join(updates))
+    logs = [r["line"] for r in written if r["type"] == "log"]
+    assert logs == ["Epoch 0: 100%|##  | 4/4 [00:01<00:00, 3.9it/s]",     # the first epoch's last update
+                    "Epoch 1: 100%|##  | 4/4 [00:01<00:00, 3.9it/s]", "done"]
+    phases = [(r["kind"], r["epoch"]) for r in written if r["type"] == "event"]
+    assert phases == [("phase_begin", 1), ("phase_end", 1), ("phase_begin", 2)]
+    # The second epoch began at its first update, before the bar's line was finished.
+    begin_2 = next(r["t"] for r in written if r.get("kind") == "phase_begin" and r["epoch"] == 2)
+    assert begin_2 < next(r["t"] for r in written if r.get("line") == "done")
+
+
+def test_a_bar_that_never_ends_its_line_holds_no_memory_and_is_recorded_as_it_ended():
+    updates = b"".join(b"\r%6d/100000 steps" % i for i in range(100_000))   # 1.7 MB, never a newline
+    written, _, _ = pump_of(updates)
+    (log,) = [r for r in written if r["type"] == "log"]
+    assert log["line"] == " 99999/100000 steps" and "cut_from" not in log
+
+
+def test_echo_shows_each_line_once_and_a_line_past_the_limit_is_cut_and_says_its_length():
+    written, _, shown = pump_of(b"one\n" + b"x" * 70_000 + b"\nlast", echo=True)
+    logs = [r for r in written if r["type"] == "log"]
+    assert [r["line"][:3] for r in logs] == ["one", "xxx", "las"]
+    assert logs[1]["cut_from"] == 70_000 and len(logs[1]["line"]) == 64 * 1024
+    assert shown.getvalue().splitlines()[0] == "one" and shown.getvalue().endswith("last\n")
+
+
+# -- the workload: cancel escalation ---------------------------------------------------------
+
+def test_a_cancel_escalates_sigint_then_sigterm_then_sigkill_one_grace_period_apart(monkeypatch):
+    workload = Workload(["true"], {}, marker="/tmp/x", grace=3.0)
+    sent: list[tuple[float, int]] = []
+    monkeypatch.setattr(workload, "signal_tree", lambda sig, pids=(): sent.append((now, sig)))
+    for now in (0.0, 0.1, 2.9, 3.0, 5.0, 6.0, 9.0, 12.0):
+        workload.cancel_step(now, [])
+    assert sent == [(0.0, signal.SIGINT), (3.0, signal.SIGTERM), (6.0, signal.SIGKILL)]
+
+
+# -- the status line ---------------------------------------------------------------------------
+
+def test_the_status_line_says_time_epoch_phase_cpu_and_gpus():
+    assert status_text(12.34, 3, 20, "train", 54.0, [97.0, 3.0]) == \
+        "   12.3s · epoch 3/20 · train · CPU  54.0% · GPU  97%   3%"
+    assert status_text(0.5, None, None, None, 2.0, []) == "    0.5s · CPU   2.0%"
