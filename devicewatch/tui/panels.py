@@ -1,20 +1,29 @@
-"""Text panels of the run screen: status line, epoch progress and verdict, epoch bars, watching cost.
+"""Text panels of the run screen: status line, epoch progress and verdict, epoch bars, watching
+cost, and the workload's output.
 
 Each is a pure function from the model (or part of it) to a ``rich.text.Text``; the screen
 compares the result with what is shown and touches the widget only when it changed. The epoch
 bars fit their panel's size, so their widget (``EpochBars``) owns its rows and draws them again
-when it is resized.
+when it is resized. The output panel (``OutputLog``) is a Line-API view of the newest lines.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
-from typing import Hashable
+from typing import Hashable, Iterable, Sequence
 
 import numpy as np
+from rich.cells import cell_len
+from rich.style import Style
 from rich.text import Text
+from textual.geometry import Size
 from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.selection import Selection
+from textual.strip import Strip
+from textual.widget import Widget
 from textual.widgets import Static
 
 from .drawing import format_seconds
@@ -194,3 +203,102 @@ class EpochBars(Static):
         if self.size.height > 0:
             self.update(epoch_bars(self.epochs.rows, max(30, self.size.width), max(1, self.size.height - 1)),
                         layout=False)
+
+
+_CONTROL = re.compile("[\u0000-\u0014]")
+
+
+class OutputLog(ScrollView, can_focus=True):
+    """The workload's output: every line kept (up to ``max_lines``), the view following the end
+    unless scrolled back; scrollbars, wheel and keys, selection, as Textual's ``Log``.
+
+    Textual's ``Log`` grows its virtual size through a reactive that lays the whole screen out
+    again, twice a write (once more when a worker thread has measured the new lines), and draws
+    every visible line again on each frame. Here a write sets the size and the scrollbars
+    directly (the scrollbars are always shown, so nothing else can move) and repaints this
+    panel alone, and each line is drawn once.
+    """
+
+    ALLOW_SELECT = True
+    DEFAULT_CSS = """
+    OutputLog {
+        background: $surface;
+        color: $text;
+        overflow: scroll;
+        &:focus { background-tint: $foreground 5%; }
+    }
+    """
+
+    def __init__(self, max_lines: int = 2000, *, id: str | None = None, classes: str | None = None):
+        super().__init__(id=id, classes=classes)
+        self.max_lines = max_lines
+        self._lines: list[str] = []
+        self._dropped = 0      # lines no longer kept: line i here is line dropped + i of the output
+        self._width = 0
+        self._strips: dict[int, Strip] = {}   # by line number of the output
+
+    @property
+    def lines(self) -> Sequence[str]:
+        return self._lines
+
+    def write_lines(self, lines: Iterable[str]) -> None:
+        following = self.is_vertical_scroll_end
+        new = [_CONTROL.sub("\ufffd", part.expandtabs()) for line in lines for part in line.splitlines()]
+        if not new:
+            return
+        self._lines += new
+        if len(self._lines) > self.max_lines:
+            drop = len(self._lines) - self.max_lines
+            del self._lines[:drop]
+            self._dropped += drop
+            self._strips = {k: v for k, v in self._strips.items() if k >= self._dropped}
+        self._width = max(self._width, max(cell_len(line) for line in new))
+        self._resize()
+        if following and not self.is_vertical_scrollbar_grabbed:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self.refresh()
+
+    def _resize(self) -> None:
+        """The virtual size without the layout its reactive asks for; the scrollbars to match."""
+        size = Size(self._width, len(self._lines))
+        self.set_reactive(Widget.virtual_size, size)
+        width, height = self.container_size
+        if self.show_vertical_scrollbar:
+            self.vertical_scrollbar.window_virtual_size = size.height
+            self.vertical_scrollbar.window_size = height - self.scrollbar_size_horizontal
+        if self.show_horizontal_scrollbar:
+            self.horizontal_scrollbar.window_virtual_size = size.width
+            self.horizontal_scrollbar.window_size = width - self.scrollbar_size_vertical
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._strips.clear()
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        index = scroll_y + y
+        width = self.size.width
+        style = self.rich_style
+        if index >= len(self._lines):
+            return Strip.blank(width, style)
+        return self._strip(index, style).crop_extend(scroll_x, scroll_x + width, style).apply_offsets(scroll_x, index)
+
+    def _strip(self, index: int, style: Style) -> Strip:
+        selection = self.text_selection
+        key = self._dropped + index
+        if selection is None and key in self._strips:
+            return self._strips[key]
+        line = self._lines[index]
+        text = Text(line, no_wrap=True)
+        text.stylize(style)
+        if selection is not None and (span := selection.get_span(index)) is not None:
+            start, end = span
+            text.stylize(self.screen.get_component_rich_style("screen--selection"), start,
+                         len(text) if end == -1 else end)
+        strip = Strip(text.render(self.app.console), cell_len(line))
+        if selection is None:
+            self._strips[key] = strip
+        return strip
+
+    def get_selection(self, selection: Selection) -> tuple[str, str] | None:
+        return selection.extract("\n".join(self._lines)), "\n"

@@ -25,7 +25,7 @@ from textual.message import Message
 from textual.reactive import var
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Log, Static
+from textual.widgets import Footer, Static
 
 from .. import analysis
 from ..live.model import RunModel
@@ -156,7 +156,7 @@ class RunScreen(Screen[None]):
                 yield AreaChart(id="proc-rss")
                 yield Static(id="cost")
             yield panels.EpochBars(id="epochs", classes="panel")
-            yield Log(id="log", classes="panel", max_lines=2000)
+            yield panels.OutputLog(id="log", classes="panel", max_lines=2000)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -353,10 +353,10 @@ class RunScreen(Screen[None]):
 
     def _write_log(self, force: bool) -> None:
         """Append the waiting log lines, at most every ``LOG_EVERY`` seconds while live: each
-        write grows the log's virtual size, which costs a layout pass of the whole screen."""
+        write scrolls the panel, which repaints all of it."""
         now = time.monotonic()
         if self._new_lines and (force or now - self._log_written >= LOG_EVERY):
-            self.query_one("#log", Log).write_lines(self._new_lines)
+            self.query_one("#log", panels.OutputLog).write_lines(self._new_lines)
             self._new_lines = []
             self._log_written = now
 

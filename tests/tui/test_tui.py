@@ -261,3 +261,23 @@ def test_run_file_names_are_timestamped_and_never_overwrite(tmp_path):
     assert first.name.endswith("-python-c.jsonl") and first.parent == tmp_path
     first.write_text("")
     assert run_file_name(str(tmp_path), "python -c", now=0.0).name.endswith("-python-c-2.jsonl")
+
+
+@pytest.mark.asyncio
+async def test_the_output_panel_follows_the_end_keeps_its_newest_lines_and_stays_where_scrolled():
+    app = replay_app(CPU_RUN)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: first_frame(app))
+        log = app.screen.query_one("#log")
+        log.max_lines = 50
+        log.write_lines([f"line {i}" for i in range(120)])
+        await pilot.pause(0.1)
+        assert list(log.lines) == [f"line {i}" for i in range(70, 120)]  # the newest 50
+        assert log.scroll_y == log.max_scroll_y > 0                    # following the end
+        last = "".join(s.text for s in log.render_line(log.scrollable_content_region.height - 1)._segments)
+        assert last.startswith("line 119")
+        log.scroll_to(y=0, animate=False, immediate=True)
+        log.write_lines(["one more\tline"])
+        await pilot.pause(0.1)
+        assert log.scroll_y == 0 and log.lines[-1] == "one more        line"  # scrolled back: it stays there
+        assert log.vertical_scrollbar.window_virtual_size == len(log.lines)
