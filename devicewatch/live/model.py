@@ -212,6 +212,11 @@ class RunModel:
         self._trackers = (events.PhaseTracker(), events.PhaseTracker())
         self._ended: tuple[list[analysis.Phase], list[analysis.Phase]] = ([], [])
         self._own_phases = False  # the workload sent phases itself: stdout epochs are ignored
+        # Epoch rows by epoch, each with what it was computed from (its phases, its epoch events
+        # so far): only an epoch whose phases or metrics changed is computed again.
+        self._rows: dict[int, tuple[tuple[Any, ...], analysis.EpochRow]] = {}
+        self._epoch_events: dict[int, list[dict[str, Any]]] = {}
+        self._names: dict[tuple[str, int | None], str] = {}
         self.logs_taken = 0
         self._samples_seen = 0   # rows of run.samples already taken (counted over the whole run)
         self.ingest(run.events)
@@ -295,6 +300,8 @@ class RunModel:
             self.run_info.update(e["info"])
         elif kind == events.MARKER:
             self.markers.append((float(e.get("t", 0.0)), str(e.get("label", ""))))
+        elif kind == events.EPOCH and isinstance(e.get("epoch"), int):
+            self._epoch_events.setdefault(e["epoch"], []).append(e)
         self.open_phases.take(e)
         if kind in (events.PHASE_BEGIN, events.PHASE_END):
             stdout = int(e.get("source") == "stdout")
@@ -357,19 +364,47 @@ class RunModel:
                 i += 1
             self._open.append(i)
         self.phases = phases
-        self.epoch_rows = analysis.epochs(self.run, self.phases)
-        self.epochs_version = next(_versions)
-        open_epochs = {p.epoch for p in phases if p.open}
+        rows = self._refresh_epochs(phases)
+        if rows != self.epoch_rows:
+            self.epoch_rows = rows
+            self.epochs_version = next(_versions)
+        open_epochs = {p.epoch for p in still_open}
         self.epochs_done = sum(1 for row in self.epoch_rows if row.epoch not in open_epochs)
         self.lanes = ordered_lanes(analysis.lanes(self.phases))
         lane_index = {lane: i for i, lane in enumerate(self.lanes)}
         self._ends = np.array([p.end for p in phases], float)
         self.phase_arrays = PhaseArrays(np.array([p.start for p in phases], float), self._ends,
-                                        tuple(p.kind for p in phases),
-                                        tuple(p.name if p.epoch is None else f"{p.name} {p.epoch}" for p in phases),
+                                        tuple(p.kind for p in phases), tuple(self._name(p) for p in phases),
                                         np.array([lane_index[p.lane] for p in phases], np.int64))
         self.boundaries = np.array(sorted({r.start for r in self.epoch_rows[1:]}), float)
         self.phases_version = next(_versions)
+
+    def _refresh_epochs(self, phases: list[analysis.Phase]) -> list[analysis.EpochRow]:
+        """``analysis.epochs`` of the run, computed again only for the epochs whose phases or
+        epoch events changed since (a poll must not cost more after a thousand epochs)."""
+        by_epoch: dict[int, list[analysis.Phase]] = {}
+        for p in phases:
+            if p.epoch is not None:
+                by_epoch.setdefault(p.epoch, []).append(p)
+        keys = {epoch: (tuple(members), len(self._epoch_events.get(epoch, ()))) for epoch, members in by_epoch.items()}
+        changed = [epoch for epoch, key in keys.items() if epoch not in self._rows or self._rows[epoch][0] != key]
+        if changed:
+            # The changed epochs' phases and epoch events, as a run of their own: analysis
+            # reads the metrics from the run's events, and need not scan all of them.
+            part = Run(self.run.path, self.run.header, self.run.samples,
+                       [e for epoch in changed for e in self._epoch_events.get(epoch, ())])
+            for row in analysis.epochs(part, [p for epoch in changed for p in by_epoch[epoch]]):
+                self._rows[row.epoch] = (keys[row.epoch], row)
+        for gone in self._rows.keys() - keys.keys():
+            del self._rows[gone]
+        return [self._rows[epoch][1] for epoch in sorted(keys) if epoch in self._rows]
+
+    def _name(self, p: analysis.Phase) -> str:
+        """A phase as a lane names it: ``train 3``."""
+        key = (p.name, p.epoch)
+        if key not in self._names:
+            self._names[key] = p.name if p.epoch is None else f"{p.name} {p.epoch}"
+        return self._names[key]
 
     def main_lane_phases(self) -> PhaseArrays:
         """The phases of the first lane: the shading behind the time charts."""
