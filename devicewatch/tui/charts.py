@@ -3,15 +3,23 @@
 A chart's ``data`` is a reactive holding its typed input (``AreaInput``, ``LinesInput``,
 ``HeatInput``, ``LanesInput``); inputs compare equal when they would draw the same grid, so
 setting an equal one does nothing. A new input, or a new size, draws a new grid; the chart
-keeps the previous one and repaints only the cells that differ (a live chart whose window did
-not move changes in its newest columns alone, and repainting whole lines is most of what a
-frame costs). ``render_line`` returns strips built once per changed row.
+keeps the previous one and repaints only the cells that differ.
+
+Textual repaints a changed line whole, and its cost grows with the line's width and its runs of
+one style (a shaded chart has hundreds). Once a live window is full, only its newest step changes
+from one tick to the next, so a live chart shows its grid in two parts side by side: its newest
+columns (``LIVE_PART`` of the plot, more than a step) in a narrow part of their own, the settled
+ones beside it. Between two steps of the window only the narrow part's lines are repainted.
+The parts keep their widths while the chart is live (resizing them is a layout pass of the
+whole screen), so until the window is full the new columns fall in the wide part.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Callable, ClassVar, Generic, TypeVar
 
+from textual.app import ComposeResult
 from textual.geometry import Region
 from textual.reactive import reactive
 from textual.strip import Strip
@@ -22,11 +30,54 @@ from .drawing import (AXIS, AreaInput, ChartInput, Grid, HeatInput, LanesInput, 
 
 InputT = TypeVar("InputT", bound=ChartInput)
 
+# The share of a live chart's plot in its narrow part: a live window moves in steps of 1/20 of
+# its width, so between steps the new columns (and the one they may fill in) fall inside it.
+LIVE_PART = 1 / 16
+
+class ChartPart(Widget):
+    """Columns of a chart's grid, as strips built once per changed row."""
+
+    DEFAULT_CSS = "ChartPart { height: 1fr; width: 1fr; }"
+
+    def __init__(self, classes: str | None = None):
+        super().__init__(classes=classes)
+        self.x0 = self.x1 = 0   # the chart's grid columns shown
+        self._rows: list[Row] = []
+        self._strips: list[Strip] = []
+
+    def show(self, grid: Grid, x0: int, x1: int, changes: list[tuple[int, int, int]] | None) -> None:
+        """Show columns ``[x0, x1)`` of ``grid``; ``changes`` (row, from, to) since the last
+        grid, or None when everything may have (new size, new part of the grid)."""
+        part, width = grid.columns(x0, x1), x1 - x0
+        if changes is None or (x0, x1) != (self.x0, self.x1) or len(self._rows) != grid.rows:
+            self.x0, self.x1 = x0, x1
+            self._rows = [part.row(y) for y in range(part.rows)]
+            self._strips = [Strip(row.segments, width) for row in self._rows]
+            self.refresh()
+            return
+        regions = []
+        for y, a, b in changes:
+            a, b = max(a, x0) - x0, min(b, x1) - x0
+            if a < b:  # only the changed columns' runs are built again
+                row = self._rows[y] = part.row(y, self._rows[y], a)
+                self._strips[y] = Strip(row.segments, width)
+                regions.append(Region(a, y, b - a, 1))
+        if regions:
+            self.refresh(*regions)
+
+    def render_line(self, y: int) -> Strip:
+        if y < len(self._strips):
+            return self._strips[y].crop_extend(0, self.size.width, None)
+        return Strip.blank(self.size.width)
+
 
 class Chart(Widget, Generic[InputT]):
     """Base: draws ``data`` at the widget's size whenever either changes."""
 
-    DEFAULT_CSS = "Chart { height: 1fr; }"
+    DEFAULT_CSS = """
+    Chart { height: 1fr; layout: horizontal; }
+    Chart > ChartPart.-live { width: 0; }
+    """
     draw: ClassVar[Callable[..., Grid]]
 
     data: reactive[InputT | None] = reactive(None, repaint=False, init=False)
@@ -34,10 +85,12 @@ class Chart(Widget, Generic[InputT]):
     def __init__(self, *, id: str | None = None, classes: str | None = None):
         super().__init__(id=id, classes=classes)
         self._grid: Grid | None = None
-        self._strips: list[Strip] = []
-        self._rows: list[Row] = []
         self._drawn_size: tuple[int, int] | None = None
         self.rebuilds = 0   # grids drawn: a test's sign that the chart has drawn
+
+    def compose(self) -> ComposeResult:
+        yield ChartPart()
+        yield ChartPart(classes="-live")
 
     def watch_data(self) -> None:
         self._draw()
@@ -45,29 +98,32 @@ class Chart(Widget, Generic[InputT]):
     def on_resize(self) -> None:
         self._draw()
 
+    @staticmethod
+    def _split(data: ChartInput, width: int) -> int:
+        """The first column of the narrow part of a live chart; its width when not live."""
+        if data.view.live_from is None:
+            return width
+        return width - min(math.ceil((width - AXIS) * LIVE_PART) + 1, width - AXIS)
+
     def _draw(self) -> None:
         width, height = self.size
         data = self.data
-        if data is None or width <= AXIS or height <= 0:
+        if data is None or width <= AXIS or height <= 0 or not self.is_mounted:
             return
         grid = type(self).draw(data, width, height)
         changes = grid.changes(self._grid) if self._drawn_size == (width, height) else None
         self._grid, self._drawn_size = grid, (width, height)
         self.rebuilds += 1
-        if changes is None:
-            self._rows = [grid.row(y) for y in range(grid.rows)]
-            self._strips = [Strip(row.segments, width) for row in self._rows]
-            self.refresh()
-            return
-        for y, x0, x1 in changes:  # a live chart changes in its newest columns: only they are built
-            row = self._rows[y] = grid.row(y, self._rows[y], x0)
-            self._strips[y] = Strip(row.segments, width)
-            self.refresh(Region(x0, y, x1 - x0, 1))
+        settled, live = self.query(ChartPart)
+        split = self._split(data, width)
+        if live.styles.width is None or live.styles.width.value != width - split:
+            live.styles.width = width - split  # a layout pass: only when the chart goes live or not
+        settled.show(grid, 0, split, changes)
+        live.show(grid, split, width, changes)
 
-    def render_line(self, y: int) -> Strip:
-        if y < len(self._strips):
-            return self._strips[y].crop_extend(0, self.size.width, None)
-        return Strip.blank(self.size.width)
+    def text(self) -> list[str]:
+        """The rows drawn last, as text (what a test reads)."""
+        return self._grid.text() if self._grid is not None else []
 
 
 class AreaChart(Chart[AreaInput]):

@@ -199,10 +199,10 @@ class CompareScreen(Screen[None]):
             if all(s is not None for s in starts.values()):
                 lead = max(starts.values())  # type: ignore[type-var]
                 span = max(lead + durations[k] - starts[k] for k in starts)  # type: ignore[operator]
-                return {k: View(starts[k] - lead, starts[k] - lead + span, live=False)  # type: ignore[operator]
+                return {k: View(starts[k] - lead, starts[k] - lead + span)  # type: ignore[operator]
                         for k in starts}
         span = max(durations.values())
-        return {label: View(0.0, span, live=False) for label in self.models}
+        return {label: View(0.0, span) for label in self.models}
 
     def _align_text(self) -> Text:
         text = Text("x axis: ", style="bold")

@@ -71,6 +71,10 @@ class Grid:
     def width(self) -> int:
         return int(self.chars.shape[1]) if self.chars.ndim == 2 else 0
 
+    def columns(self, x0: int, x1: int) -> "Grid":
+        """Columns ``[x0, x1)`` of every row (a view, not a copy)."""
+        return Grid(self.chars[:, x0:x1], self.styles[:, x0:x1])
+
     def text(self) -> list[str]:
         """Each row's characters: what a test compares."""
         return ["".join(row) for row in self.chars.tolist()]
@@ -81,6 +85,8 @@ class Grid:
     def runs(self, y: int, start: int = 0) -> list[int]:
         """Where row ``y``'s runs of one style begin, from column ``start`` on."""
         ids = self.styles[y, start:]
+        if not ids.size:
+            return []
         return (np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) + start).tolist()
 
     def segments(self, y: int, starts: list[int] | None = None) -> list[Segment]:
@@ -146,11 +152,13 @@ def _label(grid: Grid, y: int, text: str, style: Style) -> None:
 
 @dataclass(frozen=True)
 class View:
-    """The time window every chart of a screen draws: ``t0`` to ``t1`` seconds of the run."""
+    """The time window every chart of a screen draws: ``t0`` to ``t1`` seconds of the run.
+    ``live_from``: in a live window, the time from which what it shows still changes (the
+    window's newest step); None when nothing in it will."""
 
     t0: float
     t1: float
-    live: bool = True
+    live_from: float | None = None
 
     def columns(self, times: np.ndarray, width: int) -> np.ndarray:
         span = max(self.t1 - self.t0, 1e-9)

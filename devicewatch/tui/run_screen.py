@@ -280,17 +280,18 @@ class RunScreen(Screen[None]):
         if self.window is None:
             # Following the whole run: the end moves in steps of 1/VIEW_STEPS of the run so far.
             end = max(latest, 1.0)
-            if growing:
-                step = _nice_top(end / VIEW_STEPS, 0.1)
-                end = math.ceil(end / step) * step
-            return View(0.0, end, live=self.source.live)
+            if not growing:
+                return View(0.0, end)
+            step = _nice_top(end / VIEW_STEPS, 0.1)
+            return View(0.0, math.ceil(end / step) * step, math.floor(latest / step) * step)
         end = max(latest - self.pan_offset, self.window)
-        if growing and self.pan_offset == 0:
-            # The window slides in steps of 1/VIEW_STEPS of its width, not every tick: between
-            # steps only the newest columns change, and only their cells are repainted.
-            step = self.window / VIEW_STEPS
-            end = max(math.ceil(latest / step) * step, self.window)
-        return View(max(end - self.window, 0.0), end, live=self.source.live and self.pan_offset == 0)
+        if not growing or self.pan_offset:
+            return View(max(end - self.window, 0.0), end)
+        # The window slides in steps of 1/VIEW_STEPS of its width, not every tick: between
+        # steps only the newest columns change, and only their cells are repainted.
+        step = self.window / VIEW_STEPS
+        end = max(math.ceil(latest / step) * step, self.window)
+        return View(end - self.window, end, max(math.floor(latest / step) * step, end - self.window))
 
     def _redraw(self, force: bool = False) -> None:
         model = self.model

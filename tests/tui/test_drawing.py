@@ -156,3 +156,8 @@ def test_inputs_are_equal_when_they_draw_the_same():
     assert one != AreaInput(View(0, 20), 7, NORMAL, t, np.array([5.0]), 100.0, "%")          # another window
     assert one != AreaInput(View(0, 10), 7, PRESENTER, t, np.array([5.0]), 100.0, "%")       # another look
     assert one != AreaInput(View(0, 10), 7, NORMAL, t, np.array([5.0]), 200.0, "%")          # another scale
+
+
+def test_an_empty_row_has_no_runs():
+    grid = Grid.blank(2, 5).columns(5, 5)
+    assert grid.runs(0) == [] and grid.segments(0) == [] and grid.row(1).segments == []

@@ -100,8 +100,7 @@ async def test_replay_of_a_recorded_cpu_run_shows_every_panel():
         # One heat row per core at 200x50, cores from the header.
         cores = screen.query_one("#cores")
         assert cores.rebuilds >= 1
-        assert any(f"cpu{c}" in "".join(s.text for s in cores.render_line(y)._segments)
-                   for c in range(run.cores) for y in range(cores.size.height))
+        assert any(f"cpu{c}" in row for c in range(run.cores) for row in cores.text())
         assert screen.model.epochs_total == 3
         assert "3/3 done" in plain(app, "progress")
         assert plain(app, "verdict").startswith("verdict: " + screen.model.verdict.label)
@@ -123,8 +122,8 @@ async def test_gpu_replay_shows_util_chart_and_the_validation_dip():
         # validation: the analysis calls it validation-bound.
         assert screen.model.verdict.label == "validation-bound"
         chart = screen.gpu_charts[0]
-        bottom = "".join(s.text for s in chart.render_line(chart.size.height - 2)._segments)
-        top = "".join(s.text for s in chart.render_line(0)._segments)
+        rows = chart.text()
+        bottom, top = rows[-2], rows[0]  # the last row is the time axis
         assert "█" in bottom and " " in top[8:]  # full at the bottom, gaps (dips) near the top
 
 

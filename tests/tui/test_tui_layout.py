@@ -26,8 +26,8 @@ FIXTURES = ROOT / "tests" / "fixtures"
 SIZE = (200, 50)
 
 
-def lines_of(widget) -> list[str]:
-    return ["".join(s.text for s in widget.render_line(y)._segments) for y in range(widget.size.height)]
+def lines_of(chart) -> list[str]:
+    return chart.text()
 
 
 
