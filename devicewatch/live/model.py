@@ -128,19 +128,22 @@ class PhaseArrays:
 
     starts: np.ndarray
     ends: np.ndarray
-    kinds: tuple[str, ...]
+    kinds: np.ndarray          # each phase's kind, as its number in KINDS
     names: tuple[str, ...]     # as a lane shows it: ``train 3``
     lanes: np.ndarray          # index into the model's ``lanes``
 
     def where(self, keep: np.ndarray) -> "PhaseArrays":
         index = np.flatnonzero(keep)
-        return PhaseArrays(self.starts[index], self.ends[index], tuple(self.kinds[i] for i in index),
+        return PhaseArrays(self.starts[index], self.ends[index], self.kinds[index],
                            tuple(self.names[i] for i in index), self.lanes[index])
 
 
 # Versions are drawn from one counter for every model, so that two models (another node of a
 # merged run, the other side of a comparison) never show the same version of different data.
 _versions = itertools.count(1)
+
+
+KINDS = (*analysis.PHASE_KINDS, "other")   # a phase's kind as a number: its place here
 
 
 def _number(value: Any) -> float:
@@ -194,7 +197,7 @@ class RunModel:
         self.epoch_rows: list[analysis.EpochRow] = []
         self.epochs_done = 0        # epochs none of whose phases is still open
         self.lanes: list[str] = []  # in drawing order (``ordered_lanes``)
-        self.phase_arrays = PhaseArrays(np.zeros(0), np.zeros(0), (), (), np.zeros(0, np.int64))
+        self.phase_arrays = PhaseArrays(np.zeros(0), np.zeros(0), np.zeros(0, np.int64), (), np.zeros(0, np.int64))
         self.boundaries = np.zeros(0)   # epoch starts after the first: the epoch lines
         self._main_lane: tuple[int, PhaseArrays] = (-1, self.phase_arrays)
         self.run_info: dict[str, Any] = {}
@@ -374,7 +377,8 @@ class RunModel:
         lane_index = {lane: i for i, lane in enumerate(self.lanes)}
         self._ends = np.array([p.end for p in phases], float)
         self.phase_arrays = PhaseArrays(np.array([p.start for p in phases], float), self._ends,
-                                        tuple(p.kind for p in phases), tuple(self._name(p) for p in phases),
+                                        np.array([KINDS.index(p.kind) for p in phases], np.int64),
+                                        tuple(self._name(p) for p in phases),
                                         np.array([lane_index[p.lane] for p in phases], np.int64))
         self.boundaries = np.array(sorted({r.start for r in self.epoch_rows[1:]}), float)
         self.phases_version = next(_versions)

@@ -16,12 +16,13 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import Hashable, Sequence
+from typing import Any, Hashable, Sequence
 
 import numpy as np
 from rich.segment import Segment
 from rich.style import Style
 
+from ..live.model import KINDS
 from ..render.palette import NORMAL, PRESENTER, Palette
 from ..safe_text import inert
 
@@ -29,6 +30,18 @@ AXIS = 7          # columns of y labels left of every plot
 EIGHTHS = np.array(list(" ▁▂▃▄▅▆▇█"), dtype="<U1")
 BRAILLE_BITS = np.array([[0x01, 0x08], [0x02, 0x10], [0x04, 0x20], [0x40, 0x80]])  # [row][col] in a cell
 _EMPTY = np.zeros(0)
+_NO_KINDS = np.zeros(0, dtype=np.int64)
+
+
+def kind_codes(kinds: Sequence[str]) -> np.ndarray:
+    """Phase kinds (train, validate, data, copy, or anything else: other) as numbers into KINDS."""
+    other = len(KINDS) - 1
+    return np.array([KINDS.index(kind) if kind in KINDS else other for kind in kinds], dtype=np.int64)
+
+
+def _phase_colours(palette: Palette) -> list[str]:
+    """The shading colour of each of KINDS."""
+    return [palette.phase.get(kind, palette.phase["other"]) for kind in KINDS]
 
 
 # -- styles: interned, so that the same style has the same number in every grid -------------
@@ -207,13 +220,14 @@ def per_column(t: np.ndarray, values: np.ndarray, view: View, width: int, fill: 
 
 @dataclass(frozen=True, eq=False)
 class Overlay:
-    """What is drawn behind and over a time chart: phase shading (``starts``/``ends``/``kinds``,
-    later spans over earlier ones), epoch lines (``boundaries``) and markers. ``version``
-    changes whenever any of them does (the producer's promise: the arrays are not compared)."""
+    """What is drawn behind and over a time chart: phase shading (``starts``/``ends``, ``kinds``
+    as ``kind_codes``, later spans over earlier ones), epoch lines (``boundaries``) and markers.
+    ``version`` changes whenever any of them does (the producer's promise: the arrays are not
+    compared)."""
 
     starts: np.ndarray = field(default_factory=lambda: _EMPTY)
     ends: np.ndarray = field(default_factory=lambda: _EMPTY)
-    kinds: tuple[str, ...] = ()
+    kinds: np.ndarray = field(default_factory=lambda: _NO_KINDS)
     boundaries: np.ndarray = field(default_factory=lambda: _EMPTY)
     markers: np.ndarray = field(default_factory=lambda: _EMPTY)
     version: Hashable = 0
@@ -222,17 +236,17 @@ class Overlay:
     def of(spans: Sequence[tuple[float, float, str]], boundaries: Sequence[float], markers: Sequence[float],
            version: Hashable = 0) -> "Overlay":
         return Overlay(np.array([s[0] for s in spans], float), np.array([s[1] for s in spans], float),
-                       tuple(s[2] for s in spans), np.asarray(boundaries, float), np.asarray(markers, float), version)
+                       kind_codes([s[2] for s in spans]), np.asarray(boundaries, float), np.asarray(markers, float),
+                       version)
 
     def lines_only(self) -> "Overlay":
         """Epoch lines and markers without the shading (the charts that show every lane)."""
         return Overlay(boundaries=self.boundaries, markers=self.markers, version=self.version)
 
-    def backgrounds(self, view: View, width: int, palette: Palette) -> list[str | None]:
-        """The background colour of each column: the kind of the last span covering it."""
+    def shading(self, view: View, width: int) -> np.ndarray:
+        """For each column, the kind (``kind_codes``) of the last span covering it; -1 where none does."""
         owner = _span_columns(self.starts, self.ends, view, width)
-        colours = [palette.phase.get(kind, palette.phase["other"]) for kind in self.kinds]
-        return [palette.empty_bg if i < 0 else colours[i] for i in owner.tolist()]
+        return np.r_[self.kinds, -1][owner]
 
     def edges(self, view: View, width: int) -> np.ndarray:
         return _marks(self.boundaries, view, width)
@@ -368,7 +382,7 @@ class LanesInput(ChartInput):
     lanes: tuple[str, ...]
     starts: np.ndarray
     ends: np.ndarray
-    kinds: tuple[str, ...]
+    kinds: np.ndarray            # kind_codes
     names: tuple[str, ...]
     lane_of: np.ndarray
     overlay: Overlay = field(default_factory=Overlay)
@@ -378,6 +392,17 @@ class LanesInput(ChartInput):
 
 
 # -- the charts -------------------------------------------------------------------------------
+
+_TABLES: dict[tuple[int, str], np.ndarray] = {}
+
+
+def _styles(palette: Palette, chart: str, make: Any, backs: list[str | None], fores: list[str]) -> np.ndarray:
+    """``style_id(make(back, fore))`` for every background and foreground, once per palette."""
+    key = (id(palette), chart)
+    if key not in _TABLES:
+        _TABLES[key] = np.array([[style_id(make(back, fore)) for fore in fores] for back in backs], dtype=np.int32)
+    return _TABLES[key]
+
 
 def _plot_rows(height: int, axis: bool) -> int:
     return height - 1 if axis and height > 2 else height
@@ -396,13 +421,11 @@ def draw_area(data: AreaInput, width: int, height: int) -> Grid:
     col = per_column(data.t, data.values, view, plot_w)
     top = data.top if data.top > 0 else 1.0
     level = np.where(np.isnan(col), -1, np.clip(np.round(col / top * rows * 8), 0, rows * 8)).astype(int)
-    backgrounds = data.overlay.backgrounds(view, plot_w, palette)
+    shading = data.overlay.shading(view, plot_w)
     is_edge, is_mark = data.overlay.edges(view, plot_w), data.overlay.marks(view, plot_w)
-    # Each cell's style is (background of its column, foreground kind: area, boundary, marker).
-    backs = list(dict.fromkeys(backgrounds))
-    ids = np.array([[style_id(Style(color=fg, bgcolor=back)) for fg in (palette.area, palette.boundary, palette.marker)]
-                    for back in backs], dtype=np.int32)
-    back_index = np.array([backs.index(b) for b in backgrounds], dtype=np.int64)
+    # Each cell's style is (background: its column's kind + 1, 0 for none; foreground: area, boundary, marker).
+    ids = _styles(palette, "area", lambda back, fg: Style(color=fg, bgcolor=back),
+                  [palette.empty_bg, *_phase_colours(palette)], [palette.area, palette.boundary, palette.marker])
     from_bottom = (rows - 1 - np.arange(rows))[:, None]
     fill = np.where(level >= 0, np.clip(level[None, :] - from_bottom * 8, 0, 8), 0)
     chars = EIGHTHS[fill]
@@ -412,7 +435,7 @@ def draw_area(data: AreaInput, width: int, height: int) -> Grid:
     chars[0, top_mark] = "▼"
     fg[0, top_mark] = 2
     grid.chars[:rows, AXIS:] = chars
-    grid.styles[:rows, AXIS:] = ids[back_index[None, :], fg]
+    grid.styles[:rows, AXIS:] = ids[(shading + 1)[None, :], fg]
     axis_style = Style(color=palette.axis)
     for y in range(rows):
         if y == 0:
@@ -556,15 +579,15 @@ def draw_lanes(data: LanesInput, width: int, height: int) -> Grid:
     axis_style = Style(color=palette.axis)
     text_colour = "#ffffff" if palette is PRESENTER else "#d0d0d0"
     edges, marks = data.overlay.edges(view, plot_w), data.overlay.marks(view, plot_w)
-    backs = [palette.empty_bg, *palette.phase.values()]
-    kinds = list(palette.phase)
+    # Each cell's style is (background: its phase's kind + 1, 0 for none; foreground: name, epoch line, marker).
+    ids = _styles(palette, "lanes", lambda back, fg: Style(color=fg, bgcolor=back),
+                  [palette.empty_bg, *_phase_colours(palette)], [text_colour, palette.boundary, palette.marker]).T
     span = max(view.t1 - view.t0, 1e-9)
     for y, lane in enumerate(lanes):
         mine = np.flatnonzero(data.lane_of == y)
         starts, ends = data.starts[mine], data.ends[mine]
         owner = _span_columns(starts, ends, view, plot_w)
-        colour = np.array([1 + kinds.index(data.kinds[i] if data.kinds[i] in palette.phase else "other")
-                           for i in mine] + [0], dtype=np.int64)[owner]   # owner -1 picks the trailing 0: no phase
+        colour = np.r_[data.kinds[mine] + 1, 0][owner]   # owner -1 picks the trailing 0: no phase
         names = np.full(plot_w, " ", dtype="<U1")
         a = np.maximum(np.floor((starts - view.t0) / span * plot_w), 0).astype(np.int64)
         b = np.minimum(np.floor((ends - view.t0) / span * plot_w), plot_w - 1).astype(np.int64)
@@ -572,8 +595,6 @@ def draw_lanes(data: LanesInput, width: int, height: int) -> Grid:
             text = inert(data.names[mine[j]])
             if b[j] - a[j] + 1 > len(text) + 1:
                 names[a[j] + 1:a[j] + 1 + len(text)] = list(text)
-        ids = np.array([[style_id(Style(color=fg, bgcolor=back)) for back in backs]
-                        for fg in (text_colour, palette.boundary, palette.marker)], dtype=np.int32)
         kind = np.zeros(plot_w, dtype=np.int64)  # 0: the phase's name (or a blank), 1: an epoch line, 2: a marker
         line = edges & (names == " ")
         kind[marks & ~line] = 2

@@ -13,7 +13,7 @@ from rich.style import Style
 
 from devicewatch.render.palette import NORMAL, PRESENTER
 from devicewatch.tui.drawing import (AXIS, AreaInput, Grid, HeatInput, LanesInput, LinesInput, Overlay, View,
-                                     draw_area, draw_heat, draw_lanes, draw_lines, per_column, style_id)
+                                     draw_area, draw_heat, draw_lanes, draw_lines, kind_codes, per_column, style_id)
 
 TRAIN_BG, VALIDATE_BG = NORMAL.phase["train"], NORMAL.phase["validate"]
 
@@ -101,7 +101,7 @@ def test_lanes_name_the_phases_that_fit_and_draw_epoch_lines_and_markers():
     # train's last column; loader: data 1 over 1-3 s (columns 2-6). The epoch line at 6 s is
     # column 12, the marker at 8.5 s column 17.
     data = LanesInput(View(0, 10), 1, NORMAL, ("main", "loader"), np.array([0.0, 6.0, 1.0]), np.array([6.0, 10.0, 3.0]),
-                      ("train", "validate", "data"), ("train 1", "validate 1", "data 1"), np.array([0, 0, 1]),
+                      kind_codes(["train", "validate", "data"]), ("train 1", "validate 1", "data 1"), np.array([0, 0, 1]),
                       Overlay.of([], [6.0], [8.5]))
     grid = draw_lanes(data, AXIS + 20, 5)
     assert grid.text() == ["  main  train 1    ┊    ▼  ", "loader             ┊    ▼  "]
