@@ -100,11 +100,14 @@ def measure(workload: list[str], windows: int, seconds: float, warmup: float) ->
             btop_process = psutil.Process(btop.process.pid)
             time.sleep(warmup)
             for _ in range(windows):
-                before = (cpu_seconds([dashboard]), cpu_seconds(recorder), cpu_seconds([btop_process]),
-                          time.monotonic())
-                time.sleep(seconds)
-                after = (cpu_seconds([dashboard]), cpu_seconds(recorder), cpu_seconds([btop_process]),
-                         time.monotonic())
+                try:
+                    before = (cpu_seconds([dashboard]), cpu_seconds(recorder), cpu_seconds([btop_process]),
+                              time.monotonic())
+                    time.sleep(seconds)
+                    after = (cpu_seconds([dashboard]), cpu_seconds(recorder), cpu_seconds([btop_process]),
+                             time.monotonic())
+                except psutil.NoSuchProcess:
+                    break  # the run ended (its recorder and watchdog exit)
                 if finished(newest_run(runs)):
                     break  # the workload ended inside this window: the window is not steady watching
                 wall = after[3] - before[3]
