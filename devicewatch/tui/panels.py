@@ -18,11 +18,13 @@ import numpy as np
 from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
-from textual.geometry import Size
+from textual.content import Content
+from textual.geometry import Region, Size
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.selection import Selection
 from textual.strip import Strip
+from textual.visual import Visual
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -188,7 +190,82 @@ class EpochRows:
     __hash__ = None  # type: ignore[assignment]
 
 
-class EpochBars(Static):
+class TextPanel(Widget):
+    """Text drawn as strips, each line built once and repainted only when it changes.
+
+    A Static renders and repaints every line of its text on each update, which on a live run (a
+    status line each second, the epochs panel at each epoch) costs more than all the charts'
+    new columns. Here the text is wrapped as a Static wraps it (Textual's own ``Content``), each
+    line keeps its strip until it changes, and an update repaints only the lines that did.
+    """
+
+    DEFAULT_CSS = "TextPanel { height: auto; }"
+
+    text: reactive[Text] = reactive(Text, repaint=False, init=False)
+
+    def __init__(self, text: Text | str = "", *, id: str | None = None, classes: str | None = None):
+        super().__init__(id=id, classes=classes)
+        self.set_reactive(TextPanel.text, Text(text) if isinstance(text, str) else text)
+        self._lines: list[Content] = []
+        self._strips: list[Strip] = []
+        self._cache: dict[tuple[object, ...], Strip] = {}
+
+    def update(self, text: Text | str) -> None:
+        self.text = Text(text) if isinstance(text, str) else text
+
+    def watch_text(self) -> None:
+        self._lay_out()
+
+    def on_resize(self) -> None:
+        self._lay_out()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._cache.clear()
+        self._lines = []
+        if self.is_mounted:
+            self._lay_out()
+
+    def _wrapped(self, width: int) -> list[Content]:
+        return Content.from_rich_text(self.text, self.app.console).wrap(max(width, 1))
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self._wrapped(width))
+
+    def _lay_out(self) -> None:
+        width = self.size.width
+        if width <= 0 or not self.is_mounted:
+            return
+        lines = self._wrapped(width)
+        style = self.visual_style
+        strips = []
+        for line in lines:
+            key = (line, width, style)
+            strip = self._cache.get(key)
+            if strip is None:
+                strip = self._cache[key] = Visual.to_strips(self, line, width, 1, style)[0]
+            strips.append(strip)
+        if len(self._cache) > 4 * len(lines) + 64:  # epochs scroll through: keep only what is shown
+            self._cache = {(line, width, style): strip for line, strip in zip(lines, strips)}
+        before, self._lines, self._strips = self._lines, lines, strips
+        if len(before) != len(lines):
+            self.refresh(layout=self.styles.height is None or self.styles.height.is_auto)
+            return
+        changed = [Region(0, y, width, 1) for y, (a, b) in enumerate(zip(before, lines)) if not a.is_same(b)]
+        if changed:
+            self.refresh(*changed)
+
+    def render(self) -> Text:
+        """The text (drawing goes through ``render_line``)."""
+        return self.text
+
+    def render_line(self, y: int) -> Strip:
+        if y < len(self._strips):
+            return self._strips[y]
+        return Strip.blank(self.size.width, self.rich_style)
+
+
+class EpochBars(TextPanel):
     """The epochs panel: ``epoch_bars`` of its rows at its own size."""
 
     epochs: reactive[EpochRows] = reactive(EpochRows, repaint=False, init=False)
@@ -201,8 +278,8 @@ class EpochBars(Static):
 
     def _fit(self) -> None:
         if self.size.height > 0:
-            self.update(epoch_bars(self.epochs.rows, max(30, self.size.width), max(1, self.size.height - 1)),
-                        layout=False)
+            self.text = epoch_bars(self.epochs.rows, max(30, self.size.width), max(1, self.size.height - 1))
+            self._lay_out()
 
 
 _CONTROL = re.compile("[\u0000-\u0014]")

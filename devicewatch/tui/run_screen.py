@@ -121,8 +121,6 @@ class RunScreen(Screen[None]):
         self.set_reactive(RunScreen.window, 60 if source.live else None)
         self.gpu_charts: list[AreaChart] = []
         self.sm_charts: list[LineChart] = []
-        self._shown: dict[str, str] = {}
-        self._lines_shown: dict[str, int] = {}
         self._new_lines: list[str] = []
         self._log_written = -1e9
         self._slow_at = -1e9
@@ -133,18 +131,18 @@ class RunScreen(Screen[None]):
     # -- layout ------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        yield Static(id="status")
-        yield Static(id="progress")
-        yield Static(id="verdict")
-        yield Static(id="no-gpu")
+        yield panels.TextPanel(id="status")
+        yield panels.TextPanel(id="progress")
+        yield panels.TextPanel(id="verdict")
+        yield panels.TextPanel(id="no-gpu")
         with Horizontal(id="top"):
             with Vertical(id="cpu-panel", classes="panel"):
                 yield HeatStrip(id="cores")
-                yield Static(id="heat-legend")
+                yield panels.TextPanel(id="heat-legend")
                 yield AreaChart(id="cpu-total")
                 yield PhaseLanes(id="cpu-lanes")
             with Vertical(id="gpu-panel", classes="panel"):
-                yield Static(id="gpu-reason")
+                yield panels.TextPanel(id="gpu-reason")
                 yield Vertical(id="gpu-utils")
                 yield PhaseLanes(id="lanes")
                 with Horizontal(id="gpu-mem-power"):
@@ -154,7 +152,7 @@ class RunScreen(Screen[None]):
             with Vertical(id="proc-panel", classes="panel"):
                 yield AreaChart(id="proc-cpu")
                 yield AreaChart(id="proc-rss")
-                yield Static(id="cost")
+                yield panels.TextPanel(id="cost")
             yield panels.EpochBars(id="epochs", classes="panel")
             yield panels.OutputLog(id="log", classes="panel", max_lines=2000)
         yield Footer()
@@ -455,19 +453,9 @@ class RunScreen(Screen[None]):
             self.notify(self.source.error, title="recorder", severity="error", timeout=30)
 
     def _set(self, widget_id: str, content: Text) -> None:
-        """Update a Static only when what it shows changed."""
-        plain = content.markup
-        if self._shown.get(widget_id) == plain:
-            return
-        self._shown[widget_id] = plain
-        widget = self.query_one(f"#{widget_id}", Static)
-        # A layout pass costs more than the whole redraw: only a widget whose height follows its
-        # content, and whose line count changed, needs one. The rest keep their CSS size.
-        lines = plain.count("\n") + 1
-        auto = widget.styles.height is None or widget.styles.height.is_auto
-        layout = auto and self._lines_shown.get(widget_id) != lines
-        self._lines_shown[widget_id] = lines
-        widget.update(content, layout=layout)
+        """Show ``content`` in a text panel; the panel repaints only the lines that changed (and
+        lays the screen out again only when its height follows its text and that changed)."""
+        self.query_one(f"#{widget_id}", panels.TextPanel).update(content)
 
     def _visible(self, widget_id: str) -> bool:
         node: Widget | None = self.query_one(f"#{widget_id}")
@@ -536,7 +524,6 @@ class RunScreen(Screen[None]):
         following = hosts[(hosts.index(self.model.host) + 1) % len(hosts)] if self.model.host in hosts else hosts[0]
         self.model = RunModel(self.model.run, host=following)
         self.model.take_logs()  # the log panel already holds every line
-        self._shown.clear()
         self._redraw_soon()
 
     def action_toggle_log(self) -> None:

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from rich.text import Text
+
 import pytest
 
 pytest.importorskip("textual")
@@ -280,3 +282,31 @@ async def test_the_output_panel_follows_the_end_keeps_its_newest_lines_and_stays
         await pilot.pause(0.1)
         assert log.scroll_y == 0 and log.lines[-1] == "one more        line"  # scrolled back: it stays there
         assert log.vertical_scrollbar.window_virtual_size == len(log.lines)
+
+
+@pytest.mark.asyncio
+async def test_a_text_panel_repaints_only_the_lines_that_changed_and_wraps_as_a_static():
+    from textual.app import App
+    from textual.widgets import Static
+
+    from devicewatch.tui.panels import TextPanel
+
+    text = Text("first line\nsecond line that is long enough to be folded at the panel's edge\nthird")
+
+    class Both(App):
+        CSS = "TextPanel, Static { width: 30; }"
+
+        def compose(self):
+            yield TextPanel(text, id="panel")
+            yield Static(text, id="static")
+
+    app = Both()
+    async with app.run_test(size=(80, 12)) as pilot:
+        await pilot.pause(0.1)
+        panel, static = app.query_one("#panel"), app.query_one("#static")
+        assert panel.size == static.size and panel.size.height == 5  # the long line folds in three
+        lines = ["".join(s.text for s in panel.render_line(y)) for y in range(5)]
+        assert lines == ["".join(s.text for s in static.render_line(y)) for y in range(5)]
+        before = list(panel._strips)
+        panel.update(Text("first line\nsecond line that is long enough to be folded at the panel's edge\nTHIRD"))
+        assert [a is b for a, b in zip(before, panel._strips)] == [True, True, True, True, False]
