@@ -20,7 +20,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from devicewatch.runfile import RunWriter, probe_fields
+from devicewatch.runfile import RunWriter, compact, probe_fields
 from devicewatch.samples import trim_common_nulls
 
 DATA_EVERY, DATA_SECONDS = 30.0, 1.0
@@ -115,7 +115,7 @@ def _gpu_values(name: str, util: np.ndarray, rng: np.random.Generator, window: n
 
 
 def generate(path: str, cores: int, gpus: int, hours: float, rate: float = 10.0, events: int = 0,
-             epoch_seconds: float = 300.0, seed: int = 0, gpm: bool = True) -> dict[str, Any]:
+             epoch_seconds: float = 300.0, seed: int = 0, gpm: bool = True, columns: bool = True) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     fields = probe_fields()
     header = {"devicewatch": "bench", "started": "2026-01-01T00:00:00+00:00", "started_unix": 1767225600.0,
@@ -188,6 +188,8 @@ def generate(path: str, cores: int, gpus: int, hours: float, rate: float = 10.0,
     writer.write_line({"type": "end", "t": duration, "status": "ok", "exit_code": 0, "signal": None,
                        "duration": duration, "reason": "the workload finished"})
     writer.close()
+    if columns:  # the end of a run, as the recorder ends one
+        compact(path)
     return {"samples": written, "duration": duration}
 
 

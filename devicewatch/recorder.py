@@ -39,7 +39,7 @@ from .probes.cpu import CpuProbe, cpu_model
 from .probes.gpu import GpuProbe
 from .probes.process import ProcessTreeProbe, SelfProbe
 from .registry import Target
-from .runfile import RunWriter
+from .runfile import RunWriter, compact
 from .errors import RecorderError, UsageError
 
 KERAS_EPOCH_LINE = re.compile(rb"^\s*Epoch (\d+)/(\d+)\s*$")
@@ -276,6 +276,7 @@ class Recorder:
             shutil.rmtree(fifo_dir, ignore_errors=True)
             self.gpu.stop()
             self.writer.close()
+            compact(self.options.output)  # the run has ended: its columnar form beside the journal
             os.close(self._claim)
 
     # -- the run --------------------------------------------------------------------------

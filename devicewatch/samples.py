@@ -556,7 +556,7 @@ class Samples:
         samples._cols = {key: array for key, array in arrays.items() if array is not percent}
         if percent is not None:
             samples._later[PERCENT] = lambda: percent
-            samples._later["cpu"] = lambda: _percent_to_float(samples.core_percent())  # type: ignore[arg-type]
+            samples._later["cpu"] = lambda: percent_to_float(samples.core_percent())  # type: ignore[arg-type]
         return samples
 
     def core_percent(self) -> np.ndarray | None:
@@ -564,7 +564,8 @@ class Samples:
         quarter of ``cpu``'s memory; None when some reading is not a whole percent (schema 1)."""
         if self._percent is None:
             later = self._later.pop(PERCENT, None)
-            self._percent = later() if later is not None else _float_to_percent(self._col("cpu"))
+            percent = later() if later is not None else whole_percents(self._col("cpu"))
+            self._percent = np.zeros((0, 0), np.uint8) if percent is None else percent
         return None if self._percent.shape[0] != len(self) else self._percent
 
     # -- reading ---------------------------------------------------------------------------
@@ -638,7 +639,7 @@ class Samples:
                 return np.zeros((0, twin.cores), np.uint8) if whole is None else whole[mask(ROW), :twin.cores]
 
             twin._later[PERCENT] = percent
-            twin._later["cpu"] = lambda: _percent_to_float(twin.core_percent()) \
+            twin._later["cpu"] = lambda: percent_to_float(twin.core_percent()) \
                 if twin.core_percent() is not None else select("cpu", BY_NAME["cpu"])()
         twin.total = int(mask(ROW).sum())
         return twin
@@ -776,17 +777,20 @@ def _widen(array: np.ndarray, column: Column, sizes: dict[str, int]) -> np.ndarr
     return array
 
 
-def _float_to_percent(cpu: np.ndarray) -> np.ndarray:
-    """``cpu`` as bytes when every reading is a whole percent (0–254) or missing, else empty."""
+def whole_percents(cpu: np.ndarray) -> np.ndarray | None:
+    """Per-core readings as bytes (``MISSING_PERCENT`` where missing) when every one is a whole
+    percent, as schema 2 stores them: a quarter of the memory, exact. None otherwise."""
     missing = np.isnan(cpu)
-    percent = np.where(missing, MISSING_PERCENT, cpu)
-    if ((percent < 0) | (percent > MISSING_PERCENT) | (percent != np.floor(percent))).any() \
-            or (~missing & (percent == MISSING_PERCENT)).any():
-        return np.zeros((0, cpu.shape[1]), np.uint8)
-    return percent.astype(np.uint8)
+    values = cpu[~missing]
+    if values.size and ((values < 0) | (values >= MISSING_PERCENT) | (values != np.floor(values))).any():
+        return None
+    percent = np.full(cpu.shape, MISSING_PERCENT, np.uint8)
+    percent[~missing] = values
+    return percent
 
 
-def _percent_to_float(percent: np.ndarray) -> np.ndarray:
+def percent_to_float(percent: np.ndarray) -> np.ndarray:
+    """Per-core bytes back to ``cpu``'s floats, NaN where missing."""
     out = percent.astype(BY_NAME["cpu"].dtype)
     out[percent == MISSING_PERCENT] = np.nan
     return out
