@@ -14,6 +14,7 @@ import numpy as np
 
 from . import events
 from .runfile import NO_END_RECORD, Run
+from .samples import MISSING_PERCENT
 
 PHASE_KINDS = ("train", "validate", "data", "copy")
 NO_PHASE = "(no phase)"
@@ -81,6 +82,9 @@ class Series:
     gpu_util: list[np.ndarray]
     gpu_mem_used: np.ndarray   # (samples, gpus) bytes
     gpu_power: np.ndarray      # (samples, gpus) watts
+    # ``cpu`` as whole percents in bytes (``Samples.core_percent``) where it is so: per-core
+    # figures are counted from it instead of sorting floats
+    cpu_percent: np.ndarray | None = None
 
     @property
     def gpus(self) -> int:
@@ -252,7 +256,7 @@ def series(run: Run) -> Series:
         gpu_t.append(t)
         gpu_util.append(v)
     return Series(c.t, c.cpu, c.cpu_total, c.proc("cpu"), c.proc("rss"), c.recorder_cpu, c.watcher_cpu,
-                  gpu_t, gpu_util, c.gpu("mem_used"), c.gpu("power_w"))
+                  gpu_t, gpu_util, c.gpu("mem_used"), c.gpu("power_w"), c.core_percent())
 
 
 def _active_mask(t: np.ndarray, intervals: list[tuple[float, float]]) -> np.ndarray:
@@ -268,11 +272,26 @@ def _stats(values: np.ndarray) -> dict[str, float | None]:
     values = values[~np.isnan(values)]
     if values.size == 0:
         return {"mean": None, "p95": None}
-    return {"mean": round(float(values.mean()), 1), "p95": round(float(np.percentile(values, 95)), 1)}
+    return {"mean": round(float(values.mean()), 1), "p95": round(float(_p95(values)), 1)}
+
+
+def _p95(values: np.ndarray) -> Any:
+    """``np.percentile(values, 95)`` (linear), step for step, without the ``np.unique`` inside
+    it, whose first call imports ``numpy.ma`` (tens of ms of a report's start). No NaN in it."""
+    n = len(values)
+    virtual = (n - 1) * (95 / 100)
+    if virtual >= n - 1:
+        return values.max()
+    previous = int(virtual // 1)
+    a, b = np.partition(values, (previous, previous + 1))[[previous, previous + 1]]
+    gamma = virtual - previous
+    diff = b - a
+    return b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma
 
 
 def _stats_columns(values: np.ndarray) -> list[dict[str, float | None]]:
-    """``_stats`` of every column at once (64 cores: one percentile call, not 64)."""
+    """``_stats`` of every column at once (64 cores: one percentile call, not 64); whole
+    percents are counted instead (``_stats_of_counts``)."""
     if values.shape[1] == 0:
         return []
     values = values.astype(float)
@@ -282,6 +301,44 @@ def _stats_columns(values: np.ndarray) -> list[dict[str, float | None]]:
         p95 = np.nanpercentile(values, 95, axis=0) if len(values) else means
     return [{"mean": None, "p95": None} if np.isnan(m) else {"mean": round(float(m), 1), "p95": round(float(p), 1)}
             for m, p in zip(means, p95)]
+
+
+PERCENT_ROWS = 1 << 15  # rows counted at a time: bounds the index array to a few MB
+
+
+def _percent_counts(percent: np.ndarray) -> np.ndarray:
+    """How often each column holds each value 0–255: columns × 256 counts (255: missing)."""
+    columns = percent.shape[1]
+    counts = np.zeros(columns * 256, np.int64)
+    offsets = (np.arange(columns, dtype=np.int32) * 256)[None, :]
+    for start in range(0, len(percent), PERCENT_ROWS):
+        index = percent[start:start + PERCENT_ROWS].astype(np.int32) + offsets
+        counts += np.bincount(index.ravel(), minlength=columns * 256)
+    return counts.reshape(columns, 256)
+
+
+def _stats_of_counts(counts: np.ndarray) -> list[dict[str, float | None]]:
+    """Mean and p95 per column from its value counts, the very numbers ``np.nanmean`` and
+    ``np.nanpercentile`` (linear) give on the values themselves: whole numbers sum exactly, and
+    the interpolation is numpy's own, step for step."""
+    counts = counts[:, :MISSING_PERCENT]
+    n = counts.sum(axis=1)
+    total = (counts * np.arange(MISSING_PERCENT)).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = total.astype(float) / n
+    virtual = (n - 1) * (95 / 100)
+    previous = np.floor(virtual)
+    above = virtual >= n - 1
+    lower = np.where(above, n - 1, previous).astype(np.int64)
+    upper = np.where(above, n - 1, previous + 1).astype(np.int64)
+    gamma = virtual - np.where(above, -1, previous)
+    cumulative = np.cumsum(counts, axis=1)
+    a = (cumulative <= lower[:, None]).sum(axis=1).astype(float)  # the value at sorted position lower
+    b = (cumulative <= upper[:, None]).sum(axis=1).astype(float)
+    diff = b - a
+    p95 = np.where(gamma >= 0.5, b - diff * (1 - gamma), a + diff * gamma)
+    return [{"mean": None, "p95": None} if count == 0 else {"mean": round(float(m), 1), "p95": round(float(p), 1)}
+            for count, m, p in zip(n, means, p95)]
 
 
 def phase_utilization(run: Run, s: Series | None = None,
@@ -320,7 +377,8 @@ def _utilization_entry(s: Series, mask: np.ndarray, gpu_masks: list[np.ndarray],
         "seconds": round(seconds, 3) if seconds is not None else None,
         "samples": int(mask.sum()),
         "cpu_total": _stats(s.cpu_total[mask]),
-        "cores": _stats_columns(s.cpu[mask]),
+        "cores": _stats_columns(s.cpu[mask]) if s.cpu_percent is None
+        else _stats_of_counts(_percent_counts(s.cpu_percent[mask])),
         "gpus": [_stats(s.gpu_util[g][m]) for g, m in enumerate(gpu_masks)],
     }
 
@@ -337,18 +395,37 @@ def dips(t: np.ndarray, values: np.ndarray, all_phases: list[Phase],
     below = np.concatenate(([False], values < threshold, [False]))
     edges = np.flatnonzero(np.diff(below.astype(np.int8)))
     last = len(t) - 1
+    spans = []
     for first, after in zip(edges[::2], edges[1::2]):  # run of low samples: first .. after-1
         begin_time = t[first - 1] if first > 0 else t[first]
         end_time = t[min(after, last)]
         if end_time - begin_time >= min_seconds:
-            found.append(Dip(float(begin_time), float(end_time),
-                             _phase_at(all_phases, (begin_time + end_time) / 2)))
-    return found
+            spans.append((float(begin_time), float(end_time)))
+    names = _phases_at(all_phases, [(begin + end) / 2 for begin, end in spans])
+    return [Dip(begin, end, name) for (begin, end), name in zip(spans, names)]
 
 
-def _phase_at(all_phases: list[Phase], time: float) -> str:
-    names = sorted({p.name for p in all_phases if p.start <= time < p.end})
-    return "+".join(names) if names else NO_PHASE
+def _phases_at(all_phases: list[Phase], times: list[float]) -> list[str]:
+    """The phase names active at each time (``start <= time < end``), joined by "+" in name
+    order, NO_PHASE where none: one sweep over the phases' starts and ends, not a scan of
+    every phase per time (a day holds thousands of dips and thousands of phases)."""
+    spans = [p for p in all_phases if p.end > p.start]  # the others are never active
+    starts = sorted(spans, key=lambda p: p.start)
+    ends = sorted(spans, key=lambda p: p.end)
+    active: dict[str, int] = {}
+    out: dict[int, str] = {}
+    i = j = 0
+    for k in sorted(range(len(times)), key=times.__getitem__):
+        time = times[k]
+        while i < len(starts) and starts[i].start <= time:
+            active[starts[i].name] = active.get(starts[i].name, 0) + 1
+            i += 1
+        while j < len(ends) and ends[j].end <= time:
+            active[ends[j].name] -= 1
+            j += 1
+        names = sorted(name for name, count in active.items() if count > 0)
+        out[k] = "+".join(names) if names else NO_PHASE
+    return [out[k] for k in range(len(times))]
 
 
 def device_idle(run: Run, s: Series | None = None, all_phases: list[Phase] | None = None,
