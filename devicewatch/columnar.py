@@ -23,10 +23,9 @@ memory (the kernel copies them).
 
 from __future__ import annotations
 
-import hashlib
 import mmap
 import os
-import tempfile
+import zlib
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -40,9 +39,8 @@ VERSION = 1
 ALIGN = 64
 HEAD = TAIL = 1 << 16    # bytes of the journal's start and end in its fingerprint
 PROBES, PROBE = 16, 1 << 12  # and blocks spread between them
-# The columns' declaration as a digest: a change to COLUMNS makes every older columnar file stale.
-LAYOUT = hashlib.blake2b(repr([(c.name, c.dtype, c.family, c.dims, c.group) for c in COLUMNS]).encode(),
-                         digest_size=8).hexdigest()
+# The columns' declaration as a checksum: a change to COLUMNS makes every older columnar file stale.
+LAYOUT = zlib.crc32(repr([(c.name, c.dtype, c.family, c.dims, c.group) for c in COLUMNS]).encode())
 
 
 def path_for(journal: str | os.PathLike[str]) -> str:
@@ -51,16 +49,16 @@ def path_for(journal: str | os.PathLike[str]) -> str:
 
 
 def fingerprint(journal: str | os.PathLike[str]) -> dict[str, Any]:
-    """The journal's size and a digest of its head, its tail and blocks spread between: a journal
-    rewritten, grown, cut or replaced by another run gives another fingerprint."""
+    """The journal's size and a checksum of each of its head, its tail and blocks spread between:
+    a journal rewritten, grown, cut or replaced by another run gives another fingerprint.
+    (A checksum, not a cryptographic digest: it guards against accidents, and hashlib's import
+    alone costs a report's start more than reading the blocks.)"""
     with open(journal, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
-        digest = hashlib.blake2b(digest_size=16)
         spots = [(0, HEAD), (max(0, size - TAIL), TAIL)]
         spots += [(size * (i + 1) // (PROBES + 1), PROBE) for i in range(PROBES)]
-        for offset, length in spots:
-            digest.update(os.pread(handle.fileno(), length, offset))
-    return {"size": size, "digest": digest.hexdigest()}
+        sums = [zlib.crc32(os.pread(handle.fileno(), length, offset)) for offset, length in spots]
+    return {"size": size, "crc32": sums}
 
 
 def _aligned(n: int) -> int:
@@ -74,6 +72,8 @@ class Spill:
     each chunk is a length, a JSON index and its arrays' bytes, then the chunk's other lines."""
 
     def __init__(self, folder: str):
+        import tempfile  # here: a reader never spills
+
         self.file: BinaryIO = tempfile.TemporaryFile(dir=folder or ".", prefix=".devicewatch-columns-")
         self.chunks: list[dict[str, Any]] = []   # per chunk: arrays [(key, dtype, shape, offset)], lines (offset, length)
         self.size = 0
