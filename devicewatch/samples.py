@@ -109,7 +109,7 @@ def fields_header(sys_fields: tuple[str, ...], sys_scale: dict[str, int], proc_f
 
 # A schema-2 sample's keys in the order the writer writes them, each with the pattern of its
 # value as the writer writes it (one capture group), or None for a key that the chunked
-# decoder leaves to the record decoder (a merged run's ``host``, MIG readings); required keys
+# decoder leaves to the record decoder (MIG readings); required keys
 # are in every sample. The writer's order and the chunked decoder's pattern both come from here.
 _NUM = rb"(-?[0-9][0-9.eE+-]*)"
 _LIST = rb"\[([-0-9.eE+,nul]*)\]"
@@ -118,12 +118,12 @@ SAMPLE_KEYS: tuple[tuple[str, bytes | None, bool], ...] = (
     ("proc", rb"(?:\[([-0-9.eE+,nul]*)\]|null)", True),
     ("gpu", rb"\[((?:\[[-0-9.eE+,nul]*\],?)*)\]", False), ("gpu_util", _LIST, False), ("gpu_procs", _LIST, False),
     ("gpu_mig", None, False), ("gpus_t", _NUM, False), ("recorder_cpu", _NUM, False), ("watcher_cpu", _NUM, False),
-    ("host", None, False))
+    ("host", rb'"([^"\\\x00-\x1f]*)"', False))
 SAMPLE_PREFIX = b'{"type":"sample",'
 # A sample exactly as the writer writes it: such lines are decoded a chunk at a time, the
 # spans of each array cut out by this pattern and all the numbers of one kind parsed in one
-# call (one flat JSON array), which skips a dict and a list per sample. Any other line (a
-# merged run's host, MIG readings, damage) sends its chunk through the record-by-record path.
+# call (one flat JSON array), which skips a dict and a list per sample. Any other line (MIG
+# readings, a host name with an escape, damage) sends its chunk through the record-by-record path.
 SAMPLE_LINE = re.compile(rb'\{"type":"sample"' + b"".join(
     (rb',"%s":%s' if required else rb'(?:,"%s":%s)?') % (key.encode(), pattern)
     for key, pattern, required in SAMPLE_KEYS if pattern is not None) + rb"\}")
@@ -295,9 +295,10 @@ class _Decoded(NamedTuple):
     util: tuple[np.ndarray, np.ndarray]  # (gpu, time, value) rows and the sample of each
     procs: tuple[np.ndarray, np.ndarray]  # (gpu, *fields) rows and the sample of each
     scalars: dict[str, np.ndarray]
-    host: np.ndarray
+    host: np.ndarray                    # index into ``labels``; -1: one node's run
     cores: int                          # the widths the chunk showed (at least those before it)
     gpus: int
+    labels: list[str]                   # a merged run's hosts, those before the chunk first
 
 
 # Per-core readings as whole percents in bytes (``Samples.core_percent``): what marks a missing
@@ -390,7 +391,7 @@ class Samples:
         if not self._lines:
             return
         lines, self._lines = self._lines, []
-        decoded = _decode_lines(lines, self.fields, self.cores, self.gpus)
+        decoded = _decode_lines(lines, self.fields, self.cores, self.gpus, self.host_labels)
         if decoded is not None:
             self._blocks.append(self._block(decoded))
             self.total += len(lines)
@@ -432,12 +433,13 @@ class Samples:
         util = _triples([r.get("gpu_util") for r in records], 3)
         procs = _triples([r.get("gpu_procs") for r in records], len(self.fields["gpu_proc"]) + 1)
         scalars = {key: np.array([_float(r.get(key)) for r in records]) for key in ("recorder_cpu", "watcher_cpu", "gpus_t")}
-        host = np.array([self._host_index(r.get("host")) for r in records], dtype=np.int16)
-        return _Decoded(t, cpu, cpu_total, groups, present, gpu, util, procs, scalars, host, cores, gpus)
+        labels = list(self.host_labels)
+        host = np.array([_host_index(labels, r.get("host")) for r in records], dtype=np.int16)
+        return _Decoded(t, cpu, cpu_total, groups, present, gpu, util, procs, scalars, host, cores, gpus, labels)
 
     def _block(self, chunk: _Decoded) -> dict[str, np.ndarray]:
         """One chunk's columns (bytes, absolute times, one array per field) from its arrays as read."""
-        self.cores, self.gpus = chunk.cores, chunk.gpus
+        self.cores, self.gpus, self.host_labels = chunk.cores, chunk.gpus, chunk.labels
         t, cpu, cpu_total, host = chunk.t, chunk.cpu, chunk.cpu_total, chunk.host
         k = len(t)
         missing = np.isnan(cpu_total)
@@ -474,13 +476,6 @@ class Samples:
         block.update(chunk.scalars)
         block["host"] = host
         return block
-
-    def _host_index(self, label: Any) -> int:
-        if not isinstance(label, str):
-            return -1
-        if label not in self.host_labels:
-            self.host_labels.append(label)
-        return self.host_labels.index(label)
 
     def flush(self) -> None:
         """Decode what is pending and join the blocks into single arrays (dropping old rows)."""
@@ -756,6 +751,15 @@ for _column in COLUMNS:
 del _column
 
 
+def _host_index(labels: list[str], label: Any) -> int:
+    """Where ``label`` is in ``labels`` (added at the end when new); -1 for no host."""
+    if not isinstance(label, str):
+        return -1
+    if label not in labels:
+        labels.append(label)
+    return labels.index(label)
+
+
 def _by_field(name: str, fields: list[str], array: np.ndarray) -> dict[str, np.ndarray]:
     """A group's array (rows × … × fields) as one array per field, ``name.field``."""
     return {f"{name}.{field}": array[..., j] for j, field in enumerate(fields)}
@@ -862,10 +866,11 @@ def _ragged_gpu_rows(gpu_s: Any, k: int, gpus: int, width: int) -> np.ndarray | 
     return gpu
 
 
-def _decode_lines(lines: list[bytes], fields: dict[str, list[str]], cores: int, gpus: int) -> _Decoded | None:
+def _decode_lines(lines: list[bytes], fields: dict[str, list[str]], cores: int, gpus: int,
+                  labels: list[str]) -> _Decoded | None:
     """A chunk of schema-2 sample lines as arrays, or None if one is not in the writer's form
-    (``SAMPLE_LINE``). ``cores`` and ``gpus``: the widths seen before; the chunk's own widths
-    come back with its arrays."""
+    (``SAMPLE_LINE``). ``cores``, ``gpus`` and ``labels``: the widths and a merged run's hosts
+    seen before; the chunk's own come back with its arrays."""
     matches = [SAMPLE_LINE.fullmatch(line) for line in lines]
     if None in matches:
         return None
@@ -916,5 +921,14 @@ def _decode_lines(lines: list[bytes], fields: dict[str, list[str]], cores: int, 
         scalars = {key: _numbers(s or b"null" for s in spans[key]) for key in ("recorder_cpu", "watcher_cpu", "gpus_t")}
     except (orjson.JSONDecodeError, ValueError, TypeError):
         return None
+    labels = list(labels)
+    known: dict[bytes | None, int] = {None: -1}
+    try:
+        for span in dict.fromkeys(spans["host"]):  # in file order: indexes as the record decoder gives them
+            if span is not None:
+                known[span] = _host_index(labels, span.decode())  # no escape matches the pattern: the text as is
+    except UnicodeDecodeError:
+        return None
+    host = np.array([known[span] for span in spans["host"]], dtype=np.int16)
     return _Decoded(t, cpu, np.full(k, np.nan), groups, present, gpu, flats[0], flats[1], scalars,
-                    np.full(k, -1, np.int16), cpu.shape[1], gpu.shape[1])
+                    host, cpu.shape[1], gpu.shape[1], labels)

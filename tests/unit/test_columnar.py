@@ -3,6 +3,7 @@ stale, mismatched or damaged one is never believed."""
 
 import gzip
 import io
+import json
 import os
 import shutil
 import sys
@@ -16,7 +17,7 @@ from devicewatch import analysis, columnar, runfile
 from devicewatch.recorder import Recorder, RecordOptions
 from devicewatch.probes.gpu import GpuProbe
 from devicewatch.runfile import Follower, RunWriter, compact, load
-from devicewatch.samples import COLUMNS
+from devicewatch.samples import COLUMNS, SAMPLE_LINE
 
 from conftest import ROOT, merged_two_gpu_nodes, write_run
 from tests.fakes.nvml import FakeGpu, FakeNVML, FakeProcess
@@ -322,3 +323,24 @@ def test_a_columnar_run_feeds_every_export(tmp_path):
     export.write_csv(run, str(tmp_path / "out"))
     assert export.perfetto(run)["traceEvents"] and export.svg(run).startswith("<svg")
     assert export.sample_rows(run) == export.sample_rows(journal(path))
+
+
+@pytest.mark.parametrize("label", ["node 1", "nœud 1", 'node "1"'])
+def test_a_merged_runs_sample_lines_decode_by_chunk_as_one_by_one(tmp_path, label):
+    """Samples with a host decode a chunk at a time (``samples.SAMPLE_LINE``), a name with an
+    escape record by record: the same hosts, in the same order, as the JSON parser gives."""
+    merged, _, _ = merged_two_gpu_nodes(tmp_path)
+    text = merged.read_text().replace('"host":"node 1"', '"host":' + json.dumps(label, ensure_ascii=False))
+    merged.write_text(text)
+    chunked = journal(merged)
+    with Follower(merged) as follower:
+        follower.poll(final=True)  # records collected: each sample through the JSON parser
+        one_by_one = follower.run
+    written = json.dumps(label, ensure_ascii=False).encode()
+    sample = next(line for line in text.encode().split(b"\n") if line.startswith(b'{"type":"sample"') and written in line)
+    assert (SAMPLE_LINE.fullmatch(sample) is not None) == ('"' not in label)
+    assert set(chunked.samples.host_labels) == {"node 0", label}
+    assert chunked.samples.host_labels == one_by_one.samples.host_labels
+    x, y = chunked.samples.columns(), one_by_one.samples.columns()
+    for key in x:
+        np.testing.assert_array_equal(x[key], y[key], err_msg=key)
