@@ -210,8 +210,10 @@ class Run:
         host = entry.get("host") if isinstance(entry.get("host"), dict) else {}
         header = dict(self.header, host=host, workload=entry.get("workload", {}))
         mine = lambda records: [r for r in records if r.get("host") == label]  # noqa: E731
-        return Run(self.path, header, self.samples.of_host(label, host), mine(self.events), mine(self.logs),
+        node = Run(self.path, header, self.samples.of_host(label, host), mine(self.events), mine(self.logs),
                    mine(self.notices), mine(self.gpu_status), self.end, self.bad_lines, self.cut_last_line)
+        node.columnar = self.columnar
+        return node
 
     def add(self, record: dict[str, Any], line: bytes | None = None) -> None:
         """File one record (``line``: its JSON, which an event may be kept as); a record without
