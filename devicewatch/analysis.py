@@ -85,6 +85,9 @@ class Series:
     # ``cpu`` as whole percents in bytes (``Samples.core_percent``) where it is so: per-core
     # figures are counted from it instead of sorting floats
     cpu_percent: np.ndarray | None = None
+    # figures already computed from these arrays (``device_idle``: the report and the verdict
+    # both ask for it), with the phases they were computed for
+    memo: dict[Any, tuple[Any, Any]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def gpus(self) -> int:
@@ -260,12 +263,16 @@ def series(run: Run) -> Series:
 
 
 def _active_mask(t: np.ndarray, intervals: list[tuple[float, float]]) -> np.ndarray:
-    """Which times fall in any of the half-open intervals [start, end)."""
-    mask = np.zeros(len(t), dtype=bool)
-    for start, end in intervals:
-        lo, hi = np.searchsorted(t, start, "left"), np.searchsorted(t, end, "left")
-        mask[lo:hi] = True
-    return mask
+    """Which times fall in any of the half-open intervals [start, end) (sorted ``t``): every
+    interval's rows found at once, and covered by counting starts and ends (a day holds
+    thousands of intervals)."""
+    if not intervals:
+        return np.zeros(len(t), dtype=bool)
+    bounds = np.array(intervals, dtype=float).reshape(-1, 2)
+    lo, hi = np.searchsorted(t, bounds[:, 0], "left"), np.searchsorted(t, bounds[:, 1], "left")
+    lo, hi = lo[lo < hi], hi[lo < hi]
+    depth = np.bincount(lo, minlength=len(t) + 1) - np.bincount(hi, minlength=len(t) + 1)
+    return np.cumsum(depth[:-1]) > 0
 
 
 def _stats(values: np.ndarray) -> dict[str, float | None]:
@@ -433,6 +440,9 @@ def device_idle(run: Run, s: Series | None = None, all_phases: list[Phase] | Non
     """Per GPU: idle fraction, mean utilization and dips. With no GPU: the same for total CPU."""
     s = series(run) if s is None else s
     all_phases = phases(run) if all_phases is None else all_phases
+    known = s.memo.get(("device_idle", threshold))
+    if known is not None and known[0] is all_phases:
+        return list(known[1])
     out = []
     devices: list[tuple[str, np.ndarray, np.ndarray]] = []
     for g in range(s.gpus):  # by index too: a machine's GPUs usually share one name
@@ -448,7 +458,8 @@ def device_idle(run: Run, s: Series | None = None, all_phases: list[Phase] | Non
         idle = float((values < IDLE_THRESHOLD).mean())
         out.append(DeviceIdle(label, round(idle, 4), round(float(values.mean()), 1),
                               dips(t, values, all_phases, threshold)))
-    return out
+    s.memo[("device_idle", threshold)] = (all_phases, out)
+    return list(out)
 
 
 # -- the verdict -----------------------------------------------------------------------------

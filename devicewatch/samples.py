@@ -674,18 +674,13 @@ class Samples:
     def util(self, g: int) -> tuple[np.ndarray, np.ndarray]:
         """GPU ``g``'s utilization over time: the driver's buffered samples where the sample
         carried some, the polled value elsewhere, in time order."""
-        mine = self.util_gpu == g
         polled = ~self.util_buffered[:, g] & self.gpu_present if g < self.util_buffered.shape[1] else self.gpu_present
         values = self.gpu("util")[:, g] if g < self.gpus else np.full(len(self), np.nan)
         polled = polled & ~np.isnan(values)
-        t = np.concatenate([self.util_t[mine], self.t[polled]])
-        v = np.concatenate([self.util_value[mine], values[polled]])
-        ok = ~(np.isnan(t) | np.isnan(v))
-        t, v = t[ok], v[ok]
-        if len(t) > 1 and (np.diff(t) < 0).any():  # polls can overlap by a sample
-            order = np.argsort(t, kind="stable")
-            t, v = t[order], v[order]
-        return t, v
+        mine = np.flatnonzero(self.util_gpu == g)  # indexes, not a mask: two takes of a fraction of the rows
+        buffered_t, buffered_v = self.util_t[mine], self.util_value[mine]
+        ok = ~(np.isnan(buffered_t) | np.isnan(buffered_v))
+        return _merge_in_time((buffered_t[ok], buffered_v[ok]), (self.t[polled], values[polled].astype(float)))
 
     # -- records, for tests and small tools (never a hot path) ------------------------------
 
@@ -749,6 +744,25 @@ for _column in COLUMNS:
     if _column.group is None:
         setattr(Samples, _column.name, property(lambda self, key=_column.name: self._col(key)))
 del _column
+
+
+def _merge_in_time(first: tuple[np.ndarray, np.ndarray], second: tuple[np.ndarray, np.ndarray]
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Two (times, values) series as one in time order, ``first``'s before ``second``'s at equal
+    times: what a stable sort of the two joined gives, by merging where each is in order
+    already (polls can overlap by a sample, so they are sorted where not)."""
+    (a_t, a_v), (b_t, b_v) = first, second
+    if (np.diff(a_t) < 0).any() or (np.diff(b_t) < 0).any():
+        t, v = np.concatenate([a_t, b_t]), np.concatenate([a_v, b_v])
+        order = np.argsort(t, kind="stable")
+        return t[order], v[order]
+    at = np.searchsorted(a_t, b_t, "right") + np.arange(len(b_t))  # each of second's after first's equal times
+    t, v = np.empty(len(a_t) + len(b_t)), np.empty(len(a_t) + len(b_t))
+    own = np.ones(len(t), dtype=bool)
+    own[at] = False
+    t[at], v[at] = b_t, b_v
+    t[own], v[own] = a_t, a_v
+    return t, v
 
 
 def _host_index(labels: list[str], label: Any) -> int:
