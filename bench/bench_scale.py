@@ -49,7 +49,8 @@ def _compile(root: Path) -> None:
 def _child(args: list[str], root: Path = ROOT) -> tuple[float, float]:
     """Wall seconds and peak RSS (MB) of a whole ``python ARGS`` process."""
     started = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, *args], stdout=subprocess.DEVNULL, env=_env(root))
+    # cwd: ``python -m`` looks in the working directory first, before PYTHONPATH
+    proc = subprocess.Popen([sys.executable, *args], stdout=subprocess.DEVNULL, env=_env(root), cwd=root)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - started
     if status:
