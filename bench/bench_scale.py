@@ -221,7 +221,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--keep", help="folder for the generated recordings (reused when there)")
     args = parser.parse_args()
-    folder = Path(args.keep or tempfile.mkdtemp(prefix="devicewatch-scale-"))
+    folder = Path(args.keep or tempfile.mkdtemp(prefix="devicewatch-scale-")).resolve()
     folder.mkdir(parents=True, exist_ok=True)
     _compile(ROOT)
     if args.baseline is not None:
