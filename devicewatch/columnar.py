@@ -26,7 +26,7 @@ from __future__ import annotations
 import mmap
 import os
 import zlib
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Iterator
 
 import numpy as np
 import orjson
@@ -200,9 +200,10 @@ def _conform(source: BinaryIO, dtype: str, shape: tuple[int, ...], offset: int, 
 
 # -- reading --------------------------------------------------------------------------------
 
-def read(journal: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, np.ndarray], list[bytes]] | None:
+def read(journal: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, np.ndarray], Iterator[bytes]] | None:
     """The columnar form beside ``journal`` if it is there and matches it: its meta, its arrays
-    (memory-mapped, read-only) and the journal's other lines; None otherwise."""
+    (memory-mapped, read-only) and the journal's other lines (read as they are asked for: a
+    million events need not be in memory twice); None otherwise."""
     try:
         with open(path_for(journal), "rb") as handle:
             head = handle.read(16)
@@ -233,7 +234,19 @@ def read(journal: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, np.
         offset, length = (int(n) for n in meta["lines"])
         if offset < 0 or length < 0 or start + offset + length > size:
             return None
-        lines = bytes(view[start + offset:start + offset + length]).split(b"\n") if length else []
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
-    return meta, arrays, lines
+    return meta, arrays, _lines(view, start + offset, start + offset + length)
+
+
+def _lines(view: Any, start: int, end: int, block: int = 1 << 22) -> Iterator[bytes]:
+    """The lines between ``start`` and ``end`` of ``view``, a few MB of them at a time."""
+    pending = b""
+    while start < end:
+        chunk = pending + bytes(view[start:min(start + block, end)])
+        start += block
+        lines = chunk.split(b"\n")
+        pending = lines.pop() if start < end else b""
+        yield from lines
+    if pending:
+        yield pending

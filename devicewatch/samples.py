@@ -305,6 +305,7 @@ class _Decoded(NamedTuple):
 # one, and the key the bytes wait under until asked for.
 MISSING_PERCENT = 255
 PERCENT = "cpu%"
+PERCENT_BLOCK = 1 << 16
 
 
 class Samples:
@@ -551,7 +552,7 @@ class Samples:
         samples._cols = {key: array for key, array in arrays.items() if array is not percent}
         if percent is not None:
             samples._later[PERCENT] = lambda: percent
-            samples._later["cpu"] = lambda: percent_to_float(samples.core_percent())  # type: ignore[arg-type]
+            samples._later["cpu"] = lambda: percent_to_float(percent)
         return samples
 
     def core_percent(self) -> np.ndarray | None:
@@ -609,12 +610,13 @@ class Samples:
         twin.host_labels, twin.keep, twin.bad = [label], None, 0
         twin._pending, twin._lines, twin._blocks, twin._cols, twin._percent = [], [], [], {}, None
         masks: dict[str, np.ndarray] = {}
+        sizes, gpus = twin.sizes(), twin.gpus  # the closures below hold no reference to twin: no cycle keeps it
 
         def mask(family: str) -> np.ndarray:
             if family not in masks:
                 chosen = self._col(FAMILY_HOST[family]) == index
                 if family == UTIL:  # buffered samples of GPUs the node does not have
-                    chosen &= self._col("util_gpu") < twin.gpus
+                    chosen &= self._col("util_gpu") < gpus
                 masks[family] = chosen
             return masks[family]
 
@@ -623,19 +625,22 @@ class Samples:
                 if column.name == FAMILY_HOST[column.family]:
                     return np.zeros(int(mask(column.family).sum()), np.int16)
                 array = self._col(key)[mask(column.family)]
-                narrow = tuple(slice(0, twin.sizes()[d]) for d in column.dims)
+                narrow = tuple(slice(0, sizes[d]) for d in column.dims)
                 return array[(slice(None), *narrow)] if narrow else array
             return selected
 
         twin._later = {key: select(key, column) for key, column, _ in twin.layout()}
         if PERCENT in self._later or self._percent is not None:  # the bytes, not four times as much
-            def percent() -> np.ndarray:
+            def percent() -> np.ndarray | None:
                 whole = self.core_percent()
-                return np.zeros((0, twin.cores), np.uint8) if whole is None else whole[mask(ROW), :twin.cores]
+                return None if whole is None else whole[mask(ROW), :sizes["cores"]]
+
+            def cpu() -> np.ndarray:
+                chosen = percent()
+                return select("cpu", BY_NAME["cpu"])() if chosen is None else percent_to_float(chosen)
 
             twin._later[PERCENT] = percent
-            twin._later["cpu"] = lambda: percent_to_float(twin.core_percent()) \
-                if twin.core_percent() is not None else select("cpu", BY_NAME["cpu"])()
+            twin._later["cpu"] = cpu
         twin.total = int(mask(ROW).sum())
         return twin
 
@@ -678,9 +683,13 @@ class Samples:
         values = self.gpu("util")[:, g] if g < self.gpus else np.full(len(self), np.nan)
         polled = polled & ~np.isnan(values)
         mine = np.flatnonzero(self.util_gpu == g)  # indexes, not a mask: two takes of a fraction of the rows
-        buffered_t, buffered_v = self.util_t[mine], self.util_value[mine]
-        ok = ~(np.isnan(buffered_t) | np.isnan(buffered_v))
-        return _merge_in_time((buffered_t[ok], buffered_v[ok]), (self.t[polled], values[polled].astype(float)))
+        t = np.concatenate([self.util_t[mine], self.t[polled]])
+        v = np.concatenate([self.util_value[mine], values[polled]])
+        ok = ~(np.isnan(t) | np.isnan(v))
+        if not ok.all():
+            t, v = t[ok], v[ok]
+        order = np.argsort(t, kind="stable")  # polls can overlap by a sample; two sorted runs: a merge
+        return t[order], v[order]
 
     # -- records, for tests and small tools (never a hot path) ------------------------------
 
@@ -746,25 +755,6 @@ for _column in COLUMNS:
 del _column
 
 
-def _merge_in_time(first: tuple[np.ndarray, np.ndarray], second: tuple[np.ndarray, np.ndarray]
-                   ) -> tuple[np.ndarray, np.ndarray]:
-    """Two (times, values) series as one in time order, ``first``'s before ``second``'s at equal
-    times: what a stable sort of the two joined gives, by merging where each is in order
-    already (polls can overlap by a sample, so they are sorted where not)."""
-    (a_t, a_v), (b_t, b_v) = first, second
-    if (np.diff(a_t) < 0).any() or (np.diff(b_t) < 0).any():
-        t, v = np.concatenate([a_t, b_t]), np.concatenate([a_v, b_v])
-        order = np.argsort(t, kind="stable")
-        return t[order], v[order]
-    at = np.searchsorted(a_t, b_t, "right") + np.arange(len(b_t))  # each of second's after first's equal times
-    t, v = np.empty(len(a_t) + len(b_t)), np.empty(len(a_t) + len(b_t))
-    own = np.ones(len(t), dtype=bool)
-    own[at] = False
-    t[at], v[at] = b_t, b_v
-    t[own], v[own] = a_t, a_v
-    return t, v
-
-
 def _host_index(labels: list[str], label: Any) -> int:
     """Where ``label`` is in ``labels`` (added at the end when new); -1 for no host."""
     if not isinstance(label, str):
@@ -798,12 +788,16 @@ def _widen(array: np.ndarray, column: Column, sizes: dict[str, int]) -> np.ndarr
 def whole_percents(cpu: np.ndarray) -> np.ndarray | None:
     """Per-core readings as bytes (``MISSING_PERCENT`` where missing) when every one is a whole
     percent, as schema 2 stores them: a quarter of the memory, exact. None otherwise."""
-    missing = np.isnan(cpu)
-    values = cpu[~missing]
-    if values.size and ((values < 0) | (values >= MISSING_PERCENT) | (values != np.floor(values))).any():
-        return None
-    percent = np.full(cpu.shape, MISSING_PERCENT, np.uint8)
-    percent[~missing] = values
+    percent = np.empty(cpu.shape, np.uint8)
+    for start in range(0, len(cpu), PERCENT_BLOCK):  # a block at a time: no float copy of it all
+        block = cpu[start:start + PERCENT_BLOCK]
+        missing = np.isnan(block)
+        values = np.where(missing, 0, block)
+        if ((values < 0) | (values >= MISSING_PERCENT) | (values != np.floor(values))).any():
+            return None
+        part = values.astype(np.uint8)
+        part[missing] = MISSING_PERCENT
+        percent[start:start + PERCENT_BLOCK] = part
     return percent
 
 

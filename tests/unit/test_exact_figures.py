@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from devicewatch.analysis import NO_PHASE, Phase, _p95, _percent_counts, _phases_at, _stats_columns, _stats_of_counts
-from devicewatch.samples import MISSING_PERCENT, _merge_in_time, percent_to_float, whole_percents
+from devicewatch.samples import MISSING_PERCENT, percent_to_float, whole_percents
 
 
 def plain_stats_columns(values):
@@ -37,11 +37,13 @@ def test_per_core_figures_counted_from_percents_are_numpys(percent):
 
 
 def test_per_core_figures_of_long_columns_are_numpys():
-    """Thousands of rows: the interpolation's rounding at every position, and chunked counting."""
+    """Thousands of rows: the interpolation's rounding at every position, counting in blocks,
+    and an odd number of cores (counted in pairs)."""
     rng = np.random.default_rng(7)
-    for rows in (1, 2, 19, 20, 21, 999, 1000, 1001, 40_000, 70_001):
-        percent = rng.integers(0, 101, (rows, 3)).astype(np.uint8)
-        percent[rng.random((rows, 3)) < 0.05] = MISSING_PERCENT
+    for rows, cores in ((1, 3), (2, 3), (19, 2), (20, 3), (21, 4), (999, 3), (1000, 1), (1001, 3), (40_000, 3),
+                        (70_001, 2), (300_001, 5)):
+        percent = rng.integers(0, 101, (rows, cores)).astype(np.uint8)
+        percent[rng.random((rows, cores)) < 0.05] = MISSING_PERCENT
         assert _stats_of_counts(_percent_counts(percent)) == plain_stats_columns(percent_to_float(percent))
 
 
@@ -75,22 +77,3 @@ phases = st.lists(st.builds(lambda name, start, length: Phase(name, "main", None
 def test_the_phases_at_each_time_are_found_as_a_scan_finds_them(all_phases, times):
     assert _phases_at(all_phases, times) == [brute_phase_at(all_phases, t) for t in times]
 
-
-def stable_sorted(first, second):
-    t, v = np.concatenate([first[0], second[0]]), np.concatenate([first[1], second[1]])
-    order = np.argsort(t, kind="stable")
-    return t[order], v[order]
-
-
-times = arrays(np.float64, st.integers(0, 60), elements=st.integers(0, 30).map(lambda x: x / 4))
-
-
-@settings(max_examples=300, deadline=None)
-@given(times, times, st.booleans())
-def test_buffered_and_polled_utilization_merge_as_a_stable_sort(a, b, in_order):
-    """Equal times keep the driver's sample before the poll's, as the stable sort did."""
-    if in_order:
-        a, b = np.sort(a), np.sort(b)
-    first, second = (a, np.arange(len(a), dtype=float)), (b, -1.0 - np.arange(len(b)))
-    merged, expected = _merge_in_time(first, second), stable_sorted(first, second)
-    assert np.array_equal(merged[0], expected[0]) and np.array_equal(merged[1], expected[1])
