@@ -102,6 +102,14 @@ def _line(label: str, size: float, figures: dict[str, tuple[float, float]], repe
     return text
 
 
+def floor_figure(repeats: int) -> None:
+    """What any ``report`` pays before it reads a byte: the interpreter and numpy, in this sitting."""
+    interpreter = min(_child(["-c", "pass"])[0] for _ in range(repeats))
+    imports = min(_child(["-c", "import numpy, orjson, dataclasses, argparse, json"])[0] for _ in range(repeats))
+    print(f"floor: python starts in {interpreter:.3f}s; with numpy, orjson, dataclasses, argparse and json "
+          f"imported {imports:.3f}s (best of {repeats})", flush=True)
+
+
 def report_figures(folder: Path, hours: list[float], repeats: int, baseline: Path | None, baseline_repeats: int) -> None:
     budgets = {1: "budget 0.3 s", 24: "budget 3 s, 1024 MB"}
     for h in hours:
@@ -227,6 +235,7 @@ def main() -> None:
     if args.baseline is not None:
         _compile(args.baseline.resolve())
     baseline = args.baseline.resolve() if args.baseline is not None else None
+    floor_figure(max(args.repeats, 5))
     report_figures(folder, args.hours, args.repeats, baseline, args.baseline_repeats)
     if args.merged[0] > 1:
         merged_figure(folder, int(args.merged[0]), args.merged[1], args.repeats, baseline, args.baseline_repeats)
