@@ -8,6 +8,8 @@ finished file and ``Follower`` for a file that is still growing; both accept a l
 off by a crash, and both refuse foreign or newer-schema files with a one-line ``RunFileError``.
 The reader reads schema 1 (every field named in every sample) and schema 2 (field lists in
 the header, samples as per-device arrays); samples are decoded into columns (``samples.py``).
+When a run ends, ``compact`` writes those columns beside the journal (``columnar.py``), built
+while the writer wrote; ``load`` reads them instead of the journal's JSON while they match it.
 """
 
 from __future__ import annotations
@@ -108,10 +110,10 @@ class Events(Sequence):  # type: ignore[type-arg]
         if k >= 0 and self._kept_at[k] == index:
             return self._kept[k]
         if self._lines_at and index >= self._lines_at[0]:
-            return _decode(self._lines[bisect_right(self._lines_at, index) - 1])
+            return orjson.loads(self._lines[bisect_right(self._lines_at, index) - 1])
         b = bisect_right(self._packed_at, index) - 1
         first = b * self.BLOCK
-        return _decode(self._block(b)[bisect_right(self._packed_pos, index, first, first + self.BLOCK) - 1 - first])
+        return orjson.loads(self._block(b)[bisect_right(self._packed_pos, index, first, first + self.BLOCK) - 1 - first])
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         kept = iter(zip(self._kept_at, self._kept))
@@ -126,7 +128,7 @@ class Events(Sequence):  # type: ignore[type-arg]
                 while next_kept is not None and next_kept[0] < at:
                     yield next_kept[1]
                     next_kept = next(kept, None)
-                yield _decode(line)
+                yield orjson.loads(line)
         while next_kept is not None:
             yield next_kept[1]
             next_kept = next(kept, None)
@@ -300,17 +302,10 @@ def well_formed(record: dict[str, Any]) -> bool:
     return True
 
 
-def _decode(line: bytes) -> Any:
-    return orjson.loads(line)
-
-
-_DECODE_ERRORS = (orjson.JSONDecodeError, RecursionError)
-
-
 def _parse(line: bytes) -> dict[str, Any] | None:
     try:
-        record = _decode(line)
-    except _DECODE_ERRORS:
+        record = orjson.loads(line)
+    except (orjson.JSONDecodeError, RecursionError):
         return None
     return record if isinstance(record, dict) else None
 
