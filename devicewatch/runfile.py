@@ -553,28 +553,11 @@ def compact(path: str | os.PathLike[str]) -> str | None:
     if built is not None and built.written != os.path.getsize(path):  # the journal changed since
         built.close()
         built = None
-    if built is None:
-        built = _Columns(path)
-        handle, read = _open(path)
-        try:
-            pending = b""
-            while True:
-                try:
-                    chunk = read(Follower.CHUNK)
-                except (OSError, EOFError):  # a compressed file cut short
-                    chunk = b""
-                if not chunk:
-                    break
-                lines = (pending + chunk).split(b"\n")
-                pending = lines.pop()
-                for line in lines:
-                    built.feed(line)
-            if pending:
-                built.feed(pending, last=True)
-        finally:
-            handle.close()
-        built.finish()
     try:
+        if built is None:
+            if not path.endswith(".gz") and not _ends_with_end_record(path):
+                return None  # cut short or still being written: not worth reading through
+            built = _columns_of_journal(path)
         if not built.ended or built.intake.run is None:
             return None
         meta = dict(built.meta(), journal=columnar.fingerprint(path))
@@ -582,7 +565,45 @@ def compact(path: str | os.PathLike[str]) -> str | None:
     except OSError:  # no room beside the journal, say: readers read the journal
         return None
     finally:
+        if built is not None:
+            built.close()
+
+
+def _ends_with_end_record(path: str) -> bool:
+    """Whether the journal's last line is an end record (read from its tail alone)."""
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        tail = os.pread(handle.fileno(), min(size, 1 << 16), max(0, size - (1 << 16)))
+    record = _parse(tail.rstrip(b"\n").rsplit(b"\n", 1)[-1])
+    return record is not None and record.get("type") == "end"
+
+
+def _columns_of_journal(path: str) -> _Columns:
+    """The columns of a journal no writer built them for in this process, read chunk by chunk."""
+    built = _Columns(path)
+    handle, read = _open(path)
+    try:
+        pending = b""
+        while True:
+            try:
+                chunk = read(Follower.CHUNK)
+            except (OSError, EOFError):  # a compressed file cut short
+                chunk = b""
+            if not chunk:
+                break
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop()
+            for line in lines:
+                built.feed(line)
+        if pending:
+            built.feed(pending, last=True)
+        built.finish()
+    except BaseException:
         built.close()
+        raise
+    finally:
+        handle.close()
+    return built
 
 
 class _Discard(list):  # type: ignore[type-arg]

@@ -255,12 +255,15 @@ def test_a_damaged_columnar_form_is_never_believed_and_never_raises(tmp_path):
         assert len(run.samples) == len(expected.samples) and run.end == expected.end
 
 
-def test_compact_of_a_foreign_file_is_one_clear_error(tmp_path):
+def test_compact_of_a_foreign_file_writes_nothing_or_is_one_clear_error(tmp_path):
     path = tmp_path / "notes.jsonl"
     path.write_text('{"hello": "world"}\n')
+    assert compact(path) is None  # no end record: nothing to compact, and nothing read
+    path.write_text('{"hello": "world"}\n{"type": "end", "t": 1.0}\n')
     with pytest.raises(runfile.RunFileError, match="not a devicewatch run file"):
         compact(path)
     assert not os.path.exists(columnar.path_for(path))
+    assert compact(tmp_path / "missing.jsonl") is None
 
 
 def test_the_layout_follows_the_declared_columns():
