@@ -1,6 +1,6 @@
 """Long runs at scale: 64 cores, 8 GPUs, 10 Hz, recordings made by ``bench.make_recording``.
 
-    python -m bench.bench_scale [--hours 1 6 24] [--merged 4 6] [--events 1000000] [--follow-minutes 60]
+    python -m bench.bench_scale [--hours 1 24] [--merged 4 6] [--events 1000000] [--follow-minutes 60]
                                 [--keep DIR] [--repeats 3] [--baseline CHECKOUT]
 
 For each length: file size per hour (budget ≤ 30 MB), wall time and peak memory of the whole
@@ -218,7 +218,7 @@ def follow_figure(folder: Path, minutes: float) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--hours", type=float, nargs="*", default=[1, 6, 24])
+    parser.add_argument("--hours", type=float, nargs="*", default=[1, 24])
     parser.add_argument("--merged", type=float, nargs=2, default=[4, 6], metavar=("NODES", "HOURS"),
                         help="a merged run of NODES nodes of HOURS each (NODES 0 skips it)")
     parser.add_argument("--baseline", type=Path, help="another checkout of devicewatch to compare with (main)")
