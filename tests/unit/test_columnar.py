@@ -19,7 +19,7 @@ from devicewatch.probes.gpu import GpuProbe
 from devicewatch.runfile import Follower, RunWriter, compact, load
 from devicewatch.samples import COLUMNS, SAMPLE_LINE
 
-from conftest import ROOT, merged_two_gpu_nodes, write_run
+from conftest import ROOT, merged_two_gpu_nodes
 from tests.fakes.nvml import FakeGpu, FakeNVML, FakeProcess
 
 FIXTURES = ROOT / "tests" / "fixtures"
