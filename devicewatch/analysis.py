@@ -14,6 +14,7 @@ import numpy as np
 
 from . import events
 from .runfile import NO_END_RECORD, Run
+from .samples import MISSING_PERCENT
 
 PHASE_KINDS = ("train", "validate", "data", "copy")
 NO_PHASE = "(no phase)"
@@ -71,7 +72,7 @@ class Series:
     """Samples as arrays: row i of every array is sample i (times ``t`` in seconds)."""
 
     t: np.ndarray
-    cpu: np.ndarray            # (samples, cores) percent
+    cpu: np.ndarray            # (samples, cores) percent; may be given as a function that makes it (below)
     cpu_total: np.ndarray
     proc_cpu: np.ndarray       # workload tree, percent of one core (NaN when not running)
     proc_rss: np.ndarray       # bytes
@@ -81,10 +82,32 @@ class Series:
     gpu_util: list[np.ndarray]
     gpu_mem_used: np.ndarray   # (samples, gpus) bytes
     gpu_power: np.ndarray      # (samples, gpus) watts
+    # ``cpu`` as whole percents in bytes (``Samples.core_percent``) where it is so: per-core
+    # figures are counted from it instead of sorting floats
+    cpu_percent: np.ndarray | None = None
+    # figures already computed from these arrays (``device_idle``: the report and the verdict
+    # both ask for it), with the phases they were computed for
+    memo: dict[Any, tuple[Any, Any]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def gpus(self) -> int:
         return len(self.gpu_util)
+
+
+def _cpu(self: Series) -> np.ndarray:
+    cpu = self.__dict__["_cpu"]
+    if callable(cpu):
+        cpu = self.__dict__["_cpu"] = cpu()
+    return cpu
+
+
+def _set_cpu(self: Series, cpu: Any) -> None:
+    self.__dict__["_cpu"] = cpu
+
+
+# ``Series.cpu`` made when first read: a day of 64 cores is 221 MB of floats, which per-core
+# figures (counted from bytes) and a merged run's whole-run figures never read.
+Series.cpu = property(_cpu, _set_cpu)  # type: ignore[assignment]
 
 
 @dataclass
@@ -251,28 +274,47 @@ def series(run: Run) -> Series:
         t, v = c.util(g)
         gpu_t.append(t)
         gpu_util.append(v)
-    return Series(c.t, c.cpu, c.cpu_total, c.proc("cpu"), c.proc("rss"), c.recorder_cpu, c.watcher_cpu,
-                  gpu_t, gpu_util, c.gpu("mem_used"), c.gpu("power_w"))
+    return Series(c.t, lambda: c.cpu, c.cpu_total, c.proc("cpu"), c.proc("rss"), c.recorder_cpu, c.watcher_cpu,
+                  gpu_t, gpu_util, c.gpu("mem_used"), c.gpu("power_w"), c.core_percent())
 
 
 def _active_mask(t: np.ndarray, intervals: list[tuple[float, float]]) -> np.ndarray:
-    """Which times fall in any of the half-open intervals [start, end)."""
-    mask = np.zeros(len(t), dtype=bool)
-    for start, end in intervals:
-        lo, hi = np.searchsorted(t, start, "left"), np.searchsorted(t, end, "left")
-        mask[lo:hi] = True
-    return mask
+    """Which times fall in any of the half-open intervals [start, end) (sorted ``t``): every
+    interval's rows found at once, and covered by counting starts and ends (a day holds
+    thousands of intervals)."""
+    if not intervals:
+        return np.zeros(len(t), dtype=bool)
+    bounds = np.array(intervals, dtype=float).reshape(-1, 2)
+    lo, hi = np.searchsorted(t, bounds[:, 0], "left"), np.searchsorted(t, bounds[:, 1], "left")
+    lo, hi = lo[lo < hi], hi[lo < hi]
+    depth = np.bincount(lo, minlength=len(t) + 1) - np.bincount(hi, minlength=len(t) + 1)
+    return np.cumsum(depth[:-1]) > 0
 
 
 def _stats(values: np.ndarray) -> dict[str, float | None]:
     values = values[~np.isnan(values)]
     if values.size == 0:
         return {"mean": None, "p95": None}
-    return {"mean": round(float(values.mean()), 1), "p95": round(float(np.percentile(values, 95)), 1)}
+    return {"mean": round(float(values.mean()), 1), "p95": round(float(_p95(values)), 1)}
+
+
+def _p95(values: np.ndarray) -> Any:
+    """``np.percentile(values, 95)`` (linear), step for step, without the ``np.unique`` inside
+    it, whose first call imports ``numpy.ma`` (tens of ms of a report's start). No NaN in it."""
+    n = len(values)
+    virtual = (n - 1) * (95 / 100)
+    if virtual >= n - 1:
+        return values.max()
+    previous = int(virtual // 1)
+    a, b = np.partition(values, (previous, previous + 1))[[previous, previous + 1]]
+    gamma = virtual - previous
+    diff = b - a
+    return b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma
 
 
 def _stats_columns(values: np.ndarray) -> list[dict[str, float | None]]:
-    """``_stats`` of every column at once (64 cores: one percentile call, not 64)."""
+    """``_stats`` of every column at once (64 cores: one percentile call, not 64); whole
+    percents are counted instead (``_stats_of_counts``)."""
     if values.shape[1] == 0:
         return []
     values = values.astype(float)
@@ -282,6 +324,51 @@ def _stats_columns(values: np.ndarray) -> list[dict[str, float | None]]:
         p95 = np.nanpercentile(values, 95, axis=0) if len(values) else means
     return [{"mean": None, "p95": None} if np.isnan(m) else {"mean": round(float(m), 1), "p95": round(float(p), 1)}
             for m, p in zip(means, p95)]
+
+
+PERCENT_ROWS = 1 << 17  # rows counted at a time: bounds the copies to a few MB
+
+
+def _percent_counts(percent: np.ndarray) -> np.ndarray:
+    """How often each column holds each value 0–255: columns × 256 counts (255: missing).
+    Two columns' bytes are read as one 16-bit number and counted in one ``bincount`` of 65,536
+    bins, half the passes of counting each byte alone."""
+    rows, columns = percent.shape
+    if columns % 2:  # a column of missing values pairs the last one
+        percent = np.concatenate([percent, np.full((rows, 1), MISSING_PERCENT, np.uint8)], axis=1)
+    pairs = np.ascontiguousarray(percent).view("<u2")
+    counts = np.zeros((pairs.shape[1] * 2, 256), np.int64)
+    for start in range(0, rows, PERCENT_ROWS):
+        block = np.ascontiguousarray(pairs[start:start + PERCENT_ROWS].T)
+        for k, column in enumerate(block):
+            both = np.bincount(column, minlength=1 << 16).reshape(256, 256)  # [second column's value, first's]
+            counts[2 * k] += both.sum(axis=0)
+            counts[2 * k + 1] += both.sum(axis=1)
+    return counts[:columns]
+
+
+def _stats_of_counts(counts: np.ndarray) -> list[dict[str, float | None]]:
+    """Mean and p95 per column from its value counts, the very numbers ``np.nanmean`` and
+    ``np.nanpercentile`` (linear) give on the values themselves: whole numbers sum exactly, and
+    the interpolation is numpy's own, step for step."""
+    counts = counts[:, :MISSING_PERCENT]
+    n = counts.sum(axis=1)
+    total = (counts * np.arange(MISSING_PERCENT)).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = total.astype(float) / n
+    virtual = (n - 1) * (95 / 100)
+    previous = np.floor(virtual)
+    above = virtual >= n - 1
+    lower = np.where(above, n - 1, previous).astype(np.int64)
+    upper = np.where(above, n - 1, previous + 1).astype(np.int64)
+    gamma = virtual - np.where(above, -1, previous)
+    cumulative = np.cumsum(counts, axis=1)
+    a = (cumulative <= lower[:, None]).sum(axis=1).astype(float)  # the value at sorted position lower
+    b = (cumulative <= upper[:, None]).sum(axis=1).astype(float)
+    diff = b - a
+    p95 = np.where(gamma >= 0.5, b - diff * (1 - gamma), a + diff * gamma)
+    return [{"mean": None, "p95": None} if count == 0 else {"mean": round(float(m), 1), "p95": round(float(p), 1)}
+            for count, m, p in zip(n, means, p95)]
 
 
 def phase_utilization(run: Run, s: Series | None = None,
@@ -320,7 +407,8 @@ def _utilization_entry(s: Series, mask: np.ndarray, gpu_masks: list[np.ndarray],
         "seconds": round(seconds, 3) if seconds is not None else None,
         "samples": int(mask.sum()),
         "cpu_total": _stats(s.cpu_total[mask]),
-        "cores": _stats_columns(s.cpu[mask]),
+        "cores": _stats_columns(s.cpu[mask]) if s.cpu_percent is None
+        else _stats_of_counts(_percent_counts(s.cpu_percent[mask])),
         "gpus": [_stats(s.gpu_util[g][m]) for g, m in enumerate(gpu_masks)],
     }
 
@@ -331,9 +419,16 @@ def dips(t: np.ndarray, values: np.ndarray, all_phases: list[Phase],
          threshold: float = DIP_THRESHOLD, min_seconds: float = MIN_DIP_SECONDS) -> list[Dip]:
     """Maximal stretches below ``threshold``, from the last sample above it to the next one
     (or to the last sample, when the run ends in a dip)."""
-    found: list[Dip] = []
+    spans = _dip_spans(t, values, threshold, min_seconds)
+    names = _phases_at(all_phases, [(begin + end) / 2 for begin, end in spans])
+    return [Dip(begin, end, name) for (begin, end), name in zip(spans, names)]
+
+
+def _dip_spans(t: np.ndarray, values: np.ndarray, threshold: float, min_seconds: float) -> list[tuple[float, float]]:
+    """The (start, end) of each dip of ``dips``, without the phases."""
+    spans: list[tuple[float, float]] = []
     if len(t) < 2:
-        return found
+        return spans
     below = np.concatenate(([False], values < threshold, [False]))
     edges = np.flatnonzero(np.diff(below.astype(np.int8)))
     last = len(t) - 1
@@ -341,14 +436,31 @@ def dips(t: np.ndarray, values: np.ndarray, all_phases: list[Phase],
         begin_time = t[first - 1] if first > 0 else t[first]
         end_time = t[min(after, last)]
         if end_time - begin_time >= min_seconds:
-            found.append(Dip(float(begin_time), float(end_time),
-                             _phase_at(all_phases, (begin_time + end_time) / 2)))
-    return found
+            spans.append((float(begin_time), float(end_time)))
+    return spans
 
 
-def _phase_at(all_phases: list[Phase], time: float) -> str:
-    names = sorted({p.name for p in all_phases if p.start <= time < p.end})
-    return "+".join(names) if names else NO_PHASE
+def _phases_at(all_phases: list[Phase], times: list[float]) -> list[str]:
+    """The phase names active at each time (``start <= time < end``), joined by "+" in name
+    order, NO_PHASE where none: one sweep over the phases' starts and ends, not a scan of
+    every phase per time (a day holds thousands of dips and thousands of phases)."""
+    spans = [p for p in all_phases if p.end > p.start]  # the others are never active
+    starts = sorted(spans, key=lambda p: p.start)
+    ends = sorted(spans, key=lambda p: p.end)
+    active: dict[str, int] = {}
+    out: dict[int, str] = {}
+    i = j = 0
+    for k in sorted(range(len(times)), key=times.__getitem__):
+        time = times[k]
+        while i < len(starts) and starts[i].start <= time:
+            active[starts[i].name] = active.get(starts[i].name, 0) + 1
+            i += 1
+        while j < len(ends) and ends[j].end <= time:
+            active[ends[j].name] -= 1
+            j += 1
+        names = sorted(name for name, count in active.items() if count > 0)
+        out[k] = "+".join(names) if names else NO_PHASE
+    return [out[k] for k in range(len(times))]
 
 
 def device_idle(run: Run, s: Series | None = None, all_phases: list[Phase] | None = None,
@@ -356,6 +468,9 @@ def device_idle(run: Run, s: Series | None = None, all_phases: list[Phase] | Non
     """Per GPU: idle fraction, mean utilization and dips. With no GPU: the same for total CPU."""
     s = series(run) if s is None else s
     all_phases = phases(run) if all_phases is None else all_phases
+    known = s.memo.get(("device_idle", threshold))
+    if known is not None and known[0] is all_phases:
+        return list(known[1])
     out = []
     devices: list[tuple[str, np.ndarray, np.ndarray]] = []
     for g in range(s.gpus):  # by index too: a machine's GPUs usually share one name
@@ -363,15 +478,20 @@ def device_idle(run: Run, s: Series | None = None, all_phases: list[Phase] | Non
         devices.append((name if name == f"GPU {g}" else f"GPU {g} ({name})", s.gpu_t[g], s.gpu_util[g]))
     if not devices:
         devices.append(("CPU (all cores)", s.t, s.cpu_total))
+    found = []  # per device: label, idle, mean, dips' spans; the phases of every dip found in one sweep
     for label, t, values in devices:
         valid = ~np.isnan(values)
         t, values = t[valid], values[valid]
         if values.size == 0:
             continue
         idle = float((values < IDLE_THRESHOLD).mean())
-        out.append(DeviceIdle(label, round(idle, 4), round(float(values.mean()), 1),
-                              dips(t, values, all_phases, threshold)))
-    return out
+        found.append((label, idle, float(values.mean()), _dip_spans(t, values, threshold, MIN_DIP_SECONDS)))
+    names = iter(_phases_at(all_phases, [(begin + end) / 2 for *_, spans in found for begin, end in spans]))
+    for label, idle, mean, spans in found:
+        out.append(DeviceIdle(label, round(idle, 4), round(mean, 1),
+                              [Dip(begin, end, next(names)) for begin, end in spans]))
+    s.memo[("device_idle", threshold)] = (all_phases, out)
+    return list(out)
 
 
 # -- the verdict -----------------------------------------------------------------------------

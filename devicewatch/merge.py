@@ -23,7 +23,7 @@ from typing import Any, Iterable
 
 from . import __version__
 from .errors import RunFileError, UsageError
-from .runfile import Run, RunWriter, load
+from .runfile import Run, RunWriter, compact, load
 
 # A recorder's two clock pairs disagree with the monotonic clock by more than this only when the
 # wall clock was stepped during the run (an NTP step): then the start pair alone aligns it.
@@ -345,3 +345,4 @@ def write(merged: Merged, path: str) -> None:
             writer.write(record)
     finally:
         writer.close()
+    compact(path)  # the merged run is finished: its columnar form beside it

@@ -38,7 +38,7 @@ from ..lifeline import Watchdog, become_subreaper
 from ..probes.cpu import CpuProbe, cpu_model
 from ..probes.gpu import GpuProbe
 from ..probes.process import ProcessTreeProbe, SelfProbe
-from ..runfile import RunWriter
+from ..runfile import RunWriter, compact
 from .event_channel import EventChannel
 from .gpu_sampler import GPU_POLL_RANGE, GpuSampler, gpu_poll_period
 from .options import RecordOptions
@@ -136,6 +136,7 @@ class Recorder:
             channel.close()
             self.gpu.stop()
             self.writer.close()
+            compact(self.options.output)  # the run has ended: its columnar form beside the journal
             withdraw()
             os.close(self._claim)
 
