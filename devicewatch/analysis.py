@@ -6,7 +6,7 @@ report, the dashboard, compare and export all share the same figures.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Iterable
 
 import warnings
 
@@ -286,12 +286,11 @@ def epochs(run: Run, all_phases: list[Phase] | None = None) -> list[EpochRow]:
     return [_epoch_row(epoch, by_epoch[epoch], metrics.get(epoch, {})) for epoch in sorted(by_epoch)]
 
 
-def repeated_metrics(rows: list[EpochRow]) -> set[str]:
-    """Metrics the epoch table already shows in its own columns: a phase's seconds (``train_s``
-    beside the ``train`` phase) and the data wait."""
-    names = set(phase_names(rows))
-    return {m for row in rows for m in row.metrics
-            if m == DATA_WAIT_METRIC or (m.endswith("_s") and m[:-2] in names)}
+def repeated_metrics(phase_names: Iterable[str], metric_names: Iterable[str]) -> set[str]:
+    """The metrics an epoch table already shows in its own columns: a phase's seconds
+    (``train_s`` beside a ``train`` phase) and the data wait."""
+    phases_ = set(phase_names)
+    return {m for m in metric_names if m == DATA_WAIT_METRIC or (m.endswith("_s") and m[:-2] in phases_)}
 
 
 def data_wait(rows: list[EpochRow]) -> tuple[float, float, str] | None:
@@ -721,12 +720,38 @@ def run_judgement(run: Run, s: Series | None = None, all_phases: list[Phase] | N
     return devices, joined, hosts
 
 
+def _r(value: float | None, digits: int = 3) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def epoch_dict(e: EpochRow) -> dict[str, Any]:
+    """One epoch as plain data (``report --json``, ``compare --json``): seconds, the data wait
+    and its shares, the metrics as recorded."""
+    return {"epoch": e.epoch, "start": round(e.start, 3), "total": round(e.total, 3),
+            "train": round(e.train, 3), "validate": round(e.validate, 3), "other": round(e.other, 3),
+            "phase_seconds": {k: round(v, 3) for k, v in e.phases.items()}, "untracked": round(e.untracked, 3),
+            "data_wait": _r(e.data_wait), "data_wait_share": _r(e.data_wait_share, 4),
+            "data_wait_source": e.data_wait_source, "train_loop": round(e.train_loop, 3),
+            "loop_wait_share": _r(e.loop_wait_share, 4), "metrics": e.metrics}
+
+
+def data_wait_dict(rows: list[EpochRow]) -> dict[str, Any] | None:
+    """The run's data wait over all its epochs (``data_wait``), as plain data."""
+    wait = data_wait(rows)
+    if wait is None:
+        return None
+    waited, loop, source = wait
+    return {"seconds": round(waited, 3), "train_loop": round(loop, 3),
+            "share": round(min(1.0, waited / loop), 4), "source": source}
+
+
 def summarize(run: Run) -> dict[str, Any]:
     """Everything ``devicewatch report --json`` prints, as plain data. For a merged run the
     devices and the verdict are each node's (``per_host``); phase utilization is over every
     node's samples together."""
     s = series(run)
     all_phases = phases(run)
+    rows = epochs(run, all_phases)
     devices, v, hosts = run_judgement(run, s, all_phases)
     per_host = [{"host": h.host, "hostname": h.hostname, "samples": h.samples, "cpu_mean": h.cpu_mean,
                  "devices": _device_rows(h.devices),
@@ -747,10 +772,8 @@ def summarize(run: Run) -> dict[str, Any]:
         "gpu": {"available": bool(run.gpu_status and run.gpu_status[0].get("available")),
                 "reason": run.gpu_status[0].get("reason") if run.gpu_status else None},
         "samples": len(run.samples),
-        "epochs": [{"epoch": e.epoch, "start": round(e.start, 3), "total": round(e.total, 3),
-                    "train": round(e.train, 3), "validate": round(e.validate, 3),
-                    "other": round(e.other, 3), "phase_seconds": {k: round(v, 3) for k, v in e.phases.items()},
-                    "metrics": e.metrics} for e in epochs(run, all_phases)],
+        "epochs": [epoch_dict(e) for e in rows],
+        "data_wait": data_wait_dict(rows),
         "phases": phase_utilization(run, s, all_phases),
         "devices": _device_rows(devices),
         "lanes": lanes(all_phases),
