@@ -293,14 +293,26 @@ def repeated_metrics(phase_names: Iterable[str], metric_names: Iterable[str]) ->
     return {m for m in metric_names if m == DATA_WAIT_METRIC or (m.endswith("_s") and m[:-2] in phases_)}
 
 
-def data_wait(rows: list[EpochRow]) -> tuple[float, float, str] | None:
-    """The run's data wait: (seconds waited, seconds of the training loop, "metric" where every
-    measured epoch had the exact metric, else "phases"), or None where no epoch measured it."""
+@dataclass(frozen=True)
+class DataWait:
+    """How long a run's training loops waited on their input, over the epochs that measured it."""
+
+    seconds: float
+    train_loop: float   # seconds of those epochs' training loops
+    source: str         # "metric" where every such epoch had data_wait_s, else "phases"
+
+    @property
+    def share(self) -> float:
+        return min(1.0, self.seconds / self.train_loop)
+
+
+def data_wait(rows: list[EpochRow]) -> DataWait | None:
+    """The run's data wait, or None where no epoch measured it."""
     measured = [r for r in rows if r.data_wait is not None and r.train_loop > 0]
     if not measured:
         return None
     source = "metric" if all(r.data_wait_source == "metric" for r in measured) else "phases"
-    return sum(r.data_wait for r in measured), sum(r.train_loop for r in measured), source  # type: ignore[misc]
+    return DataWait(sum(r.data_wait or 0.0 for r in measured), sum(r.train_loop for r in measured), source)
 
 
 def phase_names(rows: list[EpochRow]) -> list[str]:
@@ -575,30 +587,26 @@ def verdict(run: Run, s: Series | None = None, all_phases: list[Phase] | None = 
     if cpu.workload is not None:
         figures["workload_cores"] = round(cpu.workload, 2)
     figures["lane_overlap"] = round(lanes_.overlap, 3)
-    wait_share = None
     if wait is not None:
-        wait_share = min(1.0, wait[0] / wait[1])
-        figures["data_wait_share"] = round(wait_share, 3)
+        figures["data_wait_share"] = round(wait.share, 3)
     gpu_used = [g for g in range(s.gpus) if s.gpu_util[g].size and np.nanmax(s.gpu_util[g]) > IDLE_THRESHOLD]
     if gpu_used:
         return _gpu_verdict(run, s, all_phases, in_run, cpu, wait, figures)
-    if wait is not None and wait_share is not None and wait_share >= DATA_WAIT_BOUND:
+    if wait is not None and wait.share >= DATA_WAIT_BOUND:
         return Verdict("input-bound", f"{_wait_text(wait)}; {cpu.busy_text()}", figures)
     return _cpu_verdict(cpu, lanes_, figures)
 
 
-def _wait_text(wait: tuple[float, float, str]) -> str:
-    waited, loop, source = wait
-    share = min(1.0, waited / loop)
-    if source == "metric":
-        return (f"input-bound: the training loop waited on its DataLoader {share:.0%} of the time "
-                f"({waited:.1f} of {loop:.1f} s)")
-    return (f"input-bound: the training loop spent {share:.0%} of its time in data phases "
-            f"({waited:.1f} of {loop:.1f} s), waiting for or preparing its input")
+def _wait_text(wait: DataWait) -> str:
+    if wait.source == "metric":
+        return (f"input-bound: the training loop waited on its DataLoader {wait.share:.0%} of the time "
+                f"({wait.seconds:.1f} of {wait.train_loop:.1f} s)")
+    return (f"input-bound: the training loop spent {wait.share:.0%} of its time in data phases "
+            f"({wait.seconds:.1f} of {wait.train_loop:.1f} s), waiting for or preparing its input")
 
 
 def _gpu_verdict(run: Run, s: Series, all_phases: list[Phase], in_run: np.ndarray, cpu: CpuUse,
-                 wait: tuple[float, float, str] | None, figures: dict[str, float]) -> Verdict:
+                 wait: DataWait | None, figures: dict[str, float]) -> Verdict:
     idle = device_idle(run, s, all_phases)
     gpu = max(idle[:s.gpus], key=lambda d: d.mean)
     figures.update(gpu_mean=gpu.mean, gpu_idle_fraction=gpu.idle_fraction,
@@ -616,7 +624,7 @@ def _gpu_verdict(run: Run, s: Series, all_phases: list[Phase], in_run: np.ndarra
                            "active: kernels too small or too few — launch-bound", figures)
         return Verdict("GPU-bound", f"GPU-bound: the GPU is busy {gpu.mean:.0f}% on average with "
                        f"SMs {sm:.0f}% active; the input pipeline keeps it fed", figures)
-    if wait is not None and min(1.0, wait[0] / wait[1]) >= DATA_WAIT_BOUND:
+    if wait is not None and wait.share >= DATA_WAIT_BOUND:
         return Verdict("input-bound", f"{_wait_text(wait)}; the GPU averages {gpu.mean:.0f}%", figures)
     by_phase: dict[str, float] = {}
     for d in gpu.dips:
@@ -740,9 +748,8 @@ def data_wait_dict(rows: list[EpochRow]) -> dict[str, Any] | None:
     wait = data_wait(rows)
     if wait is None:
         return None
-    waited, loop, source = wait
-    return {"seconds": round(waited, 3), "train_loop": round(loop, 3),
-            "share": round(min(1.0, waited / loop), 4), "source": source}
+    return {"seconds": round(wait.seconds, 3), "train_loop": round(wait.train_loop, 3),
+            "share": round(wait.share, 4), "source": wait.source}
 
 
 def summarize(run: Run) -> dict[str, Any]:

@@ -92,13 +92,14 @@ def _specs(c: Comparison) -> dict[str, Section]:
                                   for p in c.epochs])]
         columns += [Column(n, [f"{_secs(p.a and p.a.phases.get(n))} / {_secs(p.b and p.b.phases.get(n))}"
                                for p in c.epochs]) for n in names]
-        columns.append(Column("no phase A / B", [f"{_secs(p.a and p.a.untracked)} / {_secs(p.b and p.b.untracked)}"
+        columns.append(Column("A / B in no phase", [f"{_secs(p.a and p.a.untracked)} / {_secs(p.b and p.b.untracked)}"
                                                  for p in c.epochs]))
+        title = "Epochs (Δ = B − A; each phase: A / B, lanes merged)"
         if any(p.data_wait_share(w) is not None for p in c.epochs for w in "ab"):
             columns.append(Column("data wait A → B", [f"{_share(p.data_wait_share('a'))} → {_share(p.data_wait_share('b'))}"
                                                       for p in c.epochs]))
-        out["epochs"] = Section("Epochs (Δ = B − A; each phase: A / B, lanes merged; data wait: share of the epoch)",
-                                [Column("epoch", [str(p.epoch) for p in c.epochs])], columns)
+            title = "Epochs (Δ = B − A; each phase: A / B, lanes merged; data wait: share of the epoch)"
+        out["epochs"] = Section(title, [Column("epoch", [str(p.epoch) for p in c.epochs])], columns)
         metric_names = [m for p in c.epochs if p.a for m in p.a.metrics]
         shown = list(dict.fromkeys(m for m in metric_names if any(p.b and m in p.b.metrics for p in c.epochs)))
         repeated = analysis.repeated_metrics(names, shown)

@@ -56,11 +56,12 @@ def epoch_tables(summary: dict[str, Any], width: int) -> list[Any]:
     columns = [Column("total", [_secs(row["total"]) for row in rows])]
     columns += [Column(n, [_secs(row.get("phase_seconds", {}).get(n)) for row in rows]) for n in names]
     columns.append(Column("no phase", [_secs(_untracked(row)) for row in rows]))
+    title = "Epochs (seconds in each phase, lanes merged)"
     if any(row.get("data_wait_share") is not None for row in rows):
         columns.append(Column("data wait", [_share(row.get("data_wait_share")) for row in rows]))
+        title = "Epochs (seconds in each phase, lanes merged; data wait as a share of the epoch)"
     columns += [Column(m, [_cell(row["metrics"].get(m)) for row in rows]) for m in metric_names if m not in repeated]
-    return fit("Epochs (seconds in each phase, lanes merged; data wait as a share of the epoch)",
-               [Column("epoch", [str(row["epoch"]) for row in rows])], columns, width)
+    return fit(title, [Column("epoch", [str(row["epoch"]) for row in rows])], columns, width)
 
 
 def _untracked(row: dict[str, Any]) -> float:

@@ -105,6 +105,40 @@ def test_report_in_a_pipe_takes_its_width_from_columns_else_100(columns, limit, 
     assert max(len(line) for line in wide.splitlines()) > 100
 
 
+def loader_run(path, waits):
+    """Two epochs as the zero-code instrumentation records them: train 0-4 s (and 5-9 s) with
+    a nested visible wait, validate 4-5 s (9-10 s); ``waits`` is each epoch's data_wait_s."""
+    records = [{"type": "sample", "t": 0.05 + 0.1 * k, "cpu": [50.0, 50.0], "cpu_total": 50.0} for k in range(100)]
+    for e, wait in enumerate(waits, start=1):
+        t0 = 5.0 * (e - 1)
+        for name, start, end in (("train", t0, t0 + 4), ("data", t0, t0 + wait - 0.5), ("validate", t0 + 4, t0 + 5)):
+            fields = {"type": "event", "pid": 1, "name": name, "epoch": e, "lane": "main", "source": "auto"}
+            records += [{**fields, "t": start, "kind": "phase_begin"}, {**fields, "t": end, "kind": "phase_end"}]
+        records.append({"type": "event", "pid": 1, "t": t0 + 5, "kind": "epoch", "epoch": e, "source": "auto",
+                        "metrics": {"loss": 1.0, "data_wait_s": wait, "steps": 50, "steps_per_s": 12.5}})
+    return runfile.load(write_run(path, sorted(records, key=lambda r: r["t"])))
+
+
+def test_report_and_compare_show_each_epochs_data_wait(tmp_path):
+    # A waits 1 s of each 5 s epoch (20%), B 3 s (60%).
+    a, b = loader_run(tmp_path / "a.jsonl", [1.0, 1.0]), loader_run(tmp_path / "b.jsonl", [3.0, 3.0])
+    text = report_text(b, width=80)
+    assert "data wait" in headers(text) and "data_wait_s" not in headers(text)
+    assert [rows[0][headers(text).index("data wait")] for rows in (table_rows(text, "1"), table_rows(text, "2"))] \
+        == ["60%", "60%"]
+    # The loop (train 4 s) waited 3 of its 4 s: 75%.
+    assert "input-bound: the training loop waited on its DataLoader 75% of the time" in " ".join(text.split())
+    c = compare.comparison(a, b)
+    assert [(p.data_wait_share("a"), p.data_wait_share("b")) for p in c.epochs] == [(0.2, 0.6), (0.2, 0.6)]
+    assert "20% → 60%" in comparison_text(c, width=100)
+    data = compare.to_dict(c)
+    assert data["epochs"][0]["data_wait_share"] == {"a": 0.2, "b": 0.6}
+    assert data["b"]["data_wait"] == {"seconds": 6.0, "train_loop": 8.0, "share": 0.75, "source": "metric"}
+    # A's loop waits 1 of its 4 s (25%, under the 30% of input-bound), its cores at 50% with
+    # none saturated: waiting.
+    assert c.headline.endswith("; A: waiting → B: input-bound")
+
+
 def test_at_100_columns_no_line_is_wider_and_no_header_is_cut():
     text = report_text(runfile.load(FIXTURE), width=100)
     assert max(len(line) for line in text.splitlines()) <= 100
