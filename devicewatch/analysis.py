@@ -261,7 +261,7 @@ def _epoch_row(epoch: int, members: list[Phase], metrics: dict[str, Any]) -> Epo
     waits = [(a, b) for p, a, b in owned if p.kind == "data" and p.lane in loop_lanes]
     loop = _union_length([(p.start, p.end) for p in members if p.kind == "train"] + waits)
     measured = metrics.get(DATA_WAIT_METRIC)
-    if type(measured) in (int, float) and measured >= 0:
+    if type(measured) in (int, float) and 0 <= measured < float("inf"):
         data_wait, source = float(measured), "metric"
     elif any(p.kind == "data" and p.lane in loop_lanes for p in members):
         data_wait, source = _union_length(waits), "phases"

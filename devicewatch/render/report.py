@@ -59,7 +59,7 @@ def epoch_tables(summary: dict[str, Any], width: int) -> list[Any]:
     title = "Epochs (seconds in each phase, lanes merged)"
     if any(row.get("data_wait_share") is not None for row in rows):
         columns.append(Column("data wait", [_share(row.get("data_wait_share")) for row in rows]))
-        title = "Epochs (seconds in each phase, lanes merged; data wait as a share of the epoch)"
+        title = "Epochs (seconds per phase, lanes merged; data wait: share of the epoch)"
     columns += [Column(m, [_cell(row["metrics"].get(m)) for row in rows]) for m in metric_names if m not in repeated]
     return fit(title, [Column("epoch", [str(row["epoch"]) for row in rows])], columns, width)
 
