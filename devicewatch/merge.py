@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
-from . import __version__
+from . import __version__, events
 from .errors import RunFileError, UsageError
 from .runfile import Run, RunWriter, compact, load
 
@@ -254,7 +254,7 @@ def _records(node: Node, origin: float) -> Iterable[dict[str, Any]]:
     for event in run.events:
         record = dict(event, t=at(event["t"]), host=node.label)
         rank = event.get("rank")
-        if event.get("kind") in ("phase_begin", "phase_end"):
+        if event.get("kind") in (events.PHASE_BEGIN, events.PHASE_END):
             lane = event.get("lane", "main")
             if type(rank) is int:
                 record["lane"] = _lane(rank, lane)
