@@ -34,6 +34,7 @@ import psutil
 from . import __version__
 from . import events
 from .events import ENV_VAR
+from .integrations import zero_code
 from .lifeline import Watchdog, become_subreaper, die_with_parent
 from .probes.cpu import CpuProbe, cpu_model
 from .probes.gpu import GpuProbe
@@ -89,6 +90,7 @@ class RecordOptions:
     watcher_pid: int | None = None    # a dashboard following this run: its CPU is sampled too
     grace: float = 3.0                # seconds between SIGINT, SIGTERM and SIGKILL on cancel
     control: bool = False             # read marker commands on stdin (devicewatch.control)
+    instrument: bool = True           # offer the zero-code instrumentation to Python workloads
 
 
 def check_interval(value: str | float) -> float:
@@ -295,6 +297,7 @@ class Recorder:
             "host": host_info(self.gpu),
             "workload": {"name": self.options.workload, "args": self.options.workload_args,
                          "command": self.options.command},
+            "instrument": zero_code.offered(self.options.command, os.environ, self.options.instrument),
         }
 
     def _t(self) -> float:
@@ -317,7 +320,8 @@ class Recorder:
         if self.gpu.available:
             status["gpm"] = list(self.gpu.gpm_reasons)
         self._write(status)
-        env = dict(os.environ, **{ENV_VAR: fifo, "PYTHONUNBUFFERED": "1"})
+        env, _offered = zero_code.environment(options.command, dict(os.environ, **{ENV_VAR: fifo, "PYTHONUNBUFFERED": "1"}),
+                                              options.instrument)
         try:
             self.process = subprocess.Popen(
                 options.command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     options = RecordOptions(output=args.record, command=target.command, workload=target.workload,
                             workload_args=target.args, interval=args.interval, gpu=args.gpu,
                             echo=not args.quiet, watcher_pid=args.watcher_pid, control=args.control,
-                            grace=args.grace)
+                            grace=args.grace, instrument=not args.no_instrument)
     code = record(options)
     summary = report_text(load(options.output), width=min(shutil.get_terminal_size((110, 24)).columns, 110))
     try:
