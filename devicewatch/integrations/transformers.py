@@ -74,19 +74,25 @@ class DevicewatchCallback(TrainerCallback):
 
     def on_epoch_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._epoch = int(state.epoch or 0) + 1  # the Trainer counts from 0, its progress from 1
-        self._logs = {}
         self._in_train_phase = True
         self._send(events.PHASE_BEGIN, "train", self._epoch, time.monotonic())
 
     def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        """Kept for the next epoch event: the Trainer logs an epoch's loss after its
+        ``on_epoch_end``, and may log every step."""
         if self._training:
-            self._logs.update({k: v for k, v in _numbers(logs).items() if k != "epoch"})
+            self._logs.update(_numbers(logs))
+
+    def _epoch_event(self, epoch: int | None, metrics: dict[str, float]) -> None:
+        metrics = {**self._logs, **metrics}
+        self._logs = {}
+        metrics.pop("epoch", None)  # the Trainer's fractional epoch: the event has its own
+        if epoch is not None and metrics:
+            events.emit(events.EPOCH, epoch=epoch, metrics=metrics, **self.event_fields)
 
     def on_epoch_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._end_train(time.monotonic())
-        if self._epoch is not None:
-            metrics = {**self._logs, **instrument.epoch_figures(self._epoch)}
-            events.emit(events.EPOCH, epoch=self._epoch, metrics=metrics, **self.event_fields)
+        self._epoch_event(self._epoch, instrument.epoch_figures(self._epoch))
 
     def on_evaluate(self, args: Any, state: Any, control: Any, metrics: dict[str, Any] | None = None,
                     **kwargs: Any) -> None:
@@ -104,11 +110,11 @@ class DevicewatchCallback(TrainerCallback):
         if resume:
             self._in_train_phase = True
             self._send(events.PHASE_BEGIN, "train", self._epoch, now)
-        if epoch is not None:
-            events.emit(events.EPOCH, epoch=epoch, metrics=_numbers(metrics), **self.event_fields)
+        self._epoch_event(epoch, _numbers(metrics))
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._end_train(time.monotonic())
+        self._epoch_event(self._epoch, {})  # what was logged after the last epoch event
         self._training = False
 
     def _epoch_of(self, state: Any) -> int | None:
