@@ -24,11 +24,12 @@ from typing import Any, Callable
 from ... import events
 from .loop import LANE, Loop
 
-# The event budget of one process: at most EVENT_RATE a second after a burst of EVENT_BURST,
-# so no second holds more than 50 whatever the step rate. Data phases leave RESERVED tokens
-# for the train/validate phases and epoch figures.
+# The event budget of one process: at most EVENT_RATE a second after a burst of EVENT_BURST.
+# A phase's end and an epoch's figures are never left out: they may borrow a token or two,
+# which the next begin waits to repay, so no second holds more than 50 whatever the step
+# rate. Data phases leave RESERVED tokens for the train/validate phases and epoch figures.
 EVENT_RATE = 30.0
-EVENT_BURST = 20.0
+EVENT_BURST = 16.0
 RESERVED = 4.0
 SOURCE = "auto"
 DETAIL_CHARS = 300
