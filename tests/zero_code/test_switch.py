@@ -82,22 +82,48 @@ class Clock:
 
 def test_the_voice_stays_within_fifty_events_in_any_second_and_keeps_phases_whole():
     sent: list[tuple[str, dict]] = []
+    sent_at: list[float] = []
     clock = Clock()
     announced = []
-    voice = Voice(lambda kind, **fields: sent.append((kind, fields)), clock, lambda: announced.append(1))
+
+    def emit(kind: str, **fields: object) -> None:
+        sent.append((kind, fields))
+        sent_at.append(clock.now)
+
+    voice = Voice(emit, clock, lambda: announced.append(1))
     # a pathological loop: a train/validate flip and a visible wait every millisecond for 3 s
     for i in range(3000):
         clock.now = i / 1000
         voice.phase("begin", "train", 1, "main", clock.now)
         voice.data_phase(clock.now, clock.now + 0.0005, 1, "main")
         voice.phase("end", "train", 1, "main", clock.now + 0.0009)
+        voice.epoch(1, {"steps": 1})
     assert announced == [1]  # before the first event, once
-    times = [clock_at for clock_at in (f.get("mono") for _, f in sent)]
-    for second in range(3):
-        in_second = [t for t in times if second <= t < second + 1]
-        assert len(in_second) <= 50
+    for i, start in enumerate(sent_at):  # any second, from any event on
+        assert sum(1 for t in sent_at[i:] if t < start + 1.0) <= 50
     assert len(sent) <= EVENT_BURST + EVENT_RATE * 3 + 1  # one end may borrow past the bound
     begins = [(f["name"], f["mono"]) for k, f in sent if k == events.PHASE_BEGIN]
     ends = [(f["name"], f["mono"]) for k, f in sent if k == events.PHASE_END]
     assert len(begins) == len(ends)  # no phase begun and never ended, none ended unbegun
     assert all(f["source"] == "auto" for _, f in sent)
+    voice.say_left_out()
+    kind, fields = sent[-1]
+    assert kind == events.INSTRUMENT and fields["state"] == "bounded"
+    assert fields["left_out"] == 3000 * 5 - (len(sent) - 1)  # each round: begin, data (2), end, epoch
+
+
+def test_the_instrumentation_imports_no_framework_until_one_is_armed():
+    """What the sitecustomize loads on a framework's import must not pull in another one."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import devicewatch.integrations.zero_code.instrument, "
+            "devicewatch.integrations.zero_code.torch_hooks, devicewatch.integrations.zero_code.framework_hooks, "
+            "devicewatch.integrations.lightning_base; "
+            "print(sorted(m for m in ('torch', 'lightning', 'pytorch_lightning', 'keras', 'tensorflow', "
+            "'transformers', 'numpy') if m in sys.modules))")
+    env = {k: v for k, v in os.environ.items() if k != "DEVICEWATCH_EVENTS"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

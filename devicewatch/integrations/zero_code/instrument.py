@@ -25,9 +25,10 @@ from ... import events
 from .loop import LANE, Loop
 
 # The event budget of one process: at most EVENT_RATE a second after a burst of EVENT_BURST.
-# A phase's end and an epoch's figures are never left out: they may borrow a token or two,
-# which the next begin waits to repay, so no second holds more than 50 whatever the step
-# rate. Data phases leave RESERVED tokens for the train/validate phases and epoch figures.
+# The end of a phase that was begun is never left out: it may borrow a token, which the next
+# begin waits to repay, so no second holds more than 50 whatever the step rate. Data phases
+# leave RESERVED tokens for the train/validate phases and epoch figures. What is left out is
+# counted, and said once at the end (an instrument event, state "bounded").
 EVENT_RATE = 30.0
 EVENT_BURST = 16.0
 RESERVED = 4.0
@@ -64,6 +65,11 @@ class Voice:
         self.tokens -= n
         return True
 
+    def say_left_out(self) -> None:
+        """At the end: how many events the budget left out, if any."""
+        if self.dropped and self._said:
+            self._emit(events.INSTRUMENT, state="bounded", left_out=self.dropped)
+
     def _send(self, kind: str, **fields: Any) -> None:
         if not self._said:
             self._said = True
@@ -79,8 +85,9 @@ class Voice:
             self._send(events.PHASE_BEGIN, name=name, epoch=epoch, lane=lane, mono=at)
         elif key in self._left_out:
             self._left_out.discard(key)
+            self.dropped += 1
         else:
-            self._take(1, keep=-EVENT_BURST)  # an end is always sent: it only borrows
+            self._take(1, keep=-1)  # an end is always sent: it only borrows
             self._send(events.PHASE_END, name=name, epoch=epoch, lane=lane, mono=at)
 
     def data_phase(self, start: float, end: float, epoch: int | None, lane: str) -> bool:
@@ -91,8 +98,8 @@ class Voice:
         return True
 
     def epoch(self, epoch: int, metrics: dict[str, Any]) -> None:
-        self._take(1, keep=-EVENT_BURST)  # one an epoch: never left out
-        self._send(events.EPOCH, epoch=epoch, metrics=metrics)
+        if self._take(1):
+            self._send(events.EPOCH, epoch=epoch, metrics=metrics)
 
 
 class Process:

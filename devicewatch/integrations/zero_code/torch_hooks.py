@@ -156,6 +156,7 @@ class _Hooks:
             return
         try:
             self.loop.finish(_monotonic())
+            self.process.voice.say_left_out()
         except Exception as exc:  # noqa: BLE001
             self.failed("at_exit", exc)
 
