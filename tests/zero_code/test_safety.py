@@ -223,3 +223,12 @@ def test_a_workload_that_is_not_python_runs_as_before(tmp_path):
     # offered (a shell may start Python), but nothing ran it: no instrument event says "loaded"
     assert run.header["instrument"] == {"offered": True}
     assert not list(run.events)
+
+
+@pytest.mark.slow
+def test_a_script_that_sends_its_own_phases_gets_no_second_set(tmp_path):
+    result, sent = run_instrumented(tmp_path, [sys.executable, str(SCRIPTS / "declared_phases.py")],
+                                    {"PYTHONPATH": str(ROOT)})
+    assert result.returncode == 0, result.stderr[-2000:]
+    phases = [(e["name"], e["epoch"], e.get("source")) for e in sent if e["kind"] == "phase_begin"]
+    assert phases == [("train", 1, None), ("validate", 1, None), ("train", 2, None), ("validate", 2, None)]

@@ -15,6 +15,7 @@ epoch (``epoch_figures``); outside the instrumentation both are no-ops.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
@@ -157,6 +158,8 @@ def arm(name: str, module: Any) -> None:
     framework = WATCHED.get(name)
     if framework is None or not PROCESS.live:
         return
+    if not PROCESS.armed:
+        _defer_to_the_scripts_own_phases()
     try:
         if framework == "torch":
             from . import torch_hooks
@@ -169,6 +172,20 @@ def arm(name: str, module: Any) -> None:
         PROCESS.armed_now(framework)
     except Exception as exc:  # noqa: BLE001 - a framework we cannot hook runs as it is
         PROCESS.error(framework, "arm", exc)
+
+
+def _defer_to_the_scripts_own_phases() -> None:
+    """A script that sends phases itself (``devicewatch.events``: the workloads, a script of
+    one's own) owns them: from its first phase on, the torch-level loop says none."""
+    declare = events.phase_begin
+
+    @functools.wraps(declare)
+    def phase_begin(*args: Any, **kwargs: Any) -> None:
+        if PROCESS.owner is None:
+            own_phases("events")
+        declare(*args, **kwargs)
+
+    events.phase_begin = phase_begin
 
 
 def _fork_child() -> None:
