@@ -11,7 +11,9 @@ comes from one run that alternates: every BURST steps the loop swaps PyTorch's o
 (each hook keeps its original as ``__wrapped__``) and empties the optimizer's global
 post-step hooks, then puts them back, and times the two kinds of burst apart. Neighbouring
 bursts see the same outside load; the slowdown is bare steps/s over hooked steps/s, minus one,
-from one run. ``--runs`` repeats it to show the spread.
+from one run. ``--runs`` repeats it to show the spread, each time with a control run that
+swaps the same way but keeps the hooks in both kinds of burst (its figure is what the method
+itself reads when there is nothing to find).
 
 **Events a second** are read from run files of the loop fully instrumented: every event record
 over the span from the first to the last, and the most in any one second, for epochs of
@@ -45,7 +47,8 @@ from torch.nn.modules.module import Module
 from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
-steps, epochs, alternate = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "alternate"
+steps, epochs, mode = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+alternate = mode in ("alternate", "control")
 BURST = 50
 torch.manual_seed(0)
 torch.set_num_threads(1)
@@ -61,10 +64,11 @@ if alternate and not all(hasattr(f, "__wrapped__") for f in hooked):
 
 
 def hooks(on):
-    chosen = hooked if on else tuple(f.__wrapped__ for f in hooked)
+    # control: the same swapping, with the hooked functions both ways (what the method itself costs)
+    chosen = hooked if on or mode == "control" else tuple(f.__wrapped__ for f in hooked)
     _BaseDataLoaderIter.__next__, Module.train, torch.autograd.backward = chosen
     optimizer_module._global_optimizer_post_hooks.clear()
-    if on:
+    if on or mode == "control":
         optimizer_module._global_optimizer_post_hooks.update(post_step)
 
 
@@ -102,12 +106,12 @@ else:
 """
 
 
-def record(script: Path, out: Path, steps: int, epochs: int, alternate: bool = False) -> list[float]:
+def record(script: Path, out: Path, steps: int, epochs: int, mode: str = "whole") -> list[float]:
     """Record one instrumented run of the loop; what it printed (its step rates)."""
     env = {k: v for k, v in os.environ.items() if k not in ("DEVICEWATCH_EVENTS", "DEVICEWATCH_INSTRUMENT")}
     env["PYTHONPATH"] = str(ROOT)
     command = [sys.executable, "-m", "devicewatch", "--record", str(out), "--quiet", "--", sys.executable,
-               str(script), str(steps), str(epochs), "alternate" if alternate else "whole"]
+               str(script), str(steps), str(epochs), mode]
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     if result.returncode != 0:
         raise SystemExit(f"the recorded loop failed: {result.stderr[-2000:]}")
@@ -142,11 +146,14 @@ def main() -> None:
         folder = Path(tmp)
         script = folder / "loop.py"
         script.write_text(LOOP)
-        slowdowns = []
+        slowdowns, controls = [], []
         for run in range(args.runs):
-            bare, hooked = record(script, folder / f"alternate-{run}.jsonl", args.steps, args.epochs, alternate=True)
+            bare, hooked = record(script, folder / f"alternate-{run}.jsonl", args.steps, args.epochs, "alternate")
             slowdowns.append(bare / hooked - 1)
             print(f"run {run + 1}: {bare:7.0f} steps/s bare, {hooked:7.0f} hooked: {100 * slowdowns[-1]:+.2f}%", flush=True)
+            first, second = record(script, folder / f"control-{run}.jsonl", args.steps, args.epochs, "control")
+            controls.append(first / second - 1)
+            print(f"control {run + 1}: hooked both ways: {100 * controls[-1]:+.2f}%", flush=True)
         whole = folder / "whole.jsonl"
         (rate,) = record(script, whole, args.steps, args.epochs)
         whole_events = event_rates(whole)
@@ -157,6 +164,9 @@ def main() -> None:
     print(f"slowdown hooked, {args.runs} runs alternating every 50 steps: "
           + ", ".join(f"{100 * s:+.2f}%" for s in slowdowns)
           + f" (median {100 * statistics.median(slowdowns):+.2f}%; budget +2%)")
+    print("the same alternation with the hooks in both kinds of burst (what the method reads when there is "
+          "nothing to find): " + ", ".join(f"{100 * c:+.2f}%" for c in controls)
+          + f" (median {100 * statistics.median(controls):+.2f}%)")
     print(f"events, {args.steps}-step epochs ({rate:.0f} steps/s fully instrumented): {whole_events[0]} in the run, "
           f"{whole_events[1]:.1f}/s over it, {whole_events[2]} in the busiest second (budget 50/s)")
     print(f"events, 20-step epochs (300 epochs): {stress_events[0]} in the run, {stress_events[1]:.1f}/s over it, "

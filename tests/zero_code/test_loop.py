@@ -227,3 +227,18 @@ def test_a_callback_arriving_mid_training_closes_the_loops_own_phase():
     loop.finish(2.0)
     assert heard.phases() == [("begin", "train", 1, 0.0), ("end", "train", 1, 1.0)]
     assert list(heard.figures()) == [1]
+
+
+def test_a_fast_loops_tiny_waits_never_add_up_to_a_data_phase():
+    """2,000 steps a second: 20 µs waits 480 µs apart, for 2 s. Joined, they would paint the
+    whole train phase as data; the waits are 4% of it."""
+    heard = Heard()
+    loop = Loop(heard)
+    t = 0.0
+    for i in range(4000):
+        loop.fetch(TRAIN_SET, True, i == 0, t, t + 0.00002)
+        loop.step(t + 0.0004)
+        t += 0.0005
+    loop.finish(t)
+    assert [s for s in heard.said if s[0] == "data"] == []
+    assert heard.figures()[1]["data_wait_s"] == pytest.approx(4000 * 0.00002)

@@ -37,7 +37,8 @@ from typing import Any, Hashable, Protocol
 TRAIN, VALIDATE, DATA = "train", "validate", "data"
 LANE = "main"
 DATA_VISIBLE = 0.05     # seconds: a shorter wait is summed but not drawn (half the default sample interval)
-DATA_JOIN_GAP = 0.005   # seconds: waits closer than this are drawn as one
+DATA_JOIN_GAP = 0.005   # seconds: waits closer than this are drawn as one ...
+DATA_JOIN_SHARE = 0.9   # ... while waiting fills this share of the joined span
 DATA_PHASE_RATE = 10.0  # data phases a second at most (a token bucket) ...
 DATA_PHASE_BURST = 10.0  # ... after a burst of this many; the waits left undrawn still count in data_wait_s
 PENDING_DATA_PHASES = 16  # data phases held while training is not yet confirmed
@@ -79,37 +80,43 @@ class EpochCounts:
         return figures
 
 
-@dataclass
 class DataPhases:
-    """Which waits are drawn as ``data`` phases: joined when they nearly touch, drawn when at
-    least DATA_VISIBLE long, at most DATA_PHASE_RATE a second. A wait is drawn once the next
-    one has begun (it may still join it) or at ``flush``."""
+    """Which waits are drawn as ``data`` phases: drawn when at least DATA_VISIBLE long, at most
+    DATA_PHASE_RATE a second. Waits less than DATA_JOIN_GAP apart are drawn as one while they
+    fill at least DATA_JOIN_SHARE of it, so a loop that only waits shows one long wait, and a
+    fast loop's many tiny waits never add up to a phase that hides its compute. A wait is drawn
+    once the next one has begun (it may still join it) or at ``flush``."""
 
-    voice: Voice
-    tokens: float = DATA_PHASE_BURST
-    refilled: float | None = None
-    held: tuple[float, float, int | None, str] | None = None
-    undrawn: int = 0
+    def __init__(self, voice: Voice):
+        self.voice = voice
+        self.tokens = DATA_PHASE_BURST
+        self.refilled: float | None = None
+        self.held: list[Any] | None = None   # [start, end, seconds waited, epoch, lane]
+        self.undrawn = 0
 
     def wait(self, start: float, end: float, epoch: int | None, lane: str) -> None:
         held = self.held
-        if held is not None and held[2] == epoch and held[3] == lane and start - held[1] < DATA_JOIN_GAP:
-            self.held = (held[0], end, epoch, lane)
-            return
-        self.flush()
-        self.held = (start, end, epoch, lane)
+        if held is not None:
+            if start - held[1] < DATA_JOIN_GAP and held[2] + end - start >= DATA_JOIN_SHARE * (end - held[0]) \
+                    and held[3] == epoch and held[4] == lane:
+                held[1] = end
+                held[2] += end - start
+                return
+            if held[1] - held[0] >= DATA_VISIBLE:
+                self._draw(held)
+        self.held = [start, end, end - start, epoch, lane]
 
     def flush(self) -> None:
-        if self.held is None:
-            return
-        start, end, epoch, lane = self.held
-        self.held = None
-        if end - start < DATA_VISIBLE:
-            return
+        held, self.held = self.held, None
+        if held is not None and held[1] - held[0] >= DATA_VISIBLE:
+            self._draw(held)
+
+    def _draw(self, held: list[Any]) -> None:
+        start, end, _, epoch, lane = held
         if self.refilled is not None:
             self.tokens = min(DATA_PHASE_BURST, self.tokens + (end - self.refilled) * DATA_PHASE_RATE)
         self.refilled = end
-        if self.tokens >= 1 and self.voice.data_phase(start, end, epoch, LANE if lane is None else lane):
+        if self.tokens >= 1 and self.voice.data_phase(start, end, epoch, lane):
             self.tokens -= 1
         else:
             self.undrawn += 1
@@ -168,6 +175,11 @@ class Loop:
     def fetch(self, source: Hashable, grad: bool, first_of_pass: bool, start: float, end: float) -> None:
         """A batch came out of a DataLoader of data set SOURCE; the loop waited from START to END."""
         training = grad and self.training_mode
+        if training and source == self.train_source and not first_of_pass and self.phase == TRAIN \
+                and not self.over and not self.owner:  # the common case, every batch: kept short
+            self.counts.data_wait += end - start
+            self.data.wait(start, end, self.epoch, LANE)
+            return
         if self.owner:
             self._declared_wait(grad, start, end)
             return
@@ -196,11 +208,13 @@ class Loop:
             self._close_training(now)
 
     def backward(self, now: float) -> None:
-        self._trained(now)
+        if self.phase != TRAIN or self.over or self.owner:
+            self._trained(now)
         self._counts(now).backwards += 1
 
     def step(self, now: float) -> None:
-        self._trained(now)
+        if self.phase != TRAIN or self.over or self.owner:
+            self._trained(now)
         self.optimizer_seen = True
         self._counts(now).steps += 1
 

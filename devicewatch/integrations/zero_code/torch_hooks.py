@@ -29,6 +29,7 @@ from typing import Any, Callable
 from .instrument import Process
 
 _monotonic = time.monotonic
+get_ident = threading.get_ident
 _MAIN = threading.main_thread().ident
 
 
@@ -53,7 +54,10 @@ class _Hooks:
         self.loop = process.loop
         self.is_grad_enabled: Callable[[], bool] = torch.is_grad_enabled
         self.restore: dict[str, Callable[[], None]] = {}
-        self.off: set[str] = set()
+        # Whether each hook still counts (a failed one is off): plain attributes, read on every
+        # batch and step, where a call or a set look-up would cost more than the rest.
+        self.timed_next_on = self.counted_train_on = self.counted_backward_on = True
+        self.after_step_on = self.at_exit_on = True
         self.trained_params: set[int] = set()
         self.optimizers: set[int] = set()
         self.train_depth = 0
@@ -72,7 +76,7 @@ class _Hooks:
 
     def failed(self, hook: str, exc: BaseException) -> None:
         """Our bookkeeping in HOOK raised: disarm HOOK, say so once."""
-        self.off.add(hook)
+        setattr(self, hook + "_on", False)
         try:
             if hook == "after_step":
                 if self.step_handle is not None:
@@ -83,14 +87,13 @@ class _Hooks:
             pass
         self.process.error("torch", hook.replace("_", " "), exc)
 
-    def counts(self, hook: str) -> bool:
-        return hook not in self.off and self.process.live and threading.get_ident() == _MAIN
-
     # -- the wrappers -------------------------------------------------------------------------
 
     def timed_next(self, original: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        process, fetch, exhausted, is_grad_enabled = self.process, self.loop.fetch, self.loop.exhausted, self.is_grad_enabled
+
         def __next__(iterator: Any) -> Any:
-            if not self.counts("timed_next"):
+            if not (self.timed_next_on and process.live and get_ident() == _MAIN):
                 return original(iterator)
             first = getattr(iterator, "_num_yielded", None) == 0
             start = _monotonic()
@@ -99,21 +102,23 @@ class _Hooks:
             except StopIteration:
                 end = _monotonic()
                 try:
-                    self.loop.exhausted(id(iterator._dataset), end)
+                    exhausted(id(iterator._dataset), end)
                 except Exception as exc:  # noqa: BLE001
                     self.failed("timed_next", exc)
                 raise
             end = _monotonic()
             try:
-                self.loop.fetch(id(iterator._dataset), self.is_grad_enabled(), first, start, end)
+                fetch(id(iterator._dataset), is_grad_enabled(), first, start, end)
             except Exception as exc:  # noqa: BLE001
                 self.failed("timed_next", exc)
             return batch
         return __next__
 
     def counted_train(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        process = self.process
+
         def train(module: Any, mode: bool = True) -> Any:
-            if not self.counts("counted_train"):
+            if not (self.counted_train_on and process.live and get_ident() == _MAIN):
                 return original(module, mode)
             self.train_depth += 1  # children's train() calls come back through here
             try:
@@ -130,18 +135,20 @@ class _Hooks:
         return train
 
     def counted_backward(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        process, backward_seen = self.process, self.loop.backward
+
         def backward(*args: Any, **kwargs: Any) -> Any:
             result = original(*args, **kwargs)
-            if self.counts("counted_backward"):
+            if self.counted_backward_on and process.live and get_ident() == _MAIN:
                 try:
-                    self.loop.backward(_monotonic())
+                    backward_seen(_monotonic())
                 except Exception as exc:  # noqa: BLE001
                     self.failed("counted_backward", exc)
             return result
         return backward
 
     def after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        if not self.counts("after_step"):
+        if not (self.after_step_on and self.process.live and get_ident() == _MAIN):
             return
         try:
             if id(optimizer) not in self.optimizers:
@@ -152,7 +159,7 @@ class _Hooks:
             self.failed("after_step", exc)
 
     def at_exit(self) -> None:
-        if not self.process.live or "at_exit" in self.off:
+        if not (self.at_exit_on and self.process.live):
             return
         try:
             self.loop.finish(_monotonic())
