@@ -127,3 +127,17 @@ def test_the_instrumentation_imports_no_framework_until_one_is_armed():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_no_instrument_reaches_the_recorder_and_the_dashboard():
+    from devicewatch import cli
+
+    _, args = cli.parse(["--no-instrument", "--record", "x.jsonl", "--", "python", "x.py"])
+    assert args.no_instrument is True
+    _, args = cli.parse(["--record", "x.jsonl", "--", "python", "x.py", "--no-instrument"])
+    assert args.no_instrument is False and args.target[-1] == "--no-instrument"  # the script's own
+    module, args = cli.parse(["run", "--no-instrument", "--", "python", "x.py"])
+    assert module.NAME == "run" and args.no_instrument is True
+    _, args = cli.parse(["run", "--", "python", "x.py"])
+    assert args.no_instrument is False
+    assert "--no-instrument" in cli.help_text()
