@@ -6,10 +6,11 @@ linear model: about 2,000 steps/s here, the worst case for per-step hooks), reco
 
 **Slowdown.** Whole runs with and without the instrumentation differ here by far more than
 2% (the machine is shared: pairs of back-to-back runs came out -24% and +83%), so the figure
-comes from one run that alternates: every BURST steps the loop swaps PyTorch's own
-``DataLoader.__next__``, ``Module.train`` and ``autograd.backward`` back in for the hooked ones
-(each hook keeps its original as ``__wrapped__``) and empties the optimizer's global
-post-step hooks, then puts them back, and times the two kinds of burst apart. Neighbouring
+comes from one run that alternates: every BURST training steps the loop swaps PyTorch's own
+``DataLoader.__next__`` and ``Module.train`` back in for the hooked ones (each hook keeps its
+original as ``__wrapped__``; the backward hook has put PyTorch's own back by the first
+optimizer step) and empties the optimizer's global post-step hooks, then puts them back, and
+times the two kinds of burst apart (training steps only: validation is in neither). Neighbouring
 bursts see the same outside load; the slowdown is bare steps/s over hooked steps/s, minus one,
 from one run. ``--runs`` repeats it to show the spread, each time with a control run that
 swaps the same way but keeps the hooks in both kinds of burst (its figure is what the method
@@ -57,7 +58,8 @@ val = DataLoader(TensorDataset(torch.randn(max(1, steps // 10), 4), torch.randn(
 model = nn.Linear(4, 1)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
 
-hooked = (_BaseDataLoaderIter.__next__, Module.train, torch.autograd.backward)
+# The hooked functions (the backward hook has put PyTorch's own back by the first step).
+hooked = (_BaseDataLoaderIter.__next__, Module.train)
 post_step = dict(optimizer_module._global_optimizer_post_hooks)
 if alternate and not all(hasattr(f, "__wrapped__") for f in hooked):
     sys.exit("not instrumented: nothing to alternate")
@@ -66,7 +68,7 @@ if alternate and not all(hasattr(f, "__wrapped__") for f in hooked):
 def hooks(on):
     # control: the same swapping, with the hooked functions both ways (what the method itself costs)
     chosen = hooked if on or mode == "control" else tuple(f.__wrapped__ for f in hooked)
-    _BaseDataLoaderIter.__next__, Module.train, torch.autograd.backward = chosen
+    _BaseDataLoaderIter.__next__, Module.train = chosen
     optimizer_module._global_optimizer_post_hooks.clear()
     if on or mode == "control":
         optimizer_module._global_optimizer_post_hooks.update(post_step)
@@ -76,24 +78,26 @@ seconds = {True: 0.0, False: 0.0}
 counted = {True: 0, False: 0}
 done = 0
 on = True
-burst_start = time.perf_counter()
-start = burst_start
+start = time.perf_counter()
 for epoch in range(epochs):
     model.train()
+    burst_start, in_burst = time.perf_counter(), 0  # training only: validation is in no burst
     for x, y in train:
         optimizer.zero_grad()
         loss = ((model(x) - y) ** 2).mean()
         loss.backward()
         optimizer.step()
         done += 1
+        in_burst += 1
         if alternate and done % BURST == 0:
-            now = time.perf_counter()
-            seconds[on] += now - burst_start
-            counted[on] += BURST
+            seconds[on] += time.perf_counter() - burst_start
+            counted[on] += in_burst
             # on, off, off, on, on, off, ...: each kind as often first as second
             on = on if (done // BURST) % 2 == 0 else not on
             hooks(on)
-            burst_start = time.perf_counter()
+            burst_start, in_burst = time.perf_counter(), 0
+    seconds[on] += time.perf_counter() - burst_start
+    counted[on] += in_burst
     model.eval()
     with torch.no_grad():
         for x, y in val:

@@ -22,7 +22,8 @@ How it reads a loop:
   turn). Numbered from 1.
 - **Data wait**: the time the loop was blocked in the training DataLoader's ``__next__``,
   summed exactly per epoch (``data_wait_s``), and drawn as ``data`` phases inside the train
-  phase where a wait is long enough to see (``DataPhases``).
+  phase where a wait is long enough to see (``DataPhases``; waits under DATA_JOINABLE are
+  only summed).
 
 When a framework's callback owns the phases (``declare_owner``: Lightning, Keras, Hugging
 Face), the loop says no train/validate phase of its own: it follows the callback's phases and
@@ -37,6 +38,7 @@ from typing import Any, Hashable, Protocol
 TRAIN, VALIDATE, DATA = "train", "validate", "data"
 LANE = "main"
 DATA_VISIBLE = 0.05     # seconds: a shorter wait is summed but not drawn (half the default sample interval)
+DATA_JOINABLE = 0.001   # seconds: a wait shorter than this is only summed (a fast loop's every batch)
 DATA_JOIN_GAP = 0.005   # seconds: waits closer than this are drawn as one ...
 DATA_JOIN_SHARE = 0.9   # ... while waiting fills this share of the joined span
 DATA_PHASE_RATE = 10.0  # data phases a second at most (a token bucket) ...
@@ -178,7 +180,8 @@ class Loop:
         if training and source == self.train_source and not first_of_pass and self.phase == TRAIN \
                 and not self.over and not self.owner:  # the common case, every batch: kept short
             self.counts.data_wait += end - start
-            self.data.wait(start, end, self.epoch, LANE)
+            if end - start >= DATA_JOINABLE:
+                self.data.wait(start, end, self.epoch, LANE)
             return
         if self.owner:
             self._declared_wait(grad, start, end)
@@ -213,10 +216,12 @@ class Loop:
         self._counts(now).backwards += 1
 
     def step(self, now: float) -> None:
+        self.optimizer_seen = True
         if self.phase != TRAIN or self.over or self.owner:
             self._trained(now)
-        self.optimizer_seen = True
-        self._counts(now).steps += 1
+            self._counts(now).steps += 1
+        else:
+            self.counts.steps += 1
 
     def finish(self, now: float) -> None:
         """The process is ending: close what is open, send the last epoch's figures."""

@@ -11,7 +11,8 @@
   batch. No forward hook: a global one takes every module off PyTorch's fast call path, and
   one on the model travels with it (``torch.save``, ``torch.jit.script``).
 - **Steps**: the public ``register_optimizer_step_post_hook``; ``torch.autograd.backward`` (which
-  ``Tensor.backward`` calls) for loops that update their weights by hand.
+  ``Tensor.backward`` calls) for loops that update their weights by hand, put back to
+  PyTorch's own at the first optimizer step (each hook costs a little on every step).
 
 Only the main thread's calls count (a background prefetch thread's ``next()`` blocks no loop).
 A hook whose own work raises is restored to PyTorch's original and reported once; PyTorch's
@@ -154,6 +155,9 @@ class _Hooks:
             if id(optimizer) not in self.optimizers:
                 self.optimizers.add(id(optimizer))
                 self.trained_params.update(id(p) for group in optimizer.param_groups for p in group["params"])
+                if self.counted_backward_on:  # steps are counted now: backward passes no longer matter
+                    self.counted_backward_on = False
+                    self.restore["counted_backward"]()
             self.loop.step(_monotonic())
         except Exception as exc:  # noqa: BLE001
             self.failed("after_step", exc)
