@@ -894,6 +894,7 @@ def summarize(run: Run) -> dict[str, Any]:
         "status_text": status_text(run),
         "exit_code": run.end.get("exit_code") if run.end else None,
         "ended_abruptly": run.ended_abruptly,
+        "instrumentation": instrumentation_text(run),
         "host": run.header.get("host", {}),
         "run_info": run_info(run),
         "gpu": {"available": bool(run.gpu_status and run.gpu_status[0].get("available")),
@@ -940,6 +941,31 @@ def last_error_line(run: Run) -> str | None:
         if line.get("stream") == "stderr" and str(line.get("line", "")).strip():
             return str(line["line"]).strip()
     return None
+
+
+def instrumentation_text(run: Run) -> str | None:
+    """What the zero-code instrumentation did, in one line (from the header's ``instrument``
+    and the end record's): ``active in 2 processes (torch, lightning)``, or why not. None for a
+    run recorded before it existed."""
+    offered = run.header.get("instrument")
+    summary = run.end.get("instrument") if run.end else None
+    if not isinstance(summary, dict):
+        if not isinstance(offered, dict):
+            return None
+        return "offered (the run has no end record to say more)" if offered.get("offered") \
+            else f"not offered: {offered.get('reason')}"
+    if not summary.get("active"):
+        return f"not active: {summary.get('reason')}"
+    n = summary.get("processes", 0)
+    text = f"active in {n} process{'es' * (n != 1)}"
+    if summary.get("frameworks"):
+        text += f" ({', '.join(map(str, summary['frameworks']))})"
+    errors = summary.get("errors")
+    if isinstance(errors, list) and errors:
+        text += f"; {len(errors)} hook(s) failed and disarmed themselves, first: {errors[0]}"
+    if summary.get("left_out"):
+        text += f"; {summary['left_out']} of its events over its budget left out"
+    return text
 
 
 def status_text(run: Run) -> str:

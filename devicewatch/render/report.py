@@ -95,6 +95,8 @@ def tables(run: Run, summary: dict[str, Any], width: int = DEFAULT_WIDTH) -> lis
                  + "".join(f"; {g.get('name')}" for g in host.get("gpus", [])))
     gpu = summary["gpu"]
     head.add_row("GPU", "sampled" if gpu["available"] else f"not sampled: {gpu['reason'] or 'unknown'}")
+    if summary["instrumentation"]:
+        head.add_row("zero-code", summary["instrumentation"])
     if summary["run_info"]:
         head.add_row("workload info", ", ".join(f"{k}={v}" for k, v in summary["run_info"].items()))
     if summary["recorder_cpu_mean"] is not None:
