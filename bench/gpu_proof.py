@@ -202,6 +202,7 @@ def record(step: Step, out: Path, env: dict[str, str]) -> tuple[int, str]:
         with open(path, "rb") as src, gzip.open(str(path) + ".gz", "wb", compresslevel=6) as dst:
             shutil.copyfileobj(src, dst)
         path.unlink()
+    Path(str(path) + ".columns").unlink(missing_ok=True)  # the columnar form of a journal now gzipped
     if stopped:
         raise Stopped()
     return code, "\n".join(tail)

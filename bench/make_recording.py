@@ -1,6 +1,6 @@
 """Write a realistic recording of a big machine, the measuring stick for long-run benchmarks.
 
-    python -m bench.make_recording --cores 64 --gpus 8 --hours 1 [--rate 10] [--events N] -o FILE
+    python -m bench.make_recording --cores 64 --gpus 8 --hours 1 [--rate 10] [--events N] [--nodes N] -o FILE
 
 Epochs of train then validate phases (``--epoch-seconds``), a data stall every 30 s of
 training in a ``loader`` lane; the GPUs dip during validation and the stalls while the cores
@@ -8,7 +8,9 @@ get busier; the driver's buffered utilization samples every 1/6 s with their own
 one process per GPU with its memory and utilization; a log line per epoch and per minute;
 ``--events`` extra marker events spread over the run. Written through ``RunWriter`` with the
 field lists the probes declare, as the recorder writes it; values are generated in blocks
-with NumPy so a day of 64 cores and 8 GPUs takes well under a minute.
+with NumPy so a day of 64 cores and 8 GPUs takes a few minutes. ``--nodes N`` writes a merged
+run of N torchrun nodes as ``devicewatch merge`` writes one. The run ends as the recorder ends
+one: ``runfile.compact`` writes its columnar form beside it.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from devicewatch.runfile import RunWriter, probe_fields
+from devicewatch.runfile import RunWriter, compact, probe_fields
 from devicewatch.samples import trim_common_nulls
 
 DATA_EVERY, DATA_SECONDS = 30.0, 1.0
@@ -114,18 +116,68 @@ def _gpu_values(name: str, util: np.ndarray, rng: np.random.Generator, window: n
     return np.full(shape, None, dtype=object)
 
 
+def _header(cores: int, gpus: int, rate: float, hostname: str = "synthetic") -> dict[str, Any]:
+    return {"devicewatch": "bench", "started": "2026-01-01T00:00:00+00:00", "started_unix": 1767225600.0,
+            "interval": 1 / rate,
+            "host": {"hostname": hostname, "os": "Linux", "python": "3.11", "cpu_model": "synthetic",
+                     "cpu_count": cores, "mem_total": 1 << 40,
+                     "gpus": [{"index": g, "name": f"Synthetic H100 {g}", "uuid": f"GPU-{g:04d}", "mem_total": 80 << 30}
+                              for g in range(gpus)],
+                     "gpu_driver": "570.00" if gpus else None, "gpu_reason": None if gpus else "no NVIDIA GPU found"},
+            "workload": {"name": "synthetic", "args": [], "command": ["synthetic"]}}
+
+
+def _samples(lo: int, n: int, rate: float, cores: int, gpus: int, epoch_seconds: float, gpm: bool,
+             fields: dict[str, Any], rng: np.random.Generator) -> list[dict[str, Any]]:
+    """Samples ``lo`` … ``lo + BLOCK - 1`` (at most ``n``) as the writer writes them, values generated together."""
+    scale = {k: dict(zip(fields["fields"][k], fields["scale"][k])) for k in fields["fields"]}
+    idx = np.arange(lo, min(lo + BLOCK, n + 1))
+    t = np.round(idx / rate, 4)
+    k = len(t)
+    validating, stall = _timeline(t, epoch_seconds)
+    level = np.where(validating, 60.0, np.where(stall, 92.0, 35.0))
+    cpu = np.clip(level[:, None] + rng.normal(0, 12, (k, cores)), 0, 100).round().astype(np.int16).tolist()
+    # The driver's buffered samples drained by each poll: those in (t - 1/rate, t].
+    phase = (0.37 + 0.05 * np.arange(gpus)) * NVML_PERIOD  # each GPU's own sampling clock
+    buf_t = np.floor((t[:, None] - phase) / NVML_PERIOD) * NVML_PERIOD + phase
+    has = buf_t > t[:, None] - 1 / rate
+    v_buf, s_buf = _timeline(buf_t, epoch_seconds)
+    gpu_level = np.where(v_buf, 18.0, np.where(s_buf, 6.0, 93.0))
+    buf_v = np.clip(gpu_level + rng.normal(0, 4, (k, gpus)), 0, 100).round().astype(int)
+    offsets = np.round((buf_t - t[:, None]) * 1000).astype(int)
+    polled_level = np.where(validating, 18.0, np.where(stall, 6.0, 93.0))[:, None]
+    util = np.where(has, buf_v, np.clip(polled_level + rng.normal(0, 4, (k, gpus)), 0, 100).round().astype(int))
+    gpm_window = idx % 2 == 1 if gpm else np.zeros(k, dtype=bool)
+    gpu_obj = np.empty((k, gpus, len(fields["fields"]["gpu"])), dtype=object)
+    for j, name in enumerate(fields["fields"]["gpu"]):
+        values = _gpu_values(name, util, rng, gpm_window)
+        s = scale["gpu"].get(name, 1)
+        if isinstance(values, np.ndarray) and values.dtype != object:
+            values = (values / s).round().astype(int) if s != 1 else values
+        elif s != 1:  # GPM PCIe traffic: stored in MiB/s, null outside a window
+            values = np.array([[None if v is None else round(v / s) for v in row] for row in values], dtype=object)
+        gpu_obj[:, :, j] = np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) \
+            else values.astype(object)
+    gpu_rows = [trim_common_nulls(sample) for sample in gpu_obj.tolist()]  # as the writer trims
+    buffered = [[x for g, (o, v, h) in enumerate(zip(orow, vrow, hrow)) if h for x in (g, o, v)]
+                for orow, vrow, hrow in zip(offsets.tolist(), buf_v.tolist(), has.tolist())]
+    proc_mem = (20 << 30) // scale["gpu_proc"].get("mem", 1)
+    procs = [[x for g, u in enumerate(row) for x in (g, 1000 + g, proc_mem, u, u // 2)] for row in util.tolist()]
+    sys_rows = [[3000, (180 << 30) // scale["sys"].get("mem_used", 1), 0, 0]] * k
+    proc_cpu = (level * cores * 0.9).round(1).tolist()
+    rss = (64 << 30) // scale["proc"].get("rss", 1)
+    recorder = np.round(0.4 + rng.exponential(0.2, k), 1).tolist()
+    return [{"type": "sample", "t": float(t[i]), "cpu": cpu[i], "sys": sys_rows[i],
+             "proc": [proc_cpu[i], rss, 180 + gpus * 4, 1 + gpus],
+             "gpu": gpu_rows[i], "gpu_util": buffered[i], "gpu_procs": procs[i],
+             "recorder_cpu": recorder[i]} for i in range(k)]
+
+
 def generate(path: str, cores: int, gpus: int, hours: float, rate: float = 10.0, events: int = 0,
-             epoch_seconds: float = 300.0, seed: int = 0, gpm: bool = True) -> dict[str, Any]:
+             epoch_seconds: float = 300.0, seed: int = 0, gpm: bool = True, columns: bool = True) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     fields = probe_fields()
-    header = {"devicewatch": "bench", "started": "2026-01-01T00:00:00+00:00", "started_unix": 1767225600.0,
-              "interval": 1 / rate,
-              "host": {"hostname": "synthetic", "os": "Linux", "python": "3.11", "cpu_model": "synthetic",
-                       "cpu_count": cores, "mem_total": 1 << 40,
-                       "gpus": [{"index": g, "name": f"Synthetic H100 {g}", "uuid": f"GPU-{g:04d}", "mem_total": 80 << 30}
-                                for g in range(gpus)],
-                       "gpu_driver": "570.00" if gpus else None, "gpu_reason": None if gpus else "no NVIDIA GPU found"},
-              "workload": {"name": "synthetic", "args": [], "command": ["synthetic"]}}
+    header = _header(cores, gpus, rate)
     writer = RunWriter(path, header, fields)
     writer.write_line({"type": "gpu_status", "t": 0.0, "available": bool(gpus), "reason": header["host"]["gpu_reason"],
                        "devices": gpus})
@@ -133,62 +185,88 @@ def generate(path: str, cores: int, gpus: int, hours: float, rate: float = 10.0,
     n = int(round(duration * rate))
     pending = _events(duration, epoch_seconds, events, rng)
     nxt = next(pending, None)
-    scale = {k: dict(zip(fields["fields"][k], fields["scale"][k])) for k in fields["fields"]}
     written = 0
     for lo in range(1, n + 1, BLOCK):
-        idx = np.arange(lo, min(lo + BLOCK, n + 1))
-        t = np.round(idx / rate, 4)
-        k = len(t)
-        validating, stall = _timeline(t, epoch_seconds)
-        level = np.where(validating, 60.0, np.where(stall, 92.0, 35.0))
-        cpu = np.clip(level[:, None] + rng.normal(0, 12, (k, cores)), 0, 100).round().astype(np.int16).tolist()
-        # The driver's buffered samples drained by each poll: those in (t - 1/rate, t].
-        phase = (0.37 + 0.05 * np.arange(gpus)) * NVML_PERIOD  # each GPU's own sampling clock
-        buf_t = np.floor((t[:, None] - phase) / NVML_PERIOD) * NVML_PERIOD + phase
-        has = buf_t > t[:, None] - 1 / rate
-        v_buf, s_buf = _timeline(buf_t, epoch_seconds)
-        gpu_level = np.where(v_buf, 18.0, np.where(s_buf, 6.0, 93.0))
-        buf_v = np.clip(gpu_level + rng.normal(0, 4, (k, gpus)), 0, 100).round().astype(int)
-        offsets = np.round((buf_t - t[:, None]) * 1000).astype(int)
-        polled_level = np.where(validating, 18.0, np.where(stall, 6.0, 93.0))[:, None]
-        util = np.where(has, buf_v, np.clip(polled_level + rng.normal(0, 4, (k, gpus)), 0, 100).round().astype(int))
-        gpm_window = idx % 2 == 1 if gpm else np.zeros(k, dtype=bool)
-        gpu_obj = np.empty((k, gpus, len(fields["fields"]["gpu"])), dtype=object)
-        for j, name in enumerate(fields["fields"]["gpu"]):
-            values = _gpu_values(name, util, rng, gpm_window)
-            s = scale["gpu"].get(name, 1)
-            if isinstance(values, np.ndarray) and values.dtype != object:
-                values = (values / s).round().astype(int) if s != 1 else values
-            elif s != 1:  # GPM PCIe traffic: stored in MiB/s, null outside a window
-                values = np.array([[None if v is None else round(v / s) for v in row] for row in values], dtype=object)
-            gpu_obj[:, :, j] = np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) \
-                else values.astype(object)
-        gpu_rows = [trim_common_nulls(sample) for sample in gpu_obj.tolist()]  # as the writer trims
-        buffered = [[x for g, (o, v, h) in enumerate(zip(orow, vrow, hrow)) if h for x in (g, o, v)]
-                    for orow, vrow, hrow in zip(offsets.tolist(), buf_v.tolist(), has.tolist())]
-        proc_mem = (20 << 30) // scale["gpu_proc"].get("mem", 1)
-        procs = [[x for g, u in enumerate(row) for x in (g, 1000 + g, proc_mem, u, u // 2)] for row in util.tolist()]
-        sys_rows = [[3000, (180 << 30) // scale["sys"].get("mem_used", 1), 0, 0]] * k
-        proc_cpu = (level * cores * 0.9).round(1).tolist()
-        rss = (64 << 30) // scale["proc"].get("rss", 1)
-        recorder = np.round(0.4 + rng.exponential(0.2, k), 1).tolist()
-        for i in range(k):
-            ti = float(t[i])
-            while nxt is not None and nxt["t"] <= ti:
+        for sample in _samples(lo, n, rate, cores, gpus, epoch_seconds, gpm, fields, rng):
+            while nxt is not None and nxt["t"] <= sample["t"]:
                 writer.write_line(nxt)
                 nxt = next(pending, None)
-            writer.write_line({"type": "sample", "t": ti, "cpu": cpu[i], "sys": sys_rows[i],
-                               "proc": [proc_cpu[i], rss, 180 + gpus * 4, 1 + gpus],
-                               "gpu": gpu_rows[i], "gpu_util": buffered[i], "gpu_procs": procs[i],
-                               "recorder_cpu": recorder[i]})
+            writer.write_line(sample)
             written += 1
     while nxt is not None:
         writer.write_line(nxt)
         nxt = next(pending, None)
     writer.write_line({"type": "end", "t": duration, "status": "ok", "exit_code": 0, "signal": None,
                        "duration": duration, "reason": "the workload finished"})
+    ended = time.perf_counter()
     writer.close()
-    return {"samples": written, "duration": duration}
+    if columns:  # the end of a run, as the recorder ends one
+        compact(path)
+    return {"samples": written, "duration": duration, "end_seconds": time.perf_counter() - ended}
+
+
+NODE_OFFSET = 0.0137  # s between the nodes' starts: their samples interleave on the merged axis
+
+
+def generate_merged(path: str, nodes: int, cores: int, gpus: int, hours: float, rate: float = 10.0,
+                    epoch_seconds: float = 300.0, seed: int = 0, gpm: bool = True) -> dict[str, Any]:
+    """A run as ``devicewatch merge`` writes it for ``nodes`` torchrun nodes of one rank each:
+    the hosts in the header, every sample with its node's ``host``, each rank's phases in lane
+    ``rank N``, every node's events and lines with ``host`` and ``rank``."""
+    fields = probe_fields()
+    labels = [f"node {k}" for k in range(nodes)]
+    header = _header(cores, gpus, rate, ", ".join(f"synthetic{k}" for k in range(nodes)))
+    header["hosts"] = [{"label": label, "file": f"node{k}.jsonl", "group_rank": k, "ranks": [k],
+                        "host": _header(cores, gpus, rate, f"synthetic{k}")["host"], "workload": header["workload"],
+                        "interval": 1 / rate, "offset": round(k * NODE_OFFSET, 6), "rate": 1.0, "status": "ok",
+                        "reason": "the workload finished"} for k, label in enumerate(labels)]
+    header["job"] = {"id": "127.0.0.1:29500", "world_size": nodes, "ranks": list(range(nodes))}
+    header["alignment"] = {"method": "wall clock", "hosts": nodes, "same_host_error_s": None,
+                           "across_hosts": "the hosts' clock synchronisation (NTP, PTP); the files cannot measure it",
+                           "text": f"{nodes} hosts: aligned by their wall clocks"}
+    writer = RunWriter(path, header, fields)
+    duration = hours * 3600.0
+    n = int(round(duration * rate))
+    rngs = [np.random.default_rng(seed + k) for k in range(nodes)]
+
+    def node_events(k: int) -> Iterator[dict[str, Any]]:
+        who = {"host": labels[k], "rank": k, "local_rank": 0, "world_size": nodes, "group_rank": k,
+               "job": "127.0.0.1:29500"}
+        for record in _events(duration, epoch_seconds, 0, rngs[k]):
+            record = dict(record, t=round(record["t"] + k * NODE_OFFSET, 6), **who)
+            if record.get("kind") in ("phase_begin", "phase_end"):
+                record["lane"] = f"rank {k}" if record["lane"] == "main" else f"rank {k} {record['lane']}"
+            yield record
+
+    for k in range(nodes):
+        writer.write_line({"type": "gpu_status", "t": round(k * NODE_OFFSET, 6), "available": bool(gpus),
+                           "reason": None, "devices": gpus, "host": labels[k]})
+    pending = heapq.merge(*(node_events(k) for k in range(nodes)), key=lambda r: r["t"])
+    nxt = next(pending, None)
+    written = 0
+    for lo in range(1, n + 1, BLOCK):
+        blocks = []
+        for k in range(nodes):
+            shift = k * NODE_OFFSET
+            block = _samples(lo, n, rate, cores, gpus, epoch_seconds, gpm, fields, rngs[k])
+            blocks.append([dict(s, t=round(s["t"] + shift, 6), host=labels[k]) for s in block])
+        for sample in heapq.merge(*blocks, key=lambda r: r["t"]):
+            while nxt is not None and nxt["t"] <= sample["t"]:
+                writer.write_line(nxt)
+                nxt = next(pending, None)
+            writer.write_line(sample)
+            written += 1
+    while nxt is not None:
+        writer.write_line(nxt)
+        nxt = next(pending, None)
+    end = round(duration + (nodes - 1) * NODE_OFFSET, 6)
+    writer.write_line({"type": "notice", "t": 0.0, "level": "info", "message": f"merged {nodes} nodes"})
+    writer.write_line({"type": "end", "t": end, "status": "ok", "exit_code": 0, "signal": None, "duration": end,
+                       "reason": "; ".join(f"{label}: the workload finished" for label in labels)})
+    ended = time.perf_counter()
+    writer.close()
+    compact(path)
+    return {"samples": written, "duration": end, "end_seconds": time.perf_counter() - ended}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -202,15 +280,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-gpm", dest="gpm", action="store_false",
                         help="GPUs without GPM (before Hopper): no SM activity fields")
+    parser.add_argument("--nodes", type=int, default=1,
+                        help="more than 1: a merged run of that many torchrun nodes, as devicewatch merge writes it")
     parser.add_argument("-o", "--output", required=True)
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    info = generate(args.output, args.cores, args.gpus, args.hours, args.rate, args.events, args.epoch_seconds, args.seed, args.gpm)
+    if args.nodes > 1:
+        info = generate_merged(args.output, args.nodes, args.cores, args.gpus, args.hours, args.rate,
+                               args.epoch_seconds, args.seed, args.gpm)
+    else:
+        info = generate(args.output, args.cores, args.gpus, args.hours, args.rate, args.events, args.epoch_seconds,
+                        args.seed, args.gpm)
     import os
 
     size = os.path.getsize(args.output)
     print(f"{args.output}: {info['samples']} samples, {size / 1e6:.1f} MB "
-          f"({size / 1e6 / max(args.hours, 1e-9):.1f} MB per hour) in {time.perf_counter() - started:.1f}s")
+          f"({size / 1e6 / max(args.hours, 1e-9):.1f} MB per hour) in {time.perf_counter() - started:.1f}s; "
+          f"end of run (writer closed, columnar form written) {info['end_seconds']:.2f}s")
 
 
 if __name__ == "__main__":

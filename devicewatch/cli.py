@@ -13,17 +13,22 @@ import sys
 from types import ModuleType
 
 from . import __version__
-from .commands import SUBCOMMANDS, CommandParser, add_dashboard_options, add_sampling_options, synopsis
-from .commands import record as record_command
-from .commands import run as run_command
+from .commands import (SUBCOMMANDS, CommandParser, add_dashboard_options, add_instrument_option,
+                       add_sampling_options, synopsis)
 from .errors import DevicewatchError, UsageError
 from .safe_text import inert
 
-DEFAULTS = {"interval": 0.1, "gpu": True, "runs_dir": "runs", "presenter": False}
+DEFAULTS = {"interval": 0.1, "gpu": True, "runs_dir": "runs", "presenter": False, "no_instrument": False}
+
+
+def _command_name(name: str) -> str:
+    return f"devicewatch.commands.{name}"
 
 
 def _command(name: str) -> ModuleType:
-    return importlib.import_module(f"devicewatch.commands.{name}")
+    """A command's module, imported when it runs: ``report`` needs neither the recorder's
+    options nor the workload registry."""
+    return importlib.import_module(_command_name(name))
 
 
 def _command_parser(name: str) -> CommandParser:
@@ -40,6 +45,7 @@ def top_parser() -> CommandParser:
     options.add_argument("--record", metavar="FILE",
                          help="headless: record to FILE without the dashboard, print a summary")
     add_sampling_options(options)
+    add_instrument_option(options)
     add_dashboard_options(options)
     options.add_argument("--quiet", action="store_true", help="headless: do not echo the workload's output")
     options.add_argument("--overwrite", action="store_true",
@@ -73,7 +79,7 @@ def usage_lines() -> list[str]:
     lines = [("devicewatch", "dashboard; pick a workload and run it")]
     for name in SUBCOMMANDS:
         lines.append((synopsis(_command_parser(name)), _command(name).HELP))
-    lines.insert(2, (f"devicewatch --record FILE {run_command.TARGET}", "headless: no UI, writes FILE, prints a summary"))
+    lines.insert(2, (f"devicewatch --record FILE {_command('run').TARGET}", "headless: no UI, writes FILE, prints a summary"))
     width = max(len(left) for left, _ in lines)
     return [f"{left:<{width}}  {right}" for left, right in lines]
 
@@ -98,9 +104,9 @@ def parse(argv: list[str]) -> tuple[ModuleType, argparse.Namespace]:
     words = args.words
     if args.record is not None:
         args.target = words
-        module: ModuleType = record_command
+        module: ModuleType = _command("record")
     elif not words:
-        module, args.target = run_command, None
+        module, args.target = _command("run"), None
     elif words[0] in SUBCOMMANDS:
         module = _command(words[0])
         vars(args).update(vars(_command_parser(words[0]).parse_args(words[1:])))
@@ -119,8 +125,8 @@ def parse(argv: list[str]) -> tuple[ModuleType, argparse.Namespace]:
 def main(argv: list[str] | None = None) -> int:
     try:
         module, args = parse(sys.argv[1:] if argv is None else argv)
-        if module is run_command and args.target is None:
-            return run_command.home(args)
+        if module.__name__ == _command_name("run") and args.target is None:
+            return module.home(args)
         return module.run(args)
     except DevicewatchError as exc:  # names in it may come from the user or a file: one inert line
         print(f"devicewatch: error: {inert(str(exc))}", file=sys.stderr)

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
-from . import __version__
+from . import __version__, events
 from .errors import RunFileError, UsageError
-from .runfile import Run, RunWriter, load
+from .runfile import Run, RunWriter, compact, load
 
 # A recorder's two clock pairs disagree with the monotonic clock by more than this only when the
 # wall clock was stepped during the run (an NTP step): then the start pair alone aligns it.
@@ -254,7 +254,7 @@ def _records(node: Node, origin: float) -> Iterable[dict[str, Any]]:
     for event in run.events:
         record = dict(event, t=at(event["t"]), host=node.label)
         rank = event.get("rank")
-        if event.get("kind") in ("phase_begin", "phase_end"):
+        if event.get("kind") in (events.PHASE_BEGIN, events.PHASE_END):
             lane = event.get("lane", "main")
             if type(rank) is int:
                 record["lane"] = _lane(rank, lane)
@@ -345,3 +345,4 @@ def write(merged: Merged, path: str) -> None:
             writer.write(record)
     finally:
         writer.close()
+    compact(path)  # the merged run is finished: its columnar form beside it

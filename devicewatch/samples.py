@@ -2,10 +2,12 @@
 
 A one-hour recording of 64 cores and 8 GPUs at 10 Hz holds 36,000 samples; as Python dicts
 they cost hundreds of megabytes and seconds to build. Here records are decoded in chunks
-straight into arrays (``t``, ``cpu`` as samples × cores, ``gpu[field]`` as samples × GPUs,
+straight into arrays (``t``, ``cpu`` as samples × cores, ``gpu(field)`` as samples × GPUs,
 the driver's buffered utilization samples as their own ``(t, gpu, value)`` columns), so
 analysis, report, export and the dashboard work on arrays and never on one dict per sample.
 
+The columns are declared once, in ``COLUMNS``: building, joining, trimming, selecting one
+node of a merged run, the accessors and the columnar file (``columnar.py``) all follow it.
 The field lists of a sample are not known here: the writer takes them from the probes and
 puts them in the header (``fields`` and ``scale``); the reader takes them from the header.
 """
@@ -15,7 +17,8 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from typing import Any, Iterator
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, NamedTuple
 
 import numpy as np
 import orjson
@@ -28,9 +31,66 @@ V1_FIELDS = {"sys": ("freq_mhz", "mem_used", "mem_total", "mem_swap_used", "mem_
                      "sm_active", "sm_occupancy", "tensor_active", "dram_active", "pcie_tx", "pcie_rx"),
              "gpu_proc": ("pid", "mem", "util", "mem_util")}
 
-CHUNK = 4096
-PER_ROW = ("t", "cpu", "cpu_total", "sys", "proc", "gpu_present", "gpu", "util_buffered",
-           "recorder_cpu", "watcher_cpu", "gpus_t", "host")  # samples decoded into arrays at a time: bounds the Python objects alive at once
+CHUNK = 4096  # samples decoded into arrays at a time: bounds the Python objects alive at once
+
+# The row families: a column has one row per sample, per buffered driver sample, or per
+# reading of a process on a GPU. Each family has its own time and host column.
+ROW, UTIL, PROCS = "row", "util", "procs"
+FAMILY_TIME = {ROW: "t", UTIL: "util_t", PROCS: "procs_t"}
+FAMILY_HOST = {ROW: "host", UTIL: "util_host", PROCS: "procs_host"}
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a run's samples: its NumPy dtype, its row family, the sizes after the row
+    axis (``cores`` and ``gpus`` grow when a later sample shows more), and, for a header field
+    group (``sys``, ``proc``, ``gpu``, ``gpu_proc``), one array per field of the group."""
+
+    name: str
+    dtype: str
+    family: str = ROW
+    dims: tuple[str, ...] = ()
+    group: str | None = None
+
+    @property
+    def fill(self) -> Any:
+        """What stands for a value not recorded (a core or GPU a sample did not have)."""
+        kind = np.dtype(self.dtype).kind
+        return False if kind == "b" else (-1 if kind == "i" else np.nan)
+
+    def keys(self, fields: dict[str, list[str]]) -> list[str]:
+        """The names its arrays are kept under: the column's, or ``gpu.util``, ``gpu.mem_used``…"""
+        if self.group is None:
+            return [self.name]
+        return [f"{self.name}.{field}" for field in fields[self.group]]
+
+
+COLUMNS = (
+    Column("t", "f8"),                                  # s since the run started
+    Column("cpu", "f4", dims=("cores",)),               # % per core
+    Column("cpu_total", "f8"),                          # % of all cores
+    Column("sys", "f8", group="sys"),                   # the machine: frequency, memory
+    Column("proc", "f8", group="proc"),                 # the workload's process tree
+    Column("gpu_present", "?"),                         # the sample holds a GPU poll
+    # GPU readings and per-process use in single precision: a day of 8 GPUs is 0.4 GB less,
+    # and every stored value (whole MiB, tenths of a percent) is exact in it or near enough.
+    Column("gpu", "f4", dims=("gpus",), group="gpu"),
+    Column("util_buffered", "?", dims=("gpus",)),       # the sample carried buffered samples of that GPU
+    Column("recorder_cpu", "f8"),
+    Column("watcher_cpu", "f8"),
+    Column("gpus_t", "f8"),
+    Column("host", "i2"),                               # index into host_labels; -1 in one node's run
+    Column("util_t", "f8", UTIL),                       # the driver's buffered utilization samples
+    Column("util_gpu", "i2", UTIL),
+    Column("util_value", "f8", UTIL),
+    Column("util_host", "i2", UTIL),
+    Column("procs_t", "f8", PROCS),                     # processes on the GPUs
+    Column("procs_gpu", "i2", PROCS),
+    Column("procs", "f4", PROCS, group="gpu_proc"),
+    Column("procs_host", "i2", PROCS),
+)
+BY_NAME = {column.name: column for column in COLUMNS}
+GROUP_COLUMN = {column.group: column.name for column in COLUMNS if column.group}  # "gpu_proc" -> "procs"
 
 
 def fields_header(sys_fields: tuple[str, ...], sys_scale: dict[str, int], proc_fields: tuple[str, ...],
@@ -45,6 +105,29 @@ def fields_header(sys_fields: tuple[str, ...], sys_scale: dict[str, int], proc_f
     return {"fields": {k: list(f) for k, (f, _) in groups.items()},
             "scale": {k: [int(s.get(name, 1)) for name in f] for k, (f, s) in groups.items()},
             "digits": {k: [int(digits.get(name, 1)) for name in f] for k, (f, _) in groups.items()}}
+
+
+# A schema-2 sample's keys in the order the writer writes them, each with the pattern of its
+# value as the writer writes it (one capture group), or None for a key that the chunked
+# decoder leaves to the record decoder (MIG readings); required keys
+# are in every sample. The writer's order and the chunked decoder's pattern both come from here.
+_NUM = rb"(-?[0-9][0-9.eE+-]*)"
+_LIST = rb"\[([-0-9.eE+,nul]*)\]"
+SAMPLE_KEYS: tuple[tuple[str, bytes | None, bool], ...] = (
+    ("t", _NUM, True), ("cpu", _LIST, True), ("sys", _LIST, True),
+    ("proc", rb"(?:\[([-0-9.eE+,nul]*)\]|null)", True),
+    ("gpu", rb"\[((?:\[[-0-9.eE+,nul]*\],?)*)\]", False), ("gpu_util", _LIST, False), ("gpu_procs", _LIST, False),
+    ("gpu_mig", None, False), ("gpus_t", _NUM, False), ("recorder_cpu", _NUM, False), ("watcher_cpu", _NUM, False),
+    ("host", rb'"([^"\\\x00-\x1f]*)"', False))
+SAMPLE_PREFIX = b'{"type":"sample",'
+# A sample exactly as the writer writes it: such lines are decoded a chunk at a time, the
+# spans of each array cut out by this pattern and all the numbers of one kind parsed in one
+# call (one flat JSON array), which skips a dict and a list per sample. Any other line (MIG
+# readings, a host name with an escape, damage) sends its chunk through the record-by-record path.
+SAMPLE_LINE = re.compile(rb'\{"type":"sample"' + b"".join(
+    (rb',"%s":%s' if required else rb'(?:,"%s":%s)?') % (key.encode(), pattern)
+    for key, pattern, required in SAMPLE_KEYS if pattern is not None) + rb"\}")
+SPANS = tuple(key for key, pattern, _ in SAMPLE_KEYS if pattern is not None)  # SAMPLE_LINE's groups
 
 
 def _compact(value: Any, scale: int, digits: int = 1) -> Any:
@@ -104,37 +187,38 @@ class Encoder:
 
     def encode(self, record: dict[str, Any]) -> dict[str, Any]:
         t = record["t"]
-        out: dict[str, Any] = {"type": "sample", "t": t}
+        values: dict[str, Any] = {"t": t}
         cpu = record.get("cpu")
-        out["cpu"] = [round(c) if isinstance(c, (int, float)) and math.isfinite(c) else None
-                      for c in cpu] if isinstance(cpu, list) else []
-        out["sys"] = self._row("sys", _flat(record))
+        values["cpu"] = [round(c) if isinstance(c, (int, float)) and math.isfinite(c) else None
+                         for c in cpu] if isinstance(cpu, list) else []
+        values["sys"] = self._row("sys", _flat(record))
         proc = record.get("proc")
-        out["proc"] = self._row("proc", proc) if isinstance(proc, dict) else None
+        values["proc"] = self._row("proc", proc) if isinstance(proc, dict) else None
         gpus = record.get("gpus")
         if isinstance(gpus, list):
             entries = [g if isinstance(g, dict) else {} for g in gpus]
-            out["gpu"] = trim_common_nulls([self._row("gpu", g) for g in entries])
+            values["gpu"] = trim_common_nulls([self._row("gpu", g) for g in entries])
             util = [x for g, e in enumerate(entries) for stamp, value in (e.get("util_samples") or ())
                     for x in (g, round((stamp - t) * 1000), _compact(value, 1))]
             if util:
-                out["gpu_util"] = util
+                values["gpu_util"] = util
             procs = [x for g, e in enumerate(entries) for p in (e.get("procs") or ()) if isinstance(p, dict)
                      for x in (g, *self._row("gpu_proc", p))]
             if procs:
-                out["gpu_procs"] = procs
+                values["gpu_procs"] = procs
             mig = [{"gpu": g, **instance} for g, e in enumerate(entries) for instance in (e.get("mig") or ())
                    if isinstance(instance, dict)]
             if mig:  # GPM per MIG instance: rare, kept by name
-                out["gpu_mig"] = mig
+                values["gpu_mig"] = mig
             if record.get("gpus_t") is not None:  # a slow GPU poll: when it was asked for
-                out["gpus_t"] = record["gpus_t"]
+                values["gpus_t"] = record["gpus_t"]
         for key in ("recorder_cpu", "watcher_cpu"):
             if record.get(key) is not None:
-                out[key] = _compact(record[key], 1)
+                values[key] = _compact(record[key], 1)
         if isinstance(record.get("host"), str):  # a merged run: which node's machine this is
-            out["host"] = record["host"]
-        return out
+            values["host"] = record["host"]
+        # In SAMPLE_KEYS order, the order the chunked decoder's pattern expects.
+        return {"type": "sample", **{key: values[key] for key, _, _ in SAMPLE_KEYS if key in values}}
 
 
 def _v1_to_rows(record: dict[str, Any]) -> dict[str, Any]:
@@ -199,15 +283,40 @@ def _widest(rows: list[Any]) -> int:
     return max((len(r) for r in rows if isinstance(r, list)), default=0)
 
 
-class Samples:
-    """Every sample of a run as columns; row ``i`` of each array is sample ``i``.
+class _Decoded(NamedTuple):
+    """A chunk of samples as read (stored units, flat buffered samples), before ``Samples._block``."""
 
-    ``t`` (s), ``cpu`` (samples × cores, %), ``cpu_total``, ``sys[field]``, ``proc[field]``,
-    ``gpu[field]`` (samples × GPUs), ``gpu_present`` (whether the sample had GPU readings),
+    t: np.ndarray
+    cpu: np.ndarray
+    cpu_total: np.ndarray
+    groups: dict[str, np.ndarray]       # "sys", "proc": samples × fields
+    present: np.ndarray
+    gpu: np.ndarray                     # samples × GPUs × fields
+    util: tuple[np.ndarray, np.ndarray]  # (gpu, time, value) rows and the sample of each
+    procs: tuple[np.ndarray, np.ndarray]  # (gpu, *fields) rows and the sample of each
+    scalars: dict[str, np.ndarray]
+    host: np.ndarray                    # index into ``labels``; -1: one node's run
+    cores: int                          # the widths the chunk showed (at least those before it)
+    gpus: int
+    labels: list[str]                   # a merged run's hosts, those before the chunk first
+
+
+# Per-core readings as whole percents in bytes (``Samples.core_percent``): what marks a missing
+# one, and the key the bytes wait under until asked for.
+MISSING_PERCENT = 255
+PERCENT = "cpu%"
+PERCENT_BLOCK = 1 << 16
+
+
+class Samples:
+    """Every sample of a run as columns; row ``i`` of each row column is sample ``i``.
+
+    ``t`` (s), ``cpu`` (samples × cores, %), ``cpu_total``, ``sys(field)``, ``proc(field)``,
+    ``gpu(field)`` (samples × GPUs), ``gpu_present`` (whether the sample had GPU readings),
     ``recorder_cpu``, ``watcher_cpu``; the driver's buffered utilization samples as
     ``util_t``, ``util_gpu``, ``util_value`` with ``util_buffered`` (samples × GPUs) saying
-    which samples carried some; per-process GPU use as ``procs[name]`` with ``procs_t`` and
-    ``procs_gpu``. Memory values are bytes whatever the file stored.
+    which samples carried some; per-process GPU use as ``procs(field)`` with ``procs_t`` and
+    ``procs_gpu``. Memory values are bytes whatever the file stored. ``COLUMNS`` lists them.
 
     ``keep`` bounds the rows kept (the newest), for a view that follows a run for days;
     ``total`` counts every row ever added, so a reader can tell which rows are new.
@@ -239,8 +348,26 @@ class Samples:
         self._pending: list[dict[str, Any]] = []
         self._lines: list[bytes] = []    # schema-2 sample lines not decoded yet (``add_line``)
         self.bad = 0                     # of those, lines that were not samples (the reader counts them)
-        self._blocks: list[dict[str, Any]] = []
-        self._cols: dict[str, Any] = self._empty()
+        self._blocks: list[dict[str, np.ndarray]] = []
+        self._cols: dict[str, np.ndarray] = self._empty()
+        # Columns made when first asked for: a node's rows of a merged run, per-core percents
+        # stored as bytes (the columnar file).
+        self._later: dict[str, Callable[[], np.ndarray]] = {}
+        self._percent: np.ndarray | None = None
+
+    # -- the layout --------------------------------------------------------------------------
+
+    def sizes(self) -> dict[str, int]:
+        return {"cores": self.cores, "gpus": self.gpus}
+
+    def layout(self) -> list[tuple[str, Column, tuple[int, ...]]]:
+        """Every array of these samples: its key, its column and its shape after the row axis."""
+        sizes = self.sizes()
+        return [(key, column, tuple(sizes[d] for d in column.dims))
+                for column in COLUMNS for key in column.keys(self.fields)]
+
+    def _empty(self) -> dict[str, np.ndarray]:
+        return {key: np.zeros((0, *shape), column.dtype) for key, column, shape in self.layout()}
 
     # -- building --------------------------------------------------------------------------
 
@@ -251,7 +378,7 @@ class Samples:
 
     def _flush_pending(self) -> None:
         if self._pending:
-            self._blocks.append(self._decode(self._pending))
+            self._blocks.append(self._block(self._decode(self._pending)))
             self.total += len(self._pending)
             self._pending = []
 
@@ -265,9 +392,9 @@ class Samples:
         if not self._lines:
             return
         lines, self._lines = self._lines, []
-        block = _decode_lines(self, lines)
-        if block is not None:
-            self._blocks.append(block)
+        decoded = _decode_lines(lines, self.fields, self.cores, self.gpus, self.host_labels)
+        if decoded is not None:
+            self._blocks.append(self._block(decoded))
             self.total += len(lines)
             return
         records = []  # a line not in the writer's own form: each decoded by the JSON parser
@@ -282,15 +409,15 @@ class Samples:
                 continue
             records.append(record)
         if records:
-            self._blocks.append(self._decode(records))
+            self._blocks.append(self._block(self._decode(records)))
             self.total += len(records)
 
-    def _decode(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+    def _decode(self, records: list[dict[str, Any]]) -> _Decoded:
         k = len(records)
         t = np.array([r["t"] for r in records], dtype=float)
         cpu_rows = [r.get("cpu") for r in records]
-        self.cores = max(self.cores, _widest(cpu_rows))
-        cpu = _matrix(cpu_rows, (self.cores,), np.float32)
+        cores = max(self.cores, _widest(cpu_rows))
+        cpu = _matrix(cpu_rows, (cores,), np.float32)
         if self.compact:
             cpu_total = np.full(k, np.nan)
         else:
@@ -302,40 +429,32 @@ class Samples:
             groups[group] = _matrix([r.get(group) or nan_row for r in records], (width,))
         gpu_rows = [r.get("gpu") for r in records]
         present = np.array([isinstance(r, list) for r in gpu_rows], dtype=bool)
-        gpu = self._gpu_matrix(gpu_rows)
+        gpus = max(self.gpus, _widest(gpu_rows))
+        gpu = _gpu_matrix(gpu_rows, gpus, len(self.fields["gpu"]))
         util = _triples([r.get("gpu_util") for r in records], 3)
         procs = _triples([r.get("gpu_procs") for r in records], len(self.fields["gpu_proc"]) + 1)
         scalars = {key: np.array([_float(r.get(key)) for r in records]) for key in ("recorder_cpu", "watcher_cpu", "gpus_t")}
-        host = np.array([self._host_index(r.get("host")) for r in records], dtype=np.int16)
-        return self._block(t, cpu, cpu_total, groups, present, gpu, util, procs, scalars, host)
+        labels = list(self.host_labels)
+        host = np.array([_host_index(labels, r.get("host")) for r in records], dtype=np.int16)
+        return _Decoded(t, cpu, cpu_total, groups, present, gpu, util, procs, scalars, host, cores, gpus, labels)
 
-    def _gpu_matrix(self, gpu_rows: list[Any]) -> np.ndarray:
-        self.gpus = max(self.gpus, _widest(gpu_rows))
-        width = len(self.fields["gpu"])
-        gpu_rows = [r if isinstance(r, list) else [] for r in gpu_rows]
-        if any(len(g) < width for r in gpu_rows for g in r if isinstance(g, list)):  # trailing nulls trimmed
-            gpu_rows = [[g + [None] * (width - len(g)) if isinstance(g, list) and len(g) < width else g
-                         for g in r] for r in gpu_rows]
-        return _matrix(gpu_rows, (self.gpus, width)) if self.gpus else np.full((len(gpu_rows), 0, width), np.nan)
-
-    def _block(self, t: np.ndarray, cpu: np.ndarray, cpu_total: np.ndarray, groups: dict[str, np.ndarray],
-               present: np.ndarray, gpu: np.ndarray, util: tuple[np.ndarray, np.ndarray],
-               procs: tuple[np.ndarray, np.ndarray], scalars: dict[str, np.ndarray], host: np.ndarray) -> dict[str, Any]:
-        """One chunk's columns from its arrays as read (stored units, flat buffered samples)."""
+    def _block(self, chunk: _Decoded) -> dict[str, np.ndarray]:
+        """One chunk's columns (bytes, absolute times, one array per field) from its arrays as read."""
+        self.cores, self.gpus, self.host_labels = chunk.cores, chunk.gpus, chunk.labels
+        t, cpu, cpu_total, host = chunk.t, chunk.cpu, chunk.cpu_total, chunk.host
         k = len(t)
         missing = np.isnan(cpu_total)
         if missing.any() and self.cores:
             with np.errstate(invalid="ignore"), _quiet():
                 cpu_total[missing] = np.round(np.nanmean(cpu[missing], axis=1), 1)
-        block: dict[str, Any] = {"t": t, "cpu": cpu, "cpu_total": cpu_total}
+        block: dict[str, np.ndarray] = {"t": t, "cpu": cpu, "cpu_total": cpu_total}
         for group in ("sys", "proc"):
-            block[group] = groups[group] * self.scale[group]
-        block["gpu_present"] = present
-        # GPU readings and per-process use in single precision: a day of 8 GPUs is 0.4 GB less,
-        # and every stored value (whole MiB, tenths of a percent) is exact in it or near enough.
-        block["gpu"] = (gpu * self.scale["gpu"] if self.gpus else gpu).astype(np.float32)
+            block.update(_by_field(group, self.fields[group], chunk.groups[group] * self.scale[group]))
+        block["gpu_present"] = chunk.present
+        gpu = chunk.gpu * self.scale["gpu"] if self.gpus else chunk.gpu
+        block.update(_by_field("gpu", self.fields["gpu"], gpu.astype(BY_NAME["gpu"].dtype)))
         # Buffered driver samples: flat (gpu, time, value) triples per sample, in file order.
-        values, owner = util
+        values, owner = chunk.util
         gpu_index = values[:, 0]
         ok = (gpu_index >= 0) & (gpu_index < self.gpus) & (gpu_index == np.floor(gpu_index))
         values, owner = values[ok], owner[ok]
@@ -347,33 +466,17 @@ class Samples:
         buffered[owner, block["util_gpu"]] = True
         block["util_buffered"] = buffered
         # Per-process GPU use: flat (gpu, pid, mem, util) per sample.
-        values, owner = procs
+        values, owner = chunk.procs
         ok = (values[:, 0] >= 0) & (values[:, 0] < max(self.gpus, 1) + 1024)
         values, owner = values[ok], owner[ok]
         block["procs_t"] = t[owner]
         block["procs_gpu"] = values[:, 0].astype(np.int16)
-        block["procs"] = (values[:, 1:] * self.scale["gpu_proc"]).astype(np.float32)
+        block.update(_by_field("procs", self.fields["gpu_proc"],
+                               (values[:, 1:] * self.scale["gpu_proc"]).astype(BY_NAME["procs"].dtype)))
         block["procs_host"] = host[owner]
-        block.update(scalars)
+        block.update(chunk.scalars)
         block["host"] = host
         return block
-
-    def _host_index(self, label: Any) -> int:
-        if not isinstance(label, str):
-            return -1
-        if label not in self.host_labels:
-            self.host_labels.append(label)
-        return self.host_labels.index(label)
-
-    def _empty(self) -> dict[str, Any]:
-        return {"t": np.zeros(0), "cpu": np.zeros((0, self.cores), np.float32), "cpu_total": np.zeros(0),
-                "sys": np.zeros((0, len(self.fields["sys"]))), "proc": np.zeros((0, len(self.fields["proc"]))),
-                "gpu_present": np.zeros(0, bool), "gpu": np.zeros((0, self.gpus, len(self.fields["gpu"])), np.float32),
-                "util_buffered": np.zeros((0, self.gpus), bool), "util_gpu": np.zeros(0, np.int16),
-                "util_t": np.zeros(0), "util_value": np.zeros(0), "util_host": np.zeros(0, np.int16),
-                "procs_t": np.zeros(0), "procs_gpu": np.zeros(0, np.int16), "procs_host": np.zeros(0, np.int16), "procs": np.zeros((0, len(self.fields["gpu_proc"])), np.float32),
-                "recorder_cpu": np.zeros(0), "watcher_cpu": np.zeros(0), "gpus_t": np.zeros(0),
-                "host": np.zeros(0, np.int16)}
 
     def flush(self) -> None:
         """Decode what is pending and join the blocks into single arrays (dropping old rows)."""
@@ -381,31 +484,103 @@ class Samples:
         self._flush_pending()
         if not self._blocks:
             return
+        self._materialize()
         blocks = [self._cols] + self._blocks
         self._blocks = []
-        joined: dict[str, Any] = {}
-        for key in list(self._cols):
-            parts = [_widen(b.pop(key), self.cores, self.gpus, key) for b in blocks]
-            joined[key] = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        sizes = self.sizes()
+        joined: dict[str, np.ndarray] = {}
+        for key, column, _ in self.layout():
+            parts = [_widen(b.pop(key), column, sizes) for b in blocks]
+            joined[key] = np.concatenate(parts)
             del parts  # each column's blocks go as soon as it is joined: the peak is one copy of one column
+        self._percent = None
+        self._later.pop(PERCENT, None)
         if self.keep is not None and len(joined["t"]) > self.keep:
             rows = len(joined["t"]) - self.keep
             cut = float(joined["t"][rows])
-            for time_key, others in (("util_t", ("util_gpu", "util_value", "util_host")),
-                                     ("procs_t", ("procs_gpu", "procs", "procs_host"))):
-                newer = joined[time_key] >= cut
-                for name in (time_key, *others):
-                    joined[name] = joined[name][newer]
-            for key in PER_ROW:
-                joined[key] = joined[key][rows:].copy()
+            newer = {family: joined[time] >= cut for family, time in FAMILY_TIME.items() if family != ROW}
+            for key, column, _ in self.layout():
+                if column.family == ROW:
+                    joined[key] = joined[key][rows:].copy()
+                else:
+                    joined[key] = joined[key][newer[column.family]]
         self._cols = joined
+
+    def take(self) -> dict[str, np.ndarray]:
+        """The columns decoded so far, leaving none behind (``total`` still counts them): the
+        columnar form is built a chunk at a time while a run is written."""
+        self.flush()
+        self._materialize()
+        taken, self._cols = self._cols, self._empty()
+        self._percent = None
+        self._later.pop(PERCENT, None)
+        return taken
+
+    # -- the columnar file -------------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        """What the columns alone do not say: widths, a merged run's hosts, rows ever added."""
+        return {"cores": self.cores, "gpus": self.gpus, "host_labels": list(self.host_labels),
+                "total": self.total, "bad": self.bad}
+
+    @classmethod
+    def from_columns(cls, header: dict[str, Any], state: dict[str, Any], arrays: dict[str, np.ndarray]) -> "Samples":
+        """Samples whose columns are ``arrays`` (memory-mapped from the columnar file), checked
+        against the layout; ``cpu`` may be whole percents in bytes (``core_percent``), made
+        into ``cpu`` when first read. ValueError if anything does not fit."""
+        samples = cls(header)
+        cores, gpus, labels = state.get("cores"), state.get("gpus"), state.get("host_labels")
+        if type(cores) is not int or type(gpus) is not int or cores < 0 or gpus < 0 or not isinstance(labels, list) \
+                or not all(isinstance(x, str) for x in labels) or type(state.get("total")) is not int \
+                or type(state.get("bad")) is not int:
+            raise ValueError("the columns' state is damaged")
+        samples.cores, samples.gpus, samples.host_labels = cores, gpus, labels
+        samples.total, samples.bad = state["total"], state["bad"]
+        expected = samples.layout()
+        if set(arrays) != {key for key, _, _ in expected}:
+            raise ValueError("the columns are not those of the layout")
+        rows: dict[str, int] = {}
+        percent = arrays["cpu"] if arrays["cpu"].dtype == np.uint8 else None
+        for key, column, shape in expected:
+            array = arrays[key]
+            if array.dtype != (np.uint8 if array is percent else np.dtype(column.dtype)) or array.shape[1:] != shape:
+                raise ValueError(f"column {key} is not of the layout")
+            if rows.setdefault(column.family, array.shape[0]) != array.shape[0]:
+                raise ValueError(f"column {key} has {array.shape[0]} rows, not {rows[column.family]}")
+        if samples.total < rows[ROW]:
+            raise ValueError("fewer rows counted than stored")
+        samples._cols = {key: array for key, array in arrays.items() if array is not percent}
+        if percent is not None:
+            samples._later[PERCENT] = lambda: percent
+            samples._later["cpu"] = lambda: percent_to_float(percent)
+        return samples
+
+    def core_percent(self) -> np.ndarray | None:
+        """Per-core readings as whole percents in bytes (``MISSING_PERCENT`` where missing), a
+        quarter of ``cpu``'s memory; None when some reading is not a whole percent (schema 1)."""
+        if self._percent is None:
+            later = self._later.pop(PERCENT, None)
+            percent = later() if later is not None else whole_percents(self._col("cpu"))
+            self._percent = np.zeros((0, 0), np.uint8) if percent is None else percent
+        return None if self._percent.shape[0] != len(self) else self._percent
 
     # -- reading ---------------------------------------------------------------------------
 
-    def _col(self, key: str) -> Any:
+    def _materialize(self) -> None:
+        for key, _, _ in self.layout():
+            if key in self._later:
+                self._cols[key] = self._later.pop(key)()
+
+    def _col(self, key: str) -> np.ndarray:
         if self._blocks or self._pending or self._lines:
             self.flush()
+        if key in self._later:
+            self._cols[key] = self._later.pop(key)()
         return self._cols[key]
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """Every array by its key (``t``, ``cpu``, ``gpu.util``…), in ``COLUMNS`` order."""
+        return {key: self._col(key) for key, _, _ in self.layout()}
 
     def __len__(self) -> int:
         return len(self._col("t"))
@@ -420,12 +595,11 @@ class Samples:
 
     def of_host(self, label: str, host: dict[str, Any] | None = None) -> "Samples":
         """One node of a merged run: its rows, buffered samples and per-process readings as
-        Samples of their own (columns selected by mask, nothing decoded again). ``host``, the
-        node's host object, narrows the core and GPU columns to that machine's."""
+        Samples of their own (each column selected by mask when first read, nothing decoded
+        again). ``host``, the node's host object, narrows the core and GPU columns to that
+        machine's."""
+        self.flush()
         index = self.host_labels.index(label) if label in self.host_labels else -2
-        cols = {key: self._col(key) for key in self._cols}
-        rows = cols["host"] == index
-        util, procs = cols["util_host"] == index, cols["procs_host"] == index
         twin = Samples.__new__(Samples)
         twin.__dict__.update(self.__dict__)
         host = host if isinstance(host, dict) else {}
@@ -434,49 +608,48 @@ class Samples:
         twin.cores, twin.gpus = min(cores, self.cores) if self.cores else cores, min(gpus, self.gpus)
         twin.gpu_mem_total = self.gpu_mem_total[:twin.gpus]
         twin.host_labels, twin.keep, twin.bad = [label], None, 0
-        twin._pending, twin._lines, twin._blocks = [], [], []
-        selected: dict[str, Any] = {}
-        for key, column in cols.items():
-            if key in PER_ROW:
-                selected[key] = column[rows]
-            elif key.startswith("util_"):
-                selected[key] = column[util]
-            else:
-                selected[key] = column[procs]
-        selected["host"] = np.zeros(int(rows.sum()), np.int16)
-        selected["util_host"] = np.zeros(int(util.sum()), np.int16)
-        selected["procs_host"] = np.zeros(int(procs.sum()), np.int16)
-        if self.cores:
-            selected["cpu"] = selected["cpu"][:, :twin.cores]
-        selected["gpu"] = selected["gpu"][:, :twin.gpus]
-        selected["util_buffered"] = selected["util_buffered"][:, :twin.gpus]
-        keep = selected["util_gpu"] < twin.gpus
-        for key in ("util_t", "util_gpu", "util_value", "util_host"):
-            selected[key] = selected[key][keep]
-        twin._cols = selected
-        twin.total = len(selected["t"])
+        twin._pending, twin._lines, twin._blocks, twin._cols, twin._percent = [], [], [], {}, None
+        masks: dict[str, np.ndarray] = {}
+        sizes, gpus = twin.sizes(), twin.gpus  # the closures below hold no reference to twin: no cycle keeps it
+
+        def mask(family: str) -> np.ndarray:
+            if family not in masks:
+                chosen = self._col(FAMILY_HOST[family]) == index
+                if family == UTIL:  # buffered samples of GPUs the node does not have
+                    chosen &= self._col("util_gpu") < gpus
+                masks[family] = chosen
+            return masks[family]
+
+        def select(key: str, column: Column) -> Callable[[], np.ndarray]:
+            def selected() -> np.ndarray:
+                if column.name == FAMILY_HOST[column.family]:
+                    return np.zeros(int(mask(column.family).sum()), np.int16)
+                array = self._col(key)[mask(column.family)]
+                narrow = tuple(slice(0, sizes[d]) for d in column.dims)
+                return array[(slice(None), *narrow)] if narrow else array
+            return selected
+
+        twin._later = {key: select(key, column) for key, column, _ in twin.layout()}
+        if PERCENT in self._later or self._percent is not None:  # the bytes, not four times as much
+            def percent() -> np.ndarray | None:
+                whole = self.core_percent()
+                return None if whole is None else whole[mask(ROW), :sizes["cores"]]
+
+            def cpu() -> np.ndarray:
+                chosen = percent()
+                return select("cpu", BY_NAME["cpu"])() if chosen is None else percent_to_float(chosen)
+
+            twin._later[PERCENT] = percent
+            twin._later["cpu"] = cpu
+        twin.total = int(mask(ROW).sum())
         return twin
 
-    t = property(lambda self: self._col("t"))
-    cpu = property(lambda self: self._col("cpu"))
-    cpu_total = property(lambda self: self._col("cpu_total"))
-    gpu_present = property(lambda self: self._col("gpu_present"))
-    util_buffered = property(lambda self: self._col("util_buffered"))
-    util_t = property(lambda self: self._col("util_t"))
-    util_gpu = property(lambda self: self._col("util_gpu"))
-    util_value = property(lambda self: self._col("util_value"))
-    procs_t = property(lambda self: self._col("procs_t"))
-    procs_gpu = property(lambda self: self._col("procs_gpu"))
-    recorder_cpu = property(lambda self: self._col("recorder_cpu"))
-    watcher_cpu = property(lambda self: self._col("watcher_cpu"))
-    host = property(lambda self: self._col("host"))  # index into host_labels; -1 in one node's run
-
     def _group(self, group: str, name: str) -> np.ndarray:
-        names = self.fields[group]
-        array = self._col("procs" if group == "gpu_proc" else group)
-        if name in names:
-            return array[..., names.index(name)]
-        return np.full(array.shape[:-1], np.nan)
+        if name in self.fields[group]:
+            return self._col(f"{GROUP_COLUMN[group]}.{name}")
+        column = BY_NAME[GROUP_COLUMN[group]]
+        rows = len(self._col(FAMILY_TIME[column.family]))
+        return np.full((rows, *(self.sizes()[d] for d in column.dims)), np.nan)
 
     def sys(self, name: str) -> np.ndarray:
         """A system reading by name (``freq_mhz``, ``mem_used``…), NaN where not recorded."""
@@ -506,15 +679,16 @@ class Samples:
     def util(self, g: int) -> tuple[np.ndarray, np.ndarray]:
         """GPU ``g``'s utilization over time: the driver's buffered samples where the sample
         carried some, the polled value elsewhere, in time order."""
-        mine = self.util_gpu == g
         polled = ~self.util_buffered[:, g] & self.gpu_present if g < self.util_buffered.shape[1] else self.gpu_present
         values = self.gpu("util")[:, g] if g < self.gpus else np.full(len(self), np.nan)
         polled = polled & ~np.isnan(values)
+        mine = np.flatnonzero(self.util_gpu == g)  # indexes, not a mask: two takes of a fraction of the rows
         t = np.concatenate([self.util_t[mine], self.t[polled]])
         v = np.concatenate([self.util_value[mine], values[polled]])
         ok = ~(np.isnan(t) | np.isnan(v))
-        t, v = t[ok], v[ok]
-        order = np.argsort(t, kind="stable")  # polls can overlap by a sample
+        if not ok.all():
+            t, v = t[ok], v[ok]
+        order = np.argsort(t, kind="stable")  # polls can overlap by a sample; two sorted runs: a merge
         return t[order], v[order]
 
     # -- records, for tests and small tools (never a hot path) ------------------------------
@@ -531,7 +705,7 @@ class Samples:
         out["freq_mhz"] = sys.get("freq_mhz")
         out["mem"] = {"used": sys.get("mem_used"), "total": num(self.sys("mem_total")[i]),
                       "swap_used": sys.get("mem_swap_used"), "swap_total": sys.get("mem_swap_total")}
-        proc = self._col("proc")[i]
+        proc = [self.proc(n)[i] for n in self.fields["proc"]]
         out["proc"] = None if np.isnan(proc).all() else {n: num(v) for n, v in zip(self.fields["proc"], proc)}
         if self.gpu_present[i]:
             gpus = []
@@ -545,8 +719,9 @@ class Samples:
                     sel &= (self.util_t > prev) & (self.util_t <= t_i + 1e-9)
                     entry["util_samples"] = [[float(a), num(b)] for a, b in zip(self.util_t[sel], self.util_value[sel])]
                 sel = (self.procs_gpu == g) & (self.procs_t == t_i)
-                entry["procs"] = [{n: num(v) for n, v in zip(self.fields["gpu_proc"], row)}
-                                  for row in self._col("procs")[sel]]
+                rows = np.stack([self.procs(n)[sel] for n in self.fields["gpu_proc"]], axis=1) \
+                    if self.fields["gpu_proc"] else np.zeros((int(sel.sum()), 0))
+                entry["procs"] = [{n: num(v) for n, v in zip(self.fields["gpu_proc"], row)} for row in rows]
                 gpus.append(entry)
             out["gpus"] = gpus
         for key in ("recorder_cpu", "watcher_cpu", "gpus_t"):
@@ -572,6 +747,67 @@ class Samples:
         return (self.record(i) for i in range(len(self)))
 
 
+# The plain columns as properties (``samples.t``, ``samples.util_gpu``…); a field group's
+# columns are read by name (``samples.gpu("util")``).
+for _column in COLUMNS:
+    if _column.group is None:
+        setattr(Samples, _column.name, property(lambda self, key=_column.name: self._col(key)))
+del _column
+
+
+def _host_index(labels: list[str], label: Any) -> int:
+    """Where ``label`` is in ``labels`` (added at the end when new); -1 for no host."""
+    if not isinstance(label, str):
+        return -1
+    if label not in labels:
+        labels.append(label)
+    return labels.index(label)
+
+
+def _by_field(name: str, fields: list[str], array: np.ndarray) -> dict[str, np.ndarray]:
+    """A group's array (rows × … × fields) as one array per field, ``name.field``."""
+    return {f"{name}.{field}": array[..., j] for j, field in enumerate(fields)}
+
+
+def _gpu_matrix(gpu_rows: list[Any], gpus: int, width: int) -> np.ndarray:
+    gpu_rows = [r if isinstance(r, list) else [] for r in gpu_rows]
+    if any(len(g) < width for r in gpu_rows for g in r if isinstance(g, list)):  # trailing nulls trimmed
+        gpu_rows = [[g + [None] * (width - len(g)) if isinstance(g, list) and len(g) < width else g
+                     for g in r] for r in gpu_rows]
+    return _matrix(gpu_rows, (gpus, width)) if gpus else np.full((len(gpu_rows), 0, width), np.nan)
+
+
+def _widen(array: np.ndarray, column: Column, sizes: dict[str, int]) -> np.ndarray:
+    """Pad a block decoded before more cores or GPUs were seen."""
+    pad = [(0, 0)] + [(0, sizes[d] - n) for d, n in zip(column.dims, array.shape[1:])]
+    if any(after for _, after in pad):
+        return np.pad(array, pad, constant_values=column.fill)
+    return array
+
+
+def whole_percents(cpu: np.ndarray) -> np.ndarray | None:
+    """Per-core readings as bytes (``MISSING_PERCENT`` where missing) when every one is a whole
+    percent, as schema 2 stores them: a quarter of the memory, exact. None otherwise."""
+    percent = np.empty(cpu.shape, np.uint8)
+    for start in range(0, len(cpu), PERCENT_BLOCK):  # a block at a time: no float copy of it all
+        block = cpu[start:start + PERCENT_BLOCK]
+        missing = np.isnan(block)
+        values = np.where(missing, 0, block)
+        if ((values < 0) | (values >= MISSING_PERCENT) | (values != np.floor(values))).any():
+            return None
+        part = values.astype(np.uint8)
+        part[missing] = MISSING_PERCENT
+        percent[start:start + PERCENT_BLOCK] = part
+    return percent
+
+
+def percent_to_float(percent: np.ndarray) -> np.ndarray:
+    """Per-core bytes back to ``cpu``'s floats, NaN where missing."""
+    out = percent.astype(BY_NAME["cpu"].dtype)
+    out[percent == MISSING_PERCENT] = np.nan
+    return out
+
+
 def _triples(lists: list[Any], width: int) -> tuple[np.ndarray, np.ndarray]:
     """Per-sample flat lists of ``width``-tuples as one (rows, width) array, and each row's sample."""
     counts = np.array([len(x) // width if x.__class__ is list else 0 for x in lists], dtype=np.int64)
@@ -588,16 +824,6 @@ def _triples(lists: list[Any], width: int) -> tuple[np.ndarray, np.ndarray]:
     return array.reshape(-1, width), owner
 
 
-def _widen(array: np.ndarray, cores: int, gpus: int, key: str) -> np.ndarray:
-    """Pad a block decoded before more cores or GPUs were seen."""
-    if key == "cpu" and array.shape[1] < cores:
-        return np.pad(array, ((0, 0), (0, cores - array.shape[1])), constant_values=np.nan)
-    if key in ("gpu", "util_buffered") and array.shape[1] < gpus:
-        pad = ((0, 0), (0, gpus - array.shape[1])) + (((0, 0),) if array.ndim == 3 else ())
-        return np.pad(array, pad, constant_values=np.nan if array.dtype != bool else False)
-    return array
-
-
 class _quiet:
     """Mean of an all-NaN row is NaN, which is what we want; the warning is not."""
 
@@ -610,20 +836,6 @@ class _quiet:
 
     def __exit__(self, *exc: object) -> None:
         self._w.__exit__(*exc)
-
-
-# A schema-2 sample exactly as the writer writes it: keys in the writer's order, arrays of plain
-# numbers. Such lines are decoded a chunk at a time: the spans of each array are cut out by this
-# pattern and all the numbers of one kind parsed in one call (one flat JSON array), which skips
-# a dict and a list per sample and the copying of nested lists into arrays. Any other line (a
-# merged run's host, MIG readings, damage) sends its chunk through the record-by-record path.
-_NUM = rb"(-?[0-9][0-9.eE+-]*)"
-_LIST = rb"([-0-9.eE+,nul]*)"
-SAMPLE_LINE = re.compile(
-    rb'\{"type":"sample","t":' + _NUM + rb',"cpu":\[' + _LIST + rb'\],"sys":\[' + _LIST + rb'\]'
-    rb',"proc":(?:\[' + _LIST + rb'\]|null)(?:,"gpu":\[((?:\[[-0-9.eE+,nul]*\],?)*)\])?'
-    rb'(?:,"gpu_util":\[' + _LIST + rb'\])?(?:,"gpu_procs":\[' + _LIST + rb'\])?(?:,"gpus_t":' + _NUM + rb')?'
-    rb'(?:,"recorder_cpu":' + _NUM + rb')?(?:,"watcher_cpu":' + _NUM + rb')?\}')
 
 
 def _numbers(spans: Any) -> np.ndarray:
@@ -640,18 +852,17 @@ def _counts(spans: Any) -> np.ndarray:
     return np.array([s.count(b",") + 1 if s else 0 for s in spans], dtype=np.int64)
 
 
-def _ragged_gpu_rows(samples: Samples, gpu_s: Any, k: int, width: int) -> np.ndarray | None:
+def _ragged_gpu_rows(gpu_s: Any, k: int, gpus: int, width: int) -> np.ndarray | None:
     """The ``gpu`` arrays of a chunk whose per-GPU rows differ in length (trailing nulls left out
     by the writer) as samples × GPUs × fields, padded with NaN: one split per line, then one flat
-    parse and one scatter for the whole chunk."""
+    parse and one scatter for the whole chunk. At least ``gpus`` GPUs wide."""
     rows = [span[1:-1].split(b"],[") if span else [] for span in gpu_s]
     per_line = np.array([len(r) for r in rows], dtype=np.int64)
     flat_rows = [row for r in rows for row in r]
     lengths = np.array([row.count(b",") + 1 if row else 0 for row in flat_rows], dtype=np.int64)
     if (lengths > width).any():
         return None
-    samples.gpus = max(samples.gpus, int(per_line.max(initial=0)))
-    gpu = np.full((k, samples.gpus, width), np.nan)
+    gpu = np.full((k, max(gpus, int(per_line.max(initial=0))), width), np.nan)
     if not flat_rows:
         return gpu
     values = _numbers(flat_rows)
@@ -663,32 +874,35 @@ def _ragged_gpu_rows(samples: Samples, gpu_s: Any, k: int, width: int) -> np.nda
     return gpu
 
 
-def _decode_lines(samples: Samples, lines: list[bytes]) -> dict[str, Any] | None:
-    """A chunk of schema-2 sample lines as columns, or None if one is not in the writer's form."""
+def _decode_lines(lines: list[bytes], fields: dict[str, list[str]], cores: int, gpus: int,
+                  labels: list[str]) -> _Decoded | None:
+    """A chunk of schema-2 sample lines as arrays, or None if one is not in the writer's form
+    (``SAMPLE_LINE``). ``cores``, ``gpus`` and ``labels``: the widths and a merged run's hosts
+    seen before; the chunk's own come back with its arrays."""
     matches = [SAMPLE_LINE.fullmatch(line) for line in lines]
     if None in matches:
         return None
-    t_s, cpu_s, sys_s, proc_s, gpu_s, util_s, procs_s, gpus_t_s, rec_s, watch_s = zip(*(m.groups() for m in matches))
+    spans = dict(zip(SPANS, zip(*(m.groups() for m in matches))))
     k = len(lines)
     try:
-        t = _numbers(t_s)
-        counts = _counts(cpu_s)
-        cores = int(counts[0])
-        if (counts != cores).any() or cores < samples.cores or len(t) != k or np.isnan(t).any():
+        t = _numbers(spans["t"])
+        counts = _counts(spans["cpu"])
+        width = int(counts[0])
+        if (counts != width).any() or width < cores or len(t) != k or np.isnan(t).any():
             return None
-        samples.cores = cores
-        cpu = _numbers(cpu_s).astype(np.float32).reshape(k, cores)
+        cpu = _numbers(spans["cpu"]).astype(np.float32).reshape(k, width)
         groups = {}
-        for group, spans in (("sys", sys_s), ("proc", proc_s)):
-            width = len(samples.fields[group])
-            counts = _counts(spans)
+        for group in ("sys", "proc"):
+            width = len(fields[group])
+            counts = _counts(spans[group])
             if ((counts != width) & (counts != 0)).any() or (group == "sys" and (counts == 0).any()):
                 return None
             array = np.full((k, width), np.nan)
-            array[counts == width] = _numbers(spans).reshape(-1, width)
+            array[counts == width] = _numbers(spans[group]).reshape(-1, width)
             groups[group] = array
+        gpu_s = spans["gpu"]
         present = np.array([s is not None for s in gpu_s], dtype=bool)
-        width = len(samples.fields["gpu"])
+        width = len(fields["gpu"])
         rows = np.array([s.count(b"[") if s else 0 for s in gpu_s], dtype=np.int64)
         per_gpu = _counts(gpu_s)   # values per line: the commas inside rows and between them, plus one
         lengths = np.where(rows > 0, per_gpu // np.maximum(rows, 1), 0)
@@ -697,25 +911,32 @@ def _decode_lines(samples: Samples, lines: list[bytes]) -> dict[str, Any] | None
             # Every line's rows have one length (the writer trims only the nulls common to all
             # rows): the lines of each length are parsed as one flat array.
             used = int(rows[present][0])
-            samples.gpus = max(samples.gpus, used)
-            gpu = np.full((k, samples.gpus, width), np.nan)
+            gpu = np.full((k, max(gpus, used), width), np.nan)
             for length in set(lengths[present].tolist()):
-                lines = np.flatnonzero(present & (lengths == length))
-                flat = _numbers(gpu_s[i].replace(b"[", b"").replace(b"]", b"") for i in lines)
-                gpu[lines, :used, :length] = flat.reshape(len(lines), used, length)
+                chosen = np.flatnonzero(present & (lengths == length))
+                flat = _numbers(gpu_s[i].replace(b"[", b"").replace(b"]", b"") for i in chosen)
+                gpu[chosen, :used, :length] = flat.reshape(len(chosen), used, length)
         else:  # rows of different lengths in one line (an older writer trimmed each row)
-            gpu = _ragged_gpu_rows(samples, gpu_s, k, width)
+            gpu = _ragged_gpu_rows(gpu_s, k, gpus, width)
             if gpu is None:
                 return None
         flats = []
-        for spans, width in ((util_s, 3), (procs_s, len(samples.fields["gpu_proc"]) + 1)):
-            counts = _counts(spans)
+        for key, width in (("gpu_util", 3), ("gpu_procs", len(fields["gpu_proc"]) + 1)):
+            counts = _counts(spans[key])
             if (counts % width).any():
                 return None
-            flats.append((_numbers(spans).reshape(-1, width), np.repeat(np.arange(k), counts // width)))
-        scalars = {key: _numbers(s or b"null" for s in spans)
-                   for key, spans in (("recorder_cpu", rec_s), ("watcher_cpu", watch_s), ("gpus_t", gpus_t_s))}
+            flats.append((_numbers(spans[key]).reshape(-1, width), np.repeat(np.arange(k), counts // width)))
+        scalars = {key: _numbers(s or b"null" for s in spans[key]) for key in ("recorder_cpu", "watcher_cpu", "gpus_t")}
     except (orjson.JSONDecodeError, ValueError, TypeError):
         return None
-    return samples._block(t, cpu, np.full(k, np.nan), groups, present, gpu, flats[0], flats[1], scalars,
-                          np.full(k, -1, np.int16))
+    labels = list(labels)
+    known: dict[bytes | None, int] = {None: -1}
+    try:
+        for span in dict.fromkeys(spans["host"]):  # in file order: indexes as the record decoder gives them
+            if span is not None:
+                known[span] = _host_index(labels, span.decode())  # no escape matches the pattern: the text as is
+    except UnicodeDecodeError:
+        return None
+    host = np.array([known[span] for span in spans["host"]], dtype=np.int16)
+    return _Decoded(t, cpu, np.full(k, np.nan), groups, present, gpu, flats[0], flats[1], scalars,
+                    host, cpu.shape[1], gpu.shape[1], labels)

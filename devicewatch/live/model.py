@@ -108,20 +108,6 @@ def ordered_lanes(lanes: list[str]) -> list[str]:
     return [lane for _, lane in ranked]
 
 
-def data_wait_share(row: analysis.EpochRow) -> float | None:
-    """The share of an epoch the training loop waited on its data: the epoch metric
-    ``data_wait_s`` over the epoch's seconds, else the seconds of its ``data`` phases; None when
-    the epoch says neither."""
-    if row.total <= 0:
-        return None
-    wait = row.metrics.get("data_wait_s")
-    if isinstance(wait, (int, float)) and not isinstance(wait, bool) and math.isfinite(wait):
-        return min(max(float(wait) / row.total, 0.0), 1.0)
-    if "data" in row.phases:
-        return min(row.phases["data"] / row.total, 1.0)
-    return None
-
-
 @dataclass(frozen=True)
 class PhaseArrays:
     """Every phase as arrays, in the model's phase order: what the charts draw behind the data."""

@@ -23,7 +23,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from .. import compare
-from ..live.model import RunModel, data_wait_share
+from ..live.model import RunModel
 from ..render import compare_text
 from ..render.palette import NORMAL, PRESENTER, Palette
 from ..runfile import Run, RunFileError, load
@@ -32,10 +32,10 @@ from .charts import AreaChart, HeatStrip, PhaseLanes
 from .drawing import AreaInput, HeatInput, View
 from .run_screen import lanes_input, overlay_of
 
-# The sections of ``render.compare_text`` (and the view's own data wait) in the order the view
-# shows them; presenter mode keeps only the epochs, their data wait and the idle time.
-TABLE_ORDER = ("epochs", "data_wait", "idle", "utilization", "runs", "metrics", "results")
-PRESENTER_TABLES = ("epochs", "data_wait", "idle")
+# The sections of ``render.compare_text`` in the order the view shows them; presenter mode keeps
+# only the epochs (their data wait included) and the idle time.
+TABLE_ORDER = ("epochs", "idle", "utilization", "runs", "metrics", "results")
+PRESENTER_TABLES = ("epochs", "idle")
 
 
 def _side_panel_title(s: compare.Side) -> str:
@@ -146,9 +146,6 @@ class CompareScreen(Screen[None]):
         """The comparison's tables in the order of TABLE_ORDER (its verdicts, notes and headline
         are shown above the charts instead)."""
         tables = compare_text.sections(self.comparison)
-        wait = data_wait_table(self.comparison)
-        if wait is not None:
-            tables["data_wait"] = wait
         return [(name, tables[name]) for name in TABLE_ORDER if name in tables]
 
     def on_mount(self) -> None:
@@ -247,23 +244,6 @@ class CompareScreen(Screen[None]):
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 2:
             self.app.pop_screen()
-
-
-def data_wait_table(c: compare.Comparison) -> Table | None:
-    """Each epoch's share of time waiting on its data in A and B, and B − A in points; None
-    when neither run says how long its loop waited (``live.model.data_wait_share``)."""
-    shares = [(p.epoch, data_wait_share(p.a) if p.a else None, data_wait_share(p.b) if p.b else None)
-              for p in c.epochs]
-    if all(a is None and b is None for _, a, b in shares):
-        return None
-    table = Table(title="Data wait: share of each epoch the training loop waited on its data (Δ = B − A)",
-                  title_justify="left")
-    for column in ("epoch", "A", "B", "Δ"):
-        table.add_column(column, justify="right")
-    for epoch, a, b in shares:
-        delta = "-" if a is None or b is None else f"{(b - a) * 100:+.0f} pt"
-        table.add_row(str(epoch), "-" if a is None else f"{a:.0%}", "-" if b is None else f"{b:.0%}", delta)
-    return table
 
 
 def open_compare(app: Any, path_a: str | Path, path_b: str | Path) -> bool:

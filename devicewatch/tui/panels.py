@@ -30,7 +30,7 @@ from textual.widgets import Static
 
 from .drawing import format_seconds
 from .. import analysis
-from ..live.model import RunModel, data_wait_share
+from ..live.model import RunModel
 from ..safe_text import inert
 
 BAR_FULL = "█"
@@ -133,7 +133,7 @@ def epoch_bars(rows: list[analysis.EpochRow], width: int, max_rows: int = 40) ->
         text.append("no epochs yet", style="grey50")
         return text
     names = analysis.phase_names(rows)
-    shares = [data_wait_share(r) for r in rows]
+    shares = [r.data_wait_share for r in rows]
     waits = any(share is not None for share in shares)
     for i, name in enumerate(names):
         text.append(("  " if i else "") + "█ " + inert(name), style=PHASE_BAR.get(name, "cyan"))
@@ -275,11 +275,11 @@ class EpochBars(TextPanel):
 
     def on_resize(self) -> None:
         self._fit()
+        self._lay_out()  # a new width with the same text
 
     def _fit(self) -> None:
         if self.size.height > 0:
             self.text = epoch_bars(self.epochs.rows, max(30, self.size.width), max(1, self.size.height - 1))
-            self._lay_out()
 
 
 _CONTROL = re.compile("[\u0000-\u0014]")

@@ -6,12 +6,11 @@ import pytest
 
 pytest.importorskip("textual")
 
+from textual.geometry import Region  # noqa: E402
+
 from devicewatch import analysis, runfile  # noqa: E402
-from devicewatch.live.model import data_wait_share  # noqa: E402
 from devicewatch.live.source import open_replay  # noqa: E402
 from devicewatch.tui.app import DashboardApp, DashboardSettings  # noqa: E402
-from devicewatch.tui.compare import data_wait_table  # noqa: E402
-from devicewatch import compare  # noqa: E402
 from tests.conftest import first_frame, until, write_run  # noqa: E402
 
 SIZE = (200, 50)
@@ -39,9 +38,9 @@ def test_the_share_is_the_metric_else_the_data_phases_over_the_epoch(tmp_path):
     rows = analysis.epochs(runfile.load(waiting_run(tmp_path / "w.jsonl")))
     assert [r.total for r in rows] == [10.0, 10.0]
     # Epoch 1: 2 s + 1 s of data phases in 10 s; epoch 2: 2.5 s by its metric, no data phase.
-    assert [data_wait_share(r) for r in rows] == [pytest.approx(0.3), pytest.approx(0.25)]
+    assert [r.data_wait_share for r in rows] == [pytest.approx(0.3), pytest.approx(0.25)]
     unmeasured = analysis.epochs(runfile.load(waiting_run(tmp_path / "u.jsonl", metric=None)))[1]
-    assert data_wait_share(unmeasured) is None
+    assert unmeasured.data_wait_share is None
 
 
 @pytest.mark.asyncio
@@ -54,12 +53,15 @@ async def test_the_epochs_panel_shows_each_epochs_data_wait(tmp_path):
         assert [line.split("wait")[-1].strip() for line in lines if line.strip()[:1].isdigit()] == ["30%", "25%"]
 
 
-def test_the_comparison_has_a_data_wait_table_only_when_a_run_measures_it(tmp_path):
+@pytest.mark.asyncio
+async def test_the_comparison_views_epoch_table_shows_the_data_wait(tmp_path):
     a = runfile.load(waiting_run(tmp_path / "a.jsonl"))
     b = runfile.load(waiting_run(tmp_path / "b.jsonl", data_seconds=(0.5, 0.5), metric=1.0))
-    table = data_wait_table(compare.comparison(a, b))
-    cells = [[str(c) for c in column._cells] for column in table.columns]
-    assert cells == [["1", "2"], ["30%", "25%"], ["10%", "10%"], ["-20 pt", "-15 pt"]]
-    plain = runfile.load(write_run(tmp_path / "p.jsonl", [_phase(0.0, "phase_begin", "train", 1),
-                                                         _phase(1.0, "phase_end", "train", 1)]))
-    assert data_wait_table(compare.comparison(plain, plain)) is None
+    app = DashboardApp(DashboardSettings(), compare=(a, b))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: first_frame(app))
+        table = app.screen.query(".cmp-table").first()
+        strips = table.render_lines(Region(0, 0, table.size.width, table.size.height))
+        rendered = "\n".join("".join(s.text for s in strip) for strip in strips)
+        # epoch 1: 30% in A, 10% in B (1 s of data phases); epoch 2: 25% and 10% (the metric)
+        assert "data wait" in rendered and "30% → 10%" in rendered and "25% → 10%" in rendered, rendered

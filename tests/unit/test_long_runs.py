@@ -108,8 +108,10 @@ def test_columns_grow_in_place_and_match_one_decode(tmp_path):
 
 
 def _columns_equal(a, b):
-    for key in a._cols:
-        x, y = a._col(key), b._col(key)
+    x_columns, y_columns = a.columns(), b.columns()
+    assert list(x_columns) == list(y_columns)
+    for key in x_columns:
+        x, y = x_columns[key], y_columns[key]
         assert x.shape == y.shape and x.dtype == y.dtype, key
         assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), key
 
