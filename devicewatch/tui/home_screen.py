@@ -110,6 +110,7 @@ class HomeScreen(Screen[None]):
         Binding("f5", "rescan", "Rescan runs"),
         Binding("x", "mark", "Mark for comparison"),
         Binding("c", "compare", "Compare marked"),
+        Binding("f", "follow", "Follow run"),
         Binding("s", "stop_run", "Stop run"),
     ]
     ACTIVE_SCAN_SECONDS = 2.0  # how often the runs recording now are looked for (a folder listing)
@@ -152,7 +153,8 @@ class HomeScreen(Screen[None]):
         self.query_one("#workloads-panel").border_title = "workloads"
         self.query_one("#form-panel").border_title = "options"
         self.query_one("#recent-panel").border_title = f"recordings in {self.runs_dir}, then examples"
-        self.query_one("#active-panel").border_title = "recording now: enter follows, s stops"
+        active = self.query_one("#active-panel")
+        active.border_title, active.border_subtitle = "recording now", "f follows · s stops"
         self.action_rescan()
         self.set_interval(self.ACTIVE_SCAN_SECONDS, self.scan_active)
         if self.names:
@@ -307,8 +309,8 @@ class HomeScreen(Screen[None]):
         self.scan_active()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "stop_run":
-            return bool(self.active)  # the key is shown only while something records
+        if action in ("follow", "stop_run"):
+            return bool(self.active)  # the keys are shown only while something records
         return super().check_action(action, parameters)
 
     def _active_prompt(self, run: active_runs.ActiveRun) -> str:
