@@ -30,6 +30,7 @@ from ..runfile import Run, RunFileError, load
 from ..safe_text import inert, markup
 from .charts import AreaChart, HeatStrip, PhaseLanes
 from .drawing import AreaInput, HeatInput, View
+from .panels import RenderedTable
 from .run_screen import lanes_input, overlay_of
 
 # The sections of ``render.compare_text`` in the order the view shows them; presenter mode keeps
@@ -127,7 +128,7 @@ class CompareScreen(Screen[None]):
             yield ComparePanel(c.b, self.models["B"], lane_rows)
         with VerticalScroll(id="cmp-tables", classes="panel"):
             for name, table in self._tables():
-                yield Static(table, classes="cmp-table" + ("" if name in PRESENTER_TABLES else " cmp-detail"))
+                yield RenderedTable(table, classes="cmp-table" + ("" if name in PRESENTER_TABLES else " cmp-detail"))
         yield Footer()
 
     def _notes_text(self) -> Text:
