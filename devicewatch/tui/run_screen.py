@@ -107,6 +107,14 @@ class RunScreen(RedrawOnce):
             self.screen = screen
             self.status = status
 
+    class HomeWanted(Message):
+        """Back to the home screen, which this screen was opened without (a replay or a run
+        started from the command line: the home screen is built only when wanted)."""
+
+        def __init__(self, screen: "RunScreen") -> None:
+            super().__init__()
+            self.screen = screen
+
     window: var[float | None] = var(None, init=False)
     pan_offset: var[float] = var(0.0, init=False)   # seconds the view ends before the newest data
     fixed_y: var[bool] = var(True, init=False)
@@ -525,3 +533,5 @@ class RunScreen(RedrawOnce):
         if len(self.app.screen_stack) > 2:
             self.source.close()
             self.app.pop_screen()
+        else:
+            self.post_message(self.HomeWanted(self))
