@@ -24,7 +24,7 @@ from typing import Any, Iterator
 import numpy as np
 import orjson
 
-from . import __version__
+from . import __version__, events
 from .errors import RunFileError, UsageError
 from .runfile import Run, RunWriter, compact, load, probe_fields
 from .samples import MISSING_PERCENT, Encoder, Stored
@@ -261,7 +261,7 @@ def _others(node: Node, origin: float) -> Iterator[dict[str, Any]]:
     for event in run.events:
         record = dict(event, t=at(event["t"]), host=node.label)
         rank = event.get("rank")
-        if event.get("kind") in ("phase_begin", "phase_end"):
+        if event.get("kind") in (events.PHASE_BEGIN, events.PHASE_END):
             lane = event.get("lane", "main")
             if type(rank) is int:
                 record["lane"] = _lane(rank, lane)
