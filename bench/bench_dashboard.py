@@ -15,7 +15,9 @@ a second apart see the same outside load; the report gives the median of the per
 with its quartiles and extremes. Start-up is not in this figure; ``--repeats N`` adds timings
 of whole separate runs of each kind (start-up included, interleaved in rotating order).
 
-    python -m bench.bench_dashboard [--follow-seconds 30] [--cycles 60] [--period 1] [--repeats 0] [--write-docs]
+    python -m bench.bench_dashboard [--follow-seconds 30] [--cycles 60] [--period 1] [--repeats 0]
+
+It prints its figures; the current ones, with how they were taken, are in docs/dashboard.md.
 """
 
 from __future__ import annotations
@@ -41,8 +43,6 @@ import psutil
 from devicewatch import runfile
 
 ROOT = Path(__file__).resolve().parent.parent
-DOC = ROOT / "docs" / "dashboard.md"
-FIGURES_END = "<!-- end of the figures written by bench.bench_dashboard -->"
 COLUMNS, ROWS = 200, 50
 BURN_SETTLE = 4.0  # seconds every burn waits before its timed work: the dashboard starts up meanwhile
 BURN_SETTINGS = {"BURN_N": "12000000", "BURN_SETTLE": str(BURN_SETTLE)}
@@ -70,21 +70,24 @@ import multiprocessing as mp, os, time
 BURN_LINE = re.compile(r"burn seconds ([0-9.]+)")
 
 
-def env() -> dict[str, str]:
+def env(**extra: str) -> dict[str, str]:
     out = dict(os.environ, PYTHONPATH=str(ROOT), TERM="xterm-256color", COLUMNS=str(COLUMNS), LINES=str(ROWS),
-               **BURN_SETTINGS)
+               **BURN_SETTINGS, **extra)
     out.pop("DEVICEWATCH_EVENTS", None)
     return out
 
 
 class PtyDashboard:
-    """``python -m devicewatch ARGS`` in a 200×50 pseudo-terminal whose output is drained."""
+    """``python -m devicewatch ARGS`` (or ``launcher`` ARGS) in a 200×50 pseudo-terminal whose
+    output is drained, as a terminal would read it."""
 
-    def __init__(self, args: list[str], cwd: str, launcher: list[str] | None = None):
+    def __init__(self, args: list[str], cwd: str, launcher: list[str] | None = None,
+                 extra_env: dict[str, str] | None = None):
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
         self.master = master
-        self.process = subprocess.Popen([*(launcher or [sys.executable, "-m", "devicewatch"]), *args], cwd=cwd, env=env(),
+        self.process = subprocess.Popen([*(launcher or [sys.executable, "-m", "devicewatch"]), *args], cwd=cwd,
+                                        env=env(**(extra_env or {})),
                                         stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
         os.close(slave)
         self.received = 0
@@ -337,7 +340,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="also time whole separate runs, this many of each kind (start-up included)")
     parser.add_argument("--burn-n", type=int, default=int(BURN_SETTINGS["BURN_N"]),
                         help="loop iterations of each process in one separate run")
-    parser.add_argument("--write-docs", action="store_true", help="put the figures into docs/dashboard.md")
     args = parser.parse_args(argv)
     BURN_SETTINGS["BURN_N"] = str(args.burn_n)
     command = "python -m bench.bench_dashboard " + " ".join(argv if argv is not None else sys.argv[1:])
@@ -379,13 +381,7 @@ def main(argv: list[str] | None = None) -> int:
             "All repetitions (s), in order: " + "; ".join(f"{k}: {', '.join(f'{x:.2f}' for x in v)}"
                                                            for k, v in times.items()),
         ]
-    report = "\n".join(lines)
-    print(report, flush=True)
-    if args.write_docs:
-        text = DOC.read_text() if DOC.exists() else "# The dashboard\n"
-        head, _, rest = text.partition("## Benchmarks")
-        _, end, prose = rest.partition(FIGURES_END)  # what follows the figures is kept
-        DOC.write_text(head + "## Benchmarks\n\n" + report + "\n\n" + FIGURES_END + prose)
+    print("\n".join(lines), flush=True)
     return 0
 
 

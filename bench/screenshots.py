@@ -3,8 +3,9 @@
 The lecture story of ``devicewatch demo``, shot as it happens: the ``pipeline`` workload runs
 serially live in the dashboard (one shot mid-run, one when it has finished and shows the whole
 run), then overlapped; their comparison is shot, the serial run in presenter mode at 100×30,
-and the home screen with every workload. SVGs go under screenshots/, PNGs beside them when
-``cairosvg`` is installed. Run options: the demo's own (``devicewatch.commands.demo``).
+and the home screen with every workload. They go under screenshots/ as SVG only: Textual
+writes SVG itself (no converter to install), the text in it stays text (searchable, diffable,
+sharp at any size on a slide), and the README and docs show SVG directly.
 """
 
 from __future__ import annotations
@@ -76,14 +77,6 @@ async def shoot_compare(path_a: Path, path_b: Path, name: str) -> None:
         app.save_screenshot(f"{name}.svg", str(OUT))
 
 
-def to_png(svg: Path) -> None:
-    try:
-        import cairosvg
-    except ImportError:
-        return
-    cairosvg.svg2png(url=str(svg), write_to=str(svg.with_suffix(".png")))
-
-
 def main() -> int:
     OUT.mkdir(exist_ok=True)
     serial, overlapped = story_targets()
@@ -99,9 +92,7 @@ def main() -> int:
              "dashboard-pipeline-overlapped-live", "dashboard-pipeline-overlapped", "dashboard-presenter",
              "dashboard-home"]
     for name in names:
-        svg = OUT / f"{name}.svg"
-        to_png(svg)
-        print(svg.relative_to(ROOT))
+        print((OUT / f"{name}.svg").relative_to(ROOT))
     return 0
 
 

@@ -6,7 +6,7 @@ report, the dashboard, compare and export all share the same figures.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Iterable
 
 import warnings
 
@@ -22,6 +22,21 @@ DIP_THRESHOLD = 30.0   # % utilization under which a device counts as dipping
 IDLE_THRESHOLD = 10.0  # % under which a GPU counts as idle
 MIN_DIP_SECONDS = 0.2  # shorter excursions are noise, not a dip
 SM_ACTIVE_LOW = 50.0   # % SM activity under which a busy GPU is launch-bound, not GPU-bound
+# The per-epoch metric with the exact seconds the training loop was blocked in its DataLoader
+# (the zero-code instrumentation sends it; its visible waits are also ``data`` phases).
+DATA_WAIT_METRIC = "data_wait_s"
+
+# The verdict's thresholds (docs/verdicts.md lists them beside the labels they decide).
+GPU_BUSY = 80.0             # % mean utilization from which a GPU is the limit (GPU- or launch-bound)
+VALIDATION_DIP_SHARE = 0.4  # share of the GPU's dip time in validation that makes a run validation-bound
+FEED_ALL_CORES = 80.0       # % of all cores busy beside an unfilled GPU: the CPU cannot feed it
+FEED_ONE_CORE = 90.0        # % of the busiest core beside an unfilled GPU: one core cannot feed it
+DATA_WAIT_BOUND = 0.3       # share of the training loop spent waiting on data: input-bound
+CPU_BOUND = 85.0            # % of all cores busy: CPU-bound
+CORE_SATURATED = 85.0       # % of the busiest core: some work is limited by one core
+SERIAL_CORES = 1.25         # cores busy up to this, with one saturated: the work is serial
+LANES_OVERLAP = 0.1         # share of the phase time with two or more lanes at once: parallel lanes
+PACING_LANE = 0.9           # share of the phase time one lane is busy: it sets the pace
 
 
 @dataclass(frozen=True)
@@ -46,6 +61,19 @@ class Phase:
 
 @dataclass
 class EpochRow:
+    """One epoch's seconds, counted so that no instant counts twice within a lane: a phase
+    nested in another phase of the same lane owns its time, and the outer phase counts only
+    the rest (a ``data`` wait inside ``train`` is data, not also train). Phases of different
+    lanes running side by side each count their own time.
+
+    ``train`` and ``validate`` are the seconds of those kinds of phase counted so; ``other``
+    is the rest of the epoch (data, copy, gaps). ``data_wait`` is the time the training loop
+    waited on its input: the ``data_wait_s`` metric where the epoch has it (exact, including
+    waits too short to draw as phases), else the ``data`` phases in the lanes the epoch trains
+    in, else None (not measured). ``train_loop`` is the training loop's time: its train phases
+    with the data waits inside or between them, once.
+    """
+
     epoch: int
     start: float
     end: float
@@ -56,6 +84,10 @@ class EpochRow:
     # Seconds in each named phase (data, train, copy, validate, …; lanes merged), in the order
     # the phases first appear: what the lanes draw, counted the same way.
     phases: dict[str, float] = field(default_factory=dict)
+    data_wait: float | None = None
+    data_wait_source: str | None = None   # "metric" (data_wait_s) or "phases" (data phases)
+    train_loop: float = 0.0
+    covered: float | None = None          # seconds in any phase (lanes merged)
 
     @property
     def total(self) -> float:
@@ -64,7 +96,23 @@ class EpochRow:
     @property
     def untracked(self) -> float:
         """Seconds of the epoch in no phase at all."""
+        if self.covered is not None:
+            return max(0.0, self.total - self.covered)
         return max(0.0, self.total - sum(self.phases.values())) if self.phases else self.other
+
+    @property
+    def data_wait_share(self) -> float | None:
+        """The data wait as a share of the whole epoch (None where not measured)."""
+        if self.data_wait is None or self.total <= 0:
+            return None
+        return min(1.0, self.data_wait / self.total)
+
+    @property
+    def loop_wait_share(self) -> float | None:
+        """The data wait as a share of the training loop's time (what the verdict judges)."""
+        if self.data_wait is None or self.train_loop <= 0:
+            return None
+        return min(1.0, self.data_wait / self.train_loop)
 
 
 @dataclass
@@ -192,8 +240,63 @@ def _union_length(intervals: list[tuple[float, float]]) -> float:
     return total
 
 
+def _owned_spans(members: list[Phase]) -> list[tuple[Phase, float, float]]:
+    """Where each phase is the innermost of its lane: (phase, start, end) pieces. Within a
+    lane the phase begun last among those running owns the time, so a phase nested in another
+    takes its time out of the outer one; lanes are independent of each other."""
+    out: list[tuple[Phase, float, float]] = []
+    by_lane: dict[str, list[Phase]] = {}
+    for p in members:
+        if p.duration > 0:  # an instant owns no time
+            by_lane.setdefault(p.lane, []).append(p)
+    for lane_phases in by_lane.values():
+        # Ends before begins at the same instant: a phase that starts as another ends follows it.
+        points = sorted([(p.end, 0, i) for i, p in enumerate(lane_phases)]
+                        + [(p.start, 1, i) for i, p in enumerate(lane_phases)])
+        active: dict[int, Phase] = {}
+        previous = 0.0
+        for time, is_begin, i in points:
+            if active and time > previous:
+                owner = max(active, key=lambda j: (active[j].start, j))
+                out.append((active[owner], previous, time))
+            if is_begin:
+                active[i] = lane_phases[i]
+            else:
+                active.pop(i, None)
+            previous = time
+    return out
+
+
+def _epoch_row(epoch: int, members: list[Phase], metrics: dict[str, Any]) -> EpochRow:
+    start = min(p.start for p in members)
+    end = max(p.end for p in members)
+    owned = _owned_spans(members)
+    named: dict[str, list[tuple[float, float]]] = {}
+    for p in sorted(members, key=lambda p: p.start):
+        named.setdefault(p.name, [])
+    for p, a, b in owned:
+        named[p.name].append((a, b))
+    train = _union_length([(a, b) for p, a, b in owned if p.kind == "train"])
+    validate = _union_length([(a, b) for p, a, b in owned if p.kind == "validate"])
+    busy = _union_length([(a, b) for p, a, b in owned if p.kind in ("train", "validate")])
+    # The training loop: the lanes that train, their train phases, and the data phases in them.
+    loop_lanes = {p.lane for p in members if p.kind == "train"}
+    waits = [(a, b) for p, a, b in owned if p.kind == "data" and p.lane in loop_lanes]
+    loop = _union_length([(p.start, p.end) for p in members if p.kind == "train"] + waits)
+    measured = metrics.get(DATA_WAIT_METRIC)
+    if type(measured) in (int, float) and 0 <= measured < float("inf"):
+        data_wait, source = float(measured), "metric"
+    elif any(p.kind == "data" and p.lane in loop_lanes for p in members):
+        data_wait, source = _union_length(waits), "phases"
+    else:
+        data_wait, source = None, None
+    return EpochRow(epoch, start, end, train, validate, max(0.0, (end - start) - busy), metrics,
+                    {name: _union_length(spans) for name, spans in named.items()},
+                    data_wait, source, loop, _union_length([(p.start, p.end) for p in members]))
+
+
 def epochs(run: Run, all_phases: list[Phase] | None = None) -> list[EpochRow]:
-    """One row per epoch: its span, time in train and validate phases, the rest, its metrics."""
+    """One row per epoch: its span, the seconds of its phases (see ``EpochRow``), its metrics."""
     all_phases = phases(run) if all_phases is None else all_phases
     by_epoch: dict[int, list[Phase]] = {}
     for p in all_phases:
@@ -203,22 +306,36 @@ def epochs(run: Run, all_phases: list[Phase] | None = None) -> list[EpochRow]:
     for event in run.events.of(events.EPOCH):
         if event.get("kind") == events.EPOCH and isinstance(event.get("epoch"), int):
             metrics.setdefault(event["epoch"], {}).update(event.get("metrics") or {})
-    rows = []
-    for epoch in sorted(set(by_epoch) | set(metrics)):
-        members = by_epoch.get(epoch, [])
-        if not members:
-            continue
-        start = min(p.start for p in members)
-        end = max(p.end for p in members)
-        train = _union_length([(p.start, p.end) for p in members if p.kind == "train"])
-        validate = _union_length([(p.start, p.end) for p in members if p.kind == "validate"])
-        busy = _union_length([(p.start, p.end) for p in members if p.kind in ("train", "validate")])
-        named: dict[str, list[tuple[float, float]]] = {}
-        for p in sorted(members, key=lambda p: p.start):
-            named.setdefault(p.name, []).append((p.start, p.end))
-        rows.append(EpochRow(epoch, start, end, train, validate, max(0.0, (end - start) - busy),
-                             metrics.get(epoch, {}), {name: _union_length(spans) for name, spans in named.items()}))
-    return rows
+    return [_epoch_row(epoch, by_epoch[epoch], metrics.get(epoch, {})) for epoch in sorted(by_epoch)]
+
+
+def repeated_metrics(phase_names: Iterable[str], metric_names: Iterable[str]) -> set[str]:
+    """The metrics an epoch table already shows in its own columns: a phase's seconds
+    (``train_s`` beside a ``train`` phase) and the data wait."""
+    phases_ = set(phase_names)
+    return {m for m in metric_names if m == DATA_WAIT_METRIC or (m.endswith("_s") and m[:-2] in phases_)}
+
+
+@dataclass(frozen=True)
+class DataWait:
+    """How long a run's training loops waited on their input, over the epochs that measured it."""
+
+    seconds: float
+    train_loop: float   # seconds of those epochs' training loops
+    source: str         # "metric" where every such epoch had data_wait_s, else "phases"
+
+    @property
+    def share(self) -> float:
+        return min(1.0, self.seconds / self.train_loop)
+
+
+def data_wait(rows: list[EpochRow]) -> DataWait | None:
+    """The run's data wait, or None where no epoch measured it."""
+    measured = [r for r in rows if r.data_wait is not None and r.train_loop > 0]
+    if not measured:
+        return None
+    source = "metric" if all(r.data_wait_source == "metric" for r in measured) else "phases"
+    return DataWait(sum(r.data_wait or 0.0 for r in measured), sum(r.train_loop for r in measured), source)
 
 
 def phase_names(rows: list[EpochRow]) -> list[str]:
@@ -496,7 +613,84 @@ def device_idle(run: Run, s: Series | None = None, all_phases: list[Phase] | Non
 
 # -- the verdict -----------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class CpuUse:
+    """What the CPU did while the workload's phases ran, counted in cores: 1.4 of 2 cores
+    busy is not serial work, and neither is 9 of 16, whatever their mean percentage."""
+
+    cores: int
+    total: float              # mean % of all cores
+    busiest: float            # mean % of the busiest core of each sample
+    workload: float | None    # mean cores the workload's process tree kept busy (None: not recorded)
+
+    @property
+    def machine(self) -> float:
+        """Cores busy on the whole machine, the workload's and everyone else's."""
+        return self.total / 100.0 * self.cores
+
+    @property
+    def used(self) -> float:
+        """Cores the workload kept busy: its own where recorded (other processes are not its
+        work), else the machine's."""
+        return self.workload if self.workload is not None else self.machine
+
+    def busy_text(self) -> str:
+        text = f"{self.used:.1f} of {self.cores} cores busy"
+        if self.workload is not None and abs(self.machine - self.workload) >= 0.5:
+            text += f" with the workload, {self.machine:.1f} on the whole machine"
+        return text
+
+
+@dataclass(frozen=True)
+class LaneUse:
+    """What the lanes did: how much of the phase time ran in two or more lanes at once, and
+    how much of it each lane was busy."""
+
+    overlap: float                 # share of the phase time with two or more lanes active
+    busy: dict[str, float]         # lane -> share of the phase time it had a phase running
+    names: dict[str, list[str]]    # lane -> its phase names, in order of appearance
+
+    @property
+    def parallel(self) -> bool:
+        return len(self.busy) > 1 and self.overlap >= LANES_OVERLAP
+
+    @property
+    def pacing(self) -> str | None:
+        """The one lane busy nearly all the time while others run beside it: it sets the pace."""
+        full = [lane for lane, share in self.busy.items() if share >= PACING_LANE]
+        return full[0] if len(full) == 1 and self.parallel else None
+
+
+def cpu_use(s: Series, in_run: np.ndarray, cores: int) -> CpuUse:
+    """The CPU figures of the samples in IN_RUN."""
+    total = float(np.nanmean(s.cpu_total[in_run])) if in_run.any() else 0.0
+    busiest = float(np.nanmean(np.nanmax(s.cpu[in_run], axis=1))) if s.cpu.size and in_run.any() else 0.0
+    workload = None
+    if len(s.proc_cpu) == len(s.t):
+        proc = s.proc_cpu[in_run]
+        proc = proc[~np.isnan(proc)]
+        if proc.size:
+            workload = float(proc.mean()) / 100.0
+    return CpuUse(cores, 0.0 if total != total else total, 0.0 if busiest != busiest else busiest, workload)
+
+
+def lane_use(all_phases: list[Phase]) -> LaneUse:
+    overlap = lane_overlap(all_phases)
+    span = overlap["busy_seconds"]
+    spans: dict[str, list[tuple[float, float]]] = {}
+    names: dict[str, list[str]] = {}
+    for p in all_phases:
+        spans.setdefault(p.lane, []).append((p.start, p.end))
+        if p.name not in names.setdefault(p.lane, []):
+            names[p.lane].append(p.name)
+    busy = {lane: (_union_length(x) / span if span > 0 else 0.0) for lane, x in spans.items()}
+    return LaneUse(overlap["overlap_fraction"], busy, names)
+
+
 def verdict(run: Run, s: Series | None = None, all_phases: list[Phase] | None = None) -> Verdict:
+    """The run in one line: what limited it (docs/verdicts.md lists the labels, their order and
+    thresholds). Judged on the samples inside the workload's phases, in cores busy, by what its
+    lanes did side by side, and by how long its training loop waited on data."""
     s = series(run) if s is None else s
     all_phases = phases(run) if all_phases is None else all_phases
     if len(s.t) < 2:
@@ -504,52 +698,106 @@ def verdict(run: Run, s: Series | None = None, all_phases: list[Phase] | None = 
     in_run = _active_mask(s.t, [(p.start, p.end) for p in all_phases]) if all_phases else np.ones(len(s.t), bool)
     if not in_run.any():  # phases too short to hold a sample: judge the whole run instead
         in_run = np.ones(len(s.t), bool)
-    cpu_total = float(np.nanmean(s.cpu_total[in_run]))
-    busiest_core = float(np.nanmean(np.nanmax(s.cpu[in_run], axis=1))) if s.cpu.size else 0.0
-    figures = {"cpu_mean": round(cpu_total, 1), "busiest_core_mean": round(busiest_core, 1)}
+    cores = int(s.cpu.shape[1]) if s.cpu.ndim == 2 and s.cpu.shape[1] else max(run.cores, 1)
+    cpu = cpu_use(s, in_run, cores)
+    lanes_ = lane_use(all_phases)
+    wait = data_wait(epochs(run, all_phases))
+    figures: dict[str, float] = {"cpu_mean": round(cpu.total, 1), "busiest_core_mean": round(cpu.busiest, 1),
+                                 "cores": cores, "cores_busy": round(cpu.machine, 2)}
+    if cpu.workload is not None:
+        figures["workload_cores"] = round(cpu.workload, 2)
+    figures["lane_overlap"] = round(lanes_.overlap, 3)
+    if wait is not None:
+        figures["data_wait_share"] = round(wait.share, 3)
     gpu_used = [g for g in range(s.gpus) if s.gpu_util[g].size and np.nanmax(s.gpu_util[g]) > IDLE_THRESHOLD]
     if gpu_used:
-        idle = device_idle(run, s, all_phases)
-        gpu = max(idle[:s.gpus], key=lambda d: d.mean)
-        figures.update(gpu_mean=gpu.mean, gpu_idle_fraction=gpu.idle_fraction,
-                       gpu_dip_seconds=round(gpu.dip_seconds, 2))
-        if gpu.mean >= 80:
-            busiest = max(range(s.gpus), key=lambda g: idle[g].mean)
-            sm = sm_active_mean(run, busiest, in_run)
-            if sm is None:
-                return Verdict("GPU-bound", f"GPU-bound: the GPU is busy {gpu.mean:.0f}% on average; "
-                               "the input pipeline keeps it fed (SM activity not measured: busy "
-                               "need not mean the chip is full)", figures)
-            figures["sm_active_mean"] = round(sm, 1)
-            if sm < SM_ACTIVE_LOW:
-                return Verdict("launch-bound", f"GPU busy {gpu.mean:.0f}% of the time but SMs {sm:.0f}% "
-                               "active: kernels too small or too few — launch-bound", figures)
-            return Verdict("GPU-bound", f"GPU-bound: the GPU is busy {gpu.mean:.0f}% on average with "
-                           f"SMs {sm:.0f}% active; the input pipeline keeps it fed", figures)
-        by_phase: dict[str, float] = {}
-        for d in gpu.dips:
-            by_phase[d.phase] = by_phase.get(d.phase, 0.0) + d.duration
-        worst = max(by_phase, key=by_phase.get) if by_phase else None
-        share = by_phase[worst] / gpu.dip_seconds if worst and gpu.dip_seconds else 0.0
-        if worst and "validate" in worst and share >= 0.4:
-            return Verdict("validation-bound", f"validation-bound: the GPU dips {len(gpu.dips)} times, "
-                           f"{share:.0%} of the dip time during validation; overlap validation "
-                           "with training", figures)
-        if cpu_total >= 80 or busiest_core >= 90:
-            return Verdict("input-bound", f"input-bound: the GPU averages {gpu.mean:.0f}% while the CPU "
-                           f"is at {cpu_total:.0f}% (busiest core {busiest_core:.0f}%): the CPU cannot "
-                           "feed it", figures)
-        return Verdict("GPU underused", f"GPU underused: {gpu.mean:.0f}% on average, idle "
-                       f"{gpu.idle_fraction:.0%} of the time, and the CPU is not the limit "
-                       f"({cpu_total:.0f}%)", figures)
-    if cpu_total >= 85:
-        return Verdict("CPU-bound", f"CPU-bound: all cores busy, {cpu_total:.0f}% on average", figures)
-    if busiest_core >= 85:
-        return Verdict("single-core-bound", f"single-core-bound: the busiest core averages "
-                       f"{busiest_core:.0f}% while all cores average {cpu_total:.0f}%: the work is "
-                       "serial", figures)
-    return Verdict("waiting", f"waiting: the CPU averages {cpu_total:.0f}% (busiest core "
-                   f"{busiest_core:.0f}%): the workload mostly waits (I/O, sleep, or a device)", figures)
+        return _gpu_verdict(run, s, all_phases, in_run, cpu, wait, figures)
+    if wait is not None and wait.share >= DATA_WAIT_BOUND:
+        return Verdict("input-bound", f"{_wait_text(wait)}; {cpu.busy_text()}", figures)
+    return _cpu_verdict(cpu, lanes_, figures)
+
+
+def _wait_text(wait: DataWait) -> str:
+    if wait.source == "metric":
+        return (f"input-bound: the training loop waited on its DataLoader {wait.share:.0%} of the time "
+                f"({wait.seconds:.1f} of {wait.train_loop:.1f} s)")
+    return (f"input-bound: the training loop spent {wait.share:.0%} of its time in data phases "
+            f"({wait.seconds:.1f} of {wait.train_loop:.1f} s), waiting for or preparing its input")
+
+
+def _gpu_verdict(run: Run, s: Series, all_phases: list[Phase], in_run: np.ndarray, cpu: CpuUse,
+                 wait: DataWait | None, figures: dict[str, float]) -> Verdict:
+    idle = device_idle(run, s, all_phases)
+    gpu = max(idle[:s.gpus], key=lambda d: d.mean)
+    figures.update(gpu_mean=gpu.mean, gpu_idle_fraction=gpu.idle_fraction,
+                   gpu_dip_seconds=round(gpu.dip_seconds, 2))
+    if gpu.mean >= GPU_BUSY:
+        busiest = max(range(s.gpus), key=lambda g: idle[g].mean)
+        sm = sm_active_mean(run, busiest, in_run)
+        if sm is None:
+            return Verdict("GPU-bound", f"GPU-bound: the GPU is busy {gpu.mean:.0f}% on average; "
+                           "the input pipeline keeps it fed (SM activity not measured: busy "
+                           "need not mean the chip is full)", figures)
+        figures["sm_active_mean"] = round(sm, 1)
+        if sm < SM_ACTIVE_LOW:
+            return Verdict("launch-bound", f"GPU busy {gpu.mean:.0f}% of the time but SMs {sm:.0f}% "
+                           "active: kernels too small or too few — launch-bound", figures)
+        return Verdict("GPU-bound", f"GPU-bound: the GPU is busy {gpu.mean:.0f}% on average with "
+                       f"SMs {sm:.0f}% active; the input pipeline keeps it fed", figures)
+    if wait is not None and wait.share >= DATA_WAIT_BOUND:
+        return Verdict("input-bound", f"{_wait_text(wait)}; the GPU averages {gpu.mean:.0f}%", figures)
+    by_phase: dict[str, float] = {}
+    for d in gpu.dips:
+        by_phase[d.phase] = by_phase.get(d.phase, 0.0) + d.duration
+    worst = max(by_phase, key=by_phase.get) if by_phase else None  # type: ignore[arg-type]
+    share = by_phase[worst] / gpu.dip_seconds if worst and gpu.dip_seconds else 0.0
+    if worst and "validate" in worst and share >= VALIDATION_DIP_SHARE:
+        return Verdict("validation-bound", f"validation-bound: the GPU dips {len(gpu.dips)} times, "
+                       f"{share:.0%} of the dip time during validation; overlap validation "
+                       "with training", figures)
+    if cpu.total >= FEED_ALL_CORES:
+        return Verdict("input-bound", f"input-bound: the GPU averages {gpu.mean:.0f}% while "
+                       f"{cpu.machine:.1f} of {cpu.cores} cores are busy ({cpu.total:.0f}%): the CPU "
+                       "cannot feed it", figures)
+    if cpu.busiest >= FEED_ONE_CORE:
+        return Verdict("input-bound", f"input-bound: the GPU averages {gpu.mean:.0f}% while the busiest "
+                       f"core averages {cpu.busiest:.0f}% ({cpu.busy_text()}): one core feeds the GPU "
+                       "and cannot keep up", figures)
+    return Verdict("GPU underused", f"GPU underused: {gpu.mean:.0f}% on average, idle "
+                   f"{gpu.idle_fraction:.0%} of the time, and the CPU is not the limit "
+                   f"({cpu.busy_text()}, the busiest core {cpu.busiest:.0f}%)", figures)
+
+
+def _cpu_verdict(cpu: CpuUse, lanes_: LaneUse, figures: dict[str, float]) -> Verdict:
+    if cpu.total >= CPU_BOUND:
+        by = ""
+        if cpu.workload is not None and cpu.machine - cpu.workload >= 0.5:
+            by = f", {cpu.workload:.1f} of them by the workload"
+        return Verdict("CPU-bound", f"CPU-bound: {cpu.machine:.1f} of {cpu.cores} cores busy "
+                       f"({cpu.total:.0f}%) on average{by}: every core is working", figures)
+    pacing = lanes_.pacing
+    if pacing is not None and cpu.busiest >= CORE_SATURATED:
+        others = [lane for lane in lanes_.busy if lane != pacing]
+        beside = list(dict.fromkeys(n for lane in others for n in lanes_.names[lane]))
+        return Verdict("lane-bound", f"lane-bound: the {pacing} lane is busy {lanes_.busy[pacing]:.0%} of "
+                       f"the time and sets the pace; {', '.join(beside)} runs beside it in {len(others)} "
+                       f"more lane{'s' if len(others) > 1 else ''} (two or more lanes at once "
+                       f"{lanes_.overlap:.0%} of the time); {cpu.busy_text()} on average", figures)
+    if cpu.busiest >= CORE_SATURATED and cpu.used <= SERIAL_CORES and not lanes_.parallel:
+        turns = ""
+        if len(lanes_.busy) > 1:
+            *first, last = lanes_.busy
+            turns = f" (its lanes {', '.join(first)} and {last} take turns)"
+        return Verdict("single-core-bound", f"single-core-bound: one core does the work (the busiest averages "
+                       f"{cpu.busiest:.0f}%; {cpu.busy_text()}): the work is serial{turns}", figures)
+    if cpu.busiest >= CORE_SATURATED:
+        return Verdict("partly parallel", f"partly parallel: {cpu.busy_text()} on average and the busiest "
+                       f"core averages {cpu.busiest:.0f}%: {cpu.cores - cpu.used:.1f} cores are left idle "
+                       "(fewer threads or processes than cores, or a serial part holding the rest back)",
+                       figures)
+    return Verdict("waiting", f"waiting: {cpu.busy_text()} and no core is saturated (the busiest "
+                   f"averages {cpu.busiest:.0f}%): the workload mostly waits (I/O, sleep, or a device)",
+                   figures)
 
 
 def _device_rows(found: list[DeviceIdle]) -> list[dict[str, Any]]:
@@ -600,12 +848,37 @@ def run_judgement(run: Run, s: Series | None = None, all_phases: list[Phase] | N
     return devices, joined, hosts
 
 
+def _r(value: float | None, digits: int = 3) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def epoch_dict(e: EpochRow) -> dict[str, Any]:
+    """One epoch as plain data (``report --json``, ``compare --json``): seconds, the data wait
+    and its shares, the metrics as recorded."""
+    return {"epoch": e.epoch, "start": round(e.start, 3), "total": round(e.total, 3),
+            "train": round(e.train, 3), "validate": round(e.validate, 3), "other": round(e.other, 3),
+            "phase_seconds": {k: round(v, 3) for k, v in e.phases.items()}, "untracked": round(e.untracked, 3),
+            "data_wait": _r(e.data_wait), "data_wait_share": _r(e.data_wait_share, 4),
+            "data_wait_source": e.data_wait_source, "train_loop": round(e.train_loop, 3),
+            "loop_wait_share": _r(e.loop_wait_share, 4), "metrics": e.metrics}
+
+
+def data_wait_dict(rows: list[EpochRow]) -> dict[str, Any] | None:
+    """The run's data wait over all its epochs (``data_wait``), as plain data."""
+    wait = data_wait(rows)
+    if wait is None:
+        return None
+    return {"seconds": round(wait.seconds, 3), "train_loop": round(wait.train_loop, 3),
+            "share": round(wait.share, 4), "source": wait.source}
+
+
 def summarize(run: Run) -> dict[str, Any]:
     """Everything ``devicewatch report --json`` prints, as plain data. For a merged run the
     devices and the verdict are each node's (``per_host``); phase utilization is over every
     node's samples together."""
     s = series(run)
     all_phases = phases(run)
+    rows = epochs(run, all_phases)
     devices, v, hosts = run_judgement(run, s, all_phases)
     per_host = [{"host": h.host, "hostname": h.hostname, "samples": h.samples, "cpu_mean": h.cpu_mean,
                  "devices": _device_rows(h.devices),
@@ -621,15 +894,14 @@ def summarize(run: Run) -> dict[str, Any]:
         "status_text": status_text(run),
         "exit_code": run.end.get("exit_code") if run.end else None,
         "ended_abruptly": run.ended_abruptly,
+        "instrumentation": instrumentation_text(run),
         "host": run.header.get("host", {}),
         "run_info": run_info(run),
         "gpu": {"available": bool(run.gpu_status and run.gpu_status[0].get("available")),
                 "reason": run.gpu_status[0].get("reason") if run.gpu_status else None},
         "samples": len(run.samples),
-        "epochs": [{"epoch": e.epoch, "start": round(e.start, 3), "total": round(e.total, 3),
-                    "train": round(e.train, 3), "validate": round(e.validate, 3),
-                    "other": round(e.other, 3), "phase_seconds": {k: round(v, 3) for k, v in e.phases.items()},
-                    "metrics": e.metrics} for e in epochs(run, all_phases)],
+        "epochs": [epoch_dict(e) for e in rows],
+        "data_wait": data_wait_dict(rows),
         "phases": phase_utilization(run, s, all_phases),
         "devices": _device_rows(devices),
         "lanes": lanes(all_phases),
@@ -669,6 +941,31 @@ def last_error_line(run: Run) -> str | None:
         if line.get("stream") == "stderr" and str(line.get("line", "")).strip():
             return str(line["line"]).strip()
     return None
+
+
+def instrumentation_text(run: Run) -> str | None:
+    """What the zero-code instrumentation did, in one line (from the header's ``instrument``
+    and the end record's): ``active in 2 processes (torch, lightning)``, or why not. None for a
+    run recorded before it existed."""
+    offered = run.header.get("instrument")
+    summary = run.end.get("instrument") if run.end else None
+    if not isinstance(summary, dict):
+        if not isinstance(offered, dict):
+            return None
+        return "offered (the run has no end record to say more)" if offered.get("offered") \
+            else f"not offered: {offered.get('reason')}"
+    if not summary.get("active"):
+        return f"not active: {summary.get('reason')}"
+    n = summary.get("processes", 0)
+    text = f"active in {n} process{'es' * (n != 1)}"
+    if summary.get("frameworks"):
+        text += f" ({', '.join(map(str, summary['frameworks']))})"
+    errors = summary.get("errors")
+    if isinstance(errors, list) and errors:
+        text += f"; {len(errors)} hook(s) failed and disarmed themselves, first: {errors[0]}"
+    if summary.get("left_out"):
+        text += f"; {summary['left_out']} of its events over its budget left out"
+    return text
 
 
 def status_text(run: Run) -> str:

@@ -13,11 +13,12 @@ import sys
 from types import ModuleType
 
 from . import __version__
-from .commands import SUBCOMMANDS, CommandParser, add_dashboard_options, add_sampling_options, synopsis
+from .commands import (SUBCOMMANDS, CommandParser, add_dashboard_options, add_instrument_option,
+                       add_sampling_options, synopsis)
 from .errors import DevicewatchError, UsageError
 from .safe_text import inert
 
-DEFAULTS = {"interval": 0.1, "gpu": True, "runs_dir": "runs", "presenter": False}
+DEFAULTS = {"interval": 0.1, "gpu": True, "runs_dir": "runs", "presenter": False, "no_instrument": False}
 
 
 def _command_name(name: str) -> str:
@@ -44,6 +45,7 @@ def top_parser() -> CommandParser:
     options.add_argument("--record", metavar="FILE",
                          help="headless: record to FILE without the dashboard, print a summary")
     add_sampling_options(options)
+    add_instrument_option(options)
     add_dashboard_options(options)
     options.add_argument("--quiet", action="store_true", help="headless: do not echo the workload's output")
     options.add_argument("--overwrite", action="store_true",

@@ -56,6 +56,11 @@ class Side:
         return max(self.devices, key=lambda d: d.mean)
 
     @property
+    def data_wait(self) -> dict[str, Any] | None:
+        """The run's data wait over its epochs (``analysis.data_wait_dict``), or None."""
+        return analysis.data_wait_dict(self.epochs)
+
+    @property
     def command(self) -> str:
         workload = self.run.header.get("workload", {})
         if workload.get("name"):
@@ -89,6 +94,11 @@ class EpochPair:
         if self.a is None or self.b is None:
             return None
         return getattr(self.b, figure) - getattr(self.a, figure)
+
+    def data_wait_share(self, which: str) -> float | None:
+        """Run A's or B's (``which``: "a" or "b") data wait as a share of this epoch."""
+        row = getattr(self, which)
+        return None if row is None else row.data_wait_share
 
     def change(self, figure: str = "total") -> float | None:
         """(B - A) / A: -0.2 means B took 20% less time."""
@@ -225,8 +235,15 @@ def _duration(seconds: float, scale: float | None = None) -> str:
     return f"{seconds:.2f}s" if scale < 10 else f"{seconds:.1f}s" if scale < 600 else f"{seconds / 60:.1f} min"
 
 
+def verdict_change(c: Comparison) -> str:
+    """What became of the verdict: "A: single-core-bound → B: lane-bound", or "both CPU-bound"."""
+    a, b = c.a.verdict.label, c.b.verdict.label
+    return f"both {a}" if a == b else f"A: {a} → B: {b}"
+
+
 def headline(c: Comparison) -> str:
-    """One sentence in plain words: who finished sooner, and what happened to idle time."""
+    """One sentence in plain words: who finished sooner, what happened to idle time, and to
+    the verdict."""
     if c.change is None or c.seconds_b <= 0:
         first = "the runs cannot be timed against each other (one has no duration)"
     elif abs(c.change) < 0.005:
@@ -242,7 +259,7 @@ def headline(c: Comparison) -> str:
         first += f" over the {c.basis}"
     da, db = c.a.idle_device, c.b.idle_device
     if da is None or db is None:
-        return first
+        return f"{first}; {verdict_change(c)}"
     if c.idle_kind == "GPU":
         ia, ib = da.idle_fraction, db.idle_fraction
         if round(ia * 100) == round(ib * 100):
@@ -255,7 +272,7 @@ def headline(c: Comparison) -> str:
         gpu_side = c.a if c.a.gpus else c.b
         device = gpu_side.idle_device
         second = f"{gpu_side.label}'s GPU was idle {_pct(device.idle_fraction)} of the time" if device else ""
-    return f"{first}; {second}" if second else first
+    return "; ".join(part for part in (first, second, verdict_change(c)) if part)
 
 
 def comparison(run_a: Run, run_b: Run) -> Comparison:
@@ -292,9 +309,9 @@ def _r(value: float | None, digits: int = 3) -> float | None:
 def _epoch_dict(row: analysis.EpochRow | None) -> dict[str, Any] | None:
     if row is None:
         return None
-    return {"start": _r(row.start), "total": _r(row.total), "train": _r(row.train),
-            "validate": _r(row.validate), "other": _r(row.other),
-            "phase_seconds": {k: _r(v) for k, v in row.phases.items()}, "metrics": row.metrics}
+    out = analysis.epoch_dict(row)
+    del out["epoch"]  # the pair's key
+    return out
 
 
 def _device_dict(d: analysis.DeviceIdle | None) -> dict[str, Any] | None:
@@ -311,6 +328,7 @@ def _side_dict(s: Side) -> dict[str, Any]:
         "cores": s.cores, "gpus": s.gpu_names, "run_info": s.run_info,
         "idle": _device_dict(s.idle_device), "devices": [_device_dict(d) for d in s.devices],
         "verdict": {"label": s.verdict.label, "text": s.verdict.text, "figures": s.verdict.figures},
+        "data_wait": s.data_wait,
         "results": s.results,
     }
 
@@ -319,6 +337,7 @@ def to_dict(c: Comparison) -> dict[str, Any]:
     """What ``devicewatch compare --json`` prints. Times in seconds; deltas are B minus A."""
     return {
         "headline": c.headline,
+        "verdicts": {"a": c.a.verdict.label, "b": c.b.verdict.label},
         "basis": c.basis,
         "seconds": {"a": _r(c.seconds_a), "b": _r(c.seconds_b)},
         "speedup": _r(c.speedup), "change": _r(c.change, 4),
@@ -326,6 +345,7 @@ def to_dict(c: Comparison) -> dict[str, Any]:
         "a": _side_dict(c.a), "b": _side_dict(c.b),
         "epochs": [{"epoch": p.epoch, "a": _epoch_dict(p.a), "b": _epoch_dict(p.b),
                     "delta": {f: _r(p.delta(f)) for f in ("total", "train", "validate", "other")},
+                    "data_wait_share": {w: _r(p.data_wait_share(w), 4) for w in "ab"},
                     "change": _r(p.change(), 4)} for p in c.epochs],
         "phases": [{"phase": p.name, "a": p.a, "b": p.b} for p in c.phases],
         "per_core_comparable": c.per_core, "per_gpu_comparable": c.per_gpu, "idle_kind": c.idle_kind,

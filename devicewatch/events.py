@@ -45,7 +45,7 @@ EPOCH = "epoch"              # epoch, metrics
 MARKER = "marker"            # label
 RESULT = "result"            # name, values
 OVERSIZE = "oversize"        # an event over MAX_LINE_BYTES, replaced: of, bytes
-INSTRUMENT = "instrument"    # the zero-code instrumentation in one process: state, framework, detail
+INSTRUMENT = "instrument"    # state (loaded, armed, error), framework, detail: the zero-code instrumentation
 KINDS = (RUN_INFO, PHASE_BEGIN, PHASE_END, EPOCH, MARKER, RESULT, OVERSIZE, INSTRUMENT)
 
 # torchrun's environment variables and the event fields they become.
@@ -126,7 +126,11 @@ def _clean(value: Any) -> Any:
 
 
 def emit(kind: str, **fields: Any) -> None:
-    """Send one event. Silently does nothing outside devicewatch or once the recorder is gone."""
+    """Send one event. Silently does nothing outside devicewatch or once the recorder is gone.
+
+    A ``mono`` field stamps the event with that ``time.monotonic()`` instead of now: a phase
+    that is told only after it ended (a wait measured when it was over) begins when it began.
+    """
     global _disabled, _stream
     if _disabled or not os.environ.get(ENV_VAR):
         return

@@ -59,6 +59,12 @@ def add_sampling_options(parser: argparse.ArgumentParser, default: object = None
                         help="sample NVIDIA GPUs through NVML (default on; off on machines without)")
 
 
+def add_instrument_option(parser: argparse.ArgumentParser, default: object = None) -> None:
+    parser.add_argument("--no-instrument", action="store_true", default=default,
+                        help="run a Python workload without the zero-code instrumentation (its train/"
+                             "validate phases, epochs and data wait); also DEVICEWATCH_INSTRUMENT=0")
+
+
 def add_dashboard_options(parser: argparse.ArgumentParser, default: object = None) -> None:
     parser.add_argument("--runs-dir", metavar="DIR", default=default,
                         help="where the dashboard records its runs (default ./runs)")

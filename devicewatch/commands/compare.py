@@ -41,7 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(default runs/pair-DATE-TIME; a.jsonl and b.jsonl must not be there already)")
     parser.add_argument("--interval", dest="pair_interval", type=check_interval, metavar="SECONDS",
                         help="--pair: sampling period")
-    parser.add_argument("--width", type=int, default=None, help="text width (default: the terminal's)")
+    parser.add_argument("--width", type=int, default=None, metavar="COLUMNS",
+                        help="text width (default: the terminal's, else $COLUMNS, else 100)")
 
 
 def run(args: argparse.Namespace) -> int:

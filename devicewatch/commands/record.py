@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 
 from .. import registry
@@ -27,9 +26,9 @@ def run(args: argparse.Namespace) -> int:
     options = RecordOptions(output=args.record, command=target.command, workload=target.workload,
                             workload_args=target.args, interval=args.interval, gpu=args.gpu,
                             echo=not args.quiet, watcher_pid=args.watcher_pid, control=args.control,
-                            grace=args.grace, overwrite=args.overwrite)
+                            grace=args.grace, overwrite=args.overwrite, instrument=not args.no_instrument)
     code = record(options)
-    summary = report_text(load(options.output), width=min(shutil.get_terminal_size((110, 24)).columns, 110))
+    summary = report_text(load(options.output))  # as wide as `report` makes it: the terminal's, or COLUMNS
     try:
         print(summary, end="", file=sys.stdout)
         sys.stdout.flush()

@@ -21,6 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--chart", action="store_true", help="draw the utilization timeline even when not on a terminal")
     parser.add_argument("--no-chart", action="store_true", help="never draw the timeline")
+    parser.add_argument("--width", type=int, default=None, metavar="COLUMNS",
+                        help="text width (default: the terminal's, else $COLUMNS, else 100)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,5 +33,5 @@ def run(args: argparse.Namespace) -> int:
     from ..render.report import report_text  # rich and plotext: not for --json
 
     chart = (args.chart or sys.stdout.isatty()) and not args.no_chart
-    print(report_text(recording, chart=chart), end="")
+    print(report_text(recording, chart=chart, width=args.width), end="")
     return 0

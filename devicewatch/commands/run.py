@@ -6,11 +6,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from .. import registry
 from ..errors import UsageError
-from . import add_dashboard_options, add_sampling_options
+from ..integrations.zero_code import SWITCH_VAR
+from . import add_dashboard_options, add_instrument_option, add_sampling_options
 
 NAME = "run"
 HELP = "dashboard, starting WORKLOAD (or any -- COMMAND) at once"
@@ -21,6 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = "Open the dashboard and run a workload (or any command) live in it."
     # SUPPRESS: an option not given here keeps the value given before the subcommand.
     add_sampling_options(parser, default=argparse.SUPPRESS)
+    add_instrument_option(parser, default=argparse.SUPPRESS)
     add_dashboard_options(parser, default=argparse.SUPPRESS)
     parser.add_argument("target", nargs=argparse.REMAINDER, metavar=TARGET)
 
@@ -41,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from ..live.source import LiveSource
     from ..tui.app import launch
 
+    switch_instrumentation(args)
     return launch(settings(args), LiveSource(args.runs_dir, target, args.interval, args.gpu))
 
 
@@ -48,4 +52,11 @@ def home(args: argparse.Namespace) -> int:
     """``devicewatch`` with no command: the home screen (pick a workload, a recording)."""
     from ..tui.app import launch
 
+    switch_instrumentation(args)
     return launch(settings(args), None)
+
+
+def switch_instrumentation(args: argparse.Namespace) -> None:
+    """--no-instrument: the recorders this dashboard starts inherit the switch."""
+    if args.no_instrument:
+        os.environ[SWITCH_VAR] = "0"

@@ -3,8 +3,10 @@
     from devicewatch.integrations.keras import DevicewatchCallback
     model.fit(x, y, validation_split=0.15, epochs=20, callbacks=[DevicewatchCallback()])
 
-Outside devicewatch it does nothing. Unmodified scripts still get epoch marks from Keras's
-``Epoch 3/20`` output lines; the callback adds the split between training and validation.
+Outside devicewatch it does nothing. Under devicewatch a script needs no callback at all: the
+zero-code instrumentation adds one to every ``Model.fit`` (never a second one). Without either,
+the recorder still gets epoch marks from Keras's ``Epoch 3/20`` output lines; the callback adds
+the split between training and validation.
 """
 
 from __future__ import annotations
@@ -14,14 +16,24 @@ from typing import Any
 import keras
 
 from .. import events
+from .zero_code import instrument
 
 
 class DevicewatchCallback(keras.callbacks.Callback):
+    # Extra fields on every event this callback sends ({"source": "auto"} when the
+    # instrumentation added it).
+    event_fields: dict[str, Any] = {}
+
     def __init__(self, lane: str = "main"):
         super().__init__()
         self.lane = lane
         self._epoch = 0
         self._training = False
+        self._validating = False
+
+    def _phase(self, name: str, begin: bool) -> None:
+        (events.phase_begin if begin else events.phase_end)(name, self._epoch, self.lane, **self.event_fields)
+        instrument.declared_phase(name, self._epoch, self.lane, begin)
 
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
         params = getattr(self, "params", None) or {}
@@ -33,28 +45,31 @@ class DevicewatchCallback(keras.callbacks.Callback):
             info["steps_per_epoch"] = params["steps"]
         if model is not None and model.built:
             info["params"] = int(model.count_params())
-        events.run_info(**info)
+        events.emit(events.RUN_INFO, info=info, **self.event_fields)
 
     def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self._epoch = epoch + 1  # Keras counts from 0, its progress lines from 1
         self._training = True
-        events.phase_begin("train", self._epoch, self.lane)
+        self._phase("train", begin=True)
 
     def on_test_begin(self, logs: dict[str, Any] | None = None) -> None:
         if self._training:  # validation inside fit(): training of this epoch is over
-            events.phase_end("train", self._epoch, self.lane)
+            self._phase("train", begin=False)
             self._training = False
-            events.phase_begin("validate", self._epoch, self.lane)
+            self._validating = True
+            self._phase("validate", begin=True)
 
     def on_test_end(self, logs: dict[str, Any] | None = None) -> None:
-        if self._epoch and not self._training:
-            events.phase_end("validate", self._epoch, self.lane)
+        if self._validating:  # not after a model.evaluate() of the script's own
+            self._validating = False
+            self._phase("validate", begin=False)
 
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         if self._training:  # no validation this epoch
-            events.phase_end("train", self._epoch, self.lane)
+            self._phase("train", begin=False)
             self._training = False
-        events.epoch_metrics(self._epoch, **self.epoch_metrics(logs or {}))
+        metrics = {**self.epoch_metrics(logs or {}), **instrument.epoch_figures(self._epoch)}
+        events.emit(events.EPOCH, epoch=self._epoch, metrics=metrics, **self.event_fields)
 
     def epoch_metrics(self, logs: dict[str, Any]) -> dict[str, float]:
         """What the epoch event carries: Keras's numeric logs. A subclass may add its own."""

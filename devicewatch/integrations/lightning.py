@@ -3,88 +3,21 @@
     from devicewatch.integrations.lightning import DevicewatchCallback
     trainer = lightning.Trainer(max_epochs=20, callbacks=[DevicewatchCallback()])
 
-Outside devicewatch it does nothing. Under torchrun every rank reports, and each event carries
-its rank, so `devicewatch merge` gives each rank its lane.
-Lightning runs validation inside the training epoch, before ``on_train_epoch_end``: the train
-phase ends where validation begins, as in the Keras callback.
+Outside devicewatch it does nothing. Under devicewatch a script needs no callback at all: the
+zero-code instrumentation adds one to every ``Trainer.fit`` (never a second one). Under
+torchrun every rank reports, and each event carries its rank, so `devicewatch merge` gives
+each rank its lane. What it reports: ``lightning_base.LightningPhases``.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 try:
     import lightning.pytorch as pl
 except ImportError:  # the older package name, same API
     import pytorch_lightning as pl  # type: ignore[no-redef]
 
-from .. import events
+from .lightning_base import LightningPhases
 
 
-def _scalars(metrics: dict[str, Any]) -> dict[str, float]:
-    """Lightning keeps metrics as tensors; one-element ones become numbers, the rest are left out."""
-    out = {}
-    for name, value in metrics.items():
-        numel = getattr(value, "numel", None)
-        if callable(numel) and numel() != 1:
-            continue
-        try:
-            out[name] = float(value)
-        except (TypeError, ValueError):
-            pass
-    return out
-
-
-class DevicewatchCallback(pl.Callback):
-    def __init__(self, lane: str = "main"):
-        super().__init__()
-        self.lane = lane
-        self._epoch: int | None = None
-        self._phase: str | None = None
-        self._in_epoch = False
-
-    def _begin(self, name: str, epoch: int | None) -> None:
-        self._end()
-        self._phase, self._epoch = name, epoch
-        events.phase_begin(name, epoch, self.lane)
-
-    def _end(self) -> None:
-        if self._phase is not None:
-            events.phase_end(self._phase, self._epoch, self.lane)
-            self._phase = None
-
-    def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
-        info: dict[str, Any] = {"framework": "lightning", "lightning": pl.__version__,
-                                "device": str(pl_module.device),
-                                "params": int(sum(p.numel() for p in pl_module.parameters()))}
-        if trainer.max_epochs is not None and trainer.max_epochs >= 0:
-            info["epochs"] = trainer.max_epochs
-        if trainer.world_size > 1:
-            info["world_size"] = trainer.world_size
-        events.run_info(**info)
-
-    def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
-        self._in_epoch = True
-        self._begin("train", trainer.current_epoch + 1)  # Lightning counts from 0, its bar from 1
-
-    def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int) -> None:
-        if self._in_epoch and self._phase is None:  # training goes on after a mid-epoch validation
-            self._begin("train", trainer.current_epoch + 1)
-
-    def on_validation_epoch_start(self, trainer: Any, pl_module: Any) -> None:
-        if trainer.sanity_checking:  # a few batches before training: not an epoch's validation
-            return
-        fitting = self._phase == "train" or trainer.state.fn == "fit"
-        self._begin("validate", trainer.current_epoch + 1 if fitting else None)
-
-    def on_validation_epoch_end(self, trainer: Any, pl_module: Any) -> None:
-        if self._phase == "validate":
-            self._end()
-
-    def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
-        self._end()
-        self._in_epoch = False
-        events.epoch_metrics(trainer.current_epoch + 1, **_scalars(trainer.callback_metrics))
-
-    def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
-        self._end()
+class DevicewatchCallback(LightningPhases, pl.Callback):
+    pass

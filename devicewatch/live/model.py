@@ -1,13 +1,23 @@
 """What the dashboard draws, kept as growing NumPy arrays fed record by record.
 
 The live view receives a few records per poll; appending them to preallocated arrays keeps a
-poll O(new records), and the charts slice the arrays by time with ``searchsorted``. Phases,
-epochs and the verdict come from ``analysis`` (the same figures as ``devicewatch report``) and
-are recomputed only when events arrived, the verdict at most every few seconds.
+poll O(new records), and the charts slice the arrays by time with ``searchsorted``. A finished
+run is taken in one block: its older part folded to a bounded number of rows by NumPy before
+anything is copied, so a day costs what an hour does. Phases, epochs and the verdict come from
+``analysis`` (the same figures as ``devicewatch report``) and are recomputed only when events
+arrived, the verdict at most every few seconds; what the charts draw behind the data (phase
+spans, epoch lines, markers) is kept as arrays and rebuilt only when events arrive, the open
+phases stretched to now on every poll.
+
+Each array a view reads is a snapshot: columns grow by writing past the end of what was read
+and fold into new arrays, so a chart holding last tick's arrays still draws last tick's data.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
+import re
 import time
 from bisect import bisect_left, insort
 from dataclasses import dataclass, field, replace
@@ -40,11 +50,11 @@ class Column:
         self.size = needed
 
     def replace(self, values: np.ndarray) -> None:
-        """Hold exactly ``values`` (after folding the history)."""
-        if len(values) > len(self._data):
-            self._data = np.full((len(values) * 2,) + self._data.shape[1:], np.nan)
-        self._data[: len(values)] = values
-        self._data[len(values):self.size] = np.nan
+        """Hold exactly ``values`` (after folding the history), in a new array: what a view
+        read before stays as it was."""
+        grown = np.full((max(len(values) * 2, 1),) + self._data.shape[1:], np.nan)
+        grown[: len(values)] = values
+        self._data = grown
         self.size = len(values)
 
     def append(self, value: Any) -> None:
@@ -70,6 +80,56 @@ def _fold(t: Column, others: list[Column], window: int, limit: int) -> None:
     t.replace(np.concatenate([folded_t, t.values[old:]]))
     for column, part in zip(others, folded):
         column.replace(np.concatenate([part, column.values[old:]]))
+
+
+def _bounded(t: np.ndarray, columns: list[np.ndarray], window: int, limit: int
+             ) -> tuple[np.ndarray, list[np.ndarray]]:
+    """A block of rows too large to keep (a finished run taken at once): the newest ``window``
+    rows as they are, the older ones folded by NumPy (min, max pairs) into at most
+    ``limit - window`` rows, before any of it is copied into the model's columns."""
+    if len(t) <= limit:
+        return t, columns
+    old = len(t) - window
+    factor = max(2, math.ceil(2 * old / max(limit - window, 2)))
+    folded_t, folded = minmax_rows(t[:old], [c[:old] for c in columns], factor)
+    return (np.concatenate([folded_t, t[old:]]),
+            [np.concatenate([f, c[old:]]) for f, c in zip(folded, columns)])
+
+
+def ordered_lanes(lanes: list[str]) -> list[str]:
+    """Lanes as drawn: a merged run's ``rank N …`` lanes in rank order (``analysis.lanes`` gives
+    first appearance, which is whichever rank began first), every other lane where it was."""
+    def key(item: tuple[int, str]) -> tuple[int, int, int]:
+        index, lane = item
+        match = re.match(r"rank (\d+)(?:\s|$)", lane)
+        return (1, int(match.group(1)), index) if match else (0, 0, index)
+
+    ranked = sorted(enumerate(lanes), key=key)
+    return [lane for _, lane in ranked]
+
+
+@dataclass(frozen=True)
+class PhaseArrays:
+    """Every phase as arrays, in the model's phase order: what the charts draw behind the data."""
+
+    starts: np.ndarray
+    ends: np.ndarray
+    kinds: np.ndarray          # each phase's kind, as its number in KINDS
+    names: tuple[str, ...]     # as a lane shows it: ``train 3``
+    lanes: np.ndarray          # index into the model's ``lanes``
+
+    def where(self, keep: np.ndarray) -> "PhaseArrays":
+        index = np.flatnonzero(keep)
+        return PhaseArrays(self.starts[index], self.ends[index], self.kinds[index],
+                           tuple(self.names[i] for i in index), self.lanes[index])
+
+
+# Versions are drawn from one counter for every model, so that two models (another node of a
+# merged run, the other side of a comparison) never show the same version of different data.
+_versions = itertools.count(1)
+
+
+KINDS = (*analysis.PHASE_KINDS, "other")   # a phase's kind as a number: its place here
 
 
 def _number(value: Any) -> float:
@@ -114,11 +174,18 @@ class RunModel:
         self.recorder_cpu = Column()
         self.watcher_cpu = Column()
         self.gpus: list[GpuTrack] = []
-        self.version = 0            # bumps whenever anything drawable changed
+        self.version = next(_versions)           # changes whenever anything drawable changed
+        self.samples_version = next(_versions)   # changes whenever the sample columns changed
         self.events_version = 0
+        self.phases_version = next(_versions)    # changes whenever phases, epochs, lanes or markers did
+        self.epochs_version = next(_versions)    # changes whenever the epoch rows did
         self.phases: list[analysis.Phase] = []
         self.epoch_rows: list[analysis.EpochRow] = []
-        self.lanes: list[str] = []
+        self.epochs_done = 0        # epochs none of whose phases is still open
+        self.lanes: list[str] = []  # in drawing order (``ordered_lanes``)
+        self.phase_arrays = PhaseArrays(np.zeros(0), np.zeros(0), np.zeros(0, np.int64), (), np.zeros(0, np.int64))
+        self.boundaries = np.zeros(0)   # epoch starts after the first: the epoch lines
+        self._main_lane: tuple[int, PhaseArrays] = (-1, self.phase_arrays)
         self.run_info: dict[str, Any] = {}
         self.markers: list[tuple[float, str]] = []
         self.local_markers: list[tuple[float, str]] = []  # dropped here, not (yet) in the file
@@ -128,11 +195,17 @@ class RunModel:
         self._verdict_version = -1
         self._phases_version = -1
         self._open: list[int] = []  # indices of phases not yet ended
+        self._ends = np.zeros(0)    # the phases' ends as paired (the open ones stretched on top)
         # Phases paired as their events arrive (``analysis.phases`` pairs a whole run): per
         # source, [workload's own, parsed from stdout], the tracker and the ended phases in order.
         self._trackers = (events.PhaseTracker(), events.PhaseTracker())
         self._ended: tuple[list[analysis.Phase], list[analysis.Phase]] = ([], [])
         self._own_phases = False  # the workload sent phases itself: stdout epochs are ignored
+        # Epoch rows by epoch, each with what it was computed from (its phases, its epoch events
+        # so far): only an epoch whose phases or metrics changed is computed again.
+        self._rows: dict[int, tuple[tuple[Any, ...], analysis.EpochRow]] = {}
+        self._epoch_events: dict[int, list[dict[str, Any]]] = {}
+        self._names: dict[tuple[str, int | None], str] = {}
         self.logs_taken = 0
         self._samples_seen = 0   # rows of run.samples already taken (counted over the whole run)
         self.ingest(run.events)
@@ -140,7 +213,7 @@ class RunModel:
 
     # -- feeding -----------------------------------------------------------------------------
 
-    def ingest(self, records: list[dict[str, Any]]) -> None:
+    def ingest(self, records: Any) -> None:
         """Take new records (as ``Follower.poll`` returns them); the run object is already updated."""
         changed = self._take_samples()
         events = False
@@ -154,7 +227,7 @@ class RunModel:
         if events:
             self.events_version += 1
         if changed or events:
-            self.version += 1
+            self.version = next(_versions)
 
     def _take_samples(self) -> bool:
         """Append the sample rows added to the run's columns since the last call."""
@@ -163,23 +236,22 @@ class RunModel:
         if c.total <= self._samples_seen or first >= len(c):
             return False
         self._samples_seen = c.total
+        self.samples_version = next(_versions)
         rows = slice(first, len(c))
         t = c.t[rows]
         if self.cpu is None:
             self.cores = c.cpu.shape[1] or self.cores
             self.cpu = Column(max(self.cores, 1))
         cpu = c.cpu[rows]
-        if cpu.shape[1] == self.cpu.width:
-            self.cpu.extend(cpu)
-        else:
-            self.cpu.extend(np.full((len(t), self.cpu.width), np.nan))
-        self.t.extend(t)
-        self.cpu_total.extend(c.cpu_total[rows])
-        self.proc_cpu.extend(c.proc("cpu")[rows])
-        self.proc_rss.extend(c.proc("rss")[rows])
-        self.proc_count.extend(c.proc("count")[rows])
-        self.recorder_cpu.extend(c.recorder_cpu[rows])
-        self.watcher_cpu.extend(c.watcher_cpu[rows])
+        if cpu.shape[1] != self.cpu.width:
+            cpu = np.full((len(t), self.cpu.width), np.nan)
+        host_t, host_columns = _bounded(t, [cpu, c.cpu_total[rows], c.proc("cpu")[rows], c.proc("rss")[rows],
+                                            c.proc("count")[rows], c.recorder_cpu[rows], c.watcher_cpu[rows]],
+                                        self.WINDOW, self.LIMIT)
+        self.t.extend(host_t)
+        for column, values in zip([self.cpu, self.cpu_total, self.proc_cpu, self.proc_rss, self.proc_count,
+                                   self.recorder_cpu, self.watcher_cpu], host_columns):
+            column.extend(values)
         present = c.gpu_present[rows]
         gpus = c.gpus if present.any() else len(self.gpus)
         while len(self.gpus) < gpus:
@@ -189,15 +261,18 @@ class RunModel:
             mem, power, totals = c.gpu("mem_used")[rows], c.gpu("power_w")[rows], c.gpu("mem_total")[rows]
             sm_active = c.gpu("sm_active")[rows]
             since = float(t[0]) - 1e-9
+            gpu_t = t[present]
             for g, track in enumerate(self.gpus):
                 util_t, util = c.util(g)
                 new = util_t > max(since, float(track.util_t.values[-1]) if track.util_t.size else -np.inf)
-                track.util_t.extend(util_t[new])
-                track.util.extend(util[new])
-                track.t.extend(t[present])
-                track.mem_used.extend(mem[present, g])
-                track.power.extend(power[present, g])
-                track.sm_active.extend(sm_active[present, g])
+                util_t, (util,) = _bounded(util_t[new], [util[new]], self.WINDOW, self.LIMIT)
+                track.util_t.extend(util_t)
+                track.util.extend(util)
+                device_t, device = _bounded(gpu_t, [mem[present, g], power[present, g], sm_active[present, g]],
+                                            self.WINDOW, self.LIMIT)
+                track.t.extend(device_t)
+                for column, values in zip([track.mem_used, track.power, track.sm_active], device):
+                    column.extend(values)
                 known = totals[present, g]
                 known = known[~np.isnan(known)]
                 if known.size:
@@ -214,6 +289,8 @@ class RunModel:
             self.run_info.update(e["info"])
         elif kind == events.MARKER:
             self.markers.append((float(e.get("t", 0.0)), str(e.get("label", ""))))
+        elif kind == events.EPOCH and isinstance(e.get("epoch"), int):
+            self._epoch_events.setdefault(e["epoch"], []).append(e)
         self.open_phases.take(e)
         if kind in (events.PHASE_BEGIN, events.PHASE_END):
             stdout = int(e.get("source") == "stdout")
@@ -221,6 +298,14 @@ class RunModel:
             begin = self._trackers[stdout].take(e)
             if begin is not None:
                 insort(self._ended[stdout], analysis.phase_from(begin, float(e["t"])), key=analysis.phase_order)
+
+    def add_marker(self, label: str) -> float:
+        """A marker dropped on the screen at the newest time; returns that time."""
+        at = self.latest
+        self.local_markers.append((at, label))
+        self.version = next(_versions)
+        self.phases_version = next(_versions)
+        return at
 
     @property
     def current_phase(self) -> str | None:
@@ -241,10 +326,17 @@ class RunModel:
             if not self._open:
                 return
             end = self.run.duration
+            stretched = False
             for i in self._open:
                 p = self.phases[i]
                 if p.end < end:
                     self.phases[i] = replace(p, end=end)
+                    stretched = True
+            if stretched:
+                ends = self._ends.copy()
+                ends[self._open] = [self.phases[i].end for i in self._open]
+                self.phase_arrays = replace(self.phase_arrays, ends=ends)
+                self.phases_version = next(_versions)
             return
         self._phases_version = self.events_version
         source = 0 if self._own_phases else 1
@@ -261,8 +353,54 @@ class RunModel:
                 i += 1
             self._open.append(i)
         self.phases = phases
-        self.epoch_rows = analysis.epochs(self.run, self.phases)
-        self.lanes = analysis.lanes(self.phases)
+        rows = self._refresh_epochs(phases)
+        if rows != self.epoch_rows:
+            self.epoch_rows = rows
+            self.epochs_version = next(_versions)
+        open_epochs = {p.epoch for p in still_open}
+        self.epochs_done = sum(1 for row in self.epoch_rows if row.epoch not in open_epochs)
+        self.lanes = ordered_lanes(analysis.lanes(self.phases))
+        lane_index = {lane: i for i, lane in enumerate(self.lanes)}
+        self._ends = np.array([p.end for p in phases], float)
+        self.phase_arrays = PhaseArrays(np.array([p.start for p in phases], float), self._ends,
+                                        np.array([KINDS.index(p.kind) for p in phases], np.int64),
+                                        tuple(self._name(p) for p in phases),
+                                        np.array([lane_index[p.lane] for p in phases], np.int64))
+        self.boundaries = np.array(sorted({r.start for r in self.epoch_rows[1:]}), float)
+        self.phases_version = next(_versions)
+
+    def _refresh_epochs(self, phases: list[analysis.Phase]) -> list[analysis.EpochRow]:
+        """``analysis.epochs`` of the run, computed again only for the epochs whose phases or
+        epoch events changed since (a poll must not cost more after a thousand epochs)."""
+        by_epoch: dict[int, list[analysis.Phase]] = {}
+        for p in phases:
+            if p.epoch is not None:
+                by_epoch.setdefault(p.epoch, []).append(p)
+        keys = {epoch: (tuple(members), len(self._epoch_events.get(epoch, ()))) for epoch, members in by_epoch.items()}
+        changed = [epoch for epoch, key in keys.items() if epoch not in self._rows or self._rows[epoch][0] != key]
+        if changed:
+            # The changed epochs' phases and epoch events, as a run of their own: analysis
+            # reads the metrics from the run's events, and need not scan all of them.
+            part = Run(self.run.path, self.run.header, self.run.samples,
+                       [e for epoch in changed for e in self._epoch_events.get(epoch, ())])
+            for row in analysis.epochs(part, [p for epoch in changed for p in by_epoch[epoch]]):
+                self._rows[row.epoch] = (keys[row.epoch], row)
+        for gone in self._rows.keys() - keys.keys():
+            del self._rows[gone]
+        return [self._rows[epoch][1] for epoch in sorted(keys) if epoch in self._rows]
+
+    def _name(self, p: analysis.Phase) -> str:
+        """A phase as a lane names it: ``train 3``."""
+        key = (p.name, p.epoch)
+        if key not in self._names:
+            self._names[key] = p.name if p.epoch is None else f"{p.name} {p.epoch}"
+        return self._names[key]
+
+    def main_lane_phases(self) -> PhaseArrays:
+        """The phases of the first lane: the shading behind the time charts."""
+        if self._main_lane[0] != self.phases_version:
+            self._main_lane = (self.phases_version, self.phase_arrays.where(self.phase_arrays.lanes == 0))
+        return self._main_lane[1]
 
     def series(self) -> analysis.Series:
         """The model's columns (full rate recently, min/max-folded before) as the analysis takes them."""
@@ -296,11 +434,6 @@ class RunModel:
     def epochs_total(self) -> int | None:
         value = self.run_info.get("epochs")
         return value if isinstance(value, int) and value > 0 else None
-
-    @property
-    def epochs_done(self) -> int:
-        return sum(1 for row in self.epoch_rows if not any(
-            p.open for p in self.phases if p.epoch == row.epoch))
 
     @property
     def all_markers(self) -> list[tuple[float, str]]:

@@ -128,9 +128,12 @@ class ReplaySource(Source):
     def __init__(self, path: str | os.PathLike[str]):
         super().__init__(path)
         self.follower = Follower(path)
-        self.follower.poll(final=False)
+        # What is in the file now is read as ``load`` reads it (sample lines straight into
+        # columns, no record objects): the model takes the run whole. Later polls, of a file
+        # still growing, return their records.
+        self.follower.poll(final=False, collect=False)
         if self.follower.run is None:  # empty, or only a header line without its newline
-            self.follower.poll(final=True)
+            self.follower.poll(final=True, collect=False)
 
 
 def open_replay(path: str) -> ReplaySource:

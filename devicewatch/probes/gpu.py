@@ -35,11 +35,6 @@ import time
 from collections import deque
 from typing import Any, Callable
 
-# Each GPU's readings in a sample, in the order the run file stores them (like nvitop's
-# SNAPSHOT_KEYS): the writer and the reader take the list from here through the header, so a
-# field added here is recorded and read without touching either. The memory total does not
-# change: it is in the header (``host.gpus[i].mem_total``). Memory is stored in MiB.
-
 NVML_VALUE_FIELDS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
 MIB = 1 << 20
 
@@ -255,9 +250,9 @@ class GpuProbe:
                     return [], "GPM not sampled: MIG is on but no GPU instance exists"
                 return [GpmTarget(nvml, handle, gi, self._clock) for gi in instances], None
             return [GpmTarget(nvml, handle, None, self._clock)], None
+        except nvml.NVMLError_FunctionNotFound:
+            return [], "GPM not sampled: the NVIDIA driver has no GPM functions (too old)"
         except nvml.NVMLError as exc:
-            if getattr(exc, "value", None) == getattr(nvml, "NVML_ERROR_FUNCTION_NOT_FOUND", -1):
-                return [], "GPM not sampled: the NVIDIA driver has no GPM functions (too old)"
             return [], f"GPM not sampled: {self._describe(exc)}"
 
     def take_news(self) -> list[dict[str, Any]]:
@@ -351,9 +346,9 @@ class GpuProbe:
                     instances.append({"gpu_instance": target.gpu_instance, **metrics})
             if instances:
                 record["mig"] = instances
+        except self.nvml.NVMLError_GpuIsLost:
+            raise  # the whole GPU is gone, not only GPM: sample() makes the probe unavailable
         except self.nvml.NVMLError as exc:
-            if getattr(exc, "value", None) == getattr(self.nvml, "NVML_ERROR_GPU_IS_LOST", 15):
-                raise
             for target in targets:
                 target.free()
             self._gpm[index] = []
@@ -364,16 +359,15 @@ class GpuProbe:
         """The driver's utilization samples newer than the last ones seen, as [t, percent]."""
         if not self._buffered[index]:
             return []
+        nvml = self.nvml
         try:
-            value_type, samples = self.nvml.nvmlDeviceGetSamples(
-                handle, self.nvml.NVML_GPU_UTILIZATION_SAMPLES, self._last_seen[index])
-        except self.nvml.NVMLError as exc:
-            if self._not_supported(exc):
-                self._buffered[index] = False
-                return []
-            if getattr(exc, "value", None) == getattr(self.nvml, "NVML_ERROR_NOT_FOUND", -1):
-                return []  # no new samples since the last call
-            raise
+            value_type, samples = nvml.nvmlDeviceGetSamples(
+                handle, nvml.NVML_GPU_UTILIZATION_SAMPLES, self._last_seen[index])
+        except nvml.NVMLError_NotFound:
+            return []  # no new samples since the last call
+        except self._absent:
+            self._buffered[index] = False
+            return []
         field = NVML_VALUE_FIELDS.get(value_type, "uiVal")
         out = []
         stamps = self._stamps[index]
@@ -427,38 +421,32 @@ class GpuProbe:
                 return nvml.nvmlDeviceGetProcessesUtilizationInfo(handle, last_seen)
             except AttributeError:  # an nvidia-ml-py older than the call
                 self._proc_api[index] = "legacy"
-            except nvml.NVMLError as exc:
-                if getattr(exc, "value", None) == getattr(nvml, "NVML_ERROR_NOT_FOUND", -1):
-                    return []  # nothing new
-                if not self._not_supported(exc):
-                    raise
+            except nvml.NVMLError_NotFound:
+                return []  # nothing new
+            except self._absent:
                 self._proc_api[index] = "legacy"
         if self._proc_api[index] == "legacy":
             try:
                 return nvml.nvmlDeviceGetProcessUtilization(handle, last_seen)
-            except nvml.NVMLError as exc:
-                if getattr(exc, "value", None) == getattr(nvml, "NVML_ERROR_NOT_FOUND", -1):
-                    return []
-                if not self._not_supported(exc):
-                    raise
+            except nvml.NVMLError_NotFound:
+                return []
+            except self._absent:
                 self._proc_api[index] = None
         return []
 
     # -- NVML habits ----------------------------------------------------------------------
 
+    @property
+    def _absent(self) -> tuple[type[Exception], ...]:
+        """pynvml's errors for a call this GPU or driver does not have (nvitop catches the same)."""
+        return (self.nvml.NVMLError_NotSupported, self.nvml.NVMLError_FunctionNotFound)
+
     def _query(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Call NVML; "not supported" and "not found" become None instead of an exception."""
         try:
             return fn(*args)
-        except self.nvml.NVMLError as exc:
-            if self._not_supported(exc) or getattr(exc, "value", None) == getattr(self.nvml, "NVML_ERROR_NOT_FOUND", -1):
-                return None
-            raise
-
-    def _not_supported(self, exc: Exception) -> bool:
-        codes = {getattr(self.nvml, "NVML_ERROR_NOT_SUPPORTED", -1),
-                 getattr(self.nvml, "NVML_ERROR_FUNCTION_NOT_FOUND", -1)}
-        return getattr(exc, "value", None) in codes
+        except (*self._absent, self.nvml.NVMLError_NotFound):
+            return None
 
     def _fail(self, exc: Exception) -> None:
         self.available = False

@@ -33,7 +33,8 @@ class ProcFile:
 
     def __init__(self, path: str, size: int = 4096):
         self.path = path
-        self._fd: int | None = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        self._fd: int | None = None  # set first: a file gone before it opened still closes cleanly
+        self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         self._size = size
 
     def read(self) -> bytes:

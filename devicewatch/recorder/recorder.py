@@ -34,6 +34,7 @@ import psutil
 from .. import __version__, events, records
 from ..active_runs import announce
 from ..errors import RecorderError, UsageError
+from ..integrations import zero_code
 from ..lifeline import Watchdog, become_subreaper
 from ..probes.cpu import CpuProbe, cpu_model
 from ..probes.gpu import GpuProbe
@@ -41,6 +42,7 @@ from ..probes.process import ProcessTreeProbe, SelfProbe
 from ..runfile import RunWriter, compact
 from .event_channel import EventChannel
 from .gpu_sampler import GPU_POLL_RANGE, GpuSampler, gpu_poll_period
+from .instrumentation import InstrumentationNews
 from .options import RecordOptions
 from .output import OutputPump
 from .stdout_epochs import StdoutEpochs
@@ -91,6 +93,7 @@ class Recorder:
         self._gpu_sampler: GpuSampler | None = None
         self._gpu_due = 0.0                # run time of the next GPU poll
         self._gpu_every = GPU_POLL_RANGE[0]
+        self.instrumentation = InstrumentationNews(zero_code.offered(options.command, os.environ, options.instrument))
         self.terminal = Terminal(self.out, self.err, options.echo, options.status_line, self._write, self._t)
         self.stdout_epochs = StdoutEpochs(self._write, self._t, lambda: self._speaks, self._printed_epoch)
 
@@ -157,6 +160,7 @@ class Recorder:
             "host": host_info(self.gpu),
             "workload": {"name": self.options.workload, "args": self.options.workload_args,
                          "command": self.options.command},
+            "instrument": self.instrumentation.offered,
         }
 
     def _t(self) -> float:
@@ -181,7 +185,9 @@ class Recorder:
         not count: it comes from any Python process, training or not."""
         self._phases.take(record)
         kind = record["kind"]
-        if kind != events.INSTRUMENT:
+        if kind == events.INSTRUMENT:
+            self.instrumentation.take(record)
+        else:
             self._speaks = True
         if kind == events.PHASE_BEGIN:
             if isinstance(record.get("epoch"), int):
@@ -196,7 +202,12 @@ class Recorder:
             self._epochs = epochs
 
     def _workload_environment(self, fifo: str) -> dict[str, str]:
-        return dict(os.environ, **{events.ENV_VAR: fifo, "PYTHONUNBUFFERED": "1"})
+        """The recorder's environment, with the event FIFO named and, when offered, the
+        zero-code instrumentation first on PYTHONPATH."""
+        env, _offered = zero_code.environment(self.options.command,
+                                              dict(os.environ, **{events.ENV_VAR: fifo, "PYTHONUNBUFFERED": "1"}),
+                                              self.options.instrument)
+        return env
 
     def _record(self, channel: EventChannel) -> int:
         options = self.options
@@ -343,7 +354,8 @@ class Recorder:
         end_unix, end_mono = time.time(), time.monotonic()
         t = round(end_mono - self.start_mono, 4)
         self._write(records.end(t, status, exit_code, signal_name, reason,
-                                clock={"unix": end_unix, "mono": end_mono}))
+                                clock={"unix": end_unix, "mono": end_mono},
+                                instrument=self.instrumentation.summary()))
         if self._write_failed is not None:
             raise RecorderError(f"writing {self.options.output} failed: {self._write_failed.strerror}; "
                                 "the workload was stopped and the file holds everything up to then")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
@@ -15,8 +16,8 @@ from rich.table import Table
 from .. import analysis
 from ..compare import Comparison
 from ..safe_text import inert, inert_table
+from .fit import DEFAULT_WIDTH, PER_CORE_TEXT_LIMIT, Column, fit, output_width
 
-PER_CORE_TEXT_LIMIT = 16  # more cores than this: per-core columns only in --json
 SECTIONS = ("runs", "epochs", "metrics", "utilization", "idle", "results")  # reading order
 
 
@@ -36,69 +37,81 @@ def _both(a: float | None, b: float | None) -> str:
     return f"{_percent(a)} → {_percent(b)}"
 
 
-def sections(c: Comparison) -> dict[str, Any]:
-    """The comparison's tables by section name (see SECTIONS), each present only when it has rows.
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
 
-    The text and the dashboard pick sections by name, so neither depends on a table's title.
-    """
-    out: dict[str, Any] = {}
-    head = Table(title="Runs", title_justify="left")
-    head.add_column("")
-    head.add_column("A")
-    head.add_column("B")
-    head.add_row("command", c.a.command, c.b.command)
-    head.add_row("file", c.a.run.path, c.b.run.path)
-    head.add_row("status", c.a.status, c.b.status)
-    head.add_row("whole run", _secs(c.a.duration), _secs(c.b.duration))
+
+@dataclass
+class Section:
+    """One table of the comparison as columns: laid out whole for the dashboard, or fitted to
+    a width (what does not fit goes on in a further table) for the text."""
+
+    title: str
+    key: list[Column]
+    columns: list[Column]
+
+    def table(self) -> Table:
+        table = Table(title=self.title, title_justify="left")
+        for column in [*self.key, *self.columns]:
+            table.add_column(column.header, justify=column.justify)  # type: ignore[arg-type]
+        for row in zip(*[c.cells for c in [*self.key, *self.columns]]):
+            table.add_row(*row)
+        return table
+
+    def fitted(self, width: int) -> list[Table]:
+        return fit(self.title, self.key, self.columns, width)
+
+
+def _specs(c: Comparison) -> dict[str, Section]:
+    """The comparison's sections by name (see SECTIONS), each present only when it has rows."""
+    out: dict[str, Section] = {}
+    rows: list[tuple[str, str, str]] = [
+        ("command", c.a.command, c.b.command), ("file", c.a.run.path, c.b.run.path),
+        ("status", c.a.status, c.b.status), ("whole run", _secs(c.a.duration), _secs(c.b.duration))]
     if c.a.epochs or c.b.epochs:
-        head.add_row("epochs", f"{len(c.a.epochs)} in {_secs(c.a.epoch_seconds)}",
-                     f"{len(c.b.epochs)} in {_secs(c.b.epoch_seconds)}")
-    head.add_row("machine", f"{c.a.cores} cores" + "".join(f"; {g}" for g in c.a.gpu_names),
-                 f"{c.b.cores} cores" + "".join(f"; {g}" for g in c.b.gpu_names))
+        rows.append(("epochs", f"{len(c.a.epochs)} in {_secs(c.a.epoch_seconds)}",
+                     f"{len(c.b.epochs)} in {_secs(c.b.epoch_seconds)}"))
+    rows.append(("machine", f"{c.a.cores} cores" + "".join(f"; {g}" for g in c.a.gpu_names),
+                 f"{c.b.cores} cores" + "".join(f"; {g}" for g in c.b.gpu_names)))
     for key in ("framework", "device", "params", "data"):
         if key in c.a.run_info or key in c.b.run_info:
-            head.add_row(key, str(c.a.run_info.get(key, "-")), str(c.b.run_info.get(key, "-")))
+            rows.append((key, str(c.a.run_info.get(key, "-")), str(c.b.run_info.get(key, "-"))))
+    rows.append(("verdict", c.a.verdict.label, c.b.verdict.label))
     speed = "-" if c.speedup is None else f"{c.speedup:.2f}x (A time / B time, over the {c.basis})"
-    head.add_row("speedup of B", "", speed)
-    out["runs"] = head
+    rows.append(("speedup of B", "", speed))
+    out["runs"] = Section("Runs", [Column("", [r[0] for r in rows], "left")],
+                          [Column("A", [r[1] for r in rows], "left", wrap=True),
+                           Column("B", [r[2] for r in rows], "left", wrap=True)])
 
     if c.epochs:
-        table = Table(title="Epochs (Δ = B − A; each phase: A / B, lanes merged)", title_justify="left")
         names = analysis.phase_names([r for p in c.epochs for r in (p.a, p.b) if r is not None])
-        for column in ("epoch", "A total", "B total", "Δ total", "Δ %", *names, "A / B in no phase"):
-            table.add_column(column, justify="right")
-        for p in c.epochs:
-            change = p.change()
-            table.add_row(str(p.epoch), _secs(p.a and p.a.total), _secs(p.b and p.b.total),
-                          _signed(p.delta("total")), "-" if change is None else f"{change * 100:+.0f}%",
-                          *[f"{_secs(p.a and p.a.phases.get(n))} / {_secs(p.b and p.b.phases.get(n))}" for n in names],
-                          f"{_secs(p.a and p.a.untracked)} / {_secs(p.b and p.b.untracked)}")
-        out["epochs"] = table
+        columns = [Column("A total", [_secs(p.a and p.a.total) for p in c.epochs]),
+                   Column("B total", [_secs(p.b and p.b.total) for p in c.epochs]),
+                   Column("Δ total", [_signed(p.delta("total")) for p in c.epochs]),
+                   Column("Δ %", ["-" if p.change() is None else f"{p.change() * 100:+.0f}%"  # type: ignore[operator]
+                                  for p in c.epochs])]
+        columns += [Column(n, [f"{_secs(p.a and p.a.phases.get(n))} / {_secs(p.b and p.b.phases.get(n))}"
+                               for p in c.epochs]) for n in names]
+        columns.append(Column("A / B in no phase", [f"{_secs(p.a and p.a.untracked)} / {_secs(p.b and p.b.untracked)}"
+                                                 for p in c.epochs]))
+        title = "Epochs (Δ = B − A; each phase: A / B, lanes merged)"
+        if any(p.data_wait_share(w) is not None for p in c.epochs for w in "ab"):
+            columns.append(Column("data wait A → B", [f"{_share(p.data_wait_share('a'))} → {_share(p.data_wait_share('b'))}"
+                                                      for p in c.epochs]))
+            title = "Epochs (Δ = B − A; each phase: A / B, lanes merged; data wait: share of the epoch)"
+        out["epochs"] = Section(title, [Column("epoch", [str(p.epoch) for p in c.epochs])], columns)
         metric_names = [m for p in c.epochs if p.a for m in p.a.metrics]
-        common = list(dict.fromkeys(m for m in metric_names
-                                    if any(p.b and m in p.b.metrics for p in c.epochs)))
+        shown = list(dict.fromkeys(m for m in metric_names if any(p.b and m in p.b.metrics for p in c.epochs)))
+        repeated = analysis.repeated_metrics(names, shown)
+        common = [m for m in shown if m not in repeated]
         if common:
-            table = Table(title="Epoch metrics (A → B)", title_justify="left")
-            table.add_column("epoch", justify="right")
-            for m in common:
-                table.add_column(m, justify="right")
-            for p in c.epochs:
-                cells = [str(p.epoch)]
-                for m in common:
-                    va = p.a.metrics.get(m) if p.a else None
-                    vb = p.b.metrics.get(m) if p.b else None
-                    cells.append(f"{_fmt(va)} → {_fmt(vb)}")
-                table.add_row(*cells)
-            out["metrics"] = table
+            out["metrics"] = Section("Epoch metrics (A → B)", [Column("epoch", [str(p.epoch) for p in c.epochs])],
+                                     [Column(m, [f"{_fmt(p.a.metrics.get(m) if p.a else None)} → "
+                                                 f"{_fmt(p.b.metrics.get(m) if p.b else None)}" for p in c.epochs])
+                                      for m in common])
 
     if c.phases:
-        table = Table(title="Mean utilization per phase (A → B)", title_justify="left")
-        table.add_column("phase")
-        table.add_column("time A → B", justify="right")
-        table.add_column("CPU total", justify="right")
         cores = c.a.cores if c.per_core and c.a.cores <= PER_CORE_TEXT_LIMIT else 0
-        for i in range(cores):
-            table.add_column(f"core {i}", justify="right")
         gpu_columns: list[tuple[str, int | None, int | None]] = []
         if c.per_gpu:
             gpu_columns = [(f"GPU {g}", g, g) for g in range(c.a.gpus)]
@@ -106,45 +119,48 @@ def sections(c: Comparison) -> dict[str, Any]:
             gpu_columns = [(f"GPU {g} (A only)", g, None) for g in range(c.a.gpus)]
         elif c.b.gpus and not c.a.gpus:
             gpu_columns = [(f"GPU {g} (B only)", None, g) for g in range(c.b.gpus)]
-        for title, _, _ in gpu_columns:
-            table.add_column(title, justify="right")
-        for p in c.phases:
-            cells = [p.name, f"{_secs(p.seconds('a'))} → {_secs(p.seconds('b'))}",
-                     _both(p.cpu_total("a"), p.cpu_total("b"))]
-            cells += [_both(p.core("a", i), p.core("b", i)) for i in range(cores)]
-            cells += [_both(None if ga is None else p.gpu("a", ga), None if gb is None else p.gpu("b", gb))
-                      for _, ga, gb in gpu_columns]
-            table.add_row(*cells)
-        out["utilization"] = table
+        columns = [Column("time A → B", [f"{_secs(p.seconds('a'))} → {_secs(p.seconds('b'))}" for p in c.phases]),
+                   Column("CPU total", [_both(p.cpu_total("a"), p.cpu_total("b")) for p in c.phases])]
+        columns += [Column(f"core {i}", [_both(p.core("a", i), p.core("b", i)) for p in c.phases]) for i in range(cores)]
+        columns += [Column(title, [_both(None if ga is None else p.gpu("a", ga), None if gb is None else p.gpu("b", gb))
+                                   for p in c.phases]) for title, ga, gb in gpu_columns]
+        out["utilization"] = Section("Mean utilization per phase (A → B)",
+                                     [Column("phase", [p.name for p in c.phases], "left", wrap=True)], columns)
 
     kind = {"GPU": "GPU", "CPU": "total CPU", "mixed": "GPU where sampled, else total CPU"}[c.idle_kind]
-    table = Table(title=f"Idle time and dips ({kind}; dips below {analysis.DIP_THRESHOLD:.0f}%)",
-                  title_justify="left")
-    for column in ("run", "device", "mean", "idle", "dips", "dip time", "dips fall in"):
-        table.add_column(column, justify="left" if column in ("run", "device", "dips fall in") else "right")
+    cells: list[list[str]] = []
     for s in (c.a, c.b):
         d = s.idle_device
         if d is None:
-            table.add_row(s.label, "-", "-", "-", "-", "-", "too few samples")
+            cells.append([s.label, "-", "-", "-", "-", "-", "too few samples"])
         else:
-            table.add_row(s.label, d.device, _percent(d.mean), f"{d.idle_fraction:.0%}", str(len(d.dips)),
-                          _secs(d.dip_seconds), ", ".join(sorted({x.phase for x in d.dips})) or "-")
-    out["idle"] = table
+            cells.append([s.label, d.device, _percent(d.mean), f"{d.idle_fraction:.0%}", str(len(d.dips)),
+                          _secs(d.dip_seconds), ", ".join(sorted({x.phase for x in d.dips})) or "-"])
+    headers = ("run", "device", "mean", "idle", "dips", "dip time", "dips fall in")
+    by_column = [Column(h, [row[i] for row in cells], "left" if h in ("run", "device", "dips fall in") else "right",
+                        wrap=h in ("device", "dips fall in")) for i, h in enumerate(headers)]
+    out["idle"] = Section(f"Idle time and dips ({kind}; dips below {analysis.DIP_THRESHOLD:.0f}%)",
+                          by_column[:1], by_column[1:])
 
     names = list(dict.fromkeys([r["name"] for r in c.a.results] + [r["name"] for r in c.b.results]))
     if names:
-        table = Table(title="Results (A → B)", title_justify="left")
         keys = list(dict.fromkeys(k for r in c.a.results + c.b.results for k in r if k != "name"))
-        table.add_column("name")
-        for k in keys:
-            table.add_column(k, justify="right")
         ra = {r["name"]: r for r in c.a.results}
         rb = {r["name"]: r for r in c.b.results}
-        for n in names:
-            table.add_row(str(n), *[f"{_fmt(ra.get(n, {}).get(k))} → {_fmt(rb.get(n, {}).get(k))}" for k in keys])
-        out["results"] = table
+        out["results"] = Section("Results (A → B)", [Column("name", [str(n) for n in names], "left", wrap=True)],
+                                 [Column(k, [f"{_fmt(ra.get(n, {}).get(k))} → {_fmt(rb.get(n, {}).get(k))}"
+                                             for n in names]) for k in keys])
+    return out
+
+
+def sections(c: Comparison) -> dict[str, Any]:
+    """The comparison's tables by section name (see SECTIONS), each present only when it has
+    rows, each whole (the dashboard scrolls them).
+
+    The text and the dashboard pick sections by name, so neither depends on a table's title.
+    """
     # Names, keys and statuses come from the run files: shown as text, never as markup.
-    return {name: inert_table(table) for name, table in out.items()}
+    return {name: inert_table(spec.table()) for name, spec in _specs(c).items()}
 
 
 def closing_lines(c: Comparison) -> list[str]:
@@ -158,10 +174,15 @@ def closing_lines(c: Comparison) -> list[str]:
     return [inert(line, newlines=True) for line in lines]
 
 
-def renderables(c: Comparison) -> list[Any]:
-    """The comparison as rich renderables in reading order: the tables, then the closing lines."""
-    tables = sections(c)
-    return [tables[name] for name in SECTIONS if name in tables] + closing_lines(c)
+def renderables(c: Comparison, width: int | None = None) -> list[Any]:
+    """The comparison as rich renderables in reading order: the tables (fitted to WIDTH, when
+    given), then the closing lines."""
+    specs = _specs(c)
+    tables: list[Any] = []
+    for name in SECTIONS:
+        if name in specs:
+            tables += [specs[name].table()] if width is None else specs[name].fitted(width)
+    return [inert_table(t) for t in tables] + closing_lines(c)
 
 
 def _fmt(value: Any) -> str:
@@ -172,21 +193,23 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def comparison_text(c: Comparison, width: int = 120, color: bool = False) -> str:
-    """The comparison as plain text (no colour codes unless ``color``), for logs and tests."""
+def comparison_text(c: Comparison, width: int = DEFAULT_WIDTH, color: bool = False) -> str:
+    """The comparison as plain text WIDTH columns wide (no colour codes unless ``color``), for
+    logs, pipes and tests."""
     buffer = io.StringIO()
     console = Console(file=buffer, width=width, force_terminal=color, no_color=not color,
                       highlight=False, emoji=False, markup=False)
-    for item in renderables(c):
+    for item in renderables(c, width):
         console.print(item, markup=False) if isinstance(item, str) else console.print(item)
-    return buffer.getvalue()
+    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())  # rich pads to the width
 
 
 def print_comparison(c: Comparison, width: int | None) -> None:
-    """To a terminal with its width, else as plain text at ``width`` (default 120)."""
+    """To a terminal in colour at its width, else as plain text at ``fit.output_width``."""
+    width = output_width(width)
     if sys.stdout.isatty():
         console = Console(width=width, highlight=False, emoji=False, markup=False)
-        for item in renderables(c):
+        for item in renderables(c, width):
             console.print(item, markup=False) if isinstance(item, str) else console.print(item)
     else:
-        sys.stdout.write(comparison_text(c, width=width or 120))
+        sys.stdout.write(comparison_text(c, width=width))

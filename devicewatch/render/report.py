@@ -15,6 +15,7 @@ from rich.table import Table
 from .. import analysis
 from ..runfile import Run
 from ..safe_text import inert
+from .fit import DEFAULT_WIDTH, PER_CORE_TEXT_LIMIT, Column, fit, output_width
 
 
 def _pct(value: float | None) -> str:
@@ -37,8 +38,42 @@ def straggler_lines(rows: list[dict[str, Any]]) -> list[str]:
 
 
 
-def tables(run: Run, summary: dict[str, Any], width: int = 110) -> list[Any]:
-    """The report as rich renderables; shared with the recorder's end-of-run summary."""
+def _cell(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value if value is not None else "-")
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def epoch_tables(summary: dict[str, Any], width: int) -> list[Any]:
+    """The epoch table: every phase's seconds, the data wait's share, then the workload's own
+    metrics but those that repeat a phase; what does not fit goes on in a further table."""
+    rows = summary["epochs"]
+    names = list(dict.fromkeys(n for row in rows for n in row.get("phase_seconds", {})))
+    metric_names = list(dict.fromkeys(m for row in rows for m in row["metrics"]))
+    repeated = analysis.repeated_metrics(names, metric_names)
+    columns = [Column("total", [_secs(row["total"]) for row in rows])]
+    columns += [Column(n, [_secs(row.get("phase_seconds", {}).get(n)) for row in rows]) for n in names]
+    columns.append(Column("no phase", [_secs(_untracked(row)) for row in rows]))
+    title = "Epochs (seconds in each phase, lanes merged)"
+    if any(row.get("data_wait_share") is not None for row in rows):
+        columns.append(Column("data wait", [_share(row.get("data_wait_share")) for row in rows]))
+        title = "Epochs (seconds per phase, lanes merged; data wait: share of the epoch)"
+    columns += [Column(m, [_cell(row["metrics"].get(m)) for row in rows]) for m in metric_names if m not in repeated]
+    return fit(title, [Column("epoch", [str(row["epoch"]) for row in rows])], columns, width)
+
+
+def _untracked(row: dict[str, Any]) -> float:
+    if row.get("untracked") is not None:
+        return float(row["untracked"])
+    spent = row.get("phase_seconds", {})
+    return max(0.0, row["total"] - sum(spent.values())) if spent else row["other"]
+
+
+def tables(run: Run, summary: dict[str, Any], width: int = DEFAULT_WIDTH) -> list[Any]:
+    """The report as rich renderables laid out for WIDTH; shared with the recorder's
+    end-of-run summary."""
     out: list[Any] = []
     if summary["status"] != "ok" and summary["status"] != "cancelled" and not summary["lanes"]:
         # It failed before its first phase: what it said, and how it ended; its utilization
@@ -49,8 +84,8 @@ def tables(run: Run, summary: dict[str, Any], width: int = 110) -> list[Any]:
         out.append(f"status: {summary['status_text']} after {summary['duration']:.1f}s, before its first phase")
         return out
     head = Table.grid(padding=(0, 2))
-    head.add_column(style="bold")
-    head.add_column()
+    head.add_column(style="bold", no_wrap=True)
+    head.add_column(overflow="fold")  # a long path or option list wraps; nothing is cut
     host = summary["host"]
     status = summary["status_text"]
     head.add_row("run", f"{summary['workload']}  {run.path}")
@@ -60,6 +95,8 @@ def tables(run: Run, summary: dict[str, Any], width: int = 110) -> list[Any]:
                  + "".join(f"; {g.get('name')}" for g in host.get("gpus", [])))
     gpu = summary["gpu"]
     head.add_row("GPU", "sampled" if gpu["available"] else f"not sampled: {gpu['reason'] or 'unknown'}")
+    if summary["instrumentation"]:
+        head.add_row("zero-code", summary["instrumentation"])
     if summary["run_info"]:
         head.add_row("workload info", ", ".join(f"{k}={v}" for k, v in summary["run_info"].items()))
     if summary["recorder_cpu_mean"] is not None:
@@ -72,71 +109,45 @@ def tables(run: Run, summary: dict[str, Any], width: int = 110) -> list[Any]:
     out.append(head)
 
     if summary["epochs"]:
-        table = Table(title="Epochs (seconds in each phase, lanes merged)", title_justify="left")
-        names: list[str] = []
-        for row in summary["epochs"]:
-            names += [n for n in row.get("phase_seconds", {}) if n not in names]
-        for column in ("epoch", "total", *names, "no phase"):
-            table.add_column(column, justify="right")
-        metric_names: list[str] = []
-        for row in summary["epochs"]:
-            for name in row["metrics"]:
-                if name not in metric_names:
-                    metric_names.append(name)
-        for name in metric_names:
-            table.add_column(name, justify="right")
-        for row in summary["epochs"]:
-            spent = row.get("phase_seconds", {})
-            untracked = max(0.0, row["total"] - sum(spent.values())) if spent else row["other"]
-            cells = [str(row["epoch"]), _secs(row["total"]), *[_secs(spent.get(n)) for n in names], _secs(untracked)]
-            for name in metric_names:
-                value = row["metrics"].get(name)
-                cells.append(f"{value:.4g}" if isinstance(value, float) else str(value if value is not None else "-"))
-            table.add_row(*cells)
-        out.append(table)
+        out += epoch_tables(summary, width)
 
     phases = summary["phases"]
     if phases:
-        table = Table(title="Utilization per phase (mean / p95)", title_justify="left")
-        table.add_column("phase")
-        table.add_column("time", justify="right")
-        table.add_column("CPU total", justify="right")
-        cores = len(next(iter(phases.values()))["cores"])
-        show_cores = cores <= max(0, (width - 40) // 14)  # each core's column needs about 14
-        if show_cores:
-            for c in range(cores):
-                table.add_column(f"core {c}", justify="right")
-        gpus = len(next(iter(phases.values()))["gpus"])
-        for g in range(gpus):
-            table.add_column(f"GPU {g}", justify="right")
-        for name, entry in phases.items():
-            cells = [name, _secs(entry["seconds"]),
-                     f"{_pct(entry['cpu_total']['mean'])} / {_pct(entry['cpu_total']['p95'])}"]
-            if show_cores:
-                cells += [f"{_pct(c['mean'])} / {_pct(c['p95'])}" for c in entry["cores"]]
-            cells += [f"{_pct(g['mean'])} / {_pct(g['p95'])}" for g in entry["gpus"]]
-            table.add_row(*cells)
-        out.append(table)
+        entries = list(phases.values())
+        cores = len(entries[0]["cores"])
+        gpus = len(entries[0]["gpus"])
+        both = lambda stats: f"{_pct(stats['mean'])} / {_pct(stats['p95'])}"  # noqa: E731
+        columns = [Column("time", [_secs(e["seconds"]) for e in entries]),
+                   Column("CPU total", [both(e["cpu_total"]) for e in entries])]
+        if cores <= PER_CORE_TEXT_LIMIT:
+            columns += [Column(f"core {c}", [both(e["cores"][c]) for e in entries]) for c in range(cores)]
+        columns += [Column(f"GPU {g}", [both(e["gpus"][g]) for e in entries]) for g in range(gpus)]
+        out += fit("Utilization per phase (mean / p95)", [Column("phase", list(phases), "left", wrap=True)],
+                   columns, width)
+        if cores > PER_CORE_TEXT_LIMIT:
+            out.append(f"{cores} cores: per-core columns are in --json only")
 
     if summary["devices"]:
-        table = Table(title=f"Idle time and dips (below {analysis.DIP_THRESHOLD:.0f}%)", title_justify="left")
-        for column in ("device", "mean", "idle", "dips", "dip time", "dips fall in"):
-            table.add_column(column, justify="right" if column not in ("device", "dips fall in") else "left")
-        for d in summary["devices"]:
-            table.add_row(d["device"], _pct(d["mean"]), f"{d['idle_fraction']:.0%}", str(d["dips"]),
-                          _secs(d["dip_seconds"]), ", ".join(d["dip_phases"]) or "-")
-        out.append(table)
+        devices = summary["devices"]
+        out += fit(f"Idle time and dips (below {analysis.DIP_THRESHOLD:.0f}%)",
+                   [Column("device", [d["device"] for d in devices], "left", wrap=True)],
+                   [Column("mean", [_pct(d["mean"]) for d in devices]),
+                    Column("idle", [f"{d['idle_fraction']:.0%}" for d in devices]),
+                    Column("dips", [str(d["dips"]) for d in devices]),
+                    Column("dip time", [_secs(d["dip_seconds"]) for d in devices]),
+                    Column("dips fall in", [", ".join(d["dip_phases"]) or "-" for d in devices], "left", wrap=True)],
+                   width)
 
     if summary["per_host"]:
-        table = Table(title="Per host (each node's own samples and ranks)", title_justify="left")
-        for column in ("host", "machine", "samples", "CPU total", "busiest device", "verdict"):
-            table.add_column(column, justify="right" if column in ("samples", "CPU total") else "left")
-        for h in summary["per_host"]:
-            busiest = max(h["devices"], key=lambda d: d["mean"], default=None)
-            table.add_row(h["host"], str(h["hostname"] or "?"), str(h["samples"]), _pct(h["cpu_mean"]),
-                          f"{busiest['device']} {_pct(busiest['mean'])}, {busiest['dips']} dips" if busiest else "-",
-                          h["verdict"]["label"])
-        out.append(table)
+        hosts = summary["per_host"]
+        busiest = [max(h["devices"], key=lambda d: d["mean"], default=None) for h in hosts]
+        out += fit("Per host (each node's own samples and ranks)", [Column("host", [h["host"] for h in hosts], "left")],
+                   [Column("machine", [str(h["hostname"] or "?") for h in hosts], "left", wrap=True),
+                    Column("samples", [str(h["samples"]) for h in hosts]),
+                    Column("CPU total", [_pct(h["cpu_mean"]) for h in hosts]),
+                    Column("busiest device", [f"{b['device']} {_pct(b['mean'])}, {b['dips']} dips" if b else "-"
+                                              for b in busiest], "left", wrap=True),
+                    Column("verdict", [h["verdict"]["label"] for h in hosts], "left", wrap=True)], width)
 
     if len(summary["lanes"]) > 1:
         overlap = summary["overlap"]
@@ -144,17 +155,10 @@ def tables(run: Run, summary: dict[str, Any], width: int = 110) -> list[Any]:
                    f"{overlap['overlap_fraction']:.0%} of the busy time ({overlap['overlap_seconds']:.1f}s)")
 
     if summary["results"]:
-        table = Table(title="Results", title_justify="left")
-        keys: list[str] = []
-        for r in summary["results"]:
-            keys += [k for k in r if k != "name" and k not in keys]
-        table.add_column("name")
-        for k in keys:
-            table.add_column(k, justify="right")
-        for r in summary["results"]:
-            table.add_row(str(r["name"]), *[f"{r[k]:.4g}" if isinstance(r.get(k), float) else str(r.get(k, "-"))
-                                             for k in keys])
-        out.append(table)
+        results = summary["results"]
+        keys = list(dict.fromkeys(k for r in results for k in r if k != "name"))
+        out += fit("Results", [Column("name", [str(r["name"]) for r in results], "left", wrap=True)],
+                   [Column(k, [_cell(r.get(k)) for r in results]) for k in keys], width)
 
     if summary["stragglers"]:
         out.append("Stragglers (the rank that finished each epoch last, and how long the others waited):")
@@ -192,7 +196,9 @@ def timeline_chart(run: Run, width: int = 100, height: int = 18) -> str:
     return plt.build()
 
 
-def report_text(run: Run, chart: bool = False, width: int = 110) -> str:
+def report_text(run: Run, chart: bool = False, width: int | None = None) -> str:
+    """The report as plain text WIDTH columns wide (default: ``fit.output_width``)."""
+    width = output_width(width)
     summary = analysis.summarize(run)
     buffer = io.StringIO()
     # No markup: every string here may come from the run file, and "[" in a name is just "[".
@@ -200,7 +206,7 @@ def report_text(run: Run, chart: bool = False, width: int = 110) -> str:
                       markup=False, emoji=False)
     for item in tables(run, summary, width):
         console.print(item)
-    text = buffer.getvalue()
+    text = "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())  # rich pads to the width
     if chart and run.samples:
         try:
             text += "\n" + timeline_chart(run, width=min(width, 120)) + "\n"

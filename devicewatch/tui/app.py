@@ -15,6 +15,7 @@ from typing import Any, Iterable, Sequence
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.reactive import var
 from textual.screen import Screen
 
 from ..live.source import LiveSource, Source, end_runs_on_hangup, open_replay, previous_run
@@ -49,6 +50,8 @@ class DashboardApp(App[int]):
         Binding("c", "compare_previous", "Compare with previous run"),
     ]
 
+    presenter: var[bool] = var(False)   # the projector look; screens follow it
+
     def __init__(self, settings: DashboardSettings | None = None, start: Source | None = None,
                  tick: float = TICK, compare: tuple[Run, Run] | None = None,
                  story: Sequence[Target] = (), story_pause: float = STORY_PAUSE):
@@ -57,11 +60,15 @@ class DashboardApp(App[int]):
         self.start_source = start
         self.start_compare = compare
         self.tick = tick
-        self.presenter = self.settings.presenter
+        self.set_reactive(DashboardApp.presenter, self.settings.presenter)
         self.story = list(story)
         self.story_pause = story_pause
         self.story_files: list[Path] = []
         self.story_headline: str | None = None
+        self._quit_when_finished: RunScreen | None = None   # "stop and quit" was chosen on it
+
+    def watch_presenter(self, presenter: bool) -> None:
+        self.set_class(presenter, "-presenter")
 
     def on_mount(self) -> None:
         self.set_class(self.presenter, "-presenter")
@@ -86,15 +93,20 @@ class DashboardApp(App[int]):
         self.story_files.append(source.path)
         self.push_screen(RunScreen(source, self.tick))
 
-    def run_finished(self, screen: RunScreen) -> None:
-        """A run screen saw its run end: in a story, go on (after a pause to look at the whole
-        run) with the next run, or with the comparison of them all once the last has ended."""
+    def on_run_screen_finished(self, message: RunScreen.Finished) -> None:
+        """A run screen saw its run end: quit if the user chose to stop and quit; in a story, go
+        on (after a pause to look at the whole run) with the next run, or with the comparison of
+        them all once the last has ended."""
+        screen = message.screen
+        if screen is self._quit_when_finished:
+            self._close_sources()
+            self.exit(self.exit_code_for(screen.source))
+            return
         if not self.story or screen.source.path not in self.story_files or screen.source.path != self.story_files[-1]:
             return
-        status = (screen.source.run.end or {}).get("status") if screen.source.run else None
-        if status != "ok":
+        if message.status != "ok":
             self.notify(f"the demo stops here: {screen.source.run.title if screen.source.run else 'the run'} "
-                        f"ended {status or 'without finishing'}", severity="warning", timeout=30)
+                        f"ended {message.status or 'without finishing'}", severity="warning", timeout=30)
             return
         if len(self.story_files) < len(self.story):
             self.notify(f"finished; the next run starts in {self.story_pause:.0f} s", timeout=self.story_pause + 1)
@@ -121,6 +133,15 @@ class DashboardApp(App[int]):
             self.notify(f"cannot create {self.settings.runs_dir}: {exc.strerror}", severity="error")
             return
         self.push_screen(RunScreen(source, self.tick))
+
+    def on_home_screen_run_requested(self, message: HomeScreen.RunRequested) -> None:
+        self.start_live(message.target)
+
+    def on_home_screen_replay_requested(self, message: HomeScreen.ReplayRequested) -> None:
+        self.start_replay(str(message.path))
+
+    def on_home_screen_compare_requested(self, message: HomeScreen.CompareRequested) -> None:
+        self.compare_files(message.path_a, message.path_b)
 
     def start_replay(self, path: str) -> None:
         try:
@@ -154,10 +175,11 @@ class DashboardApp(App[int]):
             if choice == "stop":
                 assert isinstance(screen.source, LiveSource)
                 screen.source.stop()
-                screen.quit_when_done = True
+                self._quit_when_finished = screen
                 self.notify("stopping the run; the dashboard closes when the file is finished")
             elif choice == "leave":
-                screen.source.detach()  # type: ignore[attr-defined]  # a live source: it is running
+                if isinstance(screen.source, LiveSource):  # it is: only a live source runs
+                    screen.source.detach()
                 self._close_sources()
                 self.exit(0)
 
@@ -186,10 +208,6 @@ class DashboardApp(App[int]):
 
     def action_presenter(self) -> None:
         self.presenter = not self.presenter
-        self.set_class(self.presenter, "-presenter")
-        for screen in {self.run_screen(), self.screen}:
-            if hasattr(screen, "redraw_all"):
-                self.call_after_refresh(screen.redraw_all)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "compare_previous":  # offered on the run screen only

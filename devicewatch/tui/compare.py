@@ -18,21 +18,24 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.reactive import var
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from .. import compare
+from ..live.model import RunModel
 from ..render import compare_text
+from ..render.palette import NORMAL, PRESENTER, Palette
 from ..runfile import Run, RunFileError, load
 from ..safe_text import inert, markup
-from .panels import ordered_lanes
-from .charts import AreaChart, CoalescedRedraw, HeatStrip, Overlay, PhaseLanes, View
-from ..live.model import RunModel
+from .charts import AreaChart, HeatStrip, PhaseLanes
+from .drawing import AreaInput, HeatInput, View
+from .run_screen import lanes_input, overlay_of
 
-# The sections of ``render.compare_text`` in the order the view shows them; presenter mode
-# keeps only the first two.
+# The sections of ``render.compare_text`` in the order the view shows them; presenter mode keeps
+# only the epochs (their data wait included) and the idle time.
 TABLE_ORDER = ("epochs", "idle", "utilization", "runs", "metrics", "results")
-PRESENTER_TABLES = 2
+PRESENTER_TABLES = ("epochs", "idle")
 
 
 def _side_panel_title(s: compare.Side) -> str:
@@ -71,32 +74,35 @@ class ComparePanel(Vertical):
         self.query_one(".cmp-verdict", Static).update(verdict)
         self.query_one(".cmp-lanes").styles.height = max(1, self.lane_rows)
 
-    def draw(self, view: View, key: Any) -> None:
+    def draw(self, view: View, palette: Palette) -> None:
+        """Give each chart its input; a chart whose input is unchanged draws nothing."""
         model = self.model
-        lanes = ordered_lanes(model.lanes)
-        main_lane = lanes[0] if lanes else "main"
-        overlay = Overlay([(p.start, p.end, p.kind) for p in model.phases if p.lane == main_lane],
-                          sorted({r.start for r in model.epoch_rows[1:]}), [m[0] for m in model.markers])
-        all_lanes = Overlay([], overlay.boundaries, overlay.markers)
+        overlay = overlay_of(model)
+        version = model.samples_version
         t = model.t.values
         if model.cpu is not None:
-            self.query_one(".cmp-cores", HeatStrip).update(key, t, model.cpu.values, view, all_lanes)
+            self.query_one(".cmp-cores", HeatStrip).data = HeatInput(view, version, palette, t, model.cpu.values)
         charts = list(self.query(".cmp-util").results(AreaChart))
         if model.gpus:
             for chart, track in zip(charts, model.gpus):
-                chart.update(key, track.util_t.values, track.util.values, view, 100.0, "%", overlay)
+                chart.data = AreaInput(view, version, palette, track.util_t.values, track.util.values, 100.0, "%",
+                                       overlay)
         else:
-            charts[0].update(key, t, model.cpu_total.values, view, 100.0, "%", overlay)
-        self.query_one(".cmp-lanes", PhaseLanes).update(key, lanes or ["main"], model.phases, view, all_lanes)
+            charts[0].data = AreaInput(view, version, palette, t, model.cpu_total.values, 100.0, "%", overlay)
+        self.query_one(".cmp-lanes", PhaseLanes).data = lanes_input(model, view, palette, overlay)
 
 
-class CompareScreen(CoalescedRedraw, Screen[None]):
+class CompareScreen(Screen[None]):
     BINDINGS = [
         Binding("e", "toggle_align", "Time/epoch align"),
         Binding("right_square_bracket", "epoch(1)", "Next epoch", key_display="]"),
         Binding("left_square_bracket", "epoch(-1)", "Previous epoch", key_display="["),
         Binding("escape", "back", "Back"),
     ]
+
+    align: var[str] = var("time", init=False)    # or "epoch"
+    epoch: var[int] = var(1, init=False)         # the epoch that starts at the same x in epoch alignment
+    presenter: var[bool] = var(False, init=False)
 
     def __init__(self, run_a: Run, run_b: Run):
         super().__init__()
@@ -106,8 +112,7 @@ class CompareScreen(CoalescedRedraw, Screen[None]):
             model = RunModel(run)
             model.refresh_phases()
             self.models[label] = model
-        self.align = "time"          # or "epoch"
-        self.epoch = 1               # the epoch that starts at the same x in epoch alignment
+        self._redraw_pending = False
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -121,8 +126,8 @@ class CompareScreen(CoalescedRedraw, Screen[None]):
             yield ComparePanel(c.a, self.models["A"], lane_rows)
             yield ComparePanel(c.b, self.models["B"], lane_rows)
         with VerticalScroll(id="cmp-tables", classes="panel"):
-            for i, table in enumerate(self._tables()):
-                yield Static(table, classes="cmp-table" + (" cmp-detail" if i >= PRESENTER_TABLES else ""))
+            for name, table in self._tables():
+                yield Static(table, classes="cmp-table" + ("" if name in PRESENTER_TABLES else " cmp-detail"))
         yield Footer()
 
     def _notes_text(self) -> Text:
@@ -137,15 +142,38 @@ class CompareScreen(CoalescedRedraw, Screen[None]):
             text.append(inert(note))
         return text
 
-    def _tables(self) -> list[Table]:
+    def _tables(self) -> list[tuple[str, Table]]:
         """The comparison's tables in the order of TABLE_ORDER (its verdicts, notes and headline
         are shown above the charts instead)."""
         tables = compare_text.sections(self.comparison)
-        return [tables[name] for name in TABLE_ORDER if name in tables]
+        return [(name, tables[name]) for name in TABLE_ORDER if name in tables]
 
     def on_mount(self) -> None:
         self.query_one("#cmp-tables").border_title = "figures (Δ = B − A; speedup = A time / B time)"
         self.query_one("#cmp-tables").focus()
+        self.watch(self.app, "presenter", self._follow_presenter)
+        self.redraw()
+
+    def _follow_presenter(self, presenter: bool) -> None:
+        self.presenter = presenter
+
+    def watch_align(self) -> None:
+        self._redraw_soon()
+
+    def watch_epoch(self) -> None:
+        self._redraw_soon()
+
+    def watch_presenter(self) -> None:
+        self._redraw_soon()
+
+    def _redraw_soon(self) -> None:
+        """One redraw after the current handler, however many attributes it changed."""
+        if not self._redraw_pending:
+            self._redraw_pending = True
+            self.call_next(self._redraw_after_change)
+
+    def _redraw_after_change(self) -> None:
+        self._redraw_pending = False
         self.redraw()
 
     # -- drawing -----------------------------------------------------------------------------
@@ -168,10 +196,10 @@ class CompareScreen(CoalescedRedraw, Screen[None]):
             if all(s is not None for s in starts.values()):
                 lead = max(starts.values())  # type: ignore[type-var]
                 span = max(lead + durations[k] - starts[k] for k in starts)  # type: ignore[operator]
-                return {k: View(starts[k] - lead, starts[k] - lead + span, live=False)  # type: ignore[operator]
+                return {k: View(starts[k] - lead, starts[k] - lead + span)  # type: ignore[operator]
                         for k in starts}
         span = max(durations.values())
-        return {label: View(0.0, span, live=False) for label in self.models}
+        return {label: View(0.0, span) for label in self.models}
 
     def _align_text(self) -> Text:
         text = Text("x axis: ", style="bold")
@@ -186,14 +214,9 @@ class CompareScreen(CoalescedRedraw, Screen[None]):
     def redraw(self) -> None:
         self.query_one("#cmp-align", Static).update(self._align_text())
         views = self.views()
+        palette = PRESENTER if self.presenter else NORMAL
         for panel in self.query(ComparePanel):
-            view = views[panel.side.label]
-            panel.draw(view, (self.align, view.key()))
-
-    def redraw_now(self) -> None:
-        self.redraw()
-
-    redraw_all = redraw
+            panel.draw(views[panel.side.label], palette)
 
     # -- actions -----------------------------------------------------------------------------
 
@@ -208,7 +231,6 @@ class CompareScreen(CoalescedRedraw, Screen[None]):
             self.align = "epoch"
         else:
             self.align = "time"
-        self.redraw()
 
     def action_epoch(self, step: int) -> None:
         epochs = self.common_epochs()
@@ -218,7 +240,6 @@ class CompareScreen(CoalescedRedraw, Screen[None]):
         index = epochs.index(self.epoch) if self.epoch in epochs else 0
         self.epoch = epochs[max(0, min(len(epochs) - 1, index + step))]
         self.align = "epoch"
-        self.redraw()
 
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 2:

@@ -2,7 +2,8 @@
 
 The options form is built from the workload's own argparse parser, so a new option appears
 here without any change to the dashboard, and the arguments are checked by that same parser
-before anything is launched.
+before anything is launched. What the user asks for leaves as a message (``RunRequested``,
+``ReplayRequested``, ``CompareRequested``) that the app acts on; the screen knows nothing of it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from rich.markup import escape
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Button, Checkbox, Footer, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
@@ -80,6 +82,27 @@ def example_recordings(folders: list[Path] | None = None) -> list[Path]:
 
 
 class HomeScreen(Screen[None]):
+    class RunRequested(Message):
+        """Run this workload (checked by its parser) live."""
+
+        def __init__(self, target: registry.Target) -> None:
+            super().__init__()
+            self.target = target
+
+    class ReplayRequested(Message):
+        """Replay this recording."""
+
+        def __init__(self, path: Path) -> None:
+            super().__init__()
+            self.path = path
+
+    class CompareRequested(Message):
+        """Compare recording A with recording B."""
+
+        def __init__(self, path_a: Path, path_b: Path) -> None:
+            super().__init__()
+            self.path_a, self.path_b = path_a, path_b
+
     BINDINGS = [
         Binding("r", "run", "Run workload"),
         Binding("R", "replay", "Replay recording", key_display="shift+r"),
@@ -201,14 +224,14 @@ class HomeScreen(Screen[None]):
         except OptionError as exc:
             self.notify(f"{self.current.name}: {exc}", severity="error")
             return
-        self.app.start_live(registry.Target(self.current.name, args, self.current.command(args)))  # type: ignore[attr-defined]
+        self.post_message(self.RunRequested(registry.Target(self.current.name, args, self.current.command(args))))
 
     def action_replay(self) -> None:
         recent = self.query_one("#recent", OptionList)
         if recent.highlighted is None or recent.highlighted >= len(self.recent):
             self.notify("no recording chosen", severity="warning")
             return
-        self.app.start_replay(str(self.recent[recent.highlighted]))  # type: ignore[attr-defined]
+        self.post_message(self.ReplayRequested(self.recent[recent.highlighted]))
 
     def _recent_prompt(self, path: Path) -> str:
         mark = f"[b reverse] {'AB'[self.marked.index(path)]} [/] " if path in self.marked else ""
@@ -246,7 +269,7 @@ class HomeScreen(Screen[None]):
         if len(pair) != 2:
             self.notify("mark two recordings with x (A, then B), then press c", severity="warning")
             return
-        self.app.compare_files(*pair)  # type: ignore[attr-defined]
+        self.post_message(self.CompareRequested(*pair))
 
     def action_rescan(self) -> None:
         from ..live.source import recent_runs

@@ -1,18 +1,34 @@
-"""Text panels of the run screen: status line, epoch progress and verdict, epoch bars, watching cost.
+"""Text panels of the run screen: status line, epoch progress and verdict, epoch bars, watching
+cost, and the workload's output.
 
-Each is a pure function from the model to a ``rich.text.Text``; the screen compares the
-result with what is shown and touches the widget only when it changed.
+Each is a pure function from the model (or part of it) to a ``rich.text.Text``; the screen
+compares the result with what is shown and touches the widget only when it changed. The epoch
+bars fit their panel's size, so their widget (``EpochBars``) owns its rows and draws them again
+when it is resized. The output panel (``OutputLog``) is a Line-API view of the newest lines.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass, field
+from typing import Hashable, Iterable, Sequence
 
 import numpy as np
+from rich.cells import cell_len
+from rich.style import Style
 from rich.text import Text
+from textual.content import Content
+from textual.geometry import Region, Size
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.selection import Selection
+from textual.strip import Strip
+from textual.visual import Visual
+from textual.widget import Widget
+from textual.widgets import Static
 
-from .charts import format_seconds
+from .drawing import format_seconds
 from .. import analysis
 from ..live.model import RunModel
 from ..safe_text import inert
@@ -33,18 +49,6 @@ def _recent_mean(values: np.ndarray, count: int = 20) -> float:
     return float(part.mean()) if part.size else math.nan
 
 
-def ordered_lanes(lanes: list[str]) -> list[str]:
-    """Lanes as drawn: a merged run's ``rank N …`` lanes in rank order (``analysis.lanes`` gives
-    first appearance, which is whichever rank began first), every other lane where it was."""
-    def key(item: tuple[int, str]) -> tuple[int, int, int]:
-        index, lane = item
-        match = re.match(r"rank (\d+)(?:\s|$)", lane)
-        return (1, int(match.group(1)), index) if match else (0, 0, index)
-
-    ranked = sorted(enumerate(lanes), key=key)
-    return [lane for _, lane in ranked]
-
-
 TITLE_MAX = 60  # characters of the run's title in the status line
 
 
@@ -59,7 +63,7 @@ def hosts_text(model: RunModel) -> str:
         if isinstance(entry, dict):
             host = entry.get("host") if isinstance(entry.get("host"), dict) else {}
             names[str(entry.get("label", "?"))] = f"{entry.get('label', '?')}={host.get('hostname', '?')}"
-    shown = getattr(model, "host", None)
+    shown = model.host
     charts = f"charts {inert(names[shown])} (h: next) · " if shown in names else ""
     return charts + "hosts " + ", ".join(inert(n) for n in names.values())
 
@@ -86,7 +90,7 @@ def progress_text(model: RunModel, width: int = 30) -> Text:
 
 
 def verdict_text(model: RunModel) -> Text:
-    host = getattr(model, "host", None)
+    host = model.host
     text = Text(f"verdict {inert(host)}: " if host else "verdict: ", style="bold")
     if model.verdict is None:
         text.append("waiting for samples…", style="grey50")
@@ -108,7 +112,7 @@ def status_text(model: RunModel, source_label: str, state: str, state_style: str
     if hosts:  # before the title: which machine the charts show must not be cut off
         text.append(f" {hosts} ·", style="bold")
     text.append(f" {title} ", style="bold")
-    text.append(f"· {format_seconds(model.latest)} · {len(model.run.samples)} samples · {source_label}")
+    text.append(f"· {format_seconds(model.latest)} · {model.run.samples.total} samples · {source_label}")
     text.append(f" · window {window} · y {yscale}", style="grey70")
     if paused:
         text.append("  PAUSED ", style="bold black on yellow")
@@ -119,22 +123,26 @@ PHASE_BAR = {"train": "green", "validate": "yellow", "data": "dodger_blue1", "co
 NO_PHASE = "grey37"
 
 
-def epoch_bars(model: RunModel, width: int, max_rows: int = 40) -> Text:
+def epoch_bars(rows: list[analysis.EpochRow], width: int, max_rows: int = 40) -> Text:
     """One bar per epoch with a segment per named phase (data, train, copy, validate, …, lanes
-    merged) and the time in no phase, scaled to the longest; the newest ``max_rows`` epochs."""
-    rows = model.epoch_rows
+    merged) and the time in no phase, scaled to the longest; the newest ``max_rows`` epochs.
+    Where the run says how long its loop waited on data (``data_wait_s``, or ``data`` phases),
+    each epoch also gets that share of its time (``wait 23%``)."""
     text = Text()
     if not rows:
         text.append("no epochs yet", style="grey50")
         return text
     names = analysis.phase_names(rows)
+    shares = [r.data_wait_share for r in rows]
+    waits = any(share is not None for share in shares)
     for i, name in enumerate(names):
         text.append(("  " if i else "") + "█ " + inert(name), style=PHASE_BAR.get(name, "cyan"))
     text.append("  █ no phase", style=NO_PHASE)
-    text.append("   (seconds)\n", style="grey50")
+    text.append("   (seconds" + ("; wait: share of the epoch waiting on data)\n" if waits else ")\n"), style="grey50")
     longest = max(max(r.total, sum(r.phases.values())) for r in rows) or 1.0
     numbers = [" = " + " + ".join(f"{r.phases.get(n, 0.0):.1f}" for n in names) + f" + {r.untracked:.1f}"
-               for r in rows]
+               + ((f"  wait {share:4.0%}" if share is not None else "  wait    -") if waits else "")
+               for r, share in zip(rows, shares)]
     bar_w = max(8, width - 12 - max(len(n) for n in numbers))
     for row, figures in list(zip(rows, numbers))[-max(1, max_rows):]:
         scale = bar_w / longest
@@ -167,3 +175,207 @@ def cost_text(model: RunModel) -> Text:
     text.append(" · dashboard " + ("-" if math.isnan(watch) else f"{watch:.1f}%"))
     text.append(" of one core (last 20 samples)", style="grey50")
     return text
+
+
+@dataclass(frozen=True, eq=False)
+class EpochRows:
+    """The epochs a panel shows; equal when their ``version`` is (the rows are not compared)."""
+
+    rows: list[analysis.EpochRow] = field(default_factory=list)
+    version: Hashable = None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, EpochRows) and self.version == other.version
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class TextPanel(Widget):
+    """Text drawn as strips, each line built once and repainted only when it changes.
+
+    A Static renders and repaints every line of its text on each update, which on a live run (a
+    status line each second, the epochs panel at each epoch) costs more than all the charts'
+    new columns. Here the text is wrapped as a Static wraps it (Textual's own ``Content``), each
+    line keeps its strip until it changes, and an update repaints only the lines that did.
+    """
+
+    DEFAULT_CSS = "TextPanel { height: auto; }"
+
+    text: reactive[Text] = reactive(Text, repaint=False, init=False)
+
+    def __init__(self, text: Text | str = "", *, id: str | None = None, classes: str | None = None):
+        super().__init__(id=id, classes=classes)
+        self.set_reactive(TextPanel.text, Text(text) if isinstance(text, str) else text)
+        self._lines: list[Content] = []
+        self._strips: list[Strip] = []
+        self._cache: dict[tuple[object, ...], Strip] = {}
+
+    def update(self, text: Text | str) -> None:
+        self.text = Text(text) if isinstance(text, str) else text
+
+    def watch_text(self) -> None:
+        self._lay_out()
+
+    def on_resize(self) -> None:
+        self._lay_out()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._cache.clear()
+        self._lines = []
+        if self.is_mounted:
+            self._lay_out()
+
+    def _wrapped(self, width: int) -> list[Content]:
+        return Content.from_rich_text(self.text, self.app.console).wrap(max(width, 1))
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self._wrapped(width))
+
+    def _lay_out(self) -> None:
+        width = self.size.width
+        if width <= 0 or not self.is_mounted:
+            return
+        lines = self._wrapped(width)
+        style = self.visual_style
+        strips = []
+        for line in lines:
+            key = (line, width, style)
+            strip = self._cache.get(key)
+            if strip is None:
+                strip = self._cache[key] = Visual.to_strips(self, line, width, 1, style)[0]
+            strips.append(strip)
+        if len(self._cache) > 4 * len(lines) + 64:  # epochs scroll through: keep only what is shown
+            self._cache = {(line, width, style): strip for line, strip in zip(lines, strips)}
+        before, self._lines, self._strips = self._lines, lines, strips
+        if len(before) != len(lines):
+            self.refresh(layout=self.styles.height is None or self.styles.height.is_auto)
+            return
+        changed = [Region(0, y, width, 1) for y, (a, b) in enumerate(zip(before, lines)) if not a.is_same(b)]
+        if changed:
+            self.refresh(*changed)
+
+    def render(self) -> Text:
+        """The text (drawing goes through ``render_line``)."""
+        return self.text
+
+    def render_line(self, y: int) -> Strip:
+        if y < len(self._strips):
+            return self._strips[y]
+        return Strip.blank(self.size.width, self.rich_style)
+
+
+class EpochBars(TextPanel):
+    """The epochs panel: ``epoch_bars`` of its rows at its own size."""
+
+    epochs: reactive[EpochRows] = reactive(EpochRows, repaint=False, init=False)
+
+    def watch_epochs(self) -> None:
+        self._fit()
+
+    def on_resize(self) -> None:
+        self._fit()
+        self._lay_out()  # a new width with the same text
+
+    def _fit(self) -> None:
+        if self.size.height > 0:
+            self.text = epoch_bars(self.epochs.rows, max(30, self.size.width), max(1, self.size.height - 1))
+
+
+_CONTROL = re.compile("[\u0000-\u0014]")
+
+
+class OutputLog(ScrollView, can_focus=True):
+    """The workload's output: every line kept (up to ``max_lines``), the view following the end
+    unless scrolled back; scrollbars, wheel and keys, selection, as Textual's ``Log``.
+
+    Textual's ``Log`` grows its virtual size through a reactive that lays the whole screen out
+    again, twice a write (once more when a worker thread has measured the new lines), and draws
+    every visible line again on each frame. Here a write sets the size and the scrollbars
+    directly (the scrollbars are always shown, so nothing else can move) and repaints this
+    panel alone, and each line is drawn once.
+    """
+
+    ALLOW_SELECT = True
+    DEFAULT_CSS = """
+    OutputLog {
+        background: $surface;
+        color: $text;
+        overflow: scroll;
+        &:focus { background-tint: $foreground 5%; }
+    }
+    """
+
+    def __init__(self, max_lines: int = 2000, *, id: str | None = None, classes: str | None = None):
+        super().__init__(id=id, classes=classes)
+        self.max_lines = max_lines
+        self._lines: list[str] = []
+        self._dropped = 0      # lines no longer kept: line i here is line dropped + i of the output
+        self._width = 0
+        self._strips: dict[int, Strip] = {}   # by line number of the output
+
+    @property
+    def lines(self) -> Sequence[str]:
+        return self._lines
+
+    def write_lines(self, lines: Iterable[str]) -> None:
+        following = self.is_vertical_scroll_end
+        new = [_CONTROL.sub("\ufffd", part.expandtabs()) for line in lines for part in line.splitlines()]
+        if not new:
+            return
+        self._lines += new
+        if len(self._lines) > self.max_lines:
+            drop = len(self._lines) - self.max_lines
+            del self._lines[:drop]
+            self._dropped += drop
+            self._strips = {k: v for k, v in self._strips.items() if k >= self._dropped}
+        self._width = max(self._width, max(cell_len(line) for line in new))
+        self._resize()
+        if following and not self.is_vertical_scrollbar_grabbed:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self.refresh()
+
+    def _resize(self) -> None:
+        """The virtual size without the layout its reactive asks for; the scrollbars to match."""
+        size = Size(self._width, len(self._lines))
+        self.set_reactive(Widget.virtual_size, size)
+        width, height = self.container_size
+        if self.show_vertical_scrollbar:
+            self.vertical_scrollbar.window_virtual_size = size.height
+            self.vertical_scrollbar.window_size = height - self.scrollbar_size_horizontal
+        if self.show_horizontal_scrollbar:
+            self.horizontal_scrollbar.window_virtual_size = size.width
+            self.horizontal_scrollbar.window_size = width - self.scrollbar_size_vertical
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._strips.clear()
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        index = scroll_y + y
+        width = self.size.width
+        style = self.rich_style
+        if index >= len(self._lines):
+            return Strip.blank(width, style)
+        return self._strip(index, style).crop_extend(scroll_x, scroll_x + width, style).apply_offsets(scroll_x, index)
+
+    def _strip(self, index: int, style: Style) -> Strip:
+        selection = self.text_selection
+        key = self._dropped + index
+        if selection is None and key in self._strips:
+            return self._strips[key]
+        line = self._lines[index]
+        text = Text(line, no_wrap=True)
+        text.stylize(style)
+        if selection is not None and (span := selection.get_span(index)) is not None:
+            start, end = span
+            text.stylize(self.screen.get_component_rich_style("screen--selection"), start,
+                         len(text) if end == -1 else end)
+        strip = Strip(text.render(self.app.console), cell_len(line))
+        if selection is None:
+            self._strips[key] = strip
+        return strip
+
+    def get_selection(self, selection: Selection) -> tuple[str, str] | None:
+        return selection.extract("\n".join(self._lines)), "\n"

@@ -1,8 +1,13 @@
 """The run screen: one live or recorded run on one time axis.
 
-One timer drives everything: it polls the run file and redraws the visible panels whose data
-or window changed. Polling and drawing both happen on the UI thread (a poll reads only the
-bytes appended since the last), so no widget is ever touched from another thread.
+What the screen shows is a function of reactive state: the window (``window``, ``pan_offset``),
+the y scale (``fixed_y``), the look (``presenter``, following the app's), whether the picture is
+paused, and the model's data. A key changes state; its watcher asks for one redraw after the
+handler, however many attributes it changed. One timer polls the run file (reading only the
+bytes appended since the last poll) and redraws when records arrived. A redraw gives each chart
+its typed input; a chart whose input did not change draws nothing, and one whose input changed
+repaints only the cells that differ. Polling and drawing both happen on the UI thread, so no
+widget is touched from another thread. When the run ends, the screen posts ``RunScreen.Finished``.
 """
 
 from __future__ import annotations
@@ -16,16 +21,20 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.reactive import var
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Log, Static
+from textual.widgets import Footer, Static
 
 from .. import analysis
-from ..runfile import RunFileError
-from . import panels
-from .charts import AreaChart, CoalescedRedraw, HeatStrip, LineChart, Overlay, PhaseLanes, View, format_seconds
 from ..live.model import RunModel
 from ..live.source import LiveSource, Source
+from ..render.palette import NORMAL, PRESENTER, Palette
+from ..runfile import RunFileError
+from . import panels
+from .charts import AreaChart, HeatStrip, LineChart, PhaseLanes
+from .drawing import AreaInput, HeatInput, LanesInput, LinesInput, Overlay, View, format_seconds, heat_legend
 
 WINDOWS: list[float | None] = [10, 30, 60, 120, 300, 600, 1800, None]  # seconds; None: whole run
 TICK = 0.5  # seconds between poll-and-redraw ticks (2 Hz)
@@ -52,7 +61,27 @@ def _visible_max(t: np.ndarray, values: np.ndarray, view: View) -> float:
     return float(part.max()) if part.size else 0.0
 
 
-class RunScreen(CoalescedRedraw, Screen[None]):
+def _title(widget: Widget, title: str) -> None:
+    """Set a border title only when it changes: setting one repaints the whole widget."""
+    if widget.border_title != title:
+        widget.border_title = title
+
+
+def overlay_of(model: RunModel) -> Overlay:
+    """The shading of the model's first lane, its epoch lines and markers."""
+    main = model.main_lane_phases()
+    markers = np.array([m[0] for m in model.all_markers], float)
+    return Overlay(main.starts, main.ends, main.kinds, model.boundaries, markers, model.phases_version)
+
+
+def lanes_input(model: RunModel, view: View, palette: Palette, overlay: Overlay) -> LanesInput:
+    """Every lane of the model (``main`` when there is none yet) with epoch lines and markers."""
+    phases = model.phase_arrays
+    return LanesInput(view, model.phases_version, palette, tuple(model.lanes) or ("main",), phases.starts,
+                      phases.ends, phases.kinds, phases.names, phases.lanes, overlay.lines_only())
+
+
+class RunScreen(Screen[None]):
     BINDINGS = [
         Binding("s", "stop", "Stop run"),
         Binding("m", "marker", "Marker"),
@@ -69,42 +98,51 @@ class RunScreen(CoalescedRedraw, Screen[None]):
         Binding("escape", "back", "Back", show=False),
     ]
 
+    class Finished(Message):
+        """The run on a screen has ended: its end record was read (``status``: ok, failed,
+        cancelled…) or its recorder stopped without one (``status`` None)."""
+
+        def __init__(self, screen: "RunScreen", status: str | None) -> None:
+            super().__init__()
+            self.screen = screen
+            self.status = status
+
+    window: var[float | None] = var(None, init=False)
+    pan_offset: var[float] = var(0.0, init=False)   # seconds the view ends before the newest data
+    fixed_y: var[bool] = var(True, init=False)
+    paused: var[bool] = var(False, init=False)
+    presenter: var[bool] = var(False, init=False)
+
     def __init__(self, source: Source, tick: float = TICK):
         super().__init__()
         self.source = source
         self.tick = tick
         self.model: RunModel | None = None
-        self.window: float | None = 60 if source.live else None
-        self.pan_offset = 0.0          # seconds the view ends before the newest data (panning)
-        self.paused = False
-        self.fixed_y = True
-        self.quit_when_done = False
+        self.set_reactive(RunScreen.window, 60 if source.live else None)
         self.gpu_charts: list[AreaChart] = []
         self.sm_charts: list[LineChart] = []
-        self._shown: dict[str, Any] = {}
-        self._lines_shown: dict[str, int] = {}
         self._new_lines: list[str] = []
         self._log_written = -1e9
         self._slow_at = -1e9
         self._error_noted = False
-        self._timer: Any = None
         self._saw_finished = False
+        self._redraw_pending = False
 
     # -- layout ------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        yield Static(id="status")
-        yield Static(id="progress")
-        yield Static(id="verdict")
-        yield Static(id="no-gpu")
+        yield panels.TextPanel(id="status")
+        yield panels.TextPanel(id="progress")
+        yield panels.TextPanel(id="verdict")
+        yield panels.TextPanel(id="no-gpu")
         with Horizontal(id="top"):
             with Vertical(id="cpu-panel", classes="panel"):
                 yield HeatStrip(id="cores")
-                yield Static(id="heat-legend")
+                yield panels.TextPanel(id="heat-legend")
                 yield AreaChart(id="cpu-total")
                 yield PhaseLanes(id="cpu-lanes")
             with Vertical(id="gpu-panel", classes="panel"):
-                yield Static(id="gpu-reason")
+                yield panels.TextPanel(id="gpu-reason")
                 yield Vertical(id="gpu-utils")
                 yield PhaseLanes(id="lanes")
                 with Horizontal(id="gpu-mem-power"):
@@ -114,9 +152,9 @@ class RunScreen(CoalescedRedraw, Screen[None]):
             with Vertical(id="proc-panel", classes="panel"):
                 yield AreaChart(id="proc-cpu")
                 yield AreaChart(id="proc-rss")
-                yield Static(id="cost")
-            yield Static(id="epochs", classes="panel")
-            yield Log(id="log", classes="panel", max_lines=2000)
+                yield panels.TextPanel(id="cost")
+            yield panels.EpochBars(id="epochs", classes="panel")
+            yield panels.OutputLog(id="log", classes="panel", max_lines=2000)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -132,18 +170,47 @@ class RunScreen(CoalescedRedraw, Screen[None]):
                 self.source.start()
             except OSError as exc:
                 self.source.error = f"cannot start the recorder: {exc.strerror or exc}"
+        self.watch(self.app, "presenter", self._follow_presenter)
         self._poll()
         self.refresh_bindings()
         self._redraw(force=True)
-        self._timer = self.set_interval(self.tick, self._on_tick)
+        self.set_interval(self.tick, self._on_tick)
+
+    def _follow_presenter(self, presenter: bool) -> None:
+        self.presenter = presenter
+
+    # -- state: every change redraws once -----------------------------------------------------
+
+    def watch_window(self) -> None:
+        self._redraw_soon()
+
+    def watch_pan_offset(self) -> None:
+        self._redraw_soon()
+
+    def watch_fixed_y(self) -> None:
+        self._redraw_soon()
+
+    def watch_paused(self) -> None:
+        self._redraw_soon()
+
+    def watch_presenter(self) -> None:
+        self._redraw_soon()
+
+    def _redraw_soon(self) -> None:
+        """One full redraw after the current handler, however many attributes it changed."""
+        if not self._redraw_pending:
+            self._redraw_pending = True
+            self.call_next(self._redraw_after_change)
+
+    def _redraw_after_change(self) -> None:
+        self._redraw_pending = False
+        if self.is_mounted:
+            self._redraw(force=True)
 
     # -- the tick ----------------------------------------------------------------------------
 
     def _on_tick(self) -> None:
         changed = self._poll()
-        if self.quit_when_done and not self.source.running:
-            self.app.exit(self.app.exit_code_for(self.source))
-            return
         if changed and not self.paused:
             self._redraw()
         elif not self.paused and self.source.live and self.source.error and not self._error_noted:
@@ -161,11 +228,13 @@ class RunScreen(CoalescedRedraw, Screen[None]):
             records = []
         run = self.source.run
         if run is None:
+            self._note_finished()
             return self.source.error is not None
         if self.model is None:
             self.model = RunModel(run)
             self.refresh_bindings()  # a merged run's ``h``
             self._new_lines = self.model.take_logs()
+            self._note_finished()
             return True
         if records:
             self.model.ingest(records)
@@ -174,16 +243,20 @@ class RunScreen(CoalescedRedraw, Screen[None]):
 
     def _note_finished(self) -> None:
         """Once a live run has ended, show all of it (the periodic pattern needs no key), and
-        tell the app, which may go on with the next run of a story."""
-        if self._saw_finished or self.model is None or not self.model.run.finished:
+        say so (the app may go on with the next run of a story, or quit). A recorder that
+        stopped without finishing its file ends the run too, without a status."""
+        if self._saw_finished:
             return
-        self._saw_finished = True
-        if self.source.live:
-            self.window, self.pan_offset = None, 0.0
-        self.refresh_bindings()
-        finished = getattr(self.app, "run_finished", None)
-        if finished is not None:
-            finished(self)
+        if self.model is not None and self.model.run.finished:
+            self._saw_finished = True
+            if self.source.live:
+                self.window, self.pan_offset = None, 0.0
+            self.refresh_bindings()
+            self.post_message(self.Finished(self, (self.model.run.end or {}).get("status")))
+        elif self.source.live and not self.source.running and self.source.error:
+            self._saw_finished = True
+            self.refresh_bindings()
+            self.post_message(self.Finished(self, None))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "stop":  # only a run that is still recording can be stopped
@@ -192,6 +265,12 @@ class RunScreen(CoalescedRedraw, Screen[None]):
             return self.model is not None and len(self.model.run.host_labels) > 1
         return True
 
+    # -- drawing -----------------------------------------------------------------------------
+
+    @property
+    def palette(self) -> Palette:
+        return PRESENTER if self.presenter else NORMAL
+
     def _view(self) -> View:
         assert self.model is not None
         latest = self.model.latest
@@ -199,17 +278,18 @@ class RunScreen(CoalescedRedraw, Screen[None]):
         if self.window is None:
             # Following the whole run: the end moves in steps of 1/VIEW_STEPS of the run so far.
             end = max(latest, 1.0)
-            if growing:
-                step = _nice_top(end / VIEW_STEPS, 0.1)
-                end = math.ceil(end / step) * step
-            return View(0.0, end, live=self.source.live)
+            if not growing:
+                return View(0.0, end)
+            step = _nice_top(end / VIEW_STEPS, 0.1)
+            return View(0.0, math.ceil(end / step) * step, math.floor(latest / step) * step)
         end = max(latest - self.pan_offset, self.window)
-        if growing and self.pan_offset == 0:
-            # The window slides in steps of 1/VIEW_STEPS of its width, not every tick: between
-            # steps only the newest columns change, and only their lines are redrawn.
-            step = self.window / VIEW_STEPS
-            end = max(math.ceil(latest / step) * step, self.window)
-        return View(max(end - self.window, 0.0), end, live=self.source.live and self.pan_offset == 0)
+        if not growing or self.pan_offset:
+            return View(max(end - self.window, 0.0), end)
+        # The window slides in steps of 1/VIEW_STEPS of its width, not every tick: between
+        # steps only the newest columns change, and only their cells are repainted.
+        step = self.window / VIEW_STEPS
+        end = max(math.ceil(latest / step) * step, self.window)
+        return View(end - self.window, end, max(math.floor(latest / step) * step, end - self.window))
 
     def _redraw(self, force: bool = False) -> None:
         model = self.model
@@ -222,7 +302,6 @@ class RunScreen(CoalescedRedraw, Screen[None]):
         model.refresh_phases()
         model.refresh_verdict(force=force or model.run.finished)
         view = self._view()
-        presenter = getattr(self.app, "presenter", False)
         # The status line and the bottom row (workload charts, cost, epochs, log) change every
         # tick too, but are read at a glance: refreshing them once a second keeps most frames
         # down to the changed columns of the top charts instead of the whole screen.
@@ -231,60 +310,56 @@ class RunScreen(CoalescedRedraw, Screen[None]):
         if slow:
             self._slow_at = now
             self._set("status", self._status(model, view))
-        self._set("progress", panels.progress_text(model, 40 if presenter else 30))
+        self._set("progress", panels.progress_text(model, 40 if self.presenter else 30))
         self._set("verdict", panels.verdict_text(model))
-        lanes_order = panels.ordered_lanes(model.lanes)
-        main_lane = lanes_order[0] if lanes_order else "main"
-        overlay = Overlay([(p.start, p.end, p.kind) for p in model.phases if p.lane == main_lane],
-                          sorted({r.start for r in model.epoch_rows[1:]}),
-                          [m[0] for m in model.all_markers])
-        all_lanes = Overlay([], overlay.boundaries, overlay.markers)
-        base = (model.version, view.key(), self.fixed_y, overlay.key())
+        palette = self.palette
+        overlay = overlay_of(model)
         t = model.t.values
         if model.cpu is not None:
             strip = self.query_one("#cores", HeatStrip)
             if 0 < model.cores <= 8:  # a few cores: up to three rows each and the time axis, no blank rows
                 strip.styles.max_height = 3 * model.cores + 1
-            strip.update(base, t, model.cpu.values, view, all_lanes)
-        self._set("heat-legend", Text.assemble("colour: ", *[(s.text, s.style) for s in HeatStrip.legend(
-            self.query_one("#cores", HeatStrip).palette)], f"   {model.cores} cores"))
-        self.query_one("#cpu-total", AreaChart).update(base, t, model.cpu_total.values, view, 100.0, "%", overlay)
-        self._draw_gpus(model, view, base, overlay)
+            strip.data = HeatInput(view, model.samples_version, palette, t, model.cpu.values)
+        self._set("heat-legend", Text.assemble("colour: ", *[(s.text, s.style) for s in heat_legend(palette)],
+                                               f"   {model.cores} cores"))
+        self.query_one("#cpu-total", AreaChart).data = AreaInput(
+            view, model.samples_version, palette, t, model.cpu_total.values, 100.0, "%", overlay)
+        self._draw_gpus(model, view, palette, overlay)
+        lanes = lanes_input(model, view, palette, overlay)
         for lanes_id in ("lanes", "cpu-lanes"):
             if self._visible(lanes_id):
-                lanes = self.query_one(f"#{lanes_id}", PhaseLanes)
-                lanes.styles.height = max(1, len(lanes_order))
-                lanes.update(base, lanes_order or ["main"], model.phases, view, all_lanes)
+                chart = self.query_one(f"#{lanes_id}", PhaseLanes)
+                chart.styles.height = max(1, len(lanes.lanes))
+                chart.data = lanes
         if slow:
-            self._redraw_bottom(model, view, base, overlay, force)
+            self._redraw_bottom(model, view, palette, overlay, force)
 
-    def _redraw_bottom(self, model: RunModel, view: View, base: tuple[Any, ...], overlay: Overlay,
-                       force: bool) -> None:
+    def _redraw_bottom(self, model: RunModel, view: View, palette: Palette, overlay: Overlay, force: bool) -> None:
         t = model.t.values
         if self._visible("proc-panel"):
             cores = max(model.cores, 1)
             cpu_top = 100.0 * cores if self.fixed_y else _nice_top(_visible_max(t, model.proc_cpu.values, view), 10)
-            self.query_one("#proc-cpu", AreaChart).update(base, t, model.proc_cpu.values, view, cpu_top, "%", overlay)
+            self.query_one("#proc-cpu", AreaChart).data = AreaInput(
+                view, model.samples_version, palette, t, model.proc_cpu.values, cpu_top, "%", overlay)
             rss = model.proc_rss.values / 2**20
-            self.query_one("#proc-rss", AreaChart).update(
-                (model.version, view.key()), t, rss, view, _nice_top(_visible_max(t, rss, view), 16), "M", overlay)
+            self.query_one("#proc-rss", AreaChart).data = AreaInput(
+                view, model.samples_version, palette, t, rss, _nice_top(_visible_max(t, rss, view), 16), "M", overlay)
             self._set("cost", panels.cost_text(model))
         if self._visible("epochs"):
-            epochs = self.query_one("#epochs")
-            self._set("epochs", panels.epoch_bars(model, max(30, epochs.size.width), max(1, epochs.size.height - 1)))
+            self.query_one("#epochs", panels.EpochBars).epochs = panels.EpochRows(model.epoch_rows, model.epochs_version)
         self._new_lines += model.take_logs()
         self._write_log(force or not self.source.running)
 
     def _write_log(self, force: bool) -> None:
         """Append the waiting log lines, at most every ``LOG_EVERY`` seconds while live: each
-        write grows the log's virtual size, which costs a layout pass of the whole screen."""
+        write scrolls the panel, which repaints all of it."""
         now = time.monotonic()
         if self._new_lines and (force or now - self._log_written >= LOG_EVERY):
-            self.query_one("#log", Log).write_lines(self._new_lines)
+            self.query_one("#log", panels.OutputLog).write_lines(self._new_lines)
             self._new_lines = []
             self._log_written = now
 
-    def _draw_gpus(self, model: RunModel, view: View, base: tuple[Any, ...], overlay: Overlay) -> None:
+    def _draw_gpus(self, model: RunModel, view: View, palette: Palette, overlay: Overlay) -> None:
         reason = model.gpu_reason if not model.gpus else None
         # Without GPU data the GPU half gives its space to the CPU panel (which then carries the
         # phase lanes) and one line says why; while a live run waits for its first GPU sample
@@ -312,14 +387,15 @@ class RunScreen(CoalescedRedraw, Screen[None]):
         periods = analysis.driver_sample_periods(model.machine)
         sm = self._sm_active(model)
         rates = [analysis.driver_rate_text(periods[g] if g < len(periods) else None) for g in range(len(model.gpus))]
-        self.query_one("#gpu-panel").border_title = "GPU · " + (rates[0] if len(set(rates)) == 1 else "; ".join(
-            f"GPU {g}: {rate.removeprefix('GPU utilization: ')}" for g, rate in enumerate(rates)))
+        _title(self.query_one("#gpu-panel"), "GPU · " + (rates[0] if len(set(rates)) == 1 else "; ".join(
+            f"GPU {g}: {rate.removeprefix('GPU utilization: ')}" for g, rate in enumerate(rates))))
         for extra in self.gpu_charts[len(model.gpus):] + self.sm_charts[len(model.gpus):]:
             extra.display = False  # another node of a merged run had more GPUs
         for g, (chart, track) in enumerate(zip(self.gpu_charts, model.gpus)):
             chart.display = True
-            chart.border_title = f"GPU {g} {track.name}: utilization %, phases shaded"
-            chart.update(base, track.util_t.values, track.util.values, view, 100.0, "%", overlay)
+            _title(chart, f"GPU {g} {track.name}: utilization %, phases shaded")
+            chart.data = AreaInput(view, model.samples_version, palette, track.util_t.values, track.util.values,
+                                   100.0, "%", overlay)
             while len(self.sm_charts) <= g:
                 line = LineChart(classes="gpu-sm")
                 line.border_title = f"GPU {len(self.sm_charts)} SM active % (GPM: share of SMs busy)"
@@ -328,15 +404,17 @@ class RunScreen(CoalescedRedraw, Screen[None]):
             line = self.sm_charts[g]
             line.display = bool(sm[g][0].size)
             if line.display:
-                line.update((base, sm[g][0].size), [sm[g]], view, 100.0, "%")
+                line.data = LinesInput(view, model.samples_version, palette, (sm[g],), 100.0, "%")
         if self._visible("gpu-mem-power"):
-            mem = [(g.t.values, g.mem_used.values / 2**30) for g in model.gpus]
+            mem = tuple((g.t.values, g.mem_used.values / 2**30) for g in model.gpus)
             totals = [g.mem_total / 2**30 for g in model.gpus if math.isfinite(g.mem_total)]
             mem_top = max(totals) if totals and self.fixed_y else _nice_top(max(_visible_max(t, v, view) for t, v in mem), 1)
-            self.query_one("#gpu-mem", LineChart).update(base, mem, view, mem_top, "G")
-            power = [(g.t.values, g.power.values) for g in model.gpus]
+            self.query_one("#gpu-mem", LineChart).data = LinesInput(view, model.samples_version, palette, mem,
+                                                                    mem_top, "G")
+            power = tuple((g.t.values, g.power.values) for g in model.gpus)
             power_top = _nice_top(max(_visible_max(t, v, view) for t, v in power), 50)
-            self.query_one("#gpu-power", LineChart).update(base, power, view, power_top, "W")
+            self.query_one("#gpu-power", LineChart).data = LinesInput(view, model.samples_version, palette, power,
+                                                                      power_top, "W")
 
     @staticmethod
     def _sm_active(model: RunModel) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -359,7 +437,7 @@ class RunScreen(CoalescedRedraw, Screen[None]):
             style = "bold black on green" if status == "ok" else "bold white on red" if status != "cancelled" \
                 else "bold black on yellow"
         elif source.live:
-            state, style = ("STOPPING" if getattr(source, "stop_requested", False) else "LIVE"), "bold black on cyan"
+            state, style = ("STOPPING" if source.stop_requested else "LIVE"), "bold black on cyan"
         else:
             state, style = "REPLAY (unfinished file)", "bold black on magenta"
         window = "whole run" if self.window is None else format_seconds(self.window)
@@ -374,20 +452,10 @@ class RunScreen(CoalescedRedraw, Screen[None]):
             self._error_noted = True
             self.notify(self.source.error, title="recorder", severity="error", timeout=30)
 
-    def _set(self, widget_id: str, content: Any) -> None:
-        """Update a Static only when what it shows changed."""
-        plain = content.markup if isinstance(content, Text) else str(content)
-        if self._shown.get(widget_id) == plain:
-            return
-        self._shown[widget_id] = plain
-        widget = self.query_one(f"#{widget_id}", Static)
-        # A layout pass costs more than the whole redraw: only a widget whose height follows its
-        # content, and whose line count changed, needs one. The rest keep their CSS size.
-        lines = plain.count("\n") + 1
-        auto = widget.styles.height is None or widget.styles.height.is_auto
-        layout = auto and self._lines_shown.get(widget_id) != lines
-        self._lines_shown[widget_id] = lines
-        widget.update(content, layout=layout)
+    def _set(self, widget_id: str, content: Text) -> None:
+        """Show ``content`` in a text panel; the panel repaints only the lines that changed (and
+        lays the screen out again only when its height follows its text and that changed)."""
+        self.query_one(f"#{widget_id}", panels.TextPanel).update(content)
 
     def _visible(self, widget_id: str) -> bool:
         node: Widget | None = self.query_one(f"#{widget_id}")
@@ -403,29 +471,25 @@ class RunScreen(CoalescedRedraw, Screen[None]):
         if isinstance(self.source, LiveSource) and self.source.running:
             self.source.stop()
             self.notify("stopping: the recorder cancels the workload and finishes the file")
-            self._redraw(force=True)
+            self._redraw_soon()
         else:
             self.notify("no run to stop")
 
     def action_marker(self) -> None:
         if self.model is None:
             return
-        at = self.model.latest
         label = f"mark {len(self.model.local_markers) + 1}"
-        self.model.local_markers.append((at, label))
-        self.model.version += 1
+        at = self.model.add_marker(label)
         sent = isinstance(self.source, LiveSource) and self.source.send_marker(label)
         if sent:
             self.notify(f"{label} at {format_seconds(at)}, written to the recording")
         else:
             why = "replays are not changed" if not self.source.live else "the recorder is not running"
             self.notify(f"{label} at {format_seconds(at)}, shown here only: {why}")
-        self._redraw()
+        self._redraw_soon()
 
     def action_pause(self) -> None:
         self.paused = not self.paused
-        self._shown.pop("status", None)
-        self._redraw(force=True)
 
     def action_zoom_in(self) -> None:
         index = WINDOWS.index(self.window)
@@ -433,30 +497,24 @@ class RunScreen(CoalescedRedraw, Screen[None]):
             index = next((i for i, w in enumerate(WINDOWS) if w is not None and w >= self.model.latest),
                          len(WINDOWS) - 1)
         self.window = WINDOWS[max(index - 1, 0)]
-        self._redraw(force=True)
 
     def action_zoom_out(self) -> None:
         self.window = WINDOWS[min(WINDOWS.index(self.window) + 1, len(WINDOWS) - 1)]
-        self._redraw(force=True)
 
     def action_zoom_all(self) -> None:
         self.window, self.pan_offset = None, 0.0
-        self._redraw(force=True)
 
     def action_pan(self, direction: int) -> None:
         if self.window is None or self.model is None:
             return
         self.pan_offset = min(max(self.pan_offset - direction * self.window / 2, 0.0),
-                          max(self.model.latest - self.window, 0.0))
-        self._redraw(force=True)
+                              max(self.model.latest - self.window, 0.0))
 
     def action_follow(self) -> None:
         self.pan_offset = 0.0
-        self._redraw(force=True)
 
     def action_yscale(self) -> None:
         self.fixed_y = not self.fixed_y
-        self._redraw(force=True)
 
     def action_next_host(self) -> None:
         """Charts and verdict of the merged run's next node (each node's samples are its own machine's)."""
@@ -466,7 +524,7 @@ class RunScreen(CoalescedRedraw, Screen[None]):
         following = hosts[(hosts.index(self.model.host) + 1) % len(hosts)] if self.model.host in hosts else hosts[0]
         self.model = RunModel(self.model.run, host=following)
         self.model.take_logs()  # the log panel already holds every line
-        self.redraw_all()
+        self._redraw_soon()
 
     def action_toggle_log(self) -> None:
         log = self.query_one("#log")
@@ -479,12 +537,3 @@ class RunScreen(CoalescedRedraw, Screen[None]):
         if len(self.app.screen_stack) > 2:
             self.source.close()
             self.app.pop_screen()
-
-    def redraw_now(self) -> None:
-        self._redraw(force=True)
-
-    def redraw_all(self) -> None:
-        """After a change of look (presenter): rebuild every chart at once."""
-        self._shown.clear()
-        self._lines_shown.clear()
-        self._redraw(force=True)

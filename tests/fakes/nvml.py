@@ -107,7 +107,7 @@ class FakeNVML:
         self.init_error = init_error
         self.buffer_seconds = buffer_seconds
         self.calls: Counter[str] = Counter()
-        self.broken: dict[str, int] = {}          # function name -> error it raises from now on
+        self.broken: dict[str, tuple[int, int]] = {}   # function name -> (error, last call that still answers)
         self._random = random.Random(seed)
         self._lock = threading.Lock()
         self._samples: dict[int, tuple[FakeHandle, float]] = {}   # GPM sample address -> (target, time)
@@ -131,9 +131,9 @@ class FakeNVML:
         mod.fake = self
         return mod
 
-    def break_call(self, name: str, error: int) -> None:
-        """From now on NAME raises NVMLError(ERROR) (a GPU lost mid-run, say)."""
-        self.broken[name] = error
+    def break_call(self, name: str, error: int, after: int = 0) -> None:
+        """NAME raises NVMLError(ERROR) (a GPU lost mid-run, say) from its call AFTER + 1 on."""
+        self.broken[name] = (error, self.calls[name] + after)
 
     def _timed(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         latency = self.latency.get(name, 0.0) if isinstance(self.latency, dict) else self.latency
@@ -145,8 +145,9 @@ class FakeNVML:
                 pause += self.stall[1]
             if pause:
                 time.sleep(pause)
-            if name in self.broken:
-                raise real.NVMLError(self.broken[name])
+            broken = self.broken.get(name)
+            if broken is not None and self.calls[name] > broken[1]:
+                raise real.NVMLError(broken[0])
             return fn(*args)
 
         call.__name__ = name

@@ -6,13 +6,14 @@ import io
 import resource
 import signal
 import subprocess
-import types
 
 import psutil
+import pynvml
 
 from devicewatch import runfile
 from devicewatch.probes.gpu import GpuProbe
 from devicewatch.recorder import Recorder, RecordOptions
+from tests.fakes.nvml import FakeGpu, FakeNVML
 
 from .conftest import PY, alive, child_env, no_traceback, reap, script, start_recorder, wait_for  # noqa: F401
 
@@ -56,51 +57,22 @@ def test_file_size_limit_before_the_header_is_one_line(tmp_path):
     assert recorder.returncode == 2 and text.count("\n") == 1 and "cannot write" in text, text
 
 
-class FakeNVMLError(Exception):
-    def __init__(self, value: int):
-        super().__init__(f"NVML error {value}")
-        self.value = value
-
-
-def fake_nvml(healthy_samples: int) -> types.SimpleNamespace:
-    """One GPU that answers normally for HEALTHY_SAMPLES samples, then reports itself lost."""
-    state = {"calls": 0}
-    gpu_is_lost = 15
-
-    def utilization(_handle):
-        state["calls"] += 1
-        if state["calls"] > healthy_samples:
-            raise FakeNVMLError(gpu_is_lost)
-        return types.SimpleNamespace(gpu=50, memory=10)
-
-    def unsupported(*_args):
-        raise FakeNVMLError(3)
-
-    return types.SimpleNamespace(
-        NVMLError=FakeNVMLError, NVML_ERROR_NOT_SUPPORTED=3, NVML_ERROR_FUNCTION_NOT_FOUND=13,
-        NVML_ERROR_NOT_FOUND=6, NVML_TEMPERATURE_GPU=0, NVML_CLOCK_SM=1, NVML_GPU_UTILIZATION_SAMPLES=1,
-        nvmlInit=lambda: None, nvmlShutdown=lambda: None, nvmlDeviceGetCount=lambda: 1,
-        nvmlSystemGetDriverVersion=lambda: "999.0", nvmlDeviceGetHandleByIndex=lambda i: i,
-        nvmlDeviceGetName=lambda h: b"Fake GPU", nvmlDeviceGetUUID=lambda h: "GPU-fake",
-        nvmlDeviceGetMemoryInfo=lambda h: types.SimpleNamespace(total=8 << 30, used=1 << 30),
-        nvmlDeviceGetUtilizationRates=utilization, nvmlDeviceGetPowerUsage=lambda h: 100_000,
-        nvmlDeviceGetTemperature=lambda h, kind: 60, nvmlDeviceGetClockInfo=lambda h, kind: 1500,
-        nvmlDeviceGetSamples=unsupported, nvmlDeviceGetComputeRunningProcesses=lambda h: [],
-        nvmlDeviceGetProcessUtilization=unsupported)
-
-
 def test_gpu_failing_mid_run_is_noted_and_the_rest_goes_on(tmp_path):
     healthy = 5
     out = tmp_path / "run.jsonl"
     options = RecordOptions(output=str(out), command=[PY, "-c", "import time; time.sleep(1.0)"],
                             interval=0.05, echo=False, status_line=False, grace=0.5)
-    probe = GpuProbe(nvml_loader=lambda: fake_nvml(healthy))
+    # One GPU without the driver's utilization buffer, so that every poll reads the average
+    # once; it answers HEALTHY polls, then reports itself lost.
+    nvml = FakeNVML([FakeGpu(name="Fake GPU", buffered=False, gpm=False)])
+    nvml.break_call("nvmlDeviceGetUtilizationRates", pynvml.NVML_ERROR_GPU_IS_LOST, after=healthy)
+    probe = GpuProbe(nvml_loader=nvml.module)
     code = Recorder(options, gpu_probe=probe, out=io.StringIO(), err=io.StringIO()).run()
     assert code == 0
     run = runfile.load(out)
     assert run.header["host"]["gpus"][0]["name"] == "Fake GPU"
     assert [s["available"] for s in run.gpu_status] == [True, False]
-    assert "NVML error 15" in run.gpu_status[1]["reason"]
+    assert run.gpu_status[1]["reason"] == "NVML error: GPU is lost"
     # Without the driver's buffer the average is read once per poll, and GPUs are polled
     # every 0.2 s (every fourth sample at 0.05 s): the five healthy polls, then none.
     samples = list(run.samples)

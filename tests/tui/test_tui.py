@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
+from rich.text import Text
+
 import pytest
 
 pytest.importorskip("textual")
 
-from devicewatch import control, runfile  # noqa: E402
+from devicewatch import runfile  # noqa: E402
 from devicewatch.registry import Target  # noqa: E402
 from devicewatch.tui.app import DashboardApp, DashboardSettings  # noqa: E402
 from devicewatch.tui.home_screen import HomeScreen, OptionError, arguments_from  # noqa: E402
@@ -101,8 +102,7 @@ async def test_replay_of_a_recorded_cpu_run_shows_every_panel():
         # One heat row per core at 200x50, cores from the header.
         cores = screen.query_one("#cores")
         assert cores.rebuilds >= 1
-        assert any(f"cpu{c}" in "".join(s.text for s in cores.render_line(y)._segments)
-                   for c in range(run.cores) for y in range(cores.size.height))
+        assert any(f"cpu{c}" in row for c in range(run.cores) for row in cores.text())
         assert screen.model.epochs_total == 3
         assert "3/3 done" in plain(app, "progress")
         assert plain(app, "verdict").startswith("verdict: " + screen.model.verdict.label)
@@ -124,8 +124,8 @@ async def test_gpu_replay_shows_util_chart_and_the_validation_dip():
         # validation: the analysis calls it validation-bound.
         assert screen.model.verdict.label == "validation-bound"
         chart = screen.gpu_charts[0]
-        bottom = "".join(s.text for s in chart.render_line(chart.size.height - 2)._segments)
-        top = "".join(s.text for s in chart.render_line(0)._segments)
+        rows = chart.text()
+        bottom, top = rows[-2], rows[0]  # the last row is the time axis
         assert "█" in bottom and " " in top[8:]  # full at the bottom, gaps (dips) near the top
 
 
@@ -264,33 +264,49 @@ def test_run_file_names_are_timestamped_and_never_overwrite(tmp_path):
     assert run_file_name(str(tmp_path), "python -c", now=0.0).name.endswith("-python-c-2.jsonl")
 
 
-def test_grid_segments_merge_like_cell_by_cell_runs():
-    """The NumPy grid path must give the very segments the cell-by-cell merge gives."""
-    import numpy as np
-    from rich.style import Style
+@pytest.mark.asyncio
+async def test_the_output_panel_follows_the_end_keeps_its_newest_lines_and_stays_where_scrolled():
+    app = replay_app(CPU_RUN)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: first_frame(app))
+        log = app.screen.query_one("#log")
+        log.max_lines = 50
+        log.write_lines([f"line {i}" for i in range(120)])
+        await pilot.pause(0.1)
+        assert list(log.lines) == [f"line {i}" for i in range(70, 120)]  # the newest 50
+        assert log.scroll_y == log.max_scroll_y > 0                    # following the end
+        last = "".join(s.text for s in log.render_line(log.scrollable_content_region.height - 1)._segments)
+        assert last.startswith("line 119")
+        log.scroll_to(y=0, animate=False, immediate=True)
+        log.write_lines(["one more\tline"])
+        await pilot.pause(0.1)
+        assert log.scroll_y == 0 and log.lines[-1] == "one more        line"  # scrolled back: it stays there
+        assert log.vertical_scrollbar.window_virtual_size == len(log.lines)
 
-    from devicewatch.tui.charts import _grid_segments, _runs
 
-    styles = [Style(color="red"), Style(color="blue"), Style(color="red")]  # 0 and 2 are equal
-    chars = np.array([list("ab cd▼"), list("┊┊ x  ")], dtype="<U1")
-    ids = np.array([[0, 2, 2, 1, 1, 0], [1, 1, 0, 0, 2, 1]])
-    got = _grid_segments(chars, ids, styles)
-    for y in range(2):
-        expected = _runs([(str(chars[y, x]), styles[ids[y, x]]) for x in range(6)])
-        assert got[y] == expected
-    assert [s.text for s in got[0]] == ["ab ", "cd", "▼"]
+@pytest.mark.asyncio
+async def test_a_text_panel_repaints_only_the_lines_that_changed_and_wraps_as_a_static():
+    from textual.app import App
+    from textual.widgets import Static
 
+    from devicewatch.tui.panels import TextPanel
 
-def test_changed_span_is_the_cells_between_the_first_and_last_difference():
-    from rich.segment import Segment
-    from rich.style import Style
+    text = Text("first line\nsecond line that is long enough to be folded at the panel's edge\nthird")
 
-    from devicewatch.tui.charts import _changed_span
+    class Both(App):
+        CSS = "TextPanel, Static { width: 30; }"
 
-    bold = Style(bold=True)
-    line = [Segment("label  "), Segment("▁▂▃", bold), Segment("    ")]
-    assert _changed_span(line, list(line)) is None
-    grown = [Segment("label  "), Segment("▁▂▃▄", bold), Segment("   ")]
-    assert _changed_span(line, grown) == (7, 14)  # the area run and the blank after it
-    restyled = [Segment("label  "), Segment("▁▂▃"), Segment("    ")]
-    assert _changed_span(line, restyled) == (7, 10)
+        def compose(self):
+            yield TextPanel(text, id="panel")
+            yield Static(text, id="static")
+
+    app = Both()
+    async with app.run_test(size=(80, 12)) as pilot:
+        await pilot.pause(0.1)
+        panel, static = app.query_one("#panel"), app.query_one("#static")
+        assert panel.size == static.size and panel.size.height == 5  # the long line folds in three
+        lines = ["".join(s.text for s in panel.render_line(y)) for y in range(5)]
+        assert lines == ["".join(s.text for s in static.render_line(y)) for y in range(5)]
+        before = list(panel._strips)
+        panel.update(Text("first line\nsecond line that is long enough to be folded at the panel's edge\nTHIRD"))
+        assert [a is b for a, b in zip(before, panel._strips)] == [True, True, True, True, False]

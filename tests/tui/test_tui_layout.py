@@ -16,7 +16,8 @@ from devicewatch.live.source import LiveSource, open_replay  # noqa: E402
 from devicewatch.tui.app import DashboardApp, DashboardSettings  # noqa: E402
 from devicewatch.tui.compare import CompareScreen  # noqa: E402
 from devicewatch.tui.home_screen import HomeScreen, example_recordings  # noqa: E402
-from devicewatch.tui.panels import hosts_text, ordered_lanes  # noqa: E402
+from devicewatch.live.model import ordered_lanes  # noqa: E402
+from devicewatch.tui.panels import hosts_text  # noqa: E402
 from devicewatch.tui.run_screen import RunScreen  # noqa: E402
 from tests.conftest import first_frame, until, write_run  # noqa: E402
 
@@ -25,8 +26,8 @@ FIXTURES = ROOT / "tests" / "fixtures"
 SIZE = (200, 50)
 
 
-def lines_of(widget) -> list[str]:
-    return ["".join(s.text for s in widget.render_line(y)._segments) for y in range(widget.size.height)]
+def lines_of(chart) -> list[str]:
+    return chart.text()
 
 
 
@@ -104,6 +105,8 @@ def test_rank_lanes_are_drawn_in_rank_order_and_hosts_named():
     assert ordered_lanes(["main", "validate-0", "validate-1"]) == ["main", "validate-0", "validate-1"]
 
     class Model:
+        host = None
+
         class run:
             header = {"hosts": [{"label": "node 0", "host": {"hostname": "alpha"}},
                                 {"label": "node 1", "host": {"hostname": "beta"}}]}

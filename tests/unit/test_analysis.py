@@ -139,3 +139,67 @@ def test_a_run_whose_phases_hold_no_sample_is_judged_on_all_samples(tmp_path):
     records = [*samples([(95, 97), (96, 98)]), begin(0.2, "train", 1), end(0.4, "train", 1)]
     run = load(write_run(tmp_path / "r.jsonl", records))
     assert analysis.verdict(run).label == "CPU-bound"
+
+
+# -- the data wait and nested phases ----------------------------------------------------------
+
+def zero_code_run(tmp_path, metric=None, source="auto"):
+    """What the zero-code instrumentation records for one epoch: train 0-10 s with two visible
+    DataLoader waits nested in it (1-3 s and 5-8 s, 5 s together), then validate 10-12 s, all in
+    lane main; ``metric`` is the epoch's data_wait_s."""
+    def phase(t0, t1, name):
+        return [ev(t0, "phase_begin", name=name, epoch=1, lane="main", source=source),
+                ev(t1, "phase_end", name=name, epoch=1, lane="main", source=source)]
+
+    records = [*phase(0, 10, "train"), *phase(1, 3, "data"), *phase(5, 8, "data"), *phase(10, 12, "validate")]
+    metrics = {"loss": 0.5, "steps": 100, "steps_per_s": 10.0}
+    if metric is not None:
+        metrics["data_wait_s"] = metric
+    records.append(ev(12, "epoch", epoch=1, metrics=metrics, source=source))
+    records = sorted(records, key=lambda r: r["t"])
+    return load(write_run(tmp_path / "r.jsonl", [*samples([(50, 50)] * 13), *records]))
+
+
+def test_a_data_wait_nested_in_train_counts_as_data_not_also_as_train(tmp_path):
+    (row,) = analysis.epochs(zero_code_run(tmp_path))
+    # train 10 s less the 5 s of waits inside it; the lane's seconds add up to the epoch's 12.
+    assert row.phases == {"train": 5.0, "data": 5.0, "validate": 2.0}
+    assert (row.train, row.validate, row.other, row.untracked) == (5.0, 2.0, 5.0, 0.0)
+    # No metric: the data phases are the wait, 5 of the loop's 10 s and of the epoch's 12.
+    assert (row.data_wait, row.data_wait_source, row.train_loop) == (5.0, "phases", 10.0)
+    assert row.loop_wait_share == 0.5 and row.data_wait_share == pytest.approx(5 / 12)
+
+
+def test_the_metric_is_the_exact_wait_and_wins_over_the_visible_phases(tmp_path):
+    run = zero_code_run(tmp_path, metric=6.2)   # 1.2 s of waits too short to be drawn
+    (row,) = analysis.epochs(run)
+    assert (row.data_wait, row.data_wait_source) == (6.2, "metric")
+    assert row.phases["data"] == 5.0            # the lanes still draw what was visible
+    assert row.loop_wait_share == pytest.approx(0.62)
+    v = analysis.verdict(run)
+    assert v.label == "input-bound" and v.figures["data_wait_share"] == 0.62
+    assert v.text.startswith("input-bound: the training loop waited on its DataLoader 62% of the time (6.2 of 10.0 s)")
+    summary = analysis.summarize(run)
+    epoch = summary["epochs"][0]
+    assert (epoch["data_wait"], epoch["data_wait_share"], epoch["data_wait_source"]) == (6.2, round(6.2 / 12, 4), "metric")
+    assert summary["data_wait"] == {"seconds": 6.2, "train_loop": 10.0, "share": 0.62, "source": "metric"}
+
+
+def test_data_phases_outside_the_training_lanes_are_not_a_wait(tmp_path):
+    # A loader lane prefetching beside training (0-4 s) does not block the loop; an epoch with
+    # neither the metric nor a data phase in its training lane has no data wait measured.
+    events = [begin(0, "train", 1), end(4, "train", 1),
+              begin(0, "data", 1, lane="loader"), end(3, "data", 1, lane="loader"),
+              begin(4, "train", 2), end(8, "train", 2)]
+    run = load(write_run(tmp_path / "r.jsonl", [*samples([(100, 0)] * 9), *events]))
+    first, second = analysis.epochs(run)
+    assert first.phases == {"train": 4.0, "data": 3.0}      # lanes side by side each count
+    assert first.data_wait is None and second.data_wait is None
+    assert analysis.data_wait([first, second]) is None
+    assert "data_wait_share" not in analysis.verdict(run).figures
+
+
+def test_repeated_metrics_are_a_phases_seconds_and_the_data_wait():
+    assert analysis.repeated_metrics(["data", "train", "validate"],
+                                     ["loss", "data_s", "train_s", "copy_s", "data_wait_s", "steps_per_s"]
+                                     ) == {"data_s", "train_s", "data_wait_s"}

@@ -1,113 +1,144 @@
-"""GpuProbe against a fake NVML module (a test input: the real one needs a driver and a GPU)."""
+"""GpuProbe's NVML habits against the fake NVML of tests/fakes (pynvml's own structures and
+exception classes; the real library needs a driver and a GPU): what each NVML error becomes."""
 
-from types import SimpleNamespace
+from __future__ import annotations
+
+import pynvml
+import pytest
 
 from devicewatch.probes.gpu import GpuProbe
+from tests.fakes.nvml import FakeGpu, FakeNVML, FakeProcess
+
+T0 = 1000.0
 
 
-class NVMLError(Exception):
-    def __init__(self, value):
-        super().__init__(f"NVML error {value}")
-        self.value = value
+class Clock:
+    """Unix seconds that only move when a test says so; the probe and the fake share it."""
+
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> float:
+        return self.now
 
 
-def fake_nvml(buffered=True, samples_by_call=None):
-    """Two GPUs; device 0 has buffered utilization samples, per-process use for pid 42."""
-    calls = {"samples": 0}
-    samples_by_call = samples_by_call or [[(1_000_100_000, 80), (1_000_200_000, 20)], [(1_000_300_000, 95)]]
-
-    def get_samples(handle, kind, last_seen):
-        if not buffered:
-            raise NVMLError(3)  # NOT_SUPPORTED
-        batch = samples_by_call[min(calls["samples"], len(samples_by_call) - 1)] if handle == 0 else []
-        calls["samples"] += handle == 0
-        if not batch:
-            raise NVMLError(6)  # NOT_FOUND: nothing new
-        return 1, [SimpleNamespace(timeStamp=ts, sampleValue=SimpleNamespace(uiVal=v)) for ts, v in batch]
-
-    def power(handle):
-        if handle == 1:
-            raise NVMLError(3)
-        return 250_500
-
-    return SimpleNamespace(
-        NVMLError=NVMLError, NVML_ERROR_NOT_SUPPORTED=3, NVML_ERROR_NOT_FOUND=6,
-        NVML_ERROR_FUNCTION_NOT_FOUND=13, NVML_GPU_UTILIZATION_SAMPLES=1, NVML_TEMPERATURE_GPU=0,
-        NVML_CLOCK_SM=1,
-        nvmlInit=lambda: None, nvmlShutdown=lambda: None, nvmlDeviceGetCount=lambda: 2,
-        nvmlSystemGetDriverVersion=lambda: "570.86",
-        nvmlDeviceGetHandleByIndex=lambda i: i,
-        nvmlDeviceGetName=lambda h: f"Fake GPU {h}", nvmlDeviceGetUUID=lambda h: f"GPU-{h}",
-        nvmlDeviceGetMemoryInfo=lambda h: SimpleNamespace(used=1 << 30, total=8 << 30),
-        nvmlDeviceGetUtilizationRates=lambda h: SimpleNamespace(gpu=50, memory=10),
-        nvmlDeviceGetPowerUsage=power, nvmlDeviceGetTemperature=lambda h, k: 60,
-        nvmlDeviceGetClockInfo=lambda h, k: 1500, nvmlDeviceGetSamples=get_samples,
-        nvmlDeviceGetComputeRunningProcesses=lambda h: [SimpleNamespace(pid=42, usedGpuMemory=1 << 29),
-                                                         SimpleNamespace(pid=7, usedGpuMemory=1 << 20)],
-        nvmlDeviceGetProcessUtilization=lambda h, ts: [SimpleNamespace(pid=42, smUtil=77, memUtil=12, timeStamp=ts + 1)],
-    )
-
-
-def started(nvml):
-    probe = GpuProbe(nvml_loader=lambda: nvml)
+def started(gpus: list[FakeGpu], **fake_options) -> tuple[GpuProbe, FakeNVML, Clock]:
+    clock = Clock()
+    nvml = FakeNVML(gpus, clock=clock, **fake_options)
+    probe = GpuProbe(nvml_loader=nvml.module, clock=clock)
     probe.start()
-    probe._last_seen = [0, 0]  # start() takes "now"; the fake's stamps are from 1970
-    return probe
+    assert probe.available, probe.reason
+    return probe, nvml, clock
+
+
+def poll_at(probe: GpuProbe, clock: Clock, t: float, pids=(42,)) -> list[dict] | None:
+    clock.now = T0 + t
+    return probe.sample(list(pids), run_start_unix=T0)
+
+
+def two_gpus() -> list[FakeGpu]:
+    """GPU 0 with the workload (pid 42) and a stranger (pid 7); GPU 1 without GPM."""
+    return [FakeGpu(name="Fake GPU 0", util_period=0.1, processes=[FakeProcess(42, mem=1 << 29), FakeProcess(7)]),
+            FakeGpu(name="Fake GPU 1", gpm=False, util=50.0)]
 
 
 def test_devices_and_driver_are_described():
-    probe = started(fake_nvml())
-    assert probe.available and probe.reason is None and probe.driver == "570.86"
+    probe, _, _ = started(two_gpus())
+    assert probe.reason is None and probe.driver == "570.86"
     assert [d["name"] for d in probe.devices] == ["Fake GPU 0", "Fake GPU 1"]
+    assert probe.gpm_reasons == [None, "GPM not supported on Fake GPU 1 (needs Hopper or newer)"]
 
 
 def test_buffered_samples_are_drained_once_each():
-    probe = started(fake_nvml())
-    first = probe.sample(pids=[42], run_start_unix=1000.0)
-    # Stamps in µs since the epoch, minus the run's start: 1000.1 s -> 0.1 s, 1000.2 -> 0.2.
-    assert first[0]["util_samples"] == [[0.1, 80.0], [0.2, 20.0]]
-    assert first[0]["util"] == 20.0  # the newest buffered value
-    second = probe.sample(pids=[42], run_start_unix=1000.0)
-    assert second[0]["util_samples"] == [[0.3, 95.0]]
-    # Device 1 has no buffered samples: the one-second average stands, unsupported power is None.
-    assert "util_samples" not in second[1] and second[1]["util"] == 50 and second[1]["power_w"] is None
-    assert first[0]["power_w"] == 250.5
+    probe, _, clock = started(two_gpus())
+    first = poll_at(probe, clock, 0.25)
+    # The driver samples every 0.1 s: 0.1 and 0.2 s are new at 0.25 s, 0.3 s at 0.35 s.
+    assert [t for t, _ in first[0]["util_samples"]] == [0.1, 0.2]
+    assert [t for t, _ in poll_at(probe, clock, 0.35)[0]["util_samples"]] == [0.3]
+
+
+def test_not_found_from_the_buffer_means_nothing_new_and_the_last_value_stands():
+    probe, nvml, clock = started(two_gpus())
+    assert poll_at(probe, clock, 0.25)[0]["util"] == 97.0
+    # Polled again at the same instant: the fake raises NVMLError_NotFound (no sample newer).
+    again = poll_at(probe, clock, 0.25)
+    assert probe.available and "util_samples" not in again[0] and again[0]["util"] == 97.0
+    assert nvml.calls["nvmlDeviceGetSamples"] == 4   # two polls, two GPUs: the buffer is still used
+
+
+@pytest.mark.parametrize("error", [pynvml.NVML_ERROR_NOT_SUPPORTED, pynvml.NVML_ERROR_FUNCTION_NOT_FOUND])
+def test_a_buffer_the_gpu_lacks_falls_back_to_the_average_for_good(error):
+    probe, nvml, clock = started(two_gpus())
+    nvml.break_call("nvmlDeviceGetSamples", error)
+    records = poll_at(probe, clock, 0.25)
+    assert probe.available and [r["util"] for r in records] == [97, 50]
+    assert not any("util_samples" in r for r in records)
+    poll_at(probe, clock, 0.5)
+    assert nvml.calls["nvmlDeviceGetSamples"] == 2   # tried once per GPU, then not again
+
+
+@pytest.mark.parametrize("error", [pynvml.NVML_ERROR_NOT_SUPPORTED, pynvml.NVML_ERROR_FUNCTION_NOT_FOUND,
+                                   pynvml.NVML_ERROR_NOT_FOUND])
+def test_a_reading_the_gpu_does_not_have_is_none_and_the_others_stay(error):
+    probe, nvml, clock = started(two_gpus())
+    nvml.break_call("nvmlDeviceGetPowerUsage", error)
+    records = poll_at(probe, clock, 0.25)
+    assert probe.available and [r["power_w"] for r in records] == [None, None]
+    assert [r["temp_c"] for r in records] == [51, 51] and records[0]["util"] == 97.0
 
 
 def test_only_the_workloads_processes_are_reported():
-    probe = started(fake_nvml())
-    (gpu0, _) = probe.sample(pids=[42], run_start_unix=1000.0)
-    assert gpu0["procs"] == [{"pid": 42, "mem": 1 << 29, "util": 77, "mem_util": 12}]
+    probe, _, clock = started(two_gpus())
+    gpu0, gpu1 = poll_at(probe, clock, 0.25)
+    # The driver's per-process samples at 0.1 and 0.2 s, both at the fake's 50% and 10%.
+    assert gpu0["procs"] == [{"pid": 42, "mem": 1 << 29, "util": 50.0, "mem_util": 10.0}]
+    assert gpu1["procs"] == []
 
 
-def test_unsupported_buffer_falls_back_to_the_average():
-    probe = started(fake_nvml(buffered=False))
-    (gpu0, _) = probe.sample(pids=[], run_start_unix=1000.0)
-    assert gpu0["util"] == 50 and "util_samples" not in gpu0
+@pytest.mark.parametrize("error", [pynvml.NVML_ERROR_NOT_SUPPORTED, pynvml.NVML_ERROR_FUNCTION_NOT_FOUND])
+def test_per_process_use_falls_back_to_the_older_call_then_to_none(error):
+    probe, nvml, clock = started(two_gpus())
+    nvml.break_call("nvmlDeviceGetProcessesUtilizationInfo", error)
+    assert poll_at(probe, clock, 0.25)[0]["procs"][0]["util"] == 50.0   # the older call answered
+    assert nvml.calls["nvmlDeviceGetProcessUtilization"] == 2
+    nvml.break_call("nvmlDeviceGetProcessUtilization", error)
+    gpu0 = poll_at(probe, clock, 0.5)[0]
+    # Neither call works: the process is still listed with its memory, its use unknown.
+    assert probe.available and gpu0["procs"] == [{"pid": 42, "mem": 1 << 29, "util": None, "mem_util": None}]
+    poll_at(probe, clock, 0.75)
+    assert nvml.calls["nvmlDeviceGetProcessUtilization"] == 4   # not tried again after it failed
 
 
-def test_no_library_and_no_driver_give_reasons():
+def test_an_unexpected_nvml_error_mid_run_makes_the_probe_unavailable_with_a_reason():
+    probe, nvml, clock = started(two_gpus())
+    assert poll_at(probe, clock, 0.25) is not None
+    nvml.break_call("nvmlDeviceGetSamples", pynvml.NVML_ERROR_GPU_IS_LOST)
+    assert poll_at(probe, clock, 0.5) is None
+    assert not probe.available and probe.reason == "NVML error: GPU is lost"
+
+
+def test_a_gpu_lost_while_reading_gpm_ends_gpu_sampling_not_only_gpm():
+    probe, nvml, clock = started(two_gpus())
+    poll_at(probe, clock, 0.0)
+    nvml.break_call("nvmlGpmSampleGet", pynvml.NVML_ERROR_GPU_IS_LOST)
+    assert poll_at(probe, clock, 0.25) is None
+    assert not probe.available and probe.reason == "NVML error: GPU is lost"
+
+
+def test_no_library_no_driver_and_switched_off_give_reasons():
     def missing():
         raise ImportError("no pynvml")
 
     probe = GpuProbe(nvml_loader=missing)
     probe.start()
-    assert not probe.available and "nvidia-ml-py" in probe.reason
-    broken = fake_nvml()
-    broken.nvmlInit = lambda: (_ for _ in ()).throw(NVMLError(9))
-    probe = GpuProbe(nvml_loader=lambda: broken)
+    assert not probe.available and probe.reason == "nvidia-ml-py is not installed"
+    nvml = FakeNVML(two_gpus(), init_error=pynvml.NVML_ERROR_DRIVER_NOT_LOADED)
+    probe = GpuProbe(nvml_loader=nvml.module)
     probe.start()
-    assert not probe.available and probe.reason.startswith("no NVIDIA driver")
+    assert not probe.available and probe.reason == "no NVIDIA driver (Driver Not Loaded)"
+    none = GpuProbe(nvml_loader=FakeNVML([]).module)
+    none.start()
+    assert not none.available and none.reason == "no NVIDIA GPU found"
     off = GpuProbe(enabled=False)
     off.start()
     assert not off.available and "--gpu off" in off.reason
-
-
-def test_an_error_mid_run_makes_the_probe_unavailable_with_a_reason():
-    nvml = fake_nvml()
-    probe = started(nvml)
-    assert probe.sample([], 1000.0) is not None
-    # GPU lost, seen by the buffered-utilization read that every poll makes
-    nvml.nvmlDeviceGetSamples = lambda h, k, ts: (_ for _ in ()).throw(NVMLError(15))
-    assert probe.sample([], 1000.0) is None
-    assert not probe.available and probe.reason.startswith("NVML error")

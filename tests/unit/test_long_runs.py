@@ -55,6 +55,8 @@ def test_the_live_model_pairs_phases_as_analysis_does(tmp_path):
         _event(2.5, "phase_begin", name="validate", epoch=1, pid=1),
         _event(3.0, "phase_end", name="validate", epoch=1, pid=1),
         _event(3.0, "phase_begin", name="train", epoch=2, pid=1),
+        _event(3.1, "epoch", epoch=1, metrics={"loss": 0.5}),
+        _event(3.2, "epoch", epoch=1, metrics={"accuracy": 0.9}),
     ]
     path = tmp_path / "live.jsonl"
     writer = RunWriter(path, {"interval": 0.1, "host": {"cpu_count": 1}})
@@ -71,6 +73,8 @@ def test_the_live_model_pairs_phases_as_analysis_does(tmp_path):
         expected = analysis.phases(follower.run)
         assert model.phases == expected
         assert [model.phases[j] for j in model._open] == [p for p in expected if p.open]
+        # Epoch rows, computed again only for the epochs that changed, as analysis gives them.
+        assert model.epoch_rows == analysis.epochs(follower.run, expected)
     writer.close()
     model.ingest(follower.poll())
     model.refresh_phases()
@@ -78,6 +82,9 @@ def test_the_live_model_pairs_phases_as_analysis_does(tmp_path):
     assert names == [("train", "main", False), ("data", "loader", False), ("data", "loader", True),
                      ("validate", "main", False), ("train", "main", True)]
     assert model.phases == analysis.phases(follower.run)
+    assert model.epoch_rows == analysis.epochs(follower.run)
+    assert model.epoch_rows[0].metrics == {"loss": 0.5, "accuracy": 0.9}
+    assert model.epochs_done == 0  # epoch 1's second data phase is still open, epoch 2's train too
 
 
 def test_columns_grow_in_place_and_match_one_decode(tmp_path):

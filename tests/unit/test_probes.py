@@ -124,3 +124,14 @@ def test_probes_read_the_same_on_both_paths(monkeypatch, on_proc):
     assert system["mem"]["total"] == psutil.virtual_memory().total
     assert 0 < system["mem"]["used"] < system["mem"]["total"]
     assert me is not None and me >= 0.0
+
+
+def test_a_proc_file_gone_before_it_opens_raises_once_and_leaves_nothing_to_clean(monkeypatch):
+    import gc
+
+    unraisable: list = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    with pytest.raises(FileNotFoundError):
+        procfs.ProcFile("/proc/999999999/stat")
+    gc.collect()  # its __del__ runs on the half-made object: no "Exception ignored" from it
+    assert unraisable == []

@@ -172,3 +172,40 @@ def test_the_status_line_says_time_epoch_phase_cpu_and_gpus():
     assert status_text(12.34, 3, 20, "train", 54.0, [97.0, 3.0]) == \
         "   12.3s · epoch 3/20 · train · CPU  54.0% · GPU  97%   3%"
     assert status_text(0.5, None, None, None, 2.0, []) == "    0.5s · CPU   2.0%"
+
+
+# -- what the instrumentation did -----------------------------------------------------------
+
+def test_the_instrumentations_news_sum_up_in_the_end_record():
+    from devicewatch.recorder.instrumentation import NOT_ACTIVE, InstrumentationNews
+
+    news = InstrumentationNews({"offered": True})
+    assert news.summary() == {"active": False, "reason": NOT_ACTIVE}
+    for record in ({"kind": "instrument", "state": "loaded", "pid": 7}, {"kind": "instrument", "state": "armed", "pid": 7, "framework": "torch"},
+                   {"kind": "instrument", "state": "loaded", "pid": 8}, {"kind": "instrument", "state": "armed", "pid": 8, "framework": "torch"},
+                   {"kind": "instrument", "state": "armed", "pid": 8, "framework": "lightning"},
+                   {"kind": "instrument", "state": "error", "pid": 8, "framework": "torch", "detail": "next: ValueError: x"},
+                   {"kind": "instrument", "state": "bounded", "pid": 8, "left_out": 12}, {"kind": "marker", "pid": 9}):
+        news.take(record)
+    assert news.summary() == {"active": True, "processes": 2, "frameworks": ["torch", "lightning"],
+                              "errors": ["torch: next: ValueError: x"], "left_out": 12}
+    off = InstrumentationNews({"offered": False, "reason": "switched off by --no-instrument"})
+    off.take({"kind": "instrument", "state": "loaded", "pid": 1})
+    assert off.summary() == {"active": False, "reason": "switched off by --no-instrument"}
+
+
+def test_the_report_says_what_the_instrumentation_did_in_one_line():
+    from devicewatch import analysis
+    from devicewatch.runfile import Run
+
+    def run(header: dict, end: dict | None) -> Run:
+        return Run("x.jsonl", {"interval": 0.1, "host": {}, "workload": {}, **header}, end=end)
+
+    assert analysis.instrumentation_text(run({}, {"status": "ok"})) is None     # recorded before it existed
+    assert analysis.instrumentation_text(run({"instrument": {"offered": True}}, {"status": "ok", "instrument": {
+        "active": True, "processes": 2, "frameworks": ["torch", "lightning"]}})) == "active in 2 processes (torch, lightning)"
+    assert analysis.instrumentation_text(run({"instrument": {"offered": False, "reason": "switched off"}}, None)) == \
+        "not offered: switched off"
+    assert analysis.instrumentation_text(run({"instrument": {"offered": True}}, {"instrument": {
+        "active": True, "processes": 1, "errors": ["torch: boom"]}})) == \
+        "active in 1 process; 1 hook(s) failed and disarmed themselves, first: torch: boom"

@@ -1,14 +1,142 @@
-"""The headless summary and `report`: fitted to the terminal, and short for a run that failed early."""
+"""The headless summary, `report` and `compare --text`: fitted to the width (the terminal's, or
+$COLUMNS in a pipe), no number cut, no phase repeated as a metric, and short for a run that
+failed early.
+
+tests/fixtures/pipeline-serial.jsonl and pipeline-overlapped.jsonl are the two runs of
+`make demo` on a 2-core machine without a GPU, recorded with
+`devicewatch --record F pipeline --variant serial|overlapped --epochs 10 --train-samples 8000
+--val-samples 8000 --device auto`: ten epochs of five phases and eight metrics each.
+"""
 
 from __future__ import annotations
 
 import sys
 
-from devicewatch import analysis, runfile
+import pytest
+
+from devicewatch import analysis, compare, runfile
+from devicewatch.render.compare_text import comparison_text
 from devicewatch.render.report import report_text
 from tests.conftest import ROOT, devicewatch, write_run
 
 FIXTURE = ROOT / "tests" / "fixtures" / "demo-cpu.jsonl"
+SERIAL = ROOT / "tests" / "fixtures" / "pipeline-serial.jsonl"
+OVERLAPPED = ROOT / "tests" / "fixtures" / "pipeline-overlapped.jsonl"
+WIDTHS = (80, 100, 200)
+
+
+def table_rows(text: str, key: str) -> list[list[str]]:
+    """The cells of every table row whose first cell is KEY, in the order drawn."""
+    rows = []
+    for line in text.splitlines():
+        if line.startswith("│"):
+            cells = [c.strip() for c in line.strip("│").split("│")]
+            if cells[0] == key:
+                rows.append(cells)
+    return rows
+
+
+def headers(text: str) -> list[str]:
+    return [c.strip() for line in text.splitlines() if line.startswith("┃")
+            for c in line.strip("┃").split("┃") if c.strip()]
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_pipeline_report_fits_and_cuts_no_number(width):
+    run = runfile.load(OVERLAPPED)
+    text = report_text(run, width=width)
+    assert max(len(line) for line in text.splitlines()) <= width
+    assert "…" not in text
+    # Every cell of every epoch, as the report formats it from the figures, is drawn whole
+    # in one of the epoch tables (the key column repeats in each).
+    summary = analysis.summarize(run)
+    for row in summary["epochs"]:
+        drawn = [cell for cells in table_rows(text, str(row["epoch"])) for cell in cells[1:]]
+        expected = [f"{row['total']:.1f}s", *[f"{v:.1f}s" for v in row["phase_seconds"].values()],
+                    f"{row['data_wait_share']:.0%}"]
+        expected += [f"{v:.4g}" if isinstance(v, float) else str(v) for k, v in row["metrics"].items()
+                     if not k.endswith("_s")]
+        assert all(cell in drawn for cell in expected), (row["epoch"], expected, drawn)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_no_phase_is_shown_again_as_a_metric(width):
+    text = report_text(runfile.load(OVERLAPPED), width=width)
+    shown = headers(text)
+    for phase in ("data", "train", "copy", "validate"):
+        assert phase in shown and f"{phase}_s" not in shown
+    for metric in ("loss", "accuracy", "val_loss", "val_accuracy", "copy_share_pct"):
+        assert shown.count(metric) == 1
+    # The epoch table's 13 columns need 137 columns in all (97 of text, 3 around each, 1 at
+    # the edge): in one table at 200, the rest in a second one at 80 and 100.
+    assert ("Epochs, continued" in text) == (width < 137)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_compare_text_fits_and_says_what_became_of_the_verdict(width):
+    c = compare.comparison(runfile.load(SERIAL), runfile.load(OVERLAPPED))
+    text = comparison_text(c, width=width)
+    assert max(len(line) for line in text.splitlines()) <= width
+    assert "…" not in text
+    assert "train_s" not in headers(text) and "data wait A → B" in headers(text)
+    assert c.headline.endswith("; A: single-core-bound → B: lane-bound")
+    for pair in c.epochs:
+        drawn = [cell for cells in table_rows(text, str(pair.epoch)) for cell in cells[1:]]
+        assert f"{pair.a.total:.2f}s" in drawn and f"{pair.b.total:.2f}s" in drawn
+
+
+def test_make_demos_recordings_get_the_verdicts_of_their_shape():
+    """The serial run: one core's work, its lanes taking turns. The overlapped run: the train
+    lane busy throughout with validation beside it, cores to spare."""
+    assert analysis.verdict(runfile.load(SERIAL)).label == "single-core-bound"
+    assert analysis.verdict(runfile.load(OVERLAPPED)).label == "lane-bound"
+
+
+@pytest.mark.parametrize("columns, limit", [("80", 80), ("", 100)])
+def test_report_in_a_pipe_takes_its_width_from_columns_else_100(columns, limit, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    if columns:
+        monkeypatch.setenv("COLUMNS", columns)
+    proc = devicewatch("report", str(OVERLAPPED))
+    assert proc.returncode == 0, proc.stderr
+    widths = [len(line) for line in proc.stdout.splitlines()]
+    assert max(widths) <= limit and max(widths) > limit - 10   # fills the width it was given
+    wide = devicewatch("report", str(OVERLAPPED), "--width", "200").stdout
+    assert max(len(line) for line in wide.splitlines()) > 100
+
+
+def loader_run(path, waits):
+    """Two epochs as the zero-code instrumentation records them: train 0-4 s (and 5-9 s) with
+    a nested visible wait, validate 4-5 s (9-10 s); ``waits`` is each epoch's data_wait_s."""
+    records = [{"type": "sample", "t": 0.05 + 0.1 * k, "cpu": [50.0, 50.0], "cpu_total": 50.0} for k in range(100)]
+    for e, wait in enumerate(waits, start=1):
+        t0 = 5.0 * (e - 1)
+        for name, start, end in (("train", t0, t0 + 4), ("data", t0, t0 + wait - 0.5), ("validate", t0 + 4, t0 + 5)):
+            fields = {"type": "event", "pid": 1, "name": name, "epoch": e, "lane": "main", "source": "auto"}
+            records += [{**fields, "t": start, "kind": "phase_begin"}, {**fields, "t": end, "kind": "phase_end"}]
+        records.append({"type": "event", "pid": 1, "t": t0 + 5, "kind": "epoch", "epoch": e, "source": "auto",
+                        "metrics": {"loss": 1.0, "data_wait_s": wait, "steps": 50, "steps_per_s": 12.5}})
+    return runfile.load(write_run(path, sorted(records, key=lambda r: r["t"])))
+
+
+def test_report_and_compare_show_each_epochs_data_wait(tmp_path):
+    # A waits 1 s of each 5 s epoch (20%), B 3 s (60%).
+    a, b = loader_run(tmp_path / "a.jsonl", [1.0, 1.0]), loader_run(tmp_path / "b.jsonl", [3.0, 3.0])
+    text = report_text(b, width=80)
+    assert "data wait" in headers(text) and "data_wait_s" not in headers(text)
+    assert [rows[0][headers(text).index("data wait")] for rows in (table_rows(text, "1"), table_rows(text, "2"))] \
+        == ["60%", "60%"]
+    # The loop (train 4 s) waited 3 of its 4 s: 75%.
+    assert "input-bound: the training loop waited on its DataLoader 75% of the time" in " ".join(text.split())
+    c = compare.comparison(a, b)
+    assert [(p.data_wait_share("a"), p.data_wait_share("b")) for p in c.epochs] == [(0.2, 0.6), (0.2, 0.6)]
+    assert "20% → 60%" in comparison_text(c, width=100)
+    data = compare.to_dict(c)
+    assert data["epochs"][0]["data_wait_share"] == {"a": 0.2, "b": 0.6}
+    assert data["b"]["data_wait"] == {"seconds": 6.0, "train_loop": 8.0, "share": 0.75, "source": "metric"}
+    # A's loop waits 1 of its 4 s (25%, under the 30% of input-bound), its cores at 50% with
+    # none saturated: waiting.
+    assert c.headline.endswith("; A: waiting → B: input-bound")
 
 
 def test_at_100_columns_no_line_is_wider_and_no_header_is_cut():
@@ -36,8 +164,10 @@ def test_epochs_count_every_named_phase(tmp_path):
     assert list(summary["epochs"][0]["phase_seconds"]) == ["data", "train", "validate", "copy"]
     text = report_text(run, width=100)
     header = next(line for line in text.splitlines() if "epoch" in line and "total" in line)
+    # The data phase is in the training lane: the loop waited 1 of the epoch's 4 s, 25%.
     assert [w for w in header.replace("┃", " ").split()] == ["epoch", "total", "data", "train", "validate",
-                                                             "copy", "no", "phase"]
+                                                             "copy", "no", "phase", "data", "wait"]
+    assert table_rows(text, "1")[0][-1] == "25%"
 
 
 def test_a_run_that_fails_before_its_first_phase_prints_its_error_first_and_no_tables(tmp_path, monkeypatch):

@@ -1,0 +1,181 @@
+"""What the zero-code instrumentation costs a training loop, and how many events it sends.
+
+The workload is a loop of tiny steps (one-sample batches from a DataLoader into a 4-input
+linear model: about 2,000 steps/s here, the worst case for per-step hooks), recorded by
+``devicewatch --record`` with the instrumentation on.
+
+**Slowdown.** Whole runs with and without the instrumentation differ here by far more than
+2% (the machine is shared: pairs of back-to-back runs came out -24% and +83%), so the figure
+comes from one run that alternates: every BURST training steps the loop swaps PyTorch's own
+``DataLoader.__next__`` and ``Module.train`` back in for the hooked ones (each hook keeps its
+original as ``__wrapped__``; the backward hook has put PyTorch's own back by the first
+optimizer step) and empties the optimizer's global post-step hooks, then puts them back, and
+times the two kinds of burst apart (training steps only: validation is in neither). Neighbouring
+bursts see the same outside load; the slowdown is bare steps/s over hooked steps/s, minus one,
+from one run. ``--runs`` repeats it to show the spread, each time with a control run that
+swaps the same way but keeps the hooks in both kinds of burst (its figure is what the method
+itself reads when there is nothing to find).
+
+**Events a second** are read from run files of the loop fully instrumented: every event record
+over the span from the first to the last, and the most in any one second, for epochs of
+``--steps`` steps and for 20-step epochs (dozens of epochs a second), where the per-process
+bound has to hold.
+
+Budgets (docs/benchmarks.md): at most 2% slower, at most 50 events a second.
+
+    python -m bench.bench_zero_code [--runs 3] [--steps 2000] [--epochs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+LOOP = """
+import sys, time
+import torch
+import torch.optim.optimizer as optimizer_module
+from torch import nn
+from torch.nn.modules.module import Module
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.dataloader import _BaseDataLoaderIter
+
+steps, epochs, mode = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+alternate = mode in ("alternate", "control")
+BURST = 50
+torch.manual_seed(0)
+torch.set_num_threads(1)
+train = DataLoader(TensorDataset(torch.randn(steps, 4), torch.randn(steps, 1)), batch_size=1)
+val = DataLoader(TensorDataset(torch.randn(max(1, steps // 10), 4), torch.randn(max(1, steps // 10), 1)), batch_size=1)
+model = nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+
+# The hooked functions (the backward hook has put PyTorch's own back by the first step).
+hooked = (_BaseDataLoaderIter.__next__, Module.train)
+post_step = dict(optimizer_module._global_optimizer_post_hooks)
+if alternate and not all(hasattr(f, "__wrapped__") for f in hooked):
+    sys.exit("not instrumented: nothing to alternate")
+
+
+def hooks(on):
+    # control: the same swapping, with the hooked functions both ways (what the method itself costs)
+    chosen = hooked if on or mode == "control" else tuple(f.__wrapped__ for f in hooked)
+    _BaseDataLoaderIter.__next__, Module.train = chosen
+    optimizer_module._global_optimizer_post_hooks.clear()
+    if on or mode == "control":
+        optimizer_module._global_optimizer_post_hooks.update(post_step)
+
+
+seconds = {True: 0.0, False: 0.0}
+counted = {True: 0, False: 0}
+done = 0
+on = True
+start = time.perf_counter()
+for epoch in range(epochs):
+    model.train()
+    burst_start, in_burst = time.perf_counter(), 0  # training only: validation is in no burst
+    for x, y in train:
+        optimizer.zero_grad()
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        optimizer.step()
+        done += 1
+        in_burst += 1
+        if alternate and done % BURST == 0:
+            seconds[on] += time.perf_counter() - burst_start
+            counted[on] += in_burst
+            # on, off, off, on, on, off, ...: each kind as often first as second
+            on = on if (done // BURST) % 2 == 0 else not on
+            hooks(on)
+            burst_start, in_burst = time.perf_counter(), 0
+    seconds[on] += time.perf_counter() - burst_start
+    counted[on] += in_burst
+    model.eval()
+    with torch.no_grad():
+        for x, y in val:
+            model(x)
+hooks(True)
+if alternate:
+    print(counted[False] / seconds[False], counted[True] / seconds[True])
+else:
+    print(done / (time.perf_counter() - start))
+"""
+
+
+def record(script: Path, out: Path, steps: int, epochs: int, mode: str = "whole") -> list[float]:
+    """Record one instrumented run of the loop; what it printed (its step rates)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DEVICEWATCH_EVENTS", "DEVICEWATCH_INSTRUMENT")}
+    env["PYTHONPATH"] = str(ROOT)
+    command = [sys.executable, "-m", "devicewatch", "--record", str(out), "--quiet", "--", sys.executable,
+               str(script), str(steps), str(epochs), mode]
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    if result.returncode != 0:
+        raise SystemExit(f"the recorded loop failed: {result.stderr[-2000:]}")
+    from devicewatch import runfile
+
+    logs = [log["line"] for log in runfile.load(out).logs if log.get("stream") == "stdout"]
+    return [float(v) for v in logs[-1].split()]
+
+
+def event_rates(path: Path) -> tuple[int, float, int]:
+    """(events, events a second over their span, the most in one second) of a run file."""
+    times = []
+    with open(path) as handle:
+        for line in handle:
+            if line.startswith('{"type":"event"'):
+                times.append(json.loads(line)["t"])
+    if len(times) < 2:
+        return len(times), 0.0, len(times)
+    times.sort()
+    span = times[-1] - times[0]
+    most = max(sum(1 for t in times[i:] if t < start + 1.0) for i, start in enumerate(times))
+    return len(times), len(times) / span if span > 0 else 0.0, most
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=3, help="alternating runs (default 3)")
+    parser.add_argument("--steps", type=int, default=2000, help="training steps an epoch (default 2000)")
+    parser.add_argument("--epochs", type=int, default=5, help="epochs a run (default 5)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-zero-code-") as tmp:
+        folder = Path(tmp)
+        script = folder / "loop.py"
+        script.write_text(LOOP)
+        slowdowns, controls = [], []
+        for run in range(args.runs):
+            bare, hooked = record(script, folder / f"alternate-{run}.jsonl", args.steps, args.epochs, "alternate")
+            slowdowns.append(bare / hooked - 1)
+            print(f"run {run + 1}: {bare:7.0f} steps/s bare, {hooked:7.0f} hooked: {100 * slowdowns[-1]:+.2f}%", flush=True)
+            first, second = record(script, folder / f"control-{run}.jsonl", args.steps, args.epochs, "control")
+            controls.append(first / second - 1)
+            print(f"control {run + 1}: hooked both ways: {100 * controls[-1]:+.2f}%", flush=True)
+        whole = folder / "whole.jsonl"
+        (rate,) = record(script, whole, args.steps, args.epochs)
+        whole_events = event_rates(whole)
+        stress = folder / "stress.jsonl"
+        record(script, stress, 20, 300)
+        stress_events = event_rates(stress)
+    print()
+    print(f"slowdown hooked, {args.runs} runs alternating every 50 steps: "
+          + ", ".join(f"{100 * s:+.2f}%" for s in slowdowns)
+          + f" (median {100 * statistics.median(slowdowns):+.2f}%; budget +2%)")
+    print("the same alternation with the hooks in both kinds of burst (what the method reads when there is "
+          "nothing to find): " + ", ".join(f"{100 * c:+.2f}%" for c in controls)
+          + f" (median {100 * statistics.median(controls):+.2f}%)")
+    print(f"events, {args.steps}-step epochs ({rate:.0f} steps/s fully instrumented): {whole_events[0]} in the run, "
+          f"{whole_events[1]:.1f}/s over it, {whole_events[2]} in the busiest second (budget 50/s)")
+    print(f"events, 20-step epochs (300 epochs): {stress_events[0]} in the run, {stress_events[1]:.1f}/s over it, "
+          f"{stress_events[2]} in the busiest second (budget 50/s)")
+
+
+if __name__ == "__main__":
+    main()

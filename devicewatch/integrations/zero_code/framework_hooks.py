@@ -1,0 +1,122 @@
+"""Lightning, Keras and Hugging Face: devicewatch's callback added to every fit.
+
+Each framework already says where its epochs, training and validation begin and end, through
+its callbacks; the instrumentation only adds devicewatch's callback (``integrations.lightning``,
+``keras``, ``transformers``) to every ``Trainer.fit``, ``Model.fit`` and ``Trainer.train``,
+unless the script passed one itself, and tells the torch-level loop that the callback owns the
+phases (it then measures only the data wait and steps, which the callback's epoch metrics
+carry). The callbacks it adds mark their events ``source: "auto"``.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable
+
+from .instrument import Process, event_fields, own_phases
+
+
+def arm(framework: str, name: str, module: Any, process: Process) -> None:
+    if framework == "lightning":
+        _wrap(process, framework, module.Trainer, "fit", functools.partial(_lightning_fit, module))
+    elif framework == "keras":
+        _wrap(process, framework, module.Model, "fit", _keras_fit(module.Model.fit))
+    elif framework == "transformers":
+        _wrap(process, framework, module.Trainer, "train", lambda trainer, args, kwargs: _transformers_train(trainer))
+
+
+def _wrap(process: Process, framework: str, owner: type, method: str,
+          prepare: Callable[[Any, tuple[Any, ...], dict[str, Any]], tuple[tuple[Any, ...], dict[str, Any]] | None]) -> None:
+    """Wrap OWNER.METHOD so that PREPARE(self, args, kwargs) runs first (and may return new
+    arguments); if PREPARE raises, the method runs as called and the wrapper disarms itself."""
+    original = getattr(owner, method)
+    failed: list[BaseException] = []
+
+    @functools.wraps(original)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if not failed and process.live:
+            try:
+                changed = prepare(self, args, kwargs)
+                if changed is not None:
+                    args, kwargs = changed
+            except Exception as exc:  # noqa: BLE001 - the fit goes on without the callback
+                failed.append(exc)
+                if getattr(owner, method) is wrapper:
+                    setattr(owner, method, original)
+                process.error(framework, method, exc)
+        return original(self, *args, **kwargs)
+
+    setattr(owner, method, wrapper)
+
+
+def _announce(owner: str) -> None:
+    from .instrument import PROCESS
+
+    PROCESS.announce()
+    own_phases(owner)
+
+
+# -- Lightning ----------------------------------------------------------------------------------
+
+_LIGHTNING_CALLBACKS: dict[str, type] = {}
+
+
+def _lightning_callback(pl: Any) -> type:
+    """devicewatch's callback on this Lightning package's base class (``lightning.pytorch`` and
+    ``pytorch_lightning`` each have their own ``Callback``)."""
+    from ..lightning_base import LightningPhases
+
+    cls = _LIGHTNING_CALLBACKS.get(pl.__name__)
+    if cls is None:
+        cls = _LIGHTNING_CALLBACKS[pl.__name__] = type("DevicewatchCallback", (LightningPhases, pl.Callback), {})
+    return cls
+
+
+def _lightning_fit(pl: Any, trainer: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    from ..lightning_base import LightningPhases
+
+    if not any(isinstance(cb, LightningPhases) for cb in trainer.callbacks):
+        callback = _lightning_callback(pl)()
+        callback.event_fields = event_fields()
+        trainer.callbacks.append(callback)
+    _announce("lightning")
+
+
+# -- Keras --------------------------------------------------------------------------------------
+
+def _keras_fit(fit: Callable[..., Any]) -> Callable[..., tuple[tuple[Any, ...], dict[str, Any]] | None]:
+    parameters = list(inspect.signature(fit).parameters)
+    position = parameters.index("callbacks") - 1 if "callbacks" in parameters else None  # less self
+
+    def prepare(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
+        from ..keras import DevicewatchCallback
+
+        _announce("keras")
+        given_positionally = position is not None and len(args) > position
+        callbacks = args[position] if given_positionally else kwargs.get("callbacks")
+        if callbacks is not None and not isinstance(callbacks, (list, tuple)):
+            return None  # a CallbackList of the script's own: left as it is
+        callbacks = list(callbacks or ())
+        if any(isinstance(cb, DevicewatchCallback) for cb in callbacks):
+            return None
+        callback = DevicewatchCallback()
+        callback.event_fields = event_fields()
+        callbacks.append(callback)  # a new list: the script's own is not changed
+        if given_positionally:
+            return args[:position] + (callbacks,) + args[position + 1:], kwargs
+        return args, dict(kwargs, callbacks=callbacks)
+
+    return prepare
+
+
+# -- Hugging Face -------------------------------------------------------------------------------
+
+def _transformers_train(trainer: Any) -> None:
+    from ..transformers import DevicewatchCallback
+
+    if not any(isinstance(cb, DevicewatchCallback) for cb in trainer.callback_handler.callbacks):
+        callback = DevicewatchCallback()
+        callback.event_fields = event_fields()
+        trainer.add_callback(callback)
+    _announce("transformers")

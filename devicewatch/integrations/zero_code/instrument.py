@@ -1,0 +1,236 @@
+"""The instrumentation of one workload process: which frameworks are armed, what it has said,
+and the one way it speaks (``Voice``: every event it sends carries ``source: "auto"`` and stays
+within EVENT_RATE a second).
+
+``arm`` is what the sitecustomize calls once a watched framework has been imported. A process
+says it is instrumented (``instrument`` events: loaded, then armed per framework) only when it
+first has something to say, so that processes which import torch without training (the
+torchrun agent, DataLoader workers, a helper run by the script) send nothing. A hook that
+fails is reported once (state "error") and disarms itself; the script goes on untouched.
+
+The framework callbacks (``integrations.lightning``, ``keras``, ``transformers``) tell this
+module about their phases (``declared_phase``) and ask it for the data wait and steps of their
+epoch (``epoch_figures``); outside the instrumentation both are no-ops.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import threading
+import time
+from typing import Any, Callable
+
+from ... import events
+from .loop import LANE, Loop
+
+# The event budget of one process: at most EVENT_RATE a second after a burst of EVENT_BURST.
+# The end of a phase that was begun is never left out: it may borrow a token, which the next
+# begin waits to repay, so no second holds more than 50 whatever the step rate. Data phases
+# leave RESERVED tokens for the train/validate phases and epoch figures. What is left out is
+# counted, and said once at the end (an instrument event, state "bounded").
+EVENT_RATE = 30.0
+EVENT_BURST = 16.0
+RESERVED = 4.0
+SOURCE = "auto"
+DETAIL_CHARS = 300
+
+# What the sitecustomize watches, and the framework each name arms.
+WATCHED = {"torch": "torch", "lightning.pytorch": "lightning", "pytorch_lightning": "lightning",
+           "keras": "keras", "transformers.trainer": "transformers"}
+
+
+class Voice:
+    """Sends the loop's phases and figures as events, within the budget. A phase whose begin
+    was over the budget is not ended either, so every phase sent is whole."""
+
+    def __init__(self, emit: Callable[..., None], clock: Callable[[], float] = time.monotonic,
+                 before_first: Callable[[], None] = lambda: None):
+        self._emit = emit
+        self._clock = clock
+        self._before_first = before_first
+        self._said = False
+        self.tokens = EVENT_BURST
+        self._refilled = clock()
+        self._left_out: set[tuple[str, Any, str]] = set()
+        self.dropped = 0
+
+    def _take(self, n: float, keep: float = 0.0) -> bool:
+        now = self._clock()
+        self.tokens = min(EVENT_BURST, self.tokens + (now - self._refilled) * EVENT_RATE)
+        self._refilled = now
+        if self.tokens - n < keep:
+            self.dropped += int(n)
+            return False
+        self.tokens -= n
+        return True
+
+    def say_left_out(self) -> None:
+        """At the end: how many events the budget left out, if any."""
+        if self.dropped and self._said:
+            self._emit(events.INSTRUMENT, state="bounded", left_out=self.dropped)
+
+    def _send(self, kind: str, **fields: Any) -> None:
+        if not self._said:
+            self._said = True
+            self._before_first()
+        self._emit(kind, source=SOURCE, **fields)
+
+    def phase(self, kind: str, name: str, epoch: int | None, lane: str, at: float) -> None:
+        key = (name, epoch, lane)
+        if kind == "begin":
+            if not self._take(1):
+                self._left_out.add(key)
+                return
+            self._send(events.PHASE_BEGIN, name=name, epoch=epoch, lane=lane, mono=at)
+        elif key in self._left_out:
+            self._left_out.discard(key)
+            self.dropped += 1
+        else:
+            self._take(1, keep=-1)  # an end is always sent: it only borrows
+            self._send(events.PHASE_END, name=name, epoch=epoch, lane=lane, mono=at)
+
+    def data_phase(self, start: float, end: float, epoch: int | None, lane: str) -> bool:
+        if not self._take(2, keep=RESERVED):
+            return False
+        self._send(events.PHASE_BEGIN, name="data", epoch=epoch, lane=lane, mono=start)
+        self._send(events.PHASE_END, name="data", epoch=epoch, lane=lane, mono=end)
+        return True
+
+    def epoch(self, epoch: int, metrics: dict[str, Any]) -> None:
+        if self._take(1):
+            self._send(events.EPOCH, epoch=epoch, metrics=metrics)
+
+
+class Process:
+    """This process's instrumentation (one per process: ``PROCESS``)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.armed: list[str] = []
+        self.announced = False
+        self.live = True               # False in a forked child and once everything is disarmed
+        self.errors: set[str] = set()
+        self.voice = Voice(events.emit, before_first=self.announce)
+        self.loop = Loop(self.voice)
+        self.owner: str | None = None
+
+    def announce(self) -> None:
+        """Say once, before anything else, that this process is instrumented and with what."""
+        if self.announced:
+            return
+        self.announced = True
+        events.emit(events.INSTRUMENT, state="loaded", python=".".join(map(str, sys.version_info[:3])))
+        for framework in self.armed:
+            events.emit(events.INSTRUMENT, state="armed", framework=framework)
+
+    def armed_now(self, framework: str) -> None:
+        if framework not in self.armed:
+            self.armed.append(framework)
+            if self.announced:
+                events.emit(events.INSTRUMENT, state="armed", framework=framework)
+
+    def error(self, framework: str, hook: str, exc: BaseException) -> None:
+        """A hook failed: said once per hook (the hook disarms itself)."""
+        key = f"{framework}/{hook}"
+        if key in self.errors or not self.live:
+            return
+        self.errors.add(key)
+        try:
+            self.announce()
+            detail = f"{hook}: {type(exc).__name__}: {exc}"
+            events.emit(events.INSTRUMENT, state="error", framework=framework, detail=detail[:DETAIL_CHARS])
+        except Exception:  # noqa: BLE001 - nothing the instrumentation does may reach the script
+            pass
+
+    def forked(self) -> None:
+        """A fork of an instrumented process (a DataLoader worker, a fork-based pool) reports
+        nothing: its parent's loop state is not its own."""
+        self.live = False
+
+
+PROCESS = Process()
+
+
+def arm(name: str, module: Any) -> None:
+    """Arm the hooks of the framework whose module NAME has just been imported."""
+    framework = WATCHED.get(name)
+    if framework is None or not PROCESS.live:
+        return
+    if not PROCESS.armed:
+        _defer_to_the_scripts_own_phases()
+    try:
+        if framework == "torch":
+            from . import torch_hooks
+
+            torch_hooks.arm(module, PROCESS)
+        else:
+            from . import framework_hooks
+
+            framework_hooks.arm(framework, name, module, PROCESS)
+        PROCESS.armed_now(framework)
+    except Exception as exc:  # noqa: BLE001 - a framework we cannot hook runs as it is
+        PROCESS.error(framework, "arm", exc)
+
+
+def _defer_to_the_scripts_own_phases() -> None:
+    """A script that sends phases itself (``devicewatch.events``: the workloads, a script of
+    one's own) owns them: from its first phase on, the torch-level loop says none."""
+    declare = events.phase_begin
+
+    @functools.wraps(declare)
+    def phase_begin(*args: Any, **kwargs: Any) -> None:
+        if PROCESS.owner is None:
+            own_phases("events")
+        declare(*args, **kwargs)
+
+    events.phase_begin = phase_begin
+
+
+def _fork_child() -> None:
+    PROCESS.forked()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_fork_child)
+
+
+# -- what the framework callbacks tell and ask ---------------------------------------------
+
+def own_phases(owner: str) -> None:
+    """A framework's callback owns the phases from now on: the torch-level loop says none."""
+    try:
+        with PROCESS.lock:
+            PROCESS.owner = owner
+            PROCESS.loop.declare_owner(owner, time.monotonic())
+    except Exception as exc:  # noqa: BLE001
+        PROCESS.error(owner, "own phases", exc)
+
+
+def declared_phase(name: str, epoch: int | None, lane: str = LANE, begin: bool = True) -> None:
+    if PROCESS.owner is None or not PROCESS.live:
+        return
+    try:
+        with PROCESS.lock:
+            PROCESS.loop.declared_phase(name, epoch, lane, begin, time.monotonic())
+    except Exception as exc:  # noqa: BLE001
+        PROCESS.error(PROCESS.owner, "phase", exc)
+
+
+def epoch_figures(epoch: int | None) -> dict[str, Any]:
+    """``data_wait_s``, ``steps`` and ``steps_per_s`` of EPOCH, measured by the torch hooks
+    under a callback's phases; empty when torch is not instrumented in this process."""
+    if PROCESS.owner is None or not PROCESS.live or "torch" not in PROCESS.armed:
+        return {}
+    try:
+        with PROCESS.lock:
+            return PROCESS.loop.epoch_figures(epoch, time.monotonic())
+    except Exception as exc:  # noqa: BLE001
+        PROCESS.error(PROCESS.owner, "epoch figures", exc)
+        return {}
+
+
+def event_fields() -> dict[str, Any]:
+    """What a callback added by the instrumentation puts on its events."""
+    return {"source": SOURCE}

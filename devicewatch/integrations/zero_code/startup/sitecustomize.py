@@ -1,0 +1,144 @@
+"""devicewatch's zero-code instrumentation, which Python starts in every process of a workload.
+
+The recorder puts this folder (which holds nothing else) first on the workload's PYTHONPATH,
+so ``site`` imports this file as ``sitecustomize``. It takes its folder off ``sys.path`` again,
+runs the ``sitecustomize`` the environment already had, and, under a devicewatch recorder on
+Python 3.9 or newer, adds one import hook: nothing else happens until torch, Lightning, Keras
+or transformers is imported. Then devicewatch is loaded from where this file lives (the
+workload's interpreter need not have it installed, and nothing else of devicewatch's
+environment joins its sys.path) and arms that framework (``zero_code.instrument.arm``).
+
+Written to parse on any Python, old ones included, where it only runs the environment's own
+``sitecustomize``.
+"""
+
+import os
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(_HERE)))  # the devicewatch package
+# The same names and values as zero_code.instrument.WATCHED, events.ENV_VAR and
+# zero_code.SWITCH_VAR/SWITCHED_OFF (a test holds them together): importing those here would
+# cost every Python process of the workload.
+_WATCHED = ("torch", "lightning.pytorch", "pytorch_lightning", "keras", "transformers.trainer")
+_EVENTS_VAR = "DEVICEWATCH_EVENTS"
+_SWITCH_VAR = "DEVICEWATCH_INSTRUMENT"
+_SWITCHED_OFF = ("0", "off", "false", "no")
+
+
+def _wanted():
+    return (sys.version_info >= (3, 9) and bool(os.environ.get(_EVENTS_VAR))
+            and os.environ.get(_SWITCH_VAR, "").strip().lower() not in _SWITCHED_OFF)
+
+
+class _Watcher(object):
+    """An import hook that finds nothing itself: when a watched module is about to be
+    imported, the other finders find it, and its loader is wrapped so that the framework is
+    armed once the module has run. Gone from sys.meta_path once every name has been seen."""
+
+    def __init__(self):
+        self.pending = set(_WATCHED)
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in self.pending:
+            return None
+        self.pending.discard(name)
+        if not self.pending and self in sys.meta_path:
+            sys.meta_path.remove(self)
+        spec = None
+        for finder in list(sys.meta_path):
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(name, path, target)
+            if spec is not None:
+                break
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        spec.loader = _Arming(spec.loader, name)
+        return spec
+
+
+class _Arming(object):
+    """The module's own loader, which then arms the framework. The module gets its own loader
+    back before it runs, so nothing in it can tell."""
+
+    def __init__(self, loader, name):
+        self.loader = loader
+        self.name = name
+
+    def __getattr__(self, attribute):
+        return getattr(self.loader, attribute)
+
+    def exec_module(self, module):
+        spec = getattr(module, "__spec__", None)
+        if spec is not None and spec.loader is self:
+            spec.loader = self.loader
+        if getattr(module, "__loader__", None) is self:
+            module.__loader__ = self.loader
+        self.loader.exec_module(module)
+        _arm(self.name, sys.modules.get(self.name, module))
+
+
+def _arm(name, module):
+    try:
+        _instrumentation().arm(name, module)
+    except Exception as exc:  # devicewatch itself could not be loaded: say so, change nothing
+        _say_error(name, exc)
+
+
+def _instrumentation():
+    """devicewatch's instrumentation module, loaded from the package this file belongs to
+    unless the process has imported devicewatch already."""
+    import importlib
+
+    if "devicewatch" not in sys.modules:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location(
+            "devicewatch", os.path.join(_PACKAGE, "__init__.py"), submodule_search_locations=[_PACKAGE])
+        package = importlib.util.module_from_spec(spec)
+        sys.modules["devicewatch"] = package
+        try:
+            spec.loader.exec_module(package)
+        except BaseException:
+            del sys.modules["devicewatch"]
+            raise
+    return importlib.import_module("devicewatch.integrations.zero_code.instrument")
+
+
+def _say_error(name, exc):
+    """One instrument event, written as devicewatch.events would, without devicewatch."""
+    try:
+        import json
+        import time
+
+        line = json.dumps({"kind": "instrument", "mono": time.monotonic(), "pid": os.getpid(),
+                           "state": "error", "framework": name.split(".")[0],
+                           "detail": ("loading devicewatch: %s: %s" % (type(exc).__name__, exc))[:300]})
+        fd = os.open(os.environ[_EVENTS_VAR], os.O_WRONLY | os.O_NONBLOCK)
+        try:
+            os.write(fd, (line + "\n").encode())
+        finally:
+            os.close(fd)
+    except Exception:
+        pass
+
+
+def _chain():
+    """Run the sitecustomize the environment had before this one, as site would have: it is
+    the next one on sys.path, now that this folder is off it. Its errors are site's to show."""
+    ours = sys.modules.get("sitecustomize")
+    sys.path[:] = [entry for entry in sys.path if not entry or os.path.abspath(entry) != _HERE]
+    sys.modules.pop("sitecustomize", None)
+    try:
+        import sitecustomize  # noqa: F401 - the environment's own
+    except ImportError as exc:
+        if getattr(exc, "name", "sitecustomize") != "sitecustomize":
+            raise
+        sys.modules["sitecustomize"] = ours
+
+
+if _wanted():
+    sys.meta_path.insert(0, _Watcher())
+_chain()

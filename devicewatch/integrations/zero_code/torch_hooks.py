@@ -1,0 +1,179 @@
+"""The PyTorch hooks: what the training loop does, fed to this process's ``Loop``.
+
+- **Data wait**: ``_BaseDataLoaderIter.__next__`` (the iterator every DataLoader returns,
+  single-process or with workers) is wrapped to time how long the loop is blocked in it, as
+  TraceML times ``next()`` on the DataLoader's iterator and Lightning's ``_DataFetcher`` times
+  its fetch (``train_dataloader_next``) and torchtnt its ``next(data_iter)``: here on the
+  iterator class itself, so that a loop of any shape (plain ``for``, Lightning, Hugging Face,
+  Keras on torch) is measured the same way, with two clock reads a batch.
+- **Train or validate**: ``nn.Module.train`` (``eval()`` calls it too) is wrapped, counting only
+  the outermost call on a model whose parameters an optimizer holds; grad mode is read at each
+  batch. No forward hook: a global one takes every module off PyTorch's fast call path, and
+  one on the model travels with it (``torch.save``, ``torch.jit.script``).
+- **Steps**: the public ``register_optimizer_step_post_hook``; ``torch.autograd.backward`` (which
+  ``Tensor.backward`` calls) for loops that update their weights by hand, put back to
+  PyTorch's own at the first optimizer step (each hook costs a little on every step).
+
+Only the main thread's calls count (a background prefetch thread's ``next()`` blocks no loop).
+A hook whose own work raises is restored to PyTorch's original and reported once; PyTorch's
+own exceptions (``StopIteration`` included) pass through untouched.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import threading
+import time
+from typing import Any, Callable
+
+from .instrument import Process
+
+_monotonic = time.monotonic
+get_ident = threading.get_ident
+_MAIN = threading.main_thread().ident
+
+
+def arm(torch: Any, process: Process) -> None:
+    """Put the hooks in (once per process)."""
+    from torch.nn.modules.module import Module
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+    from torch.utils.data.dataloader import _BaseDataLoaderIter
+
+    hooks = _Hooks(torch, process)
+    hooks.wrap(_BaseDataLoaderIter, "__next__", hooks.timed_next)
+    hooks.wrap(Module, "train", hooks.counted_train)
+    hooks.wrap(torch.autograd, "backward", hooks.counted_backward)
+    hooks.step_handle = register_optimizer_step_post_hook(hooks.after_step)
+    atexit.register(hooks.at_exit)
+
+
+class _Hooks:
+    def __init__(self, torch: Any, process: Process):
+        self.torch = torch
+        self.process = process
+        self.loop = process.loop
+        self.is_grad_enabled: Callable[[], bool] = torch.is_grad_enabled
+        self.restore: dict[str, Callable[[], None]] = {}
+        # Whether each hook still counts (a failed one is off): plain attributes, read on every
+        # batch and step, where a call or a set look-up would cost more than the rest.
+        self.timed_next_on = self.counted_train_on = self.counted_backward_on = True
+        self.after_step_on = self.at_exit_on = True
+        self.trained_params: set[int] = set()
+        self.optimizers: set[int] = set()
+        self.train_depth = 0
+        self.step_handle: Any = None
+
+    def wrap(self, owner: Any, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+        original = getattr(owner, name)
+        wrapper = functools.wraps(original)(make(original))
+        setattr(owner, name, wrapper)
+
+        def restore() -> None:
+            if getattr(owner, name) is wrapper:
+                setattr(owner, name, original)
+
+        self.restore[make.__name__] = restore
+
+    def failed(self, hook: str, exc: BaseException) -> None:
+        """Our bookkeeping in HOOK raised: disarm HOOK, say so once."""
+        setattr(self, hook + "_on", False)
+        try:
+            if hook == "after_step":
+                if self.step_handle is not None:
+                    self.step_handle.remove()
+            else:
+                self.restore[hook]()
+        except Exception:  # noqa: BLE001 - a wrapper left in place passes straight through
+            pass
+        self.process.error("torch", hook.replace("_", " "), exc)
+
+    # -- the wrappers -------------------------------------------------------------------------
+
+    def timed_next(self, original: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        process, fetch, exhausted, is_grad_enabled = self.process, self.loop.fetch, self.loop.exhausted, self.is_grad_enabled
+
+        def __next__(iterator: Any) -> Any:
+            if not (self.timed_next_on and process.live and get_ident() == _MAIN):
+                return original(iterator)
+            first = getattr(iterator, "_num_yielded", None) == 0
+            start = _monotonic()
+            try:
+                batch = original(iterator)
+            except StopIteration:
+                end = _monotonic()
+                try:
+                    exhausted(id(iterator._dataset), end)
+                except Exception as exc:  # noqa: BLE001
+                    self.failed("timed_next", exc)
+                raise
+            end = _monotonic()
+            try:
+                fetch(id(iterator._dataset), is_grad_enabled(), first, start, end)
+            except Exception as exc:  # noqa: BLE001
+                self.failed("timed_next", exc)
+            return batch
+        return __next__
+
+    def counted_train(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        process = self.process
+
+        def train(module: Any, mode: bool = True) -> Any:
+            if not (self.counted_train_on and process.live and get_ident() == _MAIN):
+                return original(module, mode)
+            self.train_depth += 1  # children's train() calls come back through here
+            try:
+                result = original(module, mode)
+            finally:
+                self.train_depth -= 1
+            if self.train_depth == 0:
+                try:
+                    if self.is_trained(module):
+                        self.loop.mode(bool(mode), _monotonic())
+                except Exception as exc:  # noqa: BLE001
+                    self.failed("counted_train", exc)
+            return result
+        return train
+
+    def counted_backward(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        process, backward_seen = self.process, self.loop.backward
+
+        def backward(*args: Any, **kwargs: Any) -> Any:
+            result = original(*args, **kwargs)
+            if self.counted_backward_on and process.live and get_ident() == _MAIN:
+                try:
+                    backward_seen(_monotonic())
+                except Exception as exc:  # noqa: BLE001
+                    self.failed("counted_backward", exc)
+            return result
+        return backward
+
+    def after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if not (self.after_step_on and self.process.live and get_ident() == _MAIN):
+            return
+        try:
+            if id(optimizer) not in self.optimizers:
+                self.optimizers.add(id(optimizer))
+                self.trained_params.update(id(p) for group in optimizer.param_groups for p in group["params"])
+                if self.counted_backward_on:  # steps are counted now: backward passes no longer matter
+                    self.counted_backward_on = False
+                    self.restore["counted_backward"]()
+            self.loop.step(_monotonic())
+        except Exception as exc:  # noqa: BLE001
+            self.failed("after_step", exc)
+
+    def at_exit(self) -> None:
+        if not (self.at_exit_on and self.process.live):
+            return
+        try:
+            self.loop.finish(_monotonic())
+            self.process.voice.say_left_out()
+        except Exception as exc:  # noqa: BLE001
+            self.failed("at_exit", exc)
+
+    def is_trained(self, module: Any) -> bool:
+        """Whether MODULE is a model being trained: before the first optimizer step any model
+        is; after it, one holding a parameter an optimizer steps (not a frozen teacher)."""
+        if not self.trained_params:
+            return True
+        return any(id(p) in self.trained_params for p in module.parameters())

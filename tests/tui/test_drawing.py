@@ -1,0 +1,163 @@
+"""The charts' pure drawing functions on small literal inputs, cell by cell (no widget, no terminal).
+
+Each expected grid is worked out from the function's rules: one value per column (the mean of
+the samples in it), eighth blocks from the bottom, braille dots, the heat scale's steps, the
+label column of ``AXIS`` cells, and the time axis's tick labels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from rich.segment import Segment
+from rich.style import Style
+
+from devicewatch.render.palette import NORMAL, PRESENTER
+from devicewatch.tui.drawing import (AXIS, AreaInput, Grid, HeatInput, LanesInput, LinesInput, Overlay, View,
+                                     draw_area, draw_heat, draw_lanes, draw_lines, kind_codes, per_column, style_id)
+
+TRAIN_BG, VALIDATE_BG = NORMAL.phase["train"], NORMAL.phase["validate"]
+
+
+def test_per_column_means_and_fills_the_gaps_between_samples():
+    t = np.array([0.5, 0.6, 2.5])
+    values = np.array([10.0, 30.0, 50.0])
+    # Columns of 1 s: column 0 holds two samples (mean 20), column 1 none (filled from the
+    # left: inside the data), column 2 one, column 3 is after the last sample: NaN.
+    got = per_column(t, values, View(0, 4), 4)
+    assert got[:3].tolist() == [20.0, 20.0, 50.0] and np.isnan(got[3])
+    assert np.isnan(per_column(t, values, View(0, 4), 4, fill=False)[1])
+
+
+def test_area_fills_eighths_from_the_bottom_over_the_phase_shading():
+    # One sample per column of a 4 s window: 0, 25, 50, 100 % of a 100 % top on 2 plot rows
+    # (16 eighths): levels 0, 4, 8, 16. Train shades 0-2 s (columns 0-2), an epoch line at
+    # 2.5 s (column 2), a marker at 0.5 s (column 0).
+    data = AreaInput(View(0, 4), 1, NORMAL, np.array([0.5, 1.5, 2.5, 3.5]), np.array([0.0, 25.0, 50.0, 100.0]),
+                     100.0, "%", Overlay.of([(0.0, 2.0, "train")], [2.5], [0.5]))
+    grid = draw_area(data, AXIS + 4, 3)
+    assert grid.text() == [
+        "  100% ▼ ┊█",   # the marker where the top row is empty, the epoch line in an empty cell
+        "    0%  ▄██",
+        "       0s  ",   # the 4 s label would touch 0s: left out
+    ]
+    assert grid.style(0, AXIS) == Style(color=NORMAL.marker, bgcolor=TRAIN_BG)
+    assert grid.style(0, AXIS + 2) == Style(color=NORMAL.boundary, bgcolor=TRAIN_BG)
+    assert grid.style(1, AXIS + 2) == Style(color=NORMAL.boundary, bgcolor=TRAIN_BG)  # the line's block
+    assert grid.style(1, AXIS + 1) == Style(color=NORMAL.area, bgcolor=TRAIN_BG)
+    assert grid.style(1, AXIS + 3) == Style(color=NORMAL.area)  # after the phase: no shading
+    assert grid.style(1, 0) == Style(color=NORMAL.axis)
+
+
+def test_area_labels_its_middle_from_five_rows_on():
+    data = AreaInput(View(0, 1), 1, NORMAL, np.array([0.5]), np.array([40.0]), 8.0, "G", axis=False)
+    texts = draw_area(data, AXIS + 1, 5).text()
+    assert [row[:AXIS] for row in texts] == ["    8G ", "       ", "    4G ", "       ", "    0G "]
+    assert [row[AXIS] for row in texts] == ["█"] * 5  # 40 over a top of 8: full
+
+
+def test_lines_join_neighbouring_columns_with_a_vertical_run_of_dots():
+    # Four dot columns (two cells), 8 dot rows (two cells): values 0, 0, 100, 100 are dot
+    # rows 0, 0, 7, 7. The jump from 0 to 7 fills dot rows 0-7 in the third dot column.
+    series = ((np.array([0.25, 0.75, 1.25, 1.75]), np.array([0.0, 0.0, 100.0, 100.0])),)
+    grid = draw_lines(LinesInput(View(0, 2), 1, NORMAL, series, 100.0, "%"), AXIS + 2, 2)
+    assert grid.text() == ["  100%  ⡏", "    0% ⣀⡇"]
+    assert grid.style(1, AXIS) == Style(color=NORMAL.lines[0])
+    assert grid.style(0, AXIS) == Style()  # no dot: the empty background
+
+
+def test_lines_where_two_series_share_a_cell_the_later_colours_it():
+    # One cell, two dot columns: both series' one sample (at 0.5 s of 1 s) is in the right one.
+    t = np.array([0.5])
+    series = ((t, np.array([0.0])), (t, np.array([0.0])))
+    grid = draw_lines(LinesInput(View(0, 1), 1, NORMAL, series, 100.0, "W"), AXIS + 1, 1)
+    assert grid.text() == ["  100W ⢀"]
+    assert grid.style(0, AXIS) == Style(color=NORMAL.lines[1])
+
+
+def test_heat_gives_few_cores_whole_rows_in_the_heat_colours():
+    # Two cores, 7 rows: 6 plot rows, three per core, and the time axis. 0 / 50 / 100 % are
+    # steps 0, 5 and 10 of the 11-colour scale.
+    cpu = np.array([[0.0, 100.0], [50.0, 50.0], [100.0, 0.0]])
+    grid = draw_heat(HeatInput(View(0, 3), 1, NORMAL, np.array([0.5, 1.5, 2.5]), cpu), AXIS + 3, 7)
+    assert grid.text() == ["  cpu0 ███", "       ███", "       ███", "  cpu1 ███", "       ███", "       ███",
+                           "       0s "]
+    assert [grid.style(0, AXIS + x).color.name for x in range(3)] == [NORMAL.heat[0], NORMAL.heat[5], NORMAL.heat[10]]
+    assert [grid.style(3, AXIS + x).color.name for x in range(3)] == [NORMAL.heat[10], NORMAL.heat[5], NORMAL.heat[0]]
+
+
+def test_heat_shares_rows_between_cores_when_they_do_not_fit():
+    # Eight cores in two plot rows: four half rows, so two cores averaged per half row; row 0
+    # is cores 0-1 (upper half) and 2-3 (lower), row 1 cores 4-7.
+    cpu = np.array([[0.0, 0.0, 100.0, 100.0, 100.0, 100.0, 0.0, 0.0]])
+    grid = draw_heat(HeatInput(View(0, 1), 1, NORMAL, np.array([0.5]), cpu), AXIS + 1, 3)
+    assert grid.text() == ["   0-3 ▀", "   4-7 ▀", "       0s"[:AXIS + 1]]
+    assert grid.style(0, AXIS) == Style(color=NORMAL.heat[0], bgcolor=NORMAL.heat[10])
+    assert grid.style(1, AXIS) == Style(color=NORMAL.heat[10], bgcolor=NORMAL.heat[0])
+
+
+def test_lanes_name_the_phases_that_fit_and_draw_epoch_lines_and_markers():
+    # 20 columns for 10 s. main: train 1 over 0-6 s (columns 0-12, its name fits), validate 1
+    # over 6-10 s (columns 12-19: 8 columns, too few for "validate 1" and a margin), drawn over
+    # train's last column; loader: data 1 over 1-3 s (columns 2-6). The epoch line at 6 s is
+    # column 12, the marker at 8.5 s column 17.
+    data = LanesInput(View(0, 10), 1, NORMAL, ("main", "loader"), np.array([0.0, 6.0, 1.0]), np.array([6.0, 10.0, 3.0]),
+                      kind_codes(["train", "validate", "data"]), ("train 1", "validate 1", "data 1"), np.array([0, 0, 1]),
+                      Overlay.of([], [6.0], [8.5]))
+    grid = draw_lanes(data, AXIS + 20, 5)
+    assert grid.text() == ["  main  train 1    ┊    ▼  ", "loader             ┊    ▼  "]
+    assert grid.style(0, AXIS + 1) == Style(color="#d0d0d0", bgcolor=TRAIN_BG)
+    assert grid.style(0, AXIS + 12) == Style(color=NORMAL.boundary, bgcolor=VALIDATE_BG)
+    assert grid.style(1, AXIS + 2) == Style(color="#d0d0d0", bgcolor=NORMAL.phase["data"])
+    assert grid.style(1, AXIS + 7) == Style(color="#d0d0d0")  # no phase there
+    presenter = draw_lanes(LanesInput(data.view, 1, PRESENTER, data.lanes, data.starts, data.ends, data.kinds,
+                                      data.names, data.lane_of, data.overlay), AXIS + 20, 5)
+    assert presenter.style(0, AXIS + 1) == Style(color="#ffffff", bgcolor=PRESENTER.phase["train"])
+
+
+def test_a_row_is_merged_into_one_segment_per_run_of_a_style():
+    red, blue = Style(color="red"), Style(color="blue")
+    grid = Grid(np.array([list("ab cd▼")], dtype="<U1"),
+                np.array([[style_id(red), style_id(Style(color="red")), style_id(red), style_id(blue),
+                           style_id(blue), style_id(red)]], dtype=np.int32))
+    assert grid.runs(0) == [0, 3, 5]
+    assert grid.segments(0) == [Segment("ab ", red), Segment("cd", blue), Segment("▼", red)]
+
+
+def test_changes_are_the_cells_between_the_first_and_last_difference_of_each_row():
+    before = Grid.blank(3, 8)
+    after = Grid(before.chars.copy(), before.styles.copy())
+    after.chars[0, 5] = "x"
+    after.styles[2, 1] = style_id(Style(bold=True))
+    after.chars[2, 6] = "y"
+    assert after.changes(before) == [(0, 5, 6), (2, 1, 7)]
+    assert after.changes(after) == []
+    assert after.changes(Grid.blank(3, 9)) is None and after.changes(None) is None
+
+
+def test_a_row_rebuilt_from_its_first_change_equals_one_built_whole():
+    """The live path: cells change at the right; the runs left of them are kept."""
+    a, b, c = style_id(Style(color="red")), style_id(Style(color="blue")), style_id(Style(color="green"))
+    before = Grid(np.array([list("aaabbbcc")], dtype="<U1"), np.array([[a, a, a, b, b, b, c, c]], dtype=np.int32))
+    drawn = before.row(0)
+    for x0, ids in [(6, [a, a, a, b, b, b, b, b]),    # the new cells join the run on their left
+                    (7, [a, a, a, b, b, b, c, a]),    # a new run at the end
+                    (3, [a, a, a, a, c, c, c, c]),    # the change starts a run: it joins the one before
+                    (1, [a, c, c, c, c, c, c, c])]:
+        after = Grid(np.array([list("aaabbbcc")], dtype="<U1"), np.array([ids], dtype=np.int32))
+        assert after.changes(before)[0][1] >= x0
+        assert after.row(0, drawn, x0) == after.row(0)
+
+
+def test_inputs_are_equal_when_they_draw_the_same():
+    t = np.array([1.0])
+    one = AreaInput(View(0, 10), 7, NORMAL, t, np.array([5.0]), 100.0, "%")
+    assert one == AreaInput(View(0, 10), 7, NORMAL, t.copy(), np.array([5.0]), 100.0, "%")  # arrays never compared
+    assert one != AreaInput(View(0, 10), 8, NORMAL, t, np.array([5.0]), 100.0, "%")          # a new version
+    assert one != AreaInput(View(0, 20), 7, NORMAL, t, np.array([5.0]), 100.0, "%")          # another window
+    assert one != AreaInput(View(0, 10), 7, PRESENTER, t, np.array([5.0]), 100.0, "%")       # another look
+    assert one != AreaInput(View(0, 10), 7, NORMAL, t, np.array([5.0]), 200.0, "%")          # another scale
+
+
+def test_an_empty_row_has_no_runs():
+    grid = Grid.blank(2, 5).columns(5, 5)
+    assert grid.runs(0) == [] and grid.segments(0) == [] and grid.row(1).segments == []

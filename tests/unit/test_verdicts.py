@@ -1,0 +1,342 @@
+"""The verdict over synthetic runs, one row of CASES each: 2, 16 and 64 cores, with and without
+a (fake) GPU, with the expected label and the exact sentence. docs/verdicts.md is this table's
+readable twin; the last tests check that it lists every case, every label and every threshold.
+
+Every run is generated here from a few rules (which phases run when, what each core, the GPU
+and the workload's process tree read at each instant), never copied from a recording. Samples
+fall at 0.05 s, 0.15 s, …, so none sits on a phase boundary (boundaries are tenths of a second),
+and each expected figure is worked out in the comment beside its case.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from devicewatch import analysis, runfile
+from tests.conftest import ROOT, write_run
+
+STEP = 0.1
+PhaseSpec = tuple[str, "int | None", str, float, float]   # name, epoch, lane, start, end
+
+
+@dataclass
+class Shape:
+    """A synthetic run: the machine, the phases, and what each sample reads at time t."""
+
+    cores: int
+    seconds: float
+    load: Callable[[float], list[float]]                      # each core's % at t
+    phases: list[PhaseSpec] = field(default_factory=list)
+    gpu: Callable[[float], float] | None = None               # GPU utilization % at t
+    sm_active: float | None = None                            # GPM SM activity (None: no GPM)
+    workload: Callable[[float], float] | None = None          # the process tree's CPU, % of one core
+    metrics: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    def records(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for k in range(round(self.seconds / STEP)):
+            t = round(0.05 + STEP * k, 3)
+            cpu = self.load(t)
+            assert len(cpu) == self.cores
+            sample: dict[str, Any] = {"type": "sample", "t": t, "cpu": cpu, "cpu_total": sum(cpu) / len(cpu)}
+            if self.workload is not None:
+                sample["proc"] = {"cpu": self.workload(t), "rss": 1 << 20, "threads": 4, "count": 1}
+            if self.gpu is not None:
+                gpu: dict[str, Any] = {"index": 0, "util": self.gpu(t), "mem_used": 1 << 30, "power_w": 100.0}
+                if self.sm_active is not None:
+                    gpu["sm_active"] = self.sm_active
+                sample["gpus"] = [gpu]
+            out.append(sample)
+        for name, epoch, lane, start, end in self.phases:
+            fields = {"type": "event", "pid": 1, "name": name, "epoch": epoch, "lane": lane}
+            out += [{**fields, "t": start, "kind": "phase_begin"}, {**fields, "t": end, "kind": "phase_end"}]
+        for epoch, metrics in self.metrics.items():
+            last = max(end for _, e, _, _, end in self.phases if e == epoch)
+            out.append({"type": "event", "pid": 1, "t": last, "kind": "epoch", "epoch": epoch, "metrics": metrics})
+        return sorted(out, key=lambda r: r["t"])
+
+    def run(self, path: Path) -> runfile.Run:
+        host = {"cpu_model": "synthetic", "cpu_count": self.cores,
+                "gpus": [{"name": "Fake GPU"}] if self.gpu is not None else []}
+        return runfile.load(write_run(path, self.records(), header={"host": host}))
+
+
+# -- what the cores read --------------------------------------------------------------------------
+
+def one_core(cores: int, busy: float = 100.0, rest: float = 0.0) -> Callable[[float], list[float]]:
+    """One core at BUSY, the others at REST; which core it is moves every sample, as the
+    scheduler moves a thread, so only the busiest core of each sample tells."""
+    def load(t: float) -> list[float]:
+        which = round((t - 0.05) / STEP) % cores
+        return [busy if c == which else rest for c in range(cores)]
+    return load
+
+
+def some_cores(cores: int, busy_cores: int, busy: float = 100.0, rest: float = 0.0) -> Callable[[float], list[float]]:
+    return lambda t: [busy] * busy_cores + [rest] * (cores - busy_cores)
+
+
+def every_core(cores: int, value: float) -> Callable[[float], list[float]]:
+    return lambda t: [value] * cores
+
+
+def constant(value: float) -> Callable[[float], float]:
+    return lambda t: value
+
+
+def active(spans: list[PhaseSpec], t: float, *names: str) -> bool:
+    return any(start <= t < end for name, _, _, start, end in spans if name in names)
+
+
+# -- the phases ---------------------------------------------------------------------------------
+
+def serial_epochs(epochs: int, train: float, validate: float, validate_lane: str = "main") -> list[PhaseSpec]:
+    """Train then validate, epoch after epoch (``make demo``'s run A)."""
+    out: list[PhaseSpec] = []
+    for e in range(epochs):
+        start = e * (train + validate)
+        out += [("train", e + 1, "main" if validate_lane == "main" else "train", start, start + train),
+                ("validate", e + 1, validate_lane, start + train, start + train + validate)]
+    return out
+
+
+def overlapped_epochs(epochs: int, train: float, validate: float) -> list[PhaseSpec]:
+    """Training back to back in the train lane; each epoch's validation in two lanes beside the
+    next epoch's training (``make demo``'s run B, pipeline --variant overlapped)."""
+    out: list[PhaseSpec] = []
+    for e in range(epochs):
+        out.append(("train", e + 1, "train", e * train, (e + 1) * train))
+        for lane in ("validate-0", "validate-1"):
+            out.append(("validate", e + 1, lane, (e + 1) * train, (e + 1) * train + validate))
+    return out
+
+
+def loader_epochs(epochs: int) -> list[PhaseSpec]:
+    """3 s of training with two visible DataLoader waits nested in it (0.9 s each), then 1 s of
+    validation, per epoch: what the zero-code instrumentation records."""
+    out: list[PhaseSpec] = []
+    for e in range(epochs):
+        start = 4.0 * e
+        out += [("train", e + 1, "main", start, start + 3.0),
+                ("data", e + 1, "main", start, start + 0.9), ("data", e + 1, "main", start + 1.5, start + 2.4),
+                ("validate", e + 1, "main", start + 3.0, start + 4.0)]
+    return out
+
+
+def data_then_train(epochs: int, data: float, train: float) -> list[PhaseSpec]:
+    """The workload prepares its data, then trains on it, in one lane (demo, pipeline)."""
+    out: list[PhaseSpec] = []
+    for e in range(epochs):
+        start = e * (data + train)
+        out += [("data", e + 1, "main", start, start + data), ("train", e + 1, "main", start + data, start + data + train)]
+    return out
+
+
+SERIAL = serial_epochs(4, 2.0, 0.5)                  # 10 s: train 2 s, validate 0.5 s, x4
+OVERLAPPED = overlapped_epochs(4, 2.5, 0.8)          # train lane 0-10 s; validation 2.5-3.3, 5-5.8, 7.5-8.3, 10-10.8 s
+LOADER_WAIT = {e: {"loss": 1.0, "data_wait_s": 1.86, "steps": 300, "steps_per_s": 100.0} for e in (1, 2, 3)}
+
+
+def overlapped_load(t: float) -> list[float]:
+    """Both cores full while validation runs; otherwise the training thread on one core and
+    the other at 20%."""
+    if active(OVERLAPPED, t, "validate"):
+        return [100.0, 100.0]
+    return one_core(2, 100.0, 20.0)(t)
+
+
+@dataclass
+class Case:
+    id: str
+    shape: Shape
+    label: str
+    text: str
+
+
+CASES = [
+    # -- 2 cores, no GPU -------------------------------------------------------------------------
+    # One core at 100%, the other at 6%: 53% of 2 cores = 1.06 cores; everything in one lane.
+    Case("2 cores: make demo's serial run", Shape(2, 10.0, one_core(2, 100.0, 6.0), SERIAL),
+         "single-core-bound", "single-core-bound: one core does the work (the busiest averages 100%; "
+         "1.1 of 2 cores busy): the work is serial"),
+    # The same with the lanes pipeline uses (train, then validate in its own lane), and the
+    # process tree's CPU recorded: 100% of one core, so 1.0 core (the machine's 1.06 is within
+    # half a core of it and not mentioned).
+    Case("2 cores: serial, two lanes taking turns", Shape(2, 10.0, one_core(2, 100.0, 6.0),
+                                                        serial_epochs(4, 2.0, 0.5, "validate"),
+                                                        workload=constant(100.0)),
+         "single-core-bound", "single-core-bound: one core does the work (the busiest averages 100%; "
+         "1.0 of 2 cores busy): the work is serial (its lanes train and validate take turns)"),
+    # 108 samples (0 to 10.8 s); 32 of them in a validation window (8 in each of the four
+    # 0.8 s windows) read 100 + 100, the other 76 read 100 + 20: (32 x 100 + 76 x 60) / 108
+    # = 71.9% = 1.44 cores. Two or more lanes at once: 3 x 0.8 s beside training + 0.8 s of
+    # the two validation lanes together = 3.2 of 10.8 s = 30%; the train lane 10 of 10.8 s = 93%.
+    Case("2 cores: make demo's overlapped run", Shape(2, 10.8, overlapped_load, OVERLAPPED),
+         "lane-bound", "lane-bound: the train lane is busy 93% of the time and sets the pace; validate "
+         "runs beside it in 2 more lanes (two or more lanes at once 30% of the time); 1.4 of 2 cores "
+         "busy on average"),
+    # (97 + 95) / 2 = 96% = 1.92 cores.
+    Case("2 cores: every core busy", Shape(2, 5.0, lambda t: [97.0, 95.0], [("train", 1, "main", 0.0, 5.0)]),
+         "CPU-bound", "CPU-bound: 1.9 of 2 cores busy (96%) on average: every core is working"),
+    # The overlapped run while another program fills the second core: the machine 99% = 1.98
+    # cores, the workload's own tree one core.
+    Case("2 cores: overlapped run beside another program", Shape(2, 10.8, lambda t: [100.0, 98.0], OVERLAPPED,
+                                                                workload=constant(100.0)),
+         "CPU-bound", "CPU-bound: 2.0 of 2 cores busy (99%) on average, 1.0 of them by the workload: "
+         "every core is working"),
+    # (5 + 3) / 2 = 4% = 0.08 cores; no phases, so the whole run is judged.
+    Case("2 cores: idle", Shape(2, 3.0, lambda t: [5.0, 3.0]),
+         "waiting", "waiting: 0.1 of 2 cores busy and no core is saturated (the busiest averages 5%): "
+         "the workload mostly waits (I/O, sleep, or a device)"),
+    # data_wait_s 1.86 s of each 3 s training loop, three epochs: 5.58 of 9 s = 62% (more than
+    # the 2 x 0.9 s of visible waits: short ones are not drawn). (60 + 40) / 2 = 50% = 1 core.
+    Case("2 cores: slow DataLoader", Shape(2, 12.0, lambda t: [60.0, 40.0], loader_epochs(3), metrics=LOADER_WAIT),
+         "input-bound", "input-bound: the training loop waited on its DataLoader 62% of the time "
+         "(5.6 of 9.0 s); 1.0 of 2 cores busy"),
+
+    # -- 16 cores, no GPU ------------------------------------------------------------------------
+    # 9 cores at 100%, 7 idle: 56% of 16 = 9 cores.
+    Case("16 cores: nine busy", Shape(16, 5.0, some_cores(16, 9), [("train", 1, "main", 0.0, 5.0)]),
+         "partly parallel", "partly parallel: 9.0 of 16 cores busy on average and the busiest core averages "
+         "100%: 7.0 cores are left idle (fewer threads or processes than cores, or a serial part "
+         "holding the rest back)"),
+    # The same picture, but the workload's own tree uses one core: the other 8 are someone else's.
+    Case("16 cores: serial workload on a busy machine", Shape(16, 5.0, some_cores(16, 9), [("train", 1, "main", 0.0, 5.0)],
+                                                             workload=constant(100.0)),
+         "single-core-bound", "single-core-bound: one core does the work (the busiest averages 100%; 1.0 of 16 "
+         "cores busy with the workload, 9.0 on the whole machine): the work is serial"),
+    # 90% of 16 = 14.4 cores.
+    Case("16 cores: every core busy", Shape(16, 5.0, every_core(16, 90.0), [("train", 1, "main", 0.0, 5.0)]),
+         "CPU-bound", "CPU-bound: 14.4 of 16 cores busy (90%) on average: every core is working"),
+    # Data 2 s then train 2 s, twice: 4 of 8 s in data phases of the training lane; 100/16 =
+    # 6.25% = 1 core.
+    Case("16 cores: data phases half the loop", Shape(16, 8.0, one_core(16), data_then_train(2, 2.0, 2.0)),
+         "input-bound", "input-bound: the training loop spent 50% of its time in data phases (4.0 of 8.0 s), "
+         "waiting for or preparing its input; 1.0 of 16 cores busy"),
+    # Data 0.2 s then train 1.8 s: 10% in data, under the 30% that makes a run input-bound.
+    Case("16 cores: short data phases", Shape(16, 6.0, one_core(16), data_then_train(3, 0.2, 1.8)),
+         "single-core-bound", "single-core-bound: one core does the work (the busiest averages 100%; "
+         "1.0 of 16 cores busy): the work is serial"),
+
+    # -- 64 cores, no GPU ------------------------------------------------------------------------
+    # One core at 100%, 63 at 0.5% of noise: the machine (100 + 31.5) / 64 = 2.05% = 1.3 cores,
+    # but the workload's tree is one core (within half a core: not mentioned).
+    Case("64 cores: serial", Shape(64, 5.0, one_core(64, 100.0, 0.5), [("train", 1, "main", 0.0, 5.0)],
+                                   workload=constant(100.0)),
+         "single-core-bound", "single-core-bound: one core does the work (the busiest averages 100%; 1.0 of 64 "
+         "cores busy): the work is serial"),
+    # Without the process tree's figures the machine's count: (100 + 63 x 0.2) / 64 = 1.76% =
+    # 1.13 cores, still one core's work.
+    Case("64 cores: serial, machine figures only", Shape(64, 5.0, one_core(64, 100.0, 0.2),
+                                                         [("train", 1, "main", 0.0, 5.0)]),
+         "single-core-bound", "single-core-bound: one core does the work (the busiest averages 100%; 1.1 of 64 "
+         "cores busy): the work is serial"),
+    # 2% of 64 = 1.28 cores.
+    Case("64 cores: idle", Shape(64, 3.0, every_core(64, 2.0), [("train", 1, "main", 0.0, 3.0)]),
+         "waiting", "waiting: 1.3 of 64 cores busy and no core is saturated (the busiest averages 2%): the "
+         "workload mostly waits (I/O, sleep, or a device)"),
+    # 88% of 64 = 56.32 cores.
+    Case("64 cores: every core busy", Shape(64, 3.0, every_core(64, 88.0), [("train", 1, "main", 0.0, 3.0)]),
+         "CPU-bound", "CPU-bound: 56.3 of 64 cores busy (88%) on average: every core is working"),
+
+    # -- with a GPU ----------------------------------------------------------------------------
+    # GPU 95% in training (40 samples an epoch), 10% in validation (10): (120 x 95 + 30 x 10)
+    # / 150 = 78%, under 80. Each dip runs from the last high sample to the next (3.95-5.05 s,
+    # …, and the last to the end of the run); the middle of each lies in validation.
+    Case("2 cores + GPU: validation dips", Shape(2, 15.0, lambda t: [30.0, 10.0], serial_epochs(3, 4.0, 1.0),
+                                                 gpu=lambda t: 10.0 if t % 5.0 >= 4.0 else 95.0, sm_active=70.0),
+         "validation-bound", "validation-bound: the GPU dips 3 times, 100% of the dip time during validation; "
+         "overlap validation with training"),
+    # The slow-DataLoader loop with a GPU at 40%: the input is named first.
+    Case("2 cores + GPU: slow DataLoader", Shape(2, 12.0, lambda t: [60.0, 40.0], loader_epochs(3), gpu=constant(40.0),
+                                                 sm_active=60.0, metrics=LOADER_WAIT),
+         "input-bound", "input-bound: the training loop waited on its DataLoader 62% of the time (5.6 of 9.0 s); "
+         "the GPU averages 40%"),
+    Case("16 cores + GPU: busy GPU, busy SMs", Shape(16, 5.0, some_cores(16, 1), [("train", 1, "main", 0.0, 5.0)],
+                                                     gpu=constant(95.0), sm_active=70.0),
+         "GPU-bound", "GPU-bound: the GPU is busy 95% on average with SMs 70% active; the input pipeline keeps it fed"),
+    Case("16 cores + GPU: busy GPU, no GPM", Shape(16, 5.0, some_cores(16, 1), [("train", 1, "main", 0.0, 5.0)],
+                                                   gpu=constant(92.0)),
+         "GPU-bound", "GPU-bound: the GPU is busy 92% on average; the input pipeline keeps it fed (SM activity "
+         "not measured: busy need not mean the chip is full)"),
+    # Every core at 90% (14.4 of 16) beside a GPU at 50%.
+    Case("16 cores + GPU: the CPU cannot feed it", Shape(16, 5.0, every_core(16, 90.0), [("train", 1, "main", 0.0, 5.0)],
+                                                         gpu=constant(50.0), sm_active=60.0),
+         "input-bound", "input-bound: the GPU averages 50% while 14.4 of 16 cores are busy (90%): the CPU cannot "
+         "feed it"),
+    # Every core at 20% (3.2 of 16), the GPU at 40% and never under 10%.
+    Case("16 cores + GPU: GPU underused", Shape(16, 5.0, every_core(16, 20.0), [("train", 1, "main", 0.0, 5.0)],
+                                                gpu=constant(40.0), sm_active=60.0),
+         "GPU underused", "GPU underused: 40% on average, idle 0% of the time, and the CPU is not the limit "
+         "(3.2 of 16 cores busy, the busiest core 20%)"),
+    Case("64 cores + GPU: tiny kernels", Shape(64, 5.0, one_core(64, 30.0), [("train", 1, "main", 0.0, 5.0)],
+                                               gpu=constant(97.0), sm_active=31.0),
+         "launch-bound", "GPU busy 97% of the time but SMs 31% active: kernels too small or too few — launch-bound"),
+    # One core at 95% feeding a GPU at 45%; 63 cores at 0.3%: (95 + 18.9) / 64 = 1.78% = 1.14 cores.
+    Case("64 cores + GPU: one core feeds it", Shape(64, 5.0, one_core(64, 95.0, 0.3), [("train", 1, "main", 0.0, 5.0)],
+                                                    gpu=constant(45.0), sm_active=60.0),
+         "input-bound", "input-bound: the GPU averages 45% while the busiest core averages 95% (1.1 of 64 cores "
+         "busy): one core feeds the GPU and cannot keep up"),
+    # The loop waits on its DataLoader 62% of the time, yet the GPU is full: the GPU is the limit
+    # (kernels queued deep enough to cover the waits), so the wait is not what to fix first.
+    Case("64 cores + GPU: waits on data, GPU still full", Shape(64, 12.0, one_core(64, 60.0), loader_epochs(3),
+                                                                gpu=constant(95.0), sm_active=80.0,
+                                                                metrics=LOADER_WAIT),
+         "GPU-bound", "GPU-bound: the GPU is busy 95% on average with SMs 80% active; the input pipeline keeps it fed"),
+
+    # -- too short -------------------------------------------------------------------------------
+    Case("2 cores: one sample", Shape(2, 0.1, lambda t: [100.0, 0.0]),
+         "too short", "too few samples to judge (the run lasted under a sample or two)"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_verdict(case: Case, tmp_path: Path) -> None:
+    v = analysis.verdict(case.shape.run(tmp_path / "run.jsonl"))
+    assert (v.label, v.text) == (case.label, case.text)
+
+
+def test_the_demo_runs_differ_in_the_figures_that_decide(tmp_path: Path) -> None:
+    """What tells make demo's two runs apart is counted in cores and lanes."""
+    serial = analysis.verdict(CASES[0].shape.run(tmp_path / "a.jsonl"))
+    overlapped = analysis.verdict(CASES[2].shape.run(tmp_path / "b.jsonl"))
+    assert serial.figures["lane_overlap"] == 0.0 and serial.figures["cores_busy"] == 1.06
+    # 3.2 / 10.8 = 0.2963 of the time in two or more lanes; 71.85% of 2 = 1.437 cores.
+    assert overlapped.figures["lane_overlap"] == 0.296 and overlapped.figures["cores_busy"] == 1.44
+
+
+# -- docs/verdicts.md, this table's twin ----------------------------------------------------------
+
+DOC = ROOT / "docs" / "verdicts.md"
+THRESHOLDS = ("IDLE_THRESHOLD", "DIP_THRESHOLD", "MIN_DIP_SECONDS", "SM_ACTIVE_LOW", "GPU_BUSY",
+              "VALIDATION_DIP_SHARE", "FEED_ALL_CORES", "FEED_ONE_CORE", "DATA_WAIT_BOUND", "CPU_BOUND",
+              "CORE_SATURATED", "SERIAL_CORES", "LANES_OVERLAP", "PACING_LANE")
+
+
+def _doc_rows(title: str) -> list[list[str]]:
+    """The cells of the markdown table under the heading TITLE."""
+    text = DOC.read_text()
+    section = text.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+    return [[cell.strip() for cell in line.strip().strip("|").split("|")]
+            for line in section.splitlines() if line.startswith("|") and not line.startswith("|--")][1:]
+
+
+def test_the_doc_lists_every_case_with_its_label():
+    rows = {row[0]: row for row in _doc_rows("Examples")}
+    assert list(rows) == [c.id for c in CASES]
+    for case in CASES:
+        assert rows[case.id][-1] == f"`{case.label}`", case.id
+
+
+def test_the_doc_lists_every_label_and_threshold():
+    labels = {re.sub(r"`", "", row[1]) for row in _doc_rows("Labels")}
+    assert {c.label for c in CASES} <= labels
+    text = DOC.read_text()
+    for name in THRESHOLDS:
+        value = getattr(analysis, name)
+        assert f"`{name} = {value:g}`" in text, name

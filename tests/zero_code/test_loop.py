@@ -1,0 +1,244 @@
+"""The training-loop state machine on literal observations: what phases and figures it says."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from devicewatch.integrations.zero_code import loop as loop_module
+from devicewatch.integrations.zero_code.loop import DATA_VISIBLE, Loop
+
+TRAIN_SET, VAL_SET = "train-set", "val-set"
+
+
+class Heard:
+    """A voice that writes down what it is told (every data phase accepted)."""
+
+    def __init__(self, accept_data: bool = True) -> None:
+        self.said: list[tuple[Any, ...]] = []
+        self.accept_data = accept_data
+
+    def phase(self, kind: str, name: str, epoch: int | None, lane: str, at: float) -> None:
+        self.said.append((kind, name, epoch, at))
+
+    def data_phase(self, start: float, end: float, epoch: int | None, lane: str) -> bool:
+        if self.accept_data:
+            self.said.append(("data", epoch, start, end))
+        return self.accept_data
+
+    def epoch(self, epoch: int, metrics: dict[str, Any]) -> None:
+        self.said.append(("epoch", epoch, metrics))
+
+    def phases(self) -> list[tuple[Any, ...]]:
+        return [s for s in self.said if s[0] in ("begin", "end")]
+
+    def figures(self) -> dict[int, dict[str, Any]]:
+        return {s[1]: s[2] for s in self.said if s[0] == "epoch"}
+
+
+def no_loader_epochs(loop: Loop, start: float, steps: int = 3) -> float:
+    """One epoch of a loop without a DataLoader: train(), STEPS backward passes a second
+    apart, then eval() and a second of validation. Returns the time it ends."""
+    t = start
+    loop.mode(True, t)
+    for _ in range(steps):
+        t += 1.0
+        loop.backward(t)
+    t += 0.5
+    loop.mode(False, t)
+    return t + 1.0
+
+
+def test_no_dataloader_train_validate_turns_are_epochs():
+    heard = Heard()
+    loop = Loop(heard)
+    t = no_loader_epochs(loop, 10.0)   # train 10-13.5, validate 13.5-14.5
+    t = no_loader_epochs(loop, t)      # train 14.5-18.0, validate 18.0-19.0
+    loop.finish(t)
+    assert heard.phases() == [
+        ("begin", "train", 1, 10.0), ("end", "train", 1, 13.5), ("begin", "validate", 1, 13.5),
+        ("end", "validate", 1, 14.5), ("begin", "train", 2, 14.5), ("end", "train", 2, 18.0),
+        ("begin", "validate", 2, 18.0), ("end", "validate", 2, 19.0)]
+    # no optimizer ever stepped: the backward passes are the steps; 3 steps in 3.5 s of training
+    assert heard.figures() == {1: {"data_wait_s": 0.0, "steps": 3, "steps_per_s": round(3 / 3.5, 3)},
+                               2: {"data_wait_s": 0.0, "steps": 3, "steps_per_s": round(3 / 3.5, 3)}}
+
+
+def test_nothing_is_said_until_training_is_confirmed():
+    heard = Heard()
+    loop = Loop(heard)
+    loop.mode(False, 1.0)                            # an inference script: eval() ...
+    loop.fetch(VAL_SET, False, True, 1.0, 2.0)       # ... and batches under no_grad
+    loop.mode(True, 3.0)
+    loop.fetch(TRAIN_SET, True, True, 3.0, 3.1)      # gradients on, but no backward yet
+    loop.finish(4.0)
+    assert heard.said == []
+
+
+def dataloader_epoch(loop: Loop, t: float, batches: int = 4, wait: float = 0.2, compute: float = 0.1) -> float:
+    """model.train(), BATCHES batches of TRAIN_SET each waited for WAIT and trained on for
+    COMPUTE (a backward and a step), the loader running out, then eval() and two validation
+    batches under no_grad. Returns the time it ends."""
+    loop.mode(True, t)
+    for i in range(batches):
+        loop.fetch(TRAIN_SET, True, i == 0, t, t + wait)
+        t += wait + compute
+        loop.backward(t - 0.01)
+        loop.step(t)
+    loop.exhausted(TRAIN_SET, t)
+    loop.mode(False, t + 0.05)
+    t += 0.05
+    for i in range(2):
+        loop.fetch(VAL_SET, False, i == 0, t, t + 0.1)
+        t += 0.2
+    loop.exhausted(VAL_SET, t)
+    return t
+
+
+def test_dataloader_passes_are_epochs_with_their_data_wait():
+    heard = Heard()
+    loop = Loop(heard)
+    t = dataloader_epoch(loop, 0.0)      # train 0-1.25 (4 × 0.3 s, then eval at 1.25), validate to 1.65
+    t = dataloader_epoch(loop, t)
+    loop.finish(t)
+    phases = heard.phases()
+    assert [p[:3] for p in phases] == [
+        ("begin", "train", 1), ("end", "train", 1), ("begin", "validate", 1), ("end", "validate", 1),
+        ("begin", "train", 2), ("end", "train", 2), ("begin", "validate", 2), ("end", "validate", 2)]
+    assert [p[3] for p in phases[:4]] == pytest.approx([0.0, 1.25, 1.25, 1.65])
+    # the second epoch begins at its model.train() call, where the first one's validation ends
+    assert phases[4][3] == pytest.approx(1.65)
+    figures = heard.figures()
+    # training of an epoch is over when the loader runs out: 4 waits of 0.2 s in 1.2 s
+    assert figures[1] == {"data_wait_s": pytest.approx(0.8), "steps": 4, "steps_per_s": round(4 / 1.2, 3)}
+    assert figures[2] == figures[1]
+    # every wait is long enough to see: four data phases an epoch, inside its train phase
+    data = [s for s in heard.said if s[0] == "data"]
+    assert [d[1] for d in data] == [1] * 4 + [2] * 4
+    assert [(d[2], d[3]) for d in data[:4]] == [pytest.approx((0.3 * i, 0.3 * i + 0.2)) for i in range(4)]
+
+
+def test_a_new_pass_without_the_loader_running_out_begins_the_next_epoch():
+    """``for i, batch in enumerate(loader): if i == 2: break``: no StopIteration, a new pass."""
+    heard = Heard()
+    loop = Loop(heard)
+    for epoch_start in (0.0, 10.0):
+        loop.fetch(TRAIN_SET, True, True, epoch_start, epoch_start + 0.1)
+        loop.backward(epoch_start + 0.5)
+        loop.fetch(TRAIN_SET, True, False, epoch_start + 1.0, epoch_start + 1.1)
+        loop.step(epoch_start + 1.5)
+    loop.finish(12.0)
+    assert heard.phases() == [("begin", "train", 1, 0.0), ("end", "train", 1, 10.0),
+                              ("begin", "train", 2, 10.0), ("end", "train", 2, 12.0)]
+    # the optimizer stepped once in each epoch (backward passes are not the steps then)
+    assert heard.figures()[1]["steps"] == 1 and heard.figures()[2]["steps"] == 1
+    assert heard.figures()[1]["data_wait_s"] == pytest.approx(0.2)
+
+
+def test_validation_in_the_middle_of_an_epoch_stays_in_that_epoch():
+    heard = Heard()
+    loop = Loop(heard)
+    loop.fetch(TRAIN_SET, True, True, 0.0, 0.1)
+    loop.step(0.5)
+    loop.mode(False, 1.0)                           # validate every N steps, inside the pass
+    loop.fetch(VAL_SET, False, True, 1.0, 1.1)
+    loop.mode(True, 2.0)
+    loop.fetch(TRAIN_SET, True, False, 2.0, 2.1)    # the same pass goes on
+    loop.step(2.5)
+    loop.exhausted(TRAIN_SET, 3.0)
+    loop.finish(3.0)
+    assert heard.phases() == [("begin", "train", 1, 0.0), ("end", "train", 1, 1.0), ("begin", "validate", 1, 1.0),
+                              ("end", "validate", 1, 2.0), ("begin", "train", 1, 2.0), ("end", "train", 1, 3.0)]
+    assert heard.figures() == {1: {"data_wait_s": pytest.approx(0.2), "steps": 2, "steps_per_s": round(2 / 2.0, 3)}}
+
+
+def test_batches_from_another_data_set_are_validation_even_with_gradients_on():
+    """A script that validates without eval() and without no_grad: told apart by its data set."""
+    heard = Heard()
+    loop = Loop(heard)
+    loop.fetch(TRAIN_SET, True, True, 0.0, 0.1)
+    loop.step(0.5)
+    loop.exhausted(TRAIN_SET, 1.0)
+    loop.fetch(VAL_SET, True, True, 1.2, 1.3)
+    loop.finish(2.0)
+    assert [p[:3] for p in heard.phases()] == [("begin", "train", 1), ("end", "train", 1),
+                                               ("begin", "validate", 1), ("end", "validate", 1)]
+    assert heard.phases()[2][3] == 1.2
+
+
+def test_short_waits_are_summed_but_not_drawn_and_touching_waits_are_drawn_as_one():
+    heard = Heard()
+    loop = Loop(heard)
+    loop.fetch(TRAIN_SET, True, True, 0.0, 0.01)          # too short to see
+    loop.step(0.1)
+    loop.fetch(TRAIN_SET, True, False, 0.2, 0.24)         # 0.04 s ...
+    loop.fetch(TRAIN_SET, True, False, 0.241, 0.28)       # ... and 0.039 s 1 ms later: one 0.08 s wait
+    loop.step(0.3)
+    loop.finish(0.4)
+    assert [s for s in heard.said if s[0] == "data"] == [("data", 1, 0.2, 0.28)]
+    assert heard.figures()[1]["data_wait_s"] == pytest.approx(0.01 + 0.04 + 0.039)
+
+
+def test_data_phases_are_rate_bound_but_the_wait_is_exact():
+    heard = Heard()
+    loop = Loop(heard)
+    t = 0.0
+    for i in range(200):  # visible waits 0.01 s apart (not joined), 16.7 a second for 12 s
+        loop.fetch(TRAIN_SET, True, i == 0, t, t + DATA_VISIBLE + 0.001)
+        loop.step(t + DATA_VISIBLE + 0.005)
+        t += DATA_VISIBLE + 0.011
+    loop.finish(t)
+    drawn = [s for s in heard.said if s[0] == "data"]
+    assert len(drawn) <= loop_module.DATA_PHASE_BURST + loop_module.DATA_PHASE_RATE * t < 200
+    assert len(drawn) + loop.data.undrawn == 200
+    assert heard.figures()[1]["data_wait_s"] == pytest.approx(200 * (DATA_VISIBLE + 0.001))
+
+
+def test_a_callback_owning_the_phases_silences_the_loop_but_gets_the_wait_and_steps():
+    heard = Heard()
+    loop = Loop(heard)
+    loop.declare_owner("lightning", 0.0)
+    loop.fetch(TRAIN_SET, True, True, 0.0, 0.3)               # prefetched before the epoch begins
+    loop.declared_phase("train", 1, "main", True, 0.5)
+    loop.fetch(TRAIN_SET, True, False, 0.5, 0.6)
+    loop.backward(0.8)
+    loop.step(0.9)
+    loop.mode(False, 1.0)                                    # Lightning's own eval(): no phase from it
+    loop.declared_phase("train", 1, "main", False, 1.0)
+    loop.declared_phase("validate", 1, "main", True, 1.0)
+    loop.fetch(VAL_SET, False, True, 1.0, 1.5)               # validation waits are not training's
+    loop.declared_phase("validate", 1, "main", False, 1.5)
+    figures = loop.epoch_figures(1, 1.6)
+    loop.finish(2.0)
+    assert heard.phases() == []
+    assert [s[:2] for s in heard.said] == [("data", 1)]      # the 0.3 s prefetch is counted, not drawn
+    assert figures == {"data_wait_s": pytest.approx(0.3 + 0.1), "steps": 1, "steps_per_s": round(1 / 0.5, 3)}
+    assert loop.epoch_figures(1, 1.7) == {}                  # taken once
+
+
+def test_a_callback_arriving_mid_training_closes_the_loops_own_phase():
+    heard = Heard()
+    loop = Loop(heard)
+    loop.fetch(TRAIN_SET, True, True, 0.0, 0.1)
+    loop.step(0.5)
+    loop.declare_owner("keras", 1.0)
+    loop.step(1.5)
+    loop.finish(2.0)
+    assert heard.phases() == [("begin", "train", 1, 0.0), ("end", "train", 1, 1.0)]
+    assert list(heard.figures()) == [1]
+
+
+def test_a_fast_loops_tiny_waits_never_add_up_to_a_data_phase():
+    """2,000 steps a second: 20 µs waits 480 µs apart, for 2 s. Joined, they would paint the
+    whole train phase as data; the waits are 4% of it."""
+    heard = Heard()
+    loop = Loop(heard)
+    t = 0.0
+    for i in range(4000):
+        loop.fetch(TRAIN_SET, True, i == 0, t, t + 0.00002)
+        loop.step(t + 0.0004)
+        t += 0.0005
+    loop.finish(t)
+    assert [s for s in heard.said if s[0] == "data"] == []
+    assert heard.figures()[1]["data_wait_s"] == pytest.approx(4000 * 0.00002)
