@@ -1,6 +1,6 @@
 """The merge writes its samples from the nodes' columns a block at a time. What it writes is
 defined by what it wrote when it took one reader's record per sample (``Samples.record``)
-through the writer's encoder: ``merged_by_record`` below does exactly that, and every case
+through the writer's encoder: ``conftest.merged_by_record`` does exactly that, and every case
 here must come out the same, byte for byte, journal and columnar form alike."""
 
 import json
@@ -16,42 +16,8 @@ from devicewatch import columnar, merge, runfile
 from devicewatch.runfile import RunWriter, compact, load
 from devicewatch.samples import Stored
 
-from conftest import merged_two_gpu_nodes, write_run
+from conftest import merged_by_record, merged_two_gpu_nodes, write_run
 from test_merge import node_file, phase, two_nodes
-
-def merged_by_record(paths, out):
-    """The merged run as the merge wrote it one record per sample: every node in turn gives its
-    samples as the reader's records, then its events, lines, notices and GPU status, each time
-    moved onto the merged axis; all are stably sorted by time, the merge's own notices after
-    them, the end record last; the writer encodes and writes them one by one."""
-    merged = merge.merge(paths)
-    records = []
-    for node in merged.nodes:
-        shift = node.start_unix - merged.origin
-
-        def at(t, shift=shift, rate=node.rate):
-            return round(shift + t * rate, 6)
-
-        for sample in node.run.samples:
-            record = dict(sample, t=at(sample["t"]), host=node.label)
-            if isinstance(sample.get("gpus"), list):
-                record["gpus"] = [dict(entry, util_samples=[[at(a), v] for a, v in entry["util_samples"]])
-                                  if "util_samples" in entry else entry for entry in sample["gpus"]]
-            records.append(record)
-        records.extend(merge._others(node, merged.origin))
-    records.append({"type": "notice", "t": 0.0, "level": "info",
-                    "message": f"merged {len(merged.nodes)} nodes; alignment: {merged.alignment['text']}"})
-    for node in merged.nodes:
-        if node.status != "ok":
-            records.append({"type": "notice", "t": round(node.end_unix - merged.origin, 6), "level": "warning",
-                            "host": node.label, "message": f"{node.label} ended {node.status}: {node.reason}"})
-    records.sort(key=lambda r: r["t"])
-    writer = RunWriter(out, merged.header)
-    for record in [*records, merged.records[-1]]:
-        writer.write(record)
-    writer.close()
-    compact(out)
-    return out
 
 
 def assert_merges_as_by_record(tmp_path, paths):
@@ -171,7 +137,7 @@ def edge_nodes(tmp_path):
               "workload": {"name": "literal", "args": [], "command": ["literal"]}, **fields}
     lines = [header,
              {"type": "sample", "t": 0.2, "cpu": [5, None], "sys": [100, 16000, 0.7], "proc": [1.55, 200],
-              "gpu": [[40, 100, 250]], "gpu_util": [0, -50, 39.5, 0, -10, 41], "gpu_procs": [0, 123, 50, 3, 999, 1],
+              "gpu": [[40, 100, 250]], "gpu_util": [0, -50, 39.5, 0, -10, 41], "gpu_procs": [0, 123, 50, 1, 999, 1],
               "recorder_cpu": 0.35},
              {"type": "sample", "t": 0.3, "cpu": [6, 7], "sys": [100, 16000, 0.7], "proc": None, "gpu": [[None, None, None]]},
              {"type": "sample", "t": 0.4, "cpu": [6, 7], "sys": [None, 16000, 0.7], "proc": [None, None]},
