@@ -35,6 +35,7 @@ DATA_WAIT_BOUND = 0.3       # share of the training loop spent waiting on data: 
 CPU_BOUND = 85.0            # % of all cores busy: CPU-bound
 CORE_SATURATED = 85.0       # % of the busiest core: some work is limited by one core
 SERIAL_CORES = 1.25         # cores busy up to this, with one saturated: the work is serial
+OWN_CORE = 0.5              # cores the workload's own tree keeps busy, at least, for a saturated core to be its
 LANES_OVERLAP = 0.1         # share of the phase time with two or more lanes at once: parallel lanes
 PACING_LANE = 0.9           # share of the phase time one lane is busy: it sets the pace
 
@@ -661,10 +662,28 @@ class LaneUse:
         return full[0] if len(full) == 1 and self.parallel else None
 
 
+def _busiest_core_mean(s: Series, in_run: np.ndarray) -> float:
+    """The mean over the samples in IN_RUN of each one's busiest core (NaN: none read). From
+    the per-core bytes where the run has them: a day of 64 cores is 55 MB of them, 442 MB of
+    floats."""
+    if not in_run.any():
+        return 0.0
+    percent = s.cpu_percent
+    if percent is None or len(percent) != len(s.t):
+        return float(np.nanmean(np.nanmax(s.cpu[in_run], axis=1))) if s.cpu.size else 0.0
+    if not percent.size:
+        return 0.0
+    rows = percent[in_run]
+    read = rows != MISSING_PERCENT
+    busiest = np.where(read, rows, 0).max(axis=1).astype(float)
+    busiest[~read.any(axis=1)] = np.nan
+    return float(np.nanmean(busiest))
+
+
 def cpu_use(s: Series, in_run: np.ndarray, cores: int) -> CpuUse:
     """The CPU figures of the samples in IN_RUN."""
     total = float(np.nanmean(s.cpu_total[in_run])) if in_run.any() else 0.0
-    busiest = float(np.nanmean(np.nanmax(s.cpu[in_run], axis=1))) if s.cpu.size and in_run.any() else 0.0
+    busiest = _busiest_core_mean(s, in_run)
     workload = None
     if len(s.proc_cpu) == len(s.t):
         proc = s.proc_cpu[in_run]
@@ -759,7 +778,7 @@ def _gpu_verdict(run: Run, s: Series, all_phases: list[Phase], in_run: np.ndarra
         return Verdict("input-bound", f"input-bound: the GPU averages {gpu.mean:.0f}% while "
                        f"{cpu.machine:.1f} of {cpu.cores} cores are busy ({cpu.total:.0f}%): the CPU "
                        "cannot feed it", figures)
-    if cpu.busiest >= FEED_ONE_CORE:
+    if cpu.busiest >= FEED_ONE_CORE and (cpu.workload is None or cpu.workload >= OWN_CORE):
         return Verdict("input-bound", f"input-bound: the GPU averages {gpu.mean:.0f}% while the busiest "
                        f"core averages {cpu.busiest:.0f}% ({cpu.busy_text()}): one core feeds the GPU "
                        "and cannot keep up", figures)
@@ -775,6 +794,12 @@ def _cpu_verdict(cpu: CpuUse, lanes_: LaneUse, figures: dict[str, float]) -> Ver
             by = f", {cpu.workload:.1f} of them by the workload"
         return Verdict("CPU-bound", f"CPU-bound: {cpu.machine:.1f} of {cpu.cores} cores busy "
                        f"({cpu.total:.0f}%) on average{by}: every core is working", figures)
+    if cpu.workload is not None and cpu.workload < OWN_CORE and cpu.busiest >= CORE_SATURATED:
+        # A saturated core the workload's own processes cannot account for is another program's.
+        return Verdict("waiting", f"waiting: the workload keeps {cpu.workload:.1f} of {cpu.cores} cores busy while "
+                       f"other programs keep {cpu.machine - cpu.workload:.1f} busy (the busiest core averages "
+                       f"{cpu.busiest:.0f}%, not the workload's): the workload mostly waits (I/O, sleep, or a device)",
+                       figures)
     pacing = lanes_.pacing
     if pacing is not None and cpu.busiest >= CORE_SATURATED:
         others = [lane for lane in lanes_.busy if lane != pacing]

@@ -48,6 +48,23 @@ def minmax_rows(t: np.ndarray, columns: list[np.ndarray], factor: int) -> tuple[
     return out_t, folded
 
 
+def minmax_rows_bytes(column: np.ndarray, factor: int, missing: int) -> np.ndarray:
+    """``minmax_rows`` of one column of bytes in which ``missing`` (above every reading) marks a
+    missing one: the same rows, still bytes, with no float copy of the whole column made (per-core
+    percents of a day of 64 cores are 55 MB as bytes, 442 MB as floats). A bucket of missing
+    readings folds to ``missing``, as NaN folds to NaN."""
+    n = len(column) // factor * factor
+    if factor < 2 or n == 0:
+        return column
+    shaped = column[:n].reshape((-1, factor) + column.shape[1:])
+    low = shaped.min(axis=1)  # a missing reading is above every real one: left out unless all are
+    high = np.where(shaped == missing, 0, shaped).max(axis=1).astype(column.dtype)
+    high[low == missing] = missing
+    out = np.empty((2 * len(low),) + column.shape[1:], dtype=column.dtype)
+    out[0::2], out[1::2] = low, high
+    return np.concatenate([out, column[n:]]) if n < len(column) else out
+
+
 class _quiet:
     def __enter__(self) -> None:
         import warnings

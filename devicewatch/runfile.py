@@ -429,7 +429,7 @@ class Follower(_Intake):
 def load(path: str | os.PathLike[str]) -> Run:
     """Read a whole run file, finished or not (a recorder may still be writing it): from its
     columnar form when one is beside it and matches it (``compact``), else from the journal."""
-    run = _load_columns(str(path))
+    run = load_columns(path)
     if run is not None:
         return run
     with Follower(path) as follower:
@@ -438,9 +438,10 @@ def load(path: str | os.PathLike[str]) -> Run:
         return follower.run
 
 
-def _load_columns(path: str) -> Run | None:
+def load_columns(path: str | os.PathLike[str]) -> Run | None:
     """The run from its columnar form: the journal's other lines read back through ``_Intake``,
     the samples memory-mapped. None where there is none that matches the journal."""
+    path = str(path)
     found = columnar.read(path)
     if found is None:
         return None

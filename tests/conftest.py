@@ -183,3 +183,10 @@ async def settle(pilot: Any) -> None:
     """Before a snapshot: the first frame drawn, then a moment for the rest of the screen."""
     await until(pilot, lambda: first_frame(pilot.app))
     await pilot.pause(0.3)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def runs_recording_now_are_the_suites_own(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The recorders the suite starts announce themselves in a folder of its own, so the home
+    screen and ``devicewatch runs`` in a test never list (or stop) a user's real runs."""
+    os.environ["DEVICEWATCH_RUNTIME_DIR"] = str(tmp_path_factory.mktemp("runtime"))

@@ -26,8 +26,9 @@ from typing import Any
 import numpy as np
 
 from .. import analysis, events
-from ..downsample import minmax_rows
+from ..downsample import minmax_rows, minmax_rows_bytes
 from ..runfile import Run
+from ..samples import MISSING_PERCENT, percent_to_float
 from ..safe_text import inert
 
 
@@ -82,6 +83,10 @@ def _fold(t: Column, others: list[Column], window: int, limit: int) -> None:
         column.replace(np.concatenate([part, column.values[old:]]))
 
 
+def _fold_factor(rows: int, window: int, limit: int) -> int:
+    return max(2, math.ceil(2 * (rows - window) / max(limit - window, 2)))
+
+
 def _bounded(t: np.ndarray, columns: list[np.ndarray], window: int, limit: int
              ) -> tuple[np.ndarray, list[np.ndarray]]:
     """A block of rows too large to keep (a finished run taken at once): the newest ``window``
@@ -90,10 +95,19 @@ def _bounded(t: np.ndarray, columns: list[np.ndarray], window: int, limit: int
     if len(t) <= limit:
         return t, columns
     old = len(t) - window
-    factor = max(2, math.ceil(2 * old / max(limit - window, 2)))
-    folded_t, folded = minmax_rows(t[:old], [c[:old] for c in columns], factor)
+    folded_t, folded = minmax_rows(t[:old], [c[:old] for c in columns], _fold_factor(len(t), window, limit))
     return (np.concatenate([folded_t, t[old:]]),
             [np.concatenate([f, c[old:]]) for f, c in zip(folded, columns)])
+
+
+def _bounded_percent(percent: np.ndarray, window: int, limit: int) -> np.ndarray:
+    """``_bounded``'s per-core floats, folded from the bytes they are stored as: only the rows
+    kept are made floats (a day of 64 cores would be 442 MB of them)."""
+    if len(percent) > limit:
+        old = len(percent) - window
+        folded = minmax_rows_bytes(percent[:old], _fold_factor(len(percent), window, limit), MISSING_PERCENT)
+        percent = np.concatenate([folded, percent[old:]])
+    return percent_to_float(percent)
 
 
 def ordered_lanes(lanes: list[str]) -> list[str]:
@@ -239,15 +253,21 @@ class RunModel:
         self.samples_version = next(_versions)
         rows = slice(first, len(c))
         t = c.t[rows]
+        percent = c.core_percent()
         if self.cpu is None:
-            self.cores = c.cpu.shape[1] or self.cores
+            self.cores = (percent if percent is not None else c.cpu).shape[1] or self.cores
             self.cpu = Column(max(self.cores, 1))
-        cpu = c.cpu[rows]
-        if cpu.shape[1] != self.cpu.width:
-            cpu = np.full((len(t), self.cpu.width), np.nan)
-        host_t, host_columns = _bounded(t, [cpu, c.cpu_total[rows], c.proc("cpu")[rows], c.proc("rss")[rows],
-                                            c.proc("count")[rows], c.recorder_cpu[rows], c.watcher_cpu[rows]],
-                                        self.WINDOW, self.LIMIT)
+        if percent is not None and len(t) > self.LIMIT and percent.shape[1] == self.cpu.width:
+            cpu = None  # folded from its bytes below
+        else:
+            cpu = c.cpu[rows]
+            if cpu.shape[1] != self.cpu.width:
+                cpu = np.full((len(t), self.cpu.width), np.nan)
+        others = [c.cpu_total[rows], c.proc("cpu")[rows], c.proc("rss")[rows], c.proc("count")[rows],
+                  c.recorder_cpu[rows], c.watcher_cpu[rows]]
+        host_t, host_columns = _bounded(t, others if cpu is None else [cpu, *others], self.WINDOW, self.LIMIT)
+        if cpu is None:
+            host_columns.insert(0, _bounded_percent(percent[rows], self.WINDOW, self.LIMIT))
         self.t.extend(host_t)
         for column, values in zip([self.cpu, self.cpu_total, self.proc_cpu, self.proc_rss, self.proc_count,
                                    self.recorder_cpu, self.watcher_cpu], host_columns):
@@ -258,8 +278,9 @@ class RunModel:
             self.gpus.append(GpuTrack(analysis.gpu_label(self.machine, len(self.gpus)),
                                       Column(), Column(), Column(), Column(), Column()))
         if present.any():
-            mem, power, totals = c.gpu("mem_used")[rows], c.gpu("power_w")[rows], c.gpu("mem_total")[rows]
-            sm_active = c.gpu("sm_active")[rows]
+            # The rows with GPU readings taken once, not once per GPU (a day has 864,000 of them).
+            mem, power, totals, sm_active = (c.gpu(name)[rows][present]
+                                             for name in ("mem_used", "power_w", "mem_total", "sm_active"))
             since = float(t[0]) - 1e-9
             gpu_t = t[present]
             for g, track in enumerate(self.gpus):
@@ -268,12 +289,12 @@ class RunModel:
                 util_t, (util,) = _bounded(util_t[new], [util[new]], self.WINDOW, self.LIMIT)
                 track.util_t.extend(util_t)
                 track.util.extend(util)
-                device_t, device = _bounded(gpu_t, [mem[present, g], power[present, g], sm_active[present, g]],
+                device_t, device = _bounded(gpu_t, [mem[:, g], power[:, g], sm_active[:, g]],
                                             self.WINDOW, self.LIMIT)
                 track.t.extend(device_t)
                 for column, values in zip([track.mem_used, track.power, track.sm_active], device):
                     column.extend(values)
-                known = totals[present, g]
+                known = totals[:, g]
                 known = known[~np.isnan(known)]
                 if known.size:
                     track.mem_total = float(known[-1])

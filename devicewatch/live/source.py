@@ -22,7 +22,7 @@ from typing import Any
 from .. import control
 from ..recorder import TERMINAL_CLOSED, record_argv
 from ..registry import Target
-from ..runfile import Follower, Run, RunFileError, read_header
+from ..runfile import Follower, Run, RunFileError, load_columns, read_header
 
 
 def run_file_name(runs_dir: str, label: str, now: float | None = None) -> Path:
@@ -98,7 +98,7 @@ class Source:
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
-        self.follower: Follower | None = None
+        self.follower: Follower | _Finished | None = None
         self.error: str | None = None
 
     @property
@@ -122,11 +122,30 @@ class Source:
             self.follower.close()
 
 
+class _Finished:
+    """A finished run read whole from its columnar form: it has nothing more to give."""
+
+    def __init__(self, run: Run):
+        self.run: Run | None = run
+
+    def poll(self, final: bool = False, collect: bool = True) -> list[dict[str, Any]]:
+        return []
+
+    def close(self) -> None:
+        pass
+
+
 class ReplaySource(Source):
     """A recorded file; one that is still being written is simply followed as it grows."""
 
     def __init__(self, path: str | os.PathLike[str]):
         super().__init__(path)
+        # A finished run with its columnar form (written when its recorder ended) is mapped,
+        # not decoded: a day of a big machine opens as fast as ``report`` reads it.
+        finished = load_columns(path)
+        if finished is not None and finished.finished:
+            self.follower = _Finished(finished)
+            return
         self.follower = Follower(path)
         # What is in the file now is read as ``load`` reads it (sample lines straight into
         # columns, no record objects): the model takes the run whole. Later polls, of a file

@@ -75,11 +75,16 @@ class DashboardApp(App[int]):
         if self.start_compare is not None:  # devicewatch compare A B: the comparison alone
             self.push_screen(CompareScreen(*self.start_compare))
             return
-        self.push_screen(HomeScreen(self.settings.runs_dir))
-        if self.start_source is not None:
+        if self.start_source is not None:  # the run first; the home screen once escape asks for it
             self.push_screen(RunScreen(self.start_source, self.tick))
-        elif self.story:
+            return
+        self.push_screen(HomeScreen(self.settings.runs_dir))
+        if self.story:
             self._story_next()
+
+    async def on_run_screen_home_wanted(self, message: RunScreen.HomeWanted) -> None:
+        await self.switch_screen(HomeScreen(self.settings.runs_dir))
+        message.screen.source.close()  # its screen gone: no tick reads it any more
 
     # -- a story: runs one after the other, live, then their comparison --------------------------
 

@@ -19,7 +19,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.reactive import var
-from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from .. import compare
@@ -30,6 +29,8 @@ from ..runfile import Run, RunFileError, load
 from ..safe_text import inert, markup
 from .charts import AreaChart, HeatStrip, PhaseLanes
 from .drawing import AreaInput, HeatInput, View
+from .panels import RenderedTable
+from .redraw import RedrawOnce
 from .run_screen import lanes_input, overlay_of
 
 # The sections of ``render.compare_text`` in the order the view shows them; presenter mode keeps
@@ -92,7 +93,7 @@ class ComparePanel(Vertical):
         self.query_one(".cmp-lanes", PhaseLanes).data = lanes_input(model, view, palette, overlay)
 
 
-class CompareScreen(Screen[None]):
+class CompareScreen(RedrawOnce):
     BINDINGS = [
         Binding("e", "toggle_align", "Time/epoch align"),
         Binding("right_square_bracket", "epoch(1)", "Next epoch", key_display="]"),
@@ -112,7 +113,6 @@ class CompareScreen(Screen[None]):
             model = RunModel(run)
             model.refresh_phases()
             self.models[label] = model
-        self._redraw_pending = False
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -127,7 +127,7 @@ class CompareScreen(Screen[None]):
             yield ComparePanel(c.b, self.models["B"], lane_rows)
         with VerticalScroll(id="cmp-tables", classes="panel"):
             for name, table in self._tables():
-                yield Static(table, classes="cmp-table" + ("" if name in PRESENTER_TABLES else " cmp-detail"))
+                yield RenderedTable(table, classes="cmp-table" + ("" if name in PRESENTER_TABLES else " cmp-detail"))
         yield Footer()
 
     def _notes_text(self) -> Text:
@@ -154,9 +154,6 @@ class CompareScreen(Screen[None]):
         self.watch(self.app, "presenter", self._follow_presenter)
         self.redraw()
 
-    def _follow_presenter(self, presenter: bool) -> None:
-        self.presenter = presenter
-
     def watch_align(self) -> None:
         self._redraw_soon()
 
@@ -166,14 +163,7 @@ class CompareScreen(Screen[None]):
     def watch_presenter(self) -> None:
         self._redraw_soon()
 
-    def _redraw_soon(self) -> None:
-        """One redraw after the current handler, however many attributes it changed."""
-        if not self._redraw_pending:
-            self._redraw_pending = True
-            self.call_next(self._redraw_after_change)
-
-    def _redraw_after_change(self) -> None:
-        self._redraw_pending = False
+    def redraw_all(self) -> None:
         self.redraw()
 
     # -- drawing -----------------------------------------------------------------------------

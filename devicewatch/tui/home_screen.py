@@ -1,4 +1,5 @@
-"""The home screen: pick a workload, set its options, run it; or replay a recent recording.
+"""The home screen: pick a workload, set its options, run it; or replay a recent recording;
+or follow or stop a run still recording on this machine (from any terminal or dashboard).
 
 The options form is built from the workload's own argparse parser, so a new option appears
 here without any change to the dashboard, and the arguments are checked by that same parser
@@ -21,7 +22,7 @@ from textual.screen import Screen
 from textual.widgets import Button, Checkbox, Footer, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
-from .. import registry
+from .. import active_runs, registry
 
 
 class OptionError(Exception):
@@ -109,7 +110,10 @@ class HomeScreen(Screen[None]):
         Binding("f5", "rescan", "Rescan runs"),
         Binding("x", "mark", "Mark for comparison"),
         Binding("c", "compare", "Compare marked"),
+        Binding("f", "follow", "Follow run"),
+        Binding("s", "stop_run", "Stop run"),
     ]
+    ACTIVE_SCAN_SECONDS = 2.0  # how often the runs recording now are looked for (a folder listing)
 
     def __init__(self, runs_dir: str):
         super().__init__()
@@ -119,6 +123,7 @@ class HomeScreen(Screen[None]):
         self.recent: list[Path] = []
         self.examples: list[Path] = []
         self.marked: list[Path] = []  # at most two recordings: A, then B
+        self.active: list[active_runs.ActiveRun] = []  # runs recording now, oldest first
 
     def compose(self) -> ComposeResult:
         yield Static("devicewatch: watch a workload's cores, GPUs and phases on one time axis", id="home-title")
@@ -129,9 +134,12 @@ class HomeScreen(Screen[None]):
                 yield Static(id="workload-title")
                 yield VerticalScroll(id="form")
                 yield Button("Run ▶", id="run", variant="success")
-            with Vertical(id="recent-panel", classes="panel"):
-                yield OptionList(id="recent")
-                yield Button("Replay", id="replay", variant="primary")
+            with Vertical(id="side"):
+                with Vertical(id="active-panel", classes="panel"):
+                    yield OptionList(id="active")
+                with Vertical(id="recent-panel", classes="panel"):
+                    yield OptionList(id="recent")
+                    yield Button("Replay", id="replay", variant="primary")
         yield Footer()
 
     def _describe(self, name: str) -> str:
@@ -145,7 +153,10 @@ class HomeScreen(Screen[None]):
         self.query_one("#workloads-panel").border_title = "workloads"
         self.query_one("#form-panel").border_title = "options"
         self.query_one("#recent-panel").border_title = f"recordings in {self.runs_dir}, then examples"
+        active = self.query_one("#active-panel")
+        active.border_title, active.border_subtitle = "recording now", "f follows · s stops"
         self.action_rescan()
+        self.set_interval(self.ACTIVE_SCAN_SECONDS, self.scan_active)
         if self.names:
             self.query_one("#workloads", OptionList).highlighted = 0
             await self.show_form(self.names[0])
@@ -160,6 +171,8 @@ class HomeScreen(Screen[None]):
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option_list.id == "recent":
             self.action_replay()
+        elif event.option_list.id == "active":
+            self.action_follow()
         elif event.option_list.id == "workloads":
             options = self.query(".option")
             if options:
@@ -271,9 +284,65 @@ class HomeScreen(Screen[None]):
             return
         self.post_message(self.CompareRequested(*pair))
 
+    def _chosen_active(self) -> active_runs.ActiveRun | None:
+        index = self.query_one("#active", OptionList).highlighted
+        if index is None or index >= len(self.active):
+            self.notify("no run recording now is chosen", severity="warning")
+            return None
+        return self.active[index]
+
+    def action_follow(self) -> None:
+        """Follow the chosen run as it records (its file replayed as it grows)."""
+        run = self._chosen_active()
+        if run is not None:
+            self.post_message(self.ReplayRequested(Path(run.path)))
+
+    def action_stop_run(self) -> None:
+        """Stop the chosen run: its recorder cancels the workload and finishes the file."""
+        run = self._chosen_active()
+        if run is None:
+            return
+        if active_runs.stop(run):
+            self.notify(f"stopping {run.title} (recorder {run.pid}); its file is finished as it ends")
+        else:
+            self.notify(f"{run.title} had already ended", severity="warning")
+        self.scan_active()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("follow", "stop_run"):
+            return bool(self.active)  # the keys are shown only while something records
+        return super().check_action(action, parameters)
+
+    def _active_prompt(self, run: active_runs.ActiveRun) -> str:
+        watcher = "watched" if run.watched else "[b]unwatched[/]"
+        return (f"{escape(run.title)}  [dim]{active_runs.age_text(run.age)}, {watcher}, pid {run.pid}[/]\n"
+                f"[dim]{escape(run.path)}[/]")
+
+    def scan_active(self) -> None:
+        """List the runs recording now; the panel shows only while there is one."""
+        if self.app.screen is not self:
+            return  # covered by a run or a comparison: looked at again when it is shown
+        found = active_runs.active_runs()
+        panel = self.query_one("#active-panel")
+        panel.display = bool(found)
+        listing = self.query_one("#active", OptionList)
+        chosen = listing.highlighted
+        previous = [r.pid for r in self.active]
+        self.active = found
+        if [r.pid for r in found] != previous:
+            self.refresh_bindings()
+            listing.clear_options()
+            listing.add_options([Option(self._active_prompt(r)) for r in found])
+            if found:
+                listing.highlighted = min(chosen or 0, len(found) - 1)
+        else:  # the same runs: only their ages move
+            for i, r in enumerate(found):
+                listing.replace_option_prompt_at_index(i, self._active_prompt(r))
+
     def action_rescan(self) -> None:
         from ..live.source import recent_runs
 
+        self.scan_active()
         self.examples = example_recordings()
         self.recent = recent_runs(self.runs_dir) + self.examples
         self.marked = [p for p in self.marked if p in self.recent]

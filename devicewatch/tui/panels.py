@@ -16,6 +16,7 @@ from typing import Hashable, Iterable, Sequence
 
 import numpy as np
 from rich.cells import cell_len
+from rich.console import RenderableType
 from rich.style import Style
 from rich.text import Text
 from textual.content import Content
@@ -262,6 +263,50 @@ class TextPanel(Widget):
     def render_line(self, y: int) -> Strip:
         if y < len(self._strips):
             return self._strips[y]
+        return Strip.blank(self.size.width, self.rich_style)
+
+
+class RenderedTable(Widget):
+    """A Rich table drawn as strips, rendered once per width.
+
+    A Static measures a table's height by rendering it whole, and does so again for each
+    layout pass: a comparison of two day-long runs (hundreds of epoch rows) spent seconds there.
+    Here the rendering at a width is kept until the width or the table changes.
+    """
+
+    DEFAULT_CSS = "RenderedTable { height: auto; }"
+
+    def __init__(self, table: RenderableType, *, id: str | None = None, classes: str | None = None):
+        super().__init__(id=id, classes=classes)
+        self._table = table
+        self._by_width: dict[int, list[Strip]] = {}  # a layout asks at a few widths (scrollbar or not)
+
+    def update(self, table: RenderableType) -> None:
+        self._table, self._by_width = table, {}
+        self.refresh(layout=True)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._by_width = {}
+
+    def _lay_out(self, width: int) -> list[Strip]:
+        strips = self._by_width.get(width)
+        if strips is None:
+            options = self.app.console_options.update_width(max(width, 1)).update(highlight=False)
+            lines = self.app.console.render_lines(self._table, options, pad=False)
+            style = self.rich_style  # the panel's colours under the table's own, as a Static draws it
+            strips = self._by_width[width] = [Strip(line).apply_style(style) for line in lines]
+            if len(self._by_width) > 4:
+                del self._by_width[next(iter(self._by_width))]
+        return strips
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self._lay_out(width))
+
+    def render_line(self, y: int) -> Strip:
+        strips = self._lay_out(self.size.width)
+        if y < len(strips):
+            return strips[y].extend_cell_length(self.size.width, self.rich_style)
         return Strip.blank(self.size.width, self.rich_style)
 
 

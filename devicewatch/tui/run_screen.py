@@ -23,7 +23,6 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.reactive import var
-from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Static
 
@@ -35,6 +34,7 @@ from ..runfile import RunFileError
 from . import panels
 from .charts import AreaChart, HeatStrip, LineChart, PhaseLanes
 from .drawing import AreaInput, HeatInput, LanesInput, LinesInput, Overlay, View, format_seconds, heat_legend
+from .redraw import RedrawOnce
 
 WINDOWS: list[float | None] = [10, 30, 60, 120, 300, 600, 1800, None]  # seconds; None: whole run
 TICK = 0.5  # seconds between poll-and-redraw ticks (2 Hz)
@@ -81,7 +81,7 @@ def lanes_input(model: RunModel, view: View, palette: Palette, overlay: Overlay)
                       phases.ends, phases.kinds, phases.names, phases.lanes, overlay.lines_only())
 
 
-class RunScreen(Screen[None]):
+class RunScreen(RedrawOnce):
     BINDINGS = [
         Binding("s", "stop", "Stop run"),
         Binding("m", "marker", "Marker"),
@@ -107,6 +107,14 @@ class RunScreen(Screen[None]):
             self.screen = screen
             self.status = status
 
+    class HomeWanted(Message):
+        """Back to the home screen, which this screen was opened without (a replay or a run
+        started from the command line: the home screen is built only when wanted)."""
+
+        def __init__(self, screen: "RunScreen") -> None:
+            super().__init__()
+            self.screen = screen
+
     window: var[float | None] = var(None, init=False)
     pan_offset: var[float] = var(0.0, init=False)   # seconds the view ends before the newest data
     fixed_y: var[bool] = var(True, init=False)
@@ -126,7 +134,6 @@ class RunScreen(Screen[None]):
         self._slow_at = -1e9
         self._error_noted = False
         self._saw_finished = False
-        self._redraw_pending = False
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -176,9 +183,6 @@ class RunScreen(Screen[None]):
         self._redraw(force=True)
         self.set_interval(self.tick, self._on_tick)
 
-    def _follow_presenter(self, presenter: bool) -> None:
-        self.presenter = presenter
-
     # -- state: every change redraws once -----------------------------------------------------
 
     def watch_window(self) -> None:
@@ -196,16 +200,8 @@ class RunScreen(Screen[None]):
     def watch_presenter(self) -> None:
         self._redraw_soon()
 
-    def _redraw_soon(self) -> None:
-        """One full redraw after the current handler, however many attributes it changed."""
-        if not self._redraw_pending:
-            self._redraw_pending = True
-            self.call_next(self._redraw_after_change)
-
-    def _redraw_after_change(self) -> None:
-        self._redraw_pending = False
-        if self.is_mounted:
-            self._redraw(force=True)
+    def redraw_all(self) -> None:
+        self._redraw(force=True)
 
     # -- the tick ----------------------------------------------------------------------------
 
@@ -537,3 +533,5 @@ class RunScreen(Screen[None]):
         if len(self.app.screen_stack) > 2:
             self.source.close()
             self.app.pop_screen()
+        else:
+            self.post_message(self.HomeWanted(self))

@@ -260,3 +260,40 @@ def test_quit_keep_recording_leaves_the_run_listed_and_stoppable(tmp_path, runti
         session.kill()
         for entry in listed(runtime):
             os.kill(entry["pid"], signal.SIGKILL)
+
+
+@pytest.mark.asyncio
+async def test_the_home_screen_lists_runs_recording_now_to_follow_or_stop(tmp_path, runtime, monkeypatch):
+    pytest.importorskip("textual")
+    from devicewatch.tui.app import DashboardApp, DashboardSettings
+    from devicewatch.tui.home_screen import HomeScreen
+    from devicewatch.tui.run_screen import RunScreen
+
+    monkeypatch.setenv("DEVICEWATCH_RUNTIME_DIR", runtime["DEVICEWATCH_RUNTIME_DIR"])
+    out = tmp_path / "elsewhere.jsonl"
+    recorder = start_recorder(out, PY, "-c", SLEEPER, env=runtime)
+    try:
+        wait_for(lambda: started_writing(out), what="the first samples")
+        app = DashboardApp(DashboardSettings(runs_dir=str(tmp_path / "runs")))
+        async with app.run_test(size=(200, 50)) as pilot:
+            await pilot.pause(0.3)
+            home = app.screen
+            assert isinstance(home, HomeScreen)
+            assert [r.pid for r in home.active] == [recorder.pid]
+            assert home.query_one("#active-panel").display
+            prompt = str(home.query_one("#active").get_option_at_index(0).prompt)
+            assert str(out) in prompt and "unwatched" in prompt
+            home.query_one("#active").focus()
+            await pilot.press("enter")  # follow: the file replayed as it grows
+            await pilot.pause(0.5)
+            assert isinstance(app.screen, RunScreen) and app.screen.source.path == out
+            app.pop_screen()
+            await pilot.pause(0.3)
+            await pilot.press("s")  # stop: the recorder cancels its workload and finishes the file
+            assert recorder.wait(timeout=30) == 128 + signal.SIGINT
+            assert runfile.load(out).end["status"] == "cancelled"
+            await pilot.pause(HomeScreen.ACTIVE_SCAN_SECONDS + 0.5)
+            assert home.active == [] and not home.query_one("#active-panel").display
+    finally:
+        recorder.kill()
+        recorder.wait()

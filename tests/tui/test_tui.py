@@ -163,6 +163,22 @@ async def test_keys_zoom_pause_yscale_presenter_help_and_marker():
 
 
 @pytest.mark.asyncio
+async def test_a_replay_opens_alone_and_escape_leads_to_the_home_screen(tmp_path):
+    """A replay from the command line builds no home screen before its first frame; escape
+    (the run closed) then shows it, as it would after a run started from the home screen."""
+    app = DashboardApp(DashboardSettings(runs_dir=str(tmp_path / "runs")), open_replay(str(CPU_RUN)))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: first_frame(app))
+        assert isinstance(app.screen, RunScreen)
+        assert not any(isinstance(s, HomeScreen) for s in app.screen_stack)
+        source = app.screen.source
+        await pilot.press("escape")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, HomeScreen) and len(app.screen_stack) == 2
+        assert source.follower is None or source.run is not None  # closed, what was read kept
+
+
+@pytest.mark.asyncio
 async def test_home_screen_lists_workloads_with_an_options_form(tmp_path):
     runs = tmp_path / "runs"
     runs.mkdir()

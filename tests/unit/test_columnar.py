@@ -347,3 +347,29 @@ def test_a_merged_runs_sample_lines_decode_by_chunk_as_one_by_one(tmp_path, labe
     x, y = chunked.samples.columns(), one_by_one.samples.columns()
     for key in x:
         np.testing.assert_array_equal(x[key], y[key], err_msg=key)
+
+
+def test_replay_maps_a_finished_runs_columnar_form_and_follows_a_run_cut_short(tmp_path):
+    """The replay screen's source reads a finished run as ``load`` does (its columns mapped,
+    the same run); a run without its columnar form is read from its journal and followed."""
+    from devicewatch.live.source import ReplaySource
+
+    path = generated(tmp_path)
+    source = ReplaySource(path)
+    assert source.run is not None and source.run.columnar and source.finished_writing()
+    assert source.poll() == []
+    os.remove(columnar.path_for(path))
+    assert_same_run(source.run, ReplaySource(path).run)
+    assert not ReplaySource(path).run.columnar
+
+    cut = tmp_path / "cut.jsonl"
+    writer = RunWriter(cut, {"host": {"cpu_count": 2, "gpus": []}})
+    for i in range(5):
+        writer.write({"type": "sample", "t": i / 10, "cpu": [10.0, 3.0]})
+    writer.close()
+    growing = ReplaySource(cut)
+    assert not growing.run.columnar and len(growing.run.samples) == 5
+    with open(cut, "ab") as handle:
+        handle.write(b'{"type":"sample","t":0.5,"cpu":[20,4]}\n')
+    growing.poll()
+    assert len(growing.run.samples) == 6

@@ -138,3 +138,44 @@ def test_sample_lines_decoded_by_chunk_equal_record_by_record(tmp_path):
     assert len(fast.samples) == len(samples_at) - 1
     _columns_equal(fast.samples, slow.samples)
     assert not np.isnan(fast.samples.procs("mem_util")).all()
+
+
+def test_per_core_bytes_fold_as_their_floats_do():
+    """Folding per-core percents as bytes gives the rows folding their floats gives: a missing
+    reading left out of its bucket, a bucket of missing ones missing, the rows past the last
+    whole bucket kept as they are."""
+    from devicewatch.downsample import minmax_rows, minmax_rows_bytes
+    from devicewatch.samples import MISSING_PERCENT, percent_to_float
+
+    rng = np.random.default_rng(7)
+    percent = rng.integers(0, 101, size=(103, 3), dtype=np.uint8)
+    percent[rng.random((103, 3)) < 0.2] = MISSING_PERCENT
+    percent[10:15, 1] = MISSING_PERCENT  # one whole bucket of factor 5 missing on core 1
+    for factor in (2, 5, 7):
+        _, (floats,) = minmax_rows(np.arange(103.0), [percent_to_float(percent)], factor)
+        folded = percent_to_float(minmax_rows_bytes(percent, factor, MISSING_PERCENT))
+        np.testing.assert_array_equal(folded, floats)
+
+
+def test_a_long_finished_run_is_folded_from_its_bytes_as_from_its_floats(tmp_path, monkeypatch):
+    """The model of a finished run longer than it keeps: the per-core history folded from the
+    stored bytes equals the one folded from floats, row for row."""
+    from devicewatch.samples import Samples
+
+    path = tmp_path / "long.jsonl"
+    writer = RunWriter(path, {"interval": 0.1, "host": {"cpu_count": 2, "gpus": []}})
+    for i in range(500):
+        cpu = [float(i % 97), None if i % 11 == 0 else float((3 * i) % 101)]
+        writer.write({"type": "sample", "t": i / 10, "cpu": cpu, "cpu_total": 40.0})
+    writer.write({"type": "end", "t": 50.0, "status": "ok", "exit_code": 0})
+    writer.close()
+    monkeypatch.setattr(RunModel, "WINDOW", 60)
+    monkeypatch.setattr(RunModel, "LIMIT", 120)
+    run = load(path)
+    assert run.samples.core_percent() is not None
+    from_bytes = RunModel(run)
+    monkeypatch.setattr(Samples, "core_percent", lambda self: None)
+    from_floats = RunModel(load(path))
+    assert len(from_bytes.t.values) <= RunModel.LIMIT
+    np.testing.assert_array_equal(from_bytes.t.values, from_floats.t.values)
+    np.testing.assert_array_equal(from_bytes.cpu.values, from_floats.cpu.values)

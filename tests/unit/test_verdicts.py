@@ -193,6 +193,11 @@ CASES = [
     Case("2 cores: idle", Shape(2, 3.0, lambda t: [5.0, 3.0]),
          "waiting", "waiting: 0.1 of 2 cores busy and no core is saturated (the busiest averages 5%): "
          "the workload mostly waits (I/O, sleep, or a device)"),
+    # Other programs hold one core at 100% and the other at 60% = 1.6 cores; the workload's own
+    # tree sleeps at 1% of one core (0.01 cores), so the saturated core is not its.
+    Case("2 cores: a sleeping script on a busy machine", Shape(2, 3.0, lambda t: [100.0, 60.0], workload=constant(1.0)),
+         "waiting", "waiting: the workload keeps 0.0 of 2 cores busy while other programs keep 1.6 busy (the busiest "
+         "core averages 100%, not the workload's): the workload mostly waits (I/O, sleep, or a device)"),
     # data_wait_s 1.86 s of each 3 s training loop, three epochs: 5.58 of 9 s = 62% (more than
     # the 2 x 0.9 s of visible waits: short ones are not drawn). (60 + 40) / 2 = 50% = 1 core.
     Case("2 cores: slow DataLoader", Shape(2, 12.0, lambda t: [60.0, 40.0], loader_epochs(3), metrics=LOADER_WAIT),
@@ -315,7 +320,7 @@ def test_the_demo_runs_differ_in_the_figures_that_decide(tmp_path: Path) -> None
 DOC = ROOT / "docs" / "verdicts.md"
 THRESHOLDS = ("IDLE_THRESHOLD", "DIP_THRESHOLD", "MIN_DIP_SECONDS", "SM_ACTIVE_LOW", "GPU_BUSY",
               "VALIDATION_DIP_SHARE", "FEED_ALL_CORES", "FEED_ONE_CORE", "DATA_WAIT_BOUND", "CPU_BOUND",
-              "CORE_SATURATED", "SERIAL_CORES", "LANES_OVERLAP", "PACING_LANE")
+              "CORE_SATURATED", "SERIAL_CORES", "OWN_CORE", "LANES_OVERLAP", "PACING_LANE")
 
 
 def _doc_rows(title: str) -> list[list[str]]:
