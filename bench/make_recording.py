@@ -1,6 +1,6 @@
 """Write a realistic recording of a big machine, the measuring stick for long-run benchmarks.
 
-    python -m bench.make_recording --cores 64 --gpus 8 --hours 1 [--rate 10] [--events N] [--nodes N] -o FILE
+    python -m bench.make_recording --cores 64 --gpus 8 --hours 1 [--rate 10] [--events N] [--nodes N [--node K]] -o FILE
 
 Epochs of train then validate phases (``--epoch-seconds``), a data stall every 30 s of
 training in a ``loader`` lane; the GPUs dip during validation and the stalls while the cores
@@ -9,8 +9,12 @@ one process per GPU with its memory and utilization; a log line per epoch and pe
 ``--events`` extra marker events spread over the run. Written through ``RunWriter`` with the
 field lists the probes declare, as the recorder writes it; values are generated in blocks
 with NumPy so a day of 64 cores and 8 GPUs takes a few minutes. ``--nodes N`` writes a merged
-run of N torchrun nodes as ``devicewatch merge`` writes one. The run ends as the recorder ends
-one: ``runfile.compact`` writes its columnar form beside it.
+run of N torchrun nodes as ``devicewatch merge`` writes one; with ``--node K``, node K's own
+file of such a job instead, as its recorder writes it around that node's torchrun (its own
+hostname and clock pairs, one rank per GPU with torchrun's identity in every event), the
+input of ``devicewatch merge``; ``--killed`` leaves out its end record, as a recorder killed
+outright does. The run ends as the recorder ends one: ``runfile.compact`` writes its columnar
+form beside it.
 """
 
 from __future__ import annotations
@@ -173,17 +177,10 @@ def _samples(lo: int, n: int, rate: float, cores: int, gpus: int, epoch_seconds:
              "recorder_cpu": recorder[i]} for i in range(k)]
 
 
-def generate(path: str, cores: int, gpus: int, hours: float, rate: float = 10.0, events: int = 0,
-             epoch_seconds: float = 300.0, seed: int = 0, gpm: bool = True, columns: bool = True) -> dict[str, Any]:
-    rng = np.random.default_rng(seed)
-    fields = probe_fields()
-    header = _header(cores, gpus, rate)
-    writer = RunWriter(path, header, fields)
-    writer.write_line({"type": "gpu_status", "t": 0.0, "available": bool(gpus), "reason": header["host"]["gpu_reason"],
-                       "devices": gpus})
-    duration = hours * 3600.0
-    n = int(round(duration * rate))
-    pending = _events(duration, epoch_seconds, events, rng)
+def _interleave(writer: RunWriter, n: int, rate: float, cores: int, gpus: int, epoch_seconds: float, gpm: bool,
+                fields: dict[str, Any], rng: np.random.Generator, pending: Iterator[dict[str, Any]]) -> int:
+    """Write ``n`` samples with the ``pending`` records (in time order) between them, as they
+    happened; the number of samples written."""
     nxt = next(pending, None)
     written = 0
     for lo in range(1, n + 1, BLOCK):
@@ -196,6 +193,21 @@ def generate(path: str, cores: int, gpus: int, hours: float, rate: float = 10.0,
     while nxt is not None:
         writer.write_line(nxt)
         nxt = next(pending, None)
+    return written
+
+
+def generate(path: str, cores: int, gpus: int, hours: float, rate: float = 10.0, events: int = 0,
+             epoch_seconds: float = 300.0, seed: int = 0, gpm: bool = True, columns: bool = True) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    fields = probe_fields()
+    header = _header(cores, gpus, rate)
+    writer = RunWriter(path, header, fields)
+    writer.write_line({"type": "gpu_status", "t": 0.0, "available": bool(gpus), "reason": header["host"]["gpu_reason"],
+                       "devices": gpus})
+    duration = hours * 3600.0
+    n = int(round(duration * rate))
+    written = _interleave(writer, n, rate, cores, gpus, epoch_seconds, gpm, fields, rng,
+                          _events(duration, epoch_seconds, events, rng))
     writer.write_line({"type": "end", "t": duration, "status": "ok", "exit_code": 0, "signal": None,
                        "duration": duration, "reason": "the workload finished"})
     ended = time.perf_counter()
@@ -206,6 +218,62 @@ def generate(path: str, cores: int, gpus: int, hours: float, rate: float = 10.0,
 
 
 NODE_OFFSET = 0.0137  # s between the nodes' starts: their samples interleave on the merged axis
+JOB = "10.0.0.1:29500"   # the ranks' MASTER_ADDR:MASTER_PORT
+NODE_MONO = 5000.0       # node K's monotonic clock read 1000 K s more at its start (another boot)
+NODE_SLEW = 2e-6         # node K's wall clock ran K times this fast against its monotonic clock
+RANK_SKEW = 0.0011       # s that local rank R is behind rank 0 in every phase
+
+
+def _rank_records(duration: float, epoch_seconds: float, node: int, nodes: int, ranks: int,
+                  rng: np.random.Generator) -> Iterator[dict[str, Any]]:
+    """The events and output lines of one node's ``ranks`` ranks, in time order, as its recorder
+    gets them: every event with torchrun's identity of its rank, every line with ``--tee``'s
+    ``[defaultR]:`` prefix (when there is more than one rank)."""
+    def rank_stream(local: int) -> Iterator[dict[str, Any]]:
+        who = {"rank": node * ranks + local, "local_rank": local, "world_size": nodes * ranks,
+               "group_rank": node, "job": JOB}
+        for record in _events(duration, epoch_seconds, 0, rng):
+            t = round(min(record["t"] + local * RANK_SKEW, duration), 4)
+            if record["type"] == "log":
+                yield dict(record, t=t, line=f"[default{local}]:{record['line']}" if ranks > 1 else record["line"])
+            else:
+                yield dict(record, t=t, pid=100 + local, **who)
+
+    return heapq.merge(*(rank_stream(local) for local in range(ranks)), key=lambda r: r["t"])
+
+
+def generate_node(path: str, node: int, nodes: int, cores: int, gpus: int, hours: float, rate: float = 10.0,
+                  epoch_seconds: float = 300.0, seed: int = 0, gpm: bool = True, ranks: int | None = None,
+                  killed: bool = False) -> dict[str, Any]:
+    """Node ``node``'s own run file of a torchrun job of ``nodes`` nodes, as its recorder writes
+    it: its own hostname and (wall clock, monotonic) pairs at the start and end (its start
+    ``node`` × ``NODE_OFFSET`` after node 0's, its wall clock slewed), ``ranks`` ranks (one per
+    GPU unless given) whose events carry torchrun's identity. ``killed``: the recorder was
+    killed, so no end record (and no columnar form)."""
+    ranks = ranks or max(gpus, 1)
+    rng = np.random.default_rng(seed + node)  # each node its own readings
+    fields = probe_fields()
+    duration = hours * 3600.0
+    start_unix, start_mono, slew = 1767225600.0 + node * NODE_OFFSET, NODE_MONO + 1000.0 * node, 1 + node * NODE_SLEW
+    header = _header(cores, gpus, rate, f"synthetic{node}")
+    header.update(started_unix=round(start_unix, 3), clock={"unix": start_unix, "mono": start_mono},
+                  workload={"name": None, "args": [],
+                            "command": ["torchrun", "--nnodes", str(nodes), "--node-rank", str(node),
+                                        "--nproc-per-node", str(ranks), "train.py"]})
+    writer = RunWriter(path, header, fields)
+    writer.write_line({"type": "gpu_status", "t": 0.0, "available": bool(gpus), "reason": header["host"]["gpu_reason"],
+                       "devices": gpus})
+    n = int(round(duration * rate))
+    written = _interleave(writer, n, rate, cores, gpus, epoch_seconds, gpm, fields, rng,
+                          _rank_records(duration, epoch_seconds, node, nodes, ranks, rng))
+    if not killed:
+        writer.write_line({"type": "end", "t": duration, "status": "ok", "exit_code": 0, "signal": None,
+                           "duration": duration, "reason": "the workload finished",
+                           "clock": {"unix": start_unix + duration * slew, "mono": start_mono + duration}})
+    ended = time.perf_counter()
+    writer.close()
+    compact(path)  # nothing without an end record, as after a killed recorder
+    return {"samples": written, "duration": duration, "end_seconds": time.perf_counter() - ended}
 
 
 def generate_merged(path: str, nodes: int, cores: int, gpus: int, hours: float, rate: float = 10.0,
@@ -282,10 +350,19 @@ def main(argv: list[str] | None = None) -> None:
                         help="GPUs without GPM (before Hopper): no SM activity fields")
     parser.add_argument("--nodes", type=int, default=1,
                         help="more than 1: a merged run of that many torchrun nodes, as devicewatch merge writes it")
+    parser.add_argument("--node", type=int,
+                        help="with --nodes: that node's own run file instead, the input of devicewatch merge")
+    parser.add_argument("--ranks", type=int, help="with --node: ranks on the node (default: one per GPU)")
+    parser.add_argument("--killed", action="store_true", help="with --node: no end record, as a killed recorder leaves")
     parser.add_argument("-o", "--output", required=True)
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    if args.nodes > 1:
+    if args.node is not None:
+        if not 0 <= args.node < args.nodes:
+            parser.error(f"--node {args.node} is not one of --nodes {args.nodes} (0 to {args.nodes - 1})")
+        info = generate_node(args.output, args.node, args.nodes, args.cores, args.gpus, args.hours, args.rate,
+                             args.epoch_seconds, args.seed, args.gpm, args.ranks, args.killed)
+    elif args.nodes > 1:
         info = generate_merged(args.output, args.nodes, args.cores, args.gpus, args.hours, args.rate,
                                args.epoch_seconds, args.seed, args.gpm)
     else:

@@ -31,7 +31,7 @@ import orjson
 from . import columnar
 from . import events as ev
 from .errors import RunFileError
-from .samples import SAMPLE_PREFIX, Encoder, Samples, fields_header
+from .samples import SAMPLE_PREFIX, Encoder, Samples, Stored, fields_header
 
 FORMAT = "devicewatch-run"
 SCHEMA = 2          # what the writer writes; the reader reads 1 and 2
@@ -507,6 +507,22 @@ class _Columns:
         if self.since >= self.EVERY or self.others_bytes >= self.LINES_BYTES:
             self._spill()
 
+    def feed_stored(self, lines: list[bytes], kinds: list[Any], stored: Stored) -> None:
+        """Lines of the journal in order, whose samples' values ``stored`` holds: the samples'
+        columns are made from those values, every other line is fed as ``feed`` feeds it."""
+        run = self.intake.run
+        assert run is not None
+        samples = [kind == "sample" for kind in kinds]
+        if sum(samples) != len(stored.t):
+            raise ValueError("the stored samples are not those among the lines")
+        for line, kind, sample in zip(lines, kinds, samples):
+            if not sample:
+                self.feed(line, kind)
+        run.samples.add_stored(stored)
+        self.since += len(stored.t)
+        if self.since >= self.EVERY:
+            self._spill()
+
     def _spill(self) -> None:
         assert self.intake.run is not None
         self.spill.write(self.intake.run.samples.take(), self.others)
@@ -669,16 +685,53 @@ class RunWriter:
         with self._lock:
             if self.closed:
                 return
-            view = memoryview(data)
-            while view:
-                written = os.write(self._fd, view)
-                self._written += written
-                view = view[written:]
+            self._append(data)
             if self._columns is not None:
                 try:
                     self._columns.feed(data[:-1], record.get("type"))
                 except Exception:  # noqa: BLE001 - the columns are a copy: they never stop the journal
                     self._drop_columns()
+
+    def write_records(self, records: Sequence[dict[str, Any] | bytes], stored: Stored | None = None) -> None:
+        """Several records in file order, in one write; a record given as bytes is a sample line
+        already in the schema-2 layout. ``stored``: the values of the samples among them
+        (``devicewatch merge`` encodes its samples a block at a time from arrays), from which
+        their columns are made instead of decoding their lines again."""
+        if not records:
+            return
+        lines, kinds = [], []
+        for record in records:
+            if isinstance(record, bytes):
+                if not record.startswith(SAMPLE_PREFIX):
+                    raise ValueError("a line given as bytes must be a sample")
+                lines.append(record)
+                kinds.append("sample")
+            else:
+                if record.get("type") == "sample" and "sys" not in record:
+                    record = self._encoder.encode(record)
+                lines.append(_dumps(record))
+                kinds.append(record.get("type"))
+        data = b"\n".join(lines) + b"\n"
+        with self._lock:
+            if self.closed:
+                return
+            self._append(data)
+            if self._columns is not None:
+                try:
+                    if stored is None:
+                        for line, kind in zip(lines, kinds):
+                            self._columns.feed(line, kind)
+                    else:
+                        self._columns.feed_stored(lines, kinds, stored)
+                except Exception:  # noqa: BLE001 - the columns are a copy: they never stop the journal
+                    self._drop_columns()
+
+    def _append(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)
+            self._written += written
+            view = view[written:]
 
     def _drop_columns(self) -> None:
         if self._columns is not None:

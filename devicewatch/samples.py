@@ -301,6 +301,25 @@ class _Decoded(NamedTuple):
     labels: list[str]                   # a merged run's hosts, those before the chunk first
 
 
+class Stored(NamedTuple):
+    """Schema-2 samples as their lines store them (the header's units and field order, buffered
+    samples' times as offsets in ms, NaN where a line has null or nothing), one row per sample:
+    what a chunk of their lines parses into. A writer that encodes samples from arrays
+    (``devicewatch merge``) hands these over with its lines, so their columns are made without
+    decoding the lines again (``Samples.add_stored``)."""
+
+    t: np.ndarray                         # samples
+    cpu: np.ndarray                       # samples × cores
+    sys: np.ndarray                       # samples × the header's ``sys`` fields
+    proc: np.ndarray                      # samples × ``proc`` fields (a row of NaN: ``null``)
+    present: np.ndarray                   # the sample holds a GPU poll (``gpu``)
+    gpu: np.ndarray                       # samples × GPUs × ``gpu`` fields
+    util: tuple[np.ndarray, np.ndarray]   # ``gpu_util`` as (gpu, offset ms, value) rows, and each row's sample
+    procs: tuple[np.ndarray, np.ndarray]  # ``gpu_procs`` as (gpu, *fields) rows, and each row's sample
+    scalars: dict[str, np.ndarray]        # ``recorder_cpu``, ``watcher_cpu``, ``gpus_t``
+    host: list[str | None]                # each sample's ``host``
+
+
 # Per-core readings as whole percents in bytes (``Samples.core_percent``): what marks a missing
 # one, and the key the bytes wait under until asked for.
 MISSING_PERCENT = 255
@@ -414,6 +433,27 @@ class Samples:
         if records:
             self._blocks.append(self._block(self._decode(records)))
             self.total += len(records)
+
+    def add_stored(self, stored: Stored) -> None:
+        """Samples given as their lines store them, in file order: the columns that reading
+        those lines would give (``Stored``), made straight from the values."""
+        self._flush_lines()  # what came before, first
+        self._flush_pending()
+        k = len(stored.t)
+        if not k:
+            return
+        cores = max(self.cores, stored.cpu.shape[1])
+        gpus = max(self.gpus, stored.gpu.shape[1])
+        cpu = np.full((k, cores), np.nan, np.float32)
+        cpu[:, :stored.cpu.shape[1]] = stored.cpu
+        gpu = np.full((k, gpus, len(self.fields["gpu"])), np.nan)
+        gpu[:, :stored.gpu.shape[1]] = stored.gpu
+        labels = list(self.host_labels)
+        host = np.array([_host_index(labels, label) for label in stored.host], dtype=np.int16)
+        self._blocks.append(self._block(_Decoded(
+            np.asarray(stored.t, float), cpu, np.full(k, np.nan), {"sys": stored.sys, "proc": stored.proc},
+            stored.present, gpu, stored.util, stored.procs, stored.scalars, host, cores, gpus, labels)))
+        self.total += k
 
     def _decode(self, records: list[dict[str, Any]]) -> _Decoded:
         k = len(records)

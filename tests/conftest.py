@@ -86,6 +86,79 @@ def merged_two_gpu_nodes(tmp_path: Path) -> tuple[Path, Path, Path]:
     return out, a, b
 
 
+def merged_by_record(paths: list[str], out: str) -> str:
+    """The merged run as ``devicewatch merge`` wrote it one reader's record at a time, the
+    reference the merge from columns must equal byte for byte. Only the nodes' reading and
+    alignment (``merge.merge``'s nodes, origin and header) are the merge's own; every record is
+    made here from the nodes' runs: each node in turn gives its samples (``Samples.record``, the
+    buffered samples' times moved too), events (a lane per rank), lines (the rank from
+    torchrun's ``[defaultR]:`` prefix, or the node's one rank), notices and GPU status, each
+    moved onto the merged axis and labelled with its host; all stably sorted by time, the
+    merge's own notices sorted in after them, the end record last; the writer encodes and
+    writes them one by one, and the columnar form is made from the journal."""
+    import re
+
+    from devicewatch import events, merge
+    from devicewatch.runfile import RunWriter, compact
+
+    merged = merge.merge(paths)
+    records: list[dict[str, Any]] = []
+    for node in merged.nodes:
+        shift, run = node.start_unix - merged.origin, node.run
+
+        def at(t: float, shift: float = shift, rate: float = node.rate) -> float:
+            return round(shift + t * rate, 6)
+
+        for sample in run.samples:
+            record = dict(sample, t=at(sample["t"]), host=node.label)
+            if isinstance(sample.get("gpus"), list):
+                record["gpus"] = [dict(entry, util_samples=[[at(a), v] for a, v in entry["util_samples"]])
+                                  if "util_samples" in entry else entry for entry in sample["gpus"]]
+            records.append(record)
+        for event in run.events:
+            record = dict(event, t=at(event["t"]), host=node.label)
+            if event.get("kind") in (events.PHASE_BEGIN, events.PHASE_END):
+                lane, rank = event.get("lane", "main"), event.get("rank")
+                if type(rank) is not int:
+                    record["lane"] = f"{node.label} {lane}"
+                elif lane in (None, "main", f"rank{rank}", f"rank {rank}"):
+                    record["lane"] = f"rank {rank}"
+                else:
+                    record["lane"] = f"rank {rank} {lane}"
+            records.append(record)
+        for log in run.logs:
+            record = dict(log, t=at(log["t"]), host=node.label)
+            tee = re.match(r"^\[[A-Za-z_]*?(\d+)\]:", str(log.get("line", "")))
+            rank = node.ranks[0] if len(node.ranks) == 1 else node.local_ranks.get(int(tee.group(1))) if tee else None
+            if rank is not None:
+                record["rank"] = rank
+            records.append(record)
+        records += [dict(notice, t=at(notice["t"]), host=node.label, message=f"{node.label}: {notice.get('message')}")
+                    for notice in run.notices]
+        records += [dict(status, t=at(status["t"]), host=node.label) for status in run.gpu_status]
+    records.sort(key=lambda r: r["t"])
+    records.append({"type": "notice", "t": 0.0, "level": "info",
+                    "message": f"merged {len(merged.nodes)} nodes; alignment: {merged.alignment['text']}"})
+    for node in merged.nodes:
+        if node.status != "ok":
+            records.append({"type": "notice", "t": round(node.end_unix - merged.origin, 6), "level": "warning",
+                            "host": node.label, "message": f"{node.label} ended {node.status}: {node.reason}"})
+    records.sort(key=lambda r: r["t"])
+    # The end: the worst of the nodes' statuses, the longest node's end on the merged axis.
+    worst = max(merged.nodes, key=lambda n: merge.STATUS_ORDER.index(n.status))
+    duration = round(max(n.end_unix for n in merged.nodes) - merged.origin, 6)
+    end = worst.run.end or {}
+    records.append({"type": "end", "t": duration, "status": worst.status,
+                    "exit_code": end.get("exit_code", 0 if worst.status == "ok" else 1), "signal": end.get("signal"),
+                    "duration": duration, "reason": "; ".join(f"{n.label}: {n.reason}" for n in merged.nodes)})
+    writer = RunWriter(out, merged.header)
+    for record in records:
+        writer.write(record)
+    writer.close()
+    compact(out)
+    return out
+
+
 async def until(pilot: Any, condition: Any, seconds: float = 10.0) -> None:
     """Pause a Textual test until ``condition()`` holds: on a loaded machine the first frames
     come later than any fixed pause."""

@@ -21,7 +21,7 @@ import pytest
 from devicewatch import analysis, merge, runfile
 from devicewatch.commands import merge as merge_command
 
-from conftest import ROOT, devicewatch
+from conftest import ROOT, devicewatch, merged_by_record
 
 SCRIPT = Path(__file__).parent / "scripts" / "ranked_epochs.py"
 EPOCHS = 3
@@ -87,6 +87,10 @@ def check_merged(tmp_path: Path, files: list[str]) -> runfile.Run:
     merged = merge.merge(files)
     merge.write(merged, str(out))
     print(f"\nclock alignment between the two local nodes: {merged.alignment['text']}")
+    # The real recorders' files merge from their columns exactly as one record at a time.
+    reference = merged_by_record(files, str(tmp_path / "by-record.jsonl"))
+    assert out.read_bytes() == Path(reference).read_bytes()
+    assert Path(f"{out}.columns").read_bytes() == Path(f"{reference}.columns").read_bytes()
     run = runfile.load(out)
     assert run.host_labels == ["node 0", "node 1"]
     assert {s["host"] for s in run.samples} == {"node 0", "node 1"}
