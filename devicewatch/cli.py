@@ -51,8 +51,9 @@ def top_parser() -> CommandParser:
     options.add_argument("--overwrite", action="store_true",
                          help="headless: replace FILE if it already holds a recording (refused otherwise)")
     options.add_argument("--control", action="store_true",
-                         help="headless: read marker commands, one JSON line each, on stdin (the "
-                              'dashboard\'s channel: {"kind": "marker", "label": "..."})')
+                         help="headless: read the dashboard's commands, one JSON line each, on stdin "
+                              '({"kind": "marker", "label": "..."}, {"kind": "stop"}, {"kind": "detach"}); the end of stdin '
+                              "without a detach stops the run (its dashboard has gone)")
     options.add_argument("--version", action="store_true", help="print the version and exit")
     options.add_argument("-h", "--help", action="store_true",
                          help="this help; `devicewatch COMMAND --help` for one command's options")
