@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import heapq
 import time
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 
@@ -181,15 +181,23 @@ def _interleave(writer: RunWriter, n: int, rate: float, cores: int, gpus: int, e
                 fields: dict[str, Any], rng: np.random.Generator, pending: Iterator[dict[str, Any]]) -> int:
     """Write ``n`` samples with the ``pending`` records (in time order) between them, as they
     happened; the number of samples written."""
+    samples = (sample for lo in range(1, n + 1, BLOCK)
+               for sample in _samples(lo, n, rate, cores, gpus, epoch_seconds, gpm, fields, rng))
+    return _write_in_time_order(writer, samples, pending)
+
+
+def _write_in_time_order(writer: RunWriter, samples: Iterable[dict[str, Any]],
+                         pending: Iterator[dict[str, Any]]) -> int:
+    """Write the samples with the ``pending`` records (both in time order) between them, as they
+    happened; the number of samples written."""
     nxt = next(pending, None)
     written = 0
-    for lo in range(1, n + 1, BLOCK):
-        for sample in _samples(lo, n, rate, cores, gpus, epoch_seconds, gpm, fields, rng):
-            while nxt is not None and nxt["t"] <= sample["t"]:
-                writer.write_line(nxt)
-                nxt = next(pending, None)
-            writer.write_line(sample)
-            written += 1
+    for sample in samples:
+        while nxt is not None and nxt["t"] <= sample["t"]:
+            writer.write_line(nxt)
+            nxt = next(pending, None)
+        writer.write_line(sample)
+        written += 1
     while nxt is not None:
         writer.write_line(nxt)
         nxt = next(pending, None)
@@ -310,23 +318,17 @@ def generate_merged(path: str, nodes: int, cores: int, gpus: int, hours: float, 
         writer.write_line({"type": "gpu_status", "t": round(k * NODE_OFFSET, 6), "available": bool(gpus),
                            "reason": None, "devices": gpus, "host": labels[k]})
     pending = heapq.merge(*(node_events(k) for k in range(nodes)), key=lambda r: r["t"])
-    nxt = next(pending, None)
-    written = 0
-    for lo in range(1, n + 1, BLOCK):
-        blocks = []
-        for k in range(nodes):
-            shift = k * NODE_OFFSET
-            block = _samples(lo, n, rate, cores, gpus, epoch_seconds, gpm, fields, rngs[k])
-            blocks.append([dict(s, t=round(s["t"] + shift, 6), host=labels[k]) for s in block])
-        for sample in heapq.merge(*blocks, key=lambda r: r["t"]):
-            while nxt is not None and nxt["t"] <= sample["t"]:
-                writer.write_line(nxt)
-                nxt = next(pending, None)
-            writer.write_line(sample)
-            written += 1
-    while nxt is not None:
-        writer.write_line(nxt)
-        nxt = next(pending, None)
+
+    def merged_samples() -> Iterator[dict[str, Any]]:
+        for lo in range(1, n + 1, BLOCK):
+            blocks = []
+            for k in range(nodes):
+                shift = k * NODE_OFFSET
+                block = _samples(lo, n, rate, cores, gpus, epoch_seconds, gpm, fields, rngs[k])
+                blocks.append([dict(s, t=round(s["t"] + shift, 6), host=labels[k]) for s in block])
+            yield from heapq.merge(*blocks, key=lambda r: r["t"])
+
+    written = _write_in_time_order(writer, merged_samples(), pending)
     end = round(duration + (nodes - 1) * NODE_OFFSET, 6)
     writer.write_line({"type": "notice", "t": 0.0, "level": "info", "message": f"merged {nodes} nodes"})
     writer.write_line({"type": "end", "t": end, "status": "ok", "exit_code": 0, "signal": None, "duration": end,

@@ -682,15 +682,7 @@ class RunWriter:
     def write_line(self, record: dict[str, Any]) -> None:
         """Write a record as it is (a sample already in the compact layout, say)."""
         data = _dumps(record) + b"\n"
-        with self._lock:
-            if self.closed:
-                return
-            self._append(data)
-            if self._columns is not None:
-                try:
-                    self._columns.feed(data[:-1], record.get("type"))
-                except Exception:  # noqa: BLE001 - the columns are a copy: they never stop the journal
-                    self._drop_columns()
+        self._commit(data, lambda columns: columns.feed(data[:-1], record.get("type")))
 
     def write_records(self, records: Sequence[dict[str, Any] | bytes], stored: Stored | None = None) -> None:
         """Several records in file order, in one write; a record given as bytes is a sample line
@@ -711,18 +703,24 @@ class RunWriter:
                     record = self._encoder.encode(record)
                 lines.append(_dumps(record))
                 kinds.append(record.get("type"))
-        data = b"\n".join(lines) + b"\n"
+        def feed(columns: _Columns) -> None:
+            if stored is not None:
+                columns.feed_stored(lines, kinds, stored)
+                return
+            for line, kind in zip(lines, kinds):
+                columns.feed(line, kind)
+
+        self._commit(b"\n".join(lines) + b"\n", feed)
+
+    def _commit(self, data: bytes, feed: Callable[[_Columns], None]) -> None:
+        """Append DATA (whole lines) to the journal and FEED the columns being built from it."""
         with self._lock:
             if self.closed:
                 return
             self._append(data)
             if self._columns is not None:
                 try:
-                    if stored is None:
-                        for line, kind in zip(lines, kinds):
-                            self._columns.feed(line, kind)
-                    else:
-                        self._columns.feed_stored(lines, kinds, stored)
+                    feed(self._columns)
                 except Exception:  # noqa: BLE001 - the columns are a copy: they never stop the journal
                     self._drop_columns()
 

@@ -343,3 +343,28 @@ class FakeNVML:
                 metric.nvmlReturn = real.NVML_SUCCESS
                 metric.value = _at(value, middle)
         return metricsGet
+
+
+T0 = 1000.0  # the unix second a test's clock starts at
+
+
+class Clock:
+    """Unix seconds that only move when a test says so; the probe and the fake share it."""
+
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def started_probe(gpus: list[FakeGpu], **fake_options: Any) -> tuple[Any, FakeNVML, Clock]:
+    """A GpuProbe started on a fake NVML of GPUS, both on one test clock."""
+    from devicewatch.probes.gpu import GpuProbe
+
+    clock = Clock()
+    nvml = FakeNVML(gpus, clock=clock, **fake_options)
+    probe = GpuProbe(nvml_loader=nvml.module, clock=clock)
+    probe.start()
+    assert probe.available, probe.reason
+    return probe, nvml, clock

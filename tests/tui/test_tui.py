@@ -175,7 +175,7 @@ async def test_a_replay_opens_alone_and_escape_leads_to_the_home_screen(tmp_path
         await pilot.press("escape")
         await pilot.pause(0.3)
         assert isinstance(app.screen, HomeScreen) and len(app.screen_stack) == 2
-        assert source.follower is None or source.run is not None  # closed, what was read kept
+        assert source.follower._file.closed and len(source.run.samples)  # closed, what was read kept
 
 
 @pytest.mark.asyncio

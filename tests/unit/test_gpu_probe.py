@@ -7,28 +7,9 @@ import pynvml
 import pytest
 
 from devicewatch.probes.gpu import GpuProbe
-from tests.fakes.nvml import FakeGpu, FakeNVML, FakeProcess
+from tests.fakes.nvml import T0, Clock, FakeGpu, FakeNVML, FakeProcess
+from tests.fakes.nvml import started_probe as started
 
-T0 = 1000.0
-
-
-class Clock:
-    """Unix seconds that only move when a test says so; the probe and the fake share it."""
-
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def started(gpus: list[FakeGpu], **fake_options) -> tuple[GpuProbe, FakeNVML, Clock]:
-    clock = Clock()
-    nvml = FakeNVML(gpus, clock=clock, **fake_options)
-    probe = GpuProbe(nvml_loader=nvml.module, clock=clock)
-    probe.start()
-    assert probe.available, probe.reason
-    return probe, nvml, clock
 
 
 def poll_at(probe: GpuProbe, clock: Clock, t: float, pids=(42,)) -> list[dict] | None:
