@@ -46,16 +46,20 @@ def _child(kind: str, paths: list[str]) -> None:
         app = DashboardApp(DashboardSettings(), compare=(runfile.load(paths[0]), runfile.load(paths[-1])))
     read = time.time() - began
 
-    async def first_frame() -> float:
+    async def first_frame() -> dict[str, float]:
+        moments: dict[str, float] = {}
         async with app.run_test(size=SIZE) as pilot:
             while True:
                 strips = list(app.screen.query(HeatStrip))
-                if strips and all(strip.rebuilds for strip in strips):
-                    return time.time() - began
+                if "drawn" not in moments and strips and all(strip.rebuilds for strip in strips):
+                    moments["drawn"] = time.time() - began
+                if kind == "compare" and getattr(app.screen, "comparison", None) is not None:
+                    moments["figures"] = time.time() - began  # headline, verdicts and tables shown
+                if "drawn" in moments and (kind == "replay" or "figures" in moments):
+                    return moments
                 await pilot.pause(0.02)
 
-    drawn = asyncio.run(first_frame())
-    print(json.dumps({"read": read, "drawn": drawn}), flush=True)
+    print(json.dumps({"read": read, **asyncio.run(first_frame())}), flush=True)
 
 
 def _run_child(kind: str, paths: list[Path]) -> tuple[float, float, dict[str, float]]:
@@ -87,9 +91,13 @@ def _figure(label: str, kind: str, path: Path, repeats: int) -> None:
     results = [_run_child(kind, paths) for _ in range(repeats)]
     best = min(results, key=lambda r: r[0])
     peak = max(r[1] for r in results)
-    verdict = "met" if best[0] <= BUDGET_S else "missed"
-    print(f"{label:28s} {kind:8s} first frame {best[0]:6.2f} s (file read at {best[2]['read']:.2f} s, "
-          f"drawn at {best[2]['drawn']:.2f} s), peak {peak:5.0f} MB; budget {BUDGET_S:g} s: {verdict}", flush=True)
+    # The budget is the first frame: from the process's start to every chart drawn (the wall time
+    # also counts the exit). A comparison's figures follow its charts; when they were shown is said.
+    first = best[2]["drawn"]
+    verdict = "met" if first <= BUDGET_S else "missed"
+    figures = f", figures shown at {best[2]['figures']:.2f} s" if "figures" in best[2] else ""
+    print(f"{label:28s} {kind:8s} first frame {first:6.2f} s (file read at {best[2]['read']:.2f} s{figures}; "
+          f"wall {best[0]:.2f} s), peak {peak:5.0f} MB; budget {BUDGET_S:g} s: {verdict}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

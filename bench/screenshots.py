@@ -73,6 +73,10 @@ async def shoot_compare(path_a: Path, path_b: Path, name: str) -> None:
 
     app = DashboardApp(compare=(runfile.load(path_a), runfile.load(path_b)))
     async with app.run_test(size=SIZE) as pilot:
+        for _ in range(300):  # the figures fill in after the charts
+            await pilot.pause(0.1)
+            if getattr(app.screen, "comparison", None) is not None:
+                break
         await pilot.pause(0.8)
         app.save_screenshot(f"{name}.svg", str(OUT))
 

@@ -8,11 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
-import warnings
-
 import numpy as np
 
-from . import events
+from . import events, nanmath
 from .runfile import NO_END_RECORD, Run
 from .samples import MISSING_PERCENT
 
@@ -436,10 +434,11 @@ def _stats_columns(values: np.ndarray) -> list[dict[str, float | None]]:
     if values.shape[1] == 0:
         return []
     values = values.astype(float)
-    with np.errstate(invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN core is None below
-        means = np.nanmean(values, axis=0) if len(values) else np.full(values.shape[1], np.nan)
-        p95 = np.nanpercentile(values, 95, axis=0) if len(values) else means
+    means = nanmath.nanmean(values, axis=0)  # a core without a reading: NaN, None below
+    p95 = means.copy()
+    read = ~np.isnan(means)
+    if read.any():
+        p95[read] = np.nanpercentile(values[:, read], 95, axis=0)
     return [{"mean": None, "p95": None} if np.isnan(m) else {"mean": round(float(m), 1), "p95": round(float(p), 1)}
             for m, p in zip(means, p95)]
 

@@ -9,6 +9,7 @@ whatever cannot be compared is said in ``Comparison.notes`` rather than left out
 from __future__ import annotations
 
 import shlex
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,10 +63,15 @@ class Side:
 
     @property
     def command(self) -> str:
-        workload = self.run.header.get("workload", {})
-        if workload.get("name"):
-            return " ".join([workload["name"], *map(shlex.quote, workload.get("args", []))])
-        return " ".join(map(shlex.quote, workload.get("command", []))) or self.run.title
+        return command_of(self.run)
+
+
+def command_of(run: Run) -> str:
+    """How the run's workload was asked for: a registered name and its arguments, else the command."""
+    workload = run.header.get("workload", {})
+    if workload.get("name"):
+        return " ".join([workload["name"], *map(shlex.quote, workload.get("args", []))])
+    return " ".join(map(shlex.quote, workload.get("command", []))) or run.title
 
 
 def side(run: Run, label: str) -> Side:
@@ -277,7 +283,12 @@ def headline(c: Comparison) -> str:
 
 def comparison(run_a: Run, run_b: Run) -> Comparison:
     """All the figures of ``devicewatch compare``, for the text table, the JSON and the dashboard."""
-    a, b = side(run_a, "A"), side(run_b, "B")
+    # B's side in a thread beside A's: most of the work is NumPy, which lets go of the GIL, so two
+    # day-long runs take little more than one on two cores.
+    with ThreadPoolExecutor(1, thread_name_prefix="devicewatch-compare") as pool:
+        pending_b = pool.submit(side, run_b, "B")
+        a = side(run_a, "A")
+        b = pending_b.result()
     basis, seconds_a, seconds_b = _basis(a, b)
     by_a = {row.epoch: row for row in a.epochs}
     by_b = {row.epoch: row for row in b.epochs}

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import nanmath
+
 
 def minmax(t: np.ndarray, v: np.ndarray, buckets: int) -> tuple[np.ndarray, np.ndarray]:
     """At most two points per time bucket (its minimum and maximum, in time order)."""
@@ -38,9 +40,8 @@ def minmax_rows(t: np.ndarray, columns: list[np.ndarray], factor: int) -> tuple[
     for column in columns:
         shaped = column[:n].reshape((-1, factor) + column.shape[1:])
         out = np.empty((2 * (n // factor),) + column.shape[1:], dtype=column.dtype)
-        with np.errstate(invalid="ignore"), _quiet():
-            out[0::2] = np.nanmin(shaped, axis=1)
-            out[1::2] = np.nanmax(shaped, axis=1)
+        out[0::2] = nanmath.nanmin(shaped, axis=1)  # an all-NaN bucket stays NaN
+        out[1::2] = nanmath.nanmax(shaped, axis=1)
         folded.append(out)
     if n < len(t):
         out_t = np.concatenate([out_t, t[n:]])
@@ -65,13 +66,3 @@ def minmax_rows_bytes(column: np.ndarray, factor: int, missing: int) -> np.ndarr
     return np.concatenate([out, column[n:]]) if n < len(column) else out
 
 
-class _quiet:
-    def __enter__(self) -> None:
-        import warnings
-
-        self._w = warnings.catch_warnings()
-        self._w.__enter__()
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN bucket: NaN, as wanted
-
-    def __exit__(self, *exc: object) -> None:
-        self._w.__exit__(*exc)

@@ -23,6 +23,8 @@ from typing import Any, Callable, Iterator, NamedTuple
 import numpy as np
 import orjson
 
+from . import nanmath
+
 # Schema 1 wrote every field by name in every sample; these are the fields it had, so that a
 # schema-1 sample decodes into the same columns as a schema-2 one (values kept exact).
 V1_FIELDS = {"sys": ("freq_mhz", "mem_used", "mem_total", "mem_swap_used", "mem_swap_total"),
@@ -488,8 +490,7 @@ class Samples:
         k = len(t)
         missing = np.isnan(cpu_total)
         if missing.any() and self.cores:
-            with np.errstate(invalid="ignore"), _quiet():
-                cpu_total[missing] = np.round(np.nanmean(cpu[missing], axis=1), 1)
+            cpu_total[missing] = np.round(nanmath.nanmean(cpu[missing], axis=1), 1)
         block: dict[str, np.ndarray] = {"t": t, "cpu": cpu, "cpu_total": cpu_total}
         for group in ("sys", "proc"):
             block.update(_by_field(group, self.fields[group], chunk.groups[group] * self.scale[group]))
@@ -872,20 +873,6 @@ def _triples(lists: list[Any], width: int) -> tuple[np.ndarray, np.ndarray]:
         flat = itertools.chain.from_iterable(x[: len(x) - len(x) % width] for x in lists if x.__class__ is list)
         array = np.array([_float(x) for x in flat], dtype=float)
     return array.reshape(-1, width), owner
-
-
-class _quiet:
-    """Mean of an all-NaN row is NaN, which is what we want; the warning is not."""
-
-    def __enter__(self) -> None:
-        import warnings
-
-        self._w = warnings.catch_warnings()
-        self._w.__enter__()
-        warnings.simplefilter("ignore", RuntimeWarning)
-
-    def __exit__(self, *exc: object) -> None:
-        self._w.__exit__(*exc)
 
 
 def _numbers(spans: Any) -> np.ndarray:

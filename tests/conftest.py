@@ -172,10 +172,14 @@ async def until(pilot: Any, condition: Any, seconds: float = 10.0) -> None:
 
 
 def first_frame(app: Any) -> bool:
-    """Every core heat strip of the screen has been drawn once (a run or a comparison)."""
+    """Every core heat strip of the screen has been drawn once (a run or a comparison), and a
+    comparison's figures, worked out after its charts, are shown."""
     from devicewatch.tui.charts import HeatStrip
+    from devicewatch.tui.compare import CompareScreen
 
     strips = list(app.screen.query(HeatStrip))
+    if isinstance(app.screen, CompareScreen) and app.screen.comparison is None:
+        return False
     return bool(strips) and all(strip.rebuilds >= 1 for strip in strips)
 
 

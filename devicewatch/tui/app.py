@@ -125,9 +125,11 @@ class DashboardApp(App[int]):
         except (OSError, RunFileError) as exc:
             self.notify(str(exc), severity="error")
             return
-        screen = CompareScreen(run_a, run_b)
-        self.story_headline = screen.comparison.headline
-        self.push_screen(screen)
+        self.push_screen(CompareScreen(run_a, run_b))
+
+    def on_compare_screen_compared(self, message: CompareScreen.Compared) -> None:
+        if self.story:  # the story's last word, printed when the dashboard closes
+            self.story_headline = message.comparison.headline
 
     # -- starting runs -----------------------------------------------------------------------
 

@@ -6,10 +6,15 @@ and ``compare --json`` never disagree; the charts are the run screen's own widge
 screen's own model. Two alignments (``e`` toggles): *time* draws both runs from their start on
 the same span; *epoch* shifts each run so that epoch k (``[`` / ``]`` choose k) starts at the
 same column in both panels.
+
+The charts come first: the figures of two day-long runs take seconds to work out, so they are
+computed in a thread after the screen opens, and the headline, verdicts and tables fill in when
+they are ready (``CompareScreen.Compared``).
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +23,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
 from textual.reactive import var
 from textual.widgets import Footer, Static
+from textual.worker import Worker, WorkerState
 
 from .. import compare
+from ..analysis import status_text
 from ..live.model import RunModel
 from ..render import compare_text
 from ..render.palette import NORMAL, PRESENTER, Palette
@@ -39,22 +47,25 @@ TABLE_ORDER = ("epochs", "idle", "utilization", "runs", "metrics", "results")
 PRESENTER_TABLES = ("epochs", "idle")
 
 
-def _side_panel_title(s: compare.Side) -> str:
-    return markup(f"{s.label}: {s.command} · {Path(s.run.path).name} · {s.status}")  # a border title reads markup
+def _side_panel_title(label: str, run: Run) -> str:
+    # a border title reads markup
+    return markup(f"{label}: {compare.command_of(run)} · {Path(run.path).name} · {status_text(run)}")
 
 
 class ComparePanel(Vertical):
     """One run's charts: verdict, every core, GPU utilization (or total CPU), phase lanes."""
 
-    def __init__(self, s: compare.Side, model: RunModel, lane_rows: int = 1):
-        super().__init__(id=f"cmp-{s.label.lower()}", classes="panel cmp-side")
-        self.side = s
+    def __init__(self, label: str, run: Run, model: RunModel, lane_rows: int = 1):
+        super().__init__(id=f"cmp-{label.lower()}", classes="panel cmp-side")
+        self.label = label
+        self.run = run
         self.model = model
         self.lane_rows = lane_rows  # the same on both sides, so their charts line up
 
     def compose(self) -> ComposeResult:
-        label = self.side.label.lower()
-        yield Static(id=f"cmp-verdict-{label}", classes="cmp-verdict")
+        label = self.label.lower()
+        yield Static(Text(f"verdict {self.label}: judging…", style="grey50"), id=f"cmp-verdict-{label}",
+                     classes="cmp-verdict")
         yield HeatStrip(id=f"cmp-cores-{label}", classes="cmp-cores")
         if self.model.gpus:
             for g, track in enumerate(self.model.gpus):
@@ -68,12 +79,14 @@ class ComparePanel(Vertical):
         yield PhaseLanes(id=f"cmp-lanes-{label}", classes="cmp-lanes")
 
     def on_mount(self) -> None:
-        self.border_title = _side_panel_title(self.side) + (
+        self.border_title = _side_panel_title(self.label, self.run) + (
             markup(f" · charts {self.model.host}") if self.model.host else "")  # a merged run: one node's machine
-        verdict = Text(f"verdict {self.side.label}: ", style="bold")
-        verdict.append(inert(self.side.verdict.text))
-        self.query_one(".cmp-verdict", Static).update(verdict)
         self.query_one(".cmp-lanes").styles.height = max(1, self.lane_rows)
+
+    def show_verdict(self, side: compare.Side) -> None:
+        verdict = Text(f"verdict {self.label}: ", style="bold")
+        verdict.append(inert(side.verdict.text))
+        self.query_one(".cmp-verdict", Static).update(verdict)
 
     def draw(self, view: View, palette: Palette) -> None:
         """Give each chart its input; a chart whose input is unchanged draws nothing."""
@@ -93,6 +106,12 @@ class ComparePanel(Vertical):
         self.query_one(".cmp-lanes", PhaseLanes).data = lanes_input(model, view, palette, overlay)
 
 
+def _chart_model(run: Run) -> RunModel:
+    model = RunModel(run)
+    model.refresh_phases()
+    return model
+
+
 class CompareScreen(RedrawOnce):
     BINDINGS = [
         Binding("e", "toggle_align", "Time/epoch align"),
@@ -105,34 +124,70 @@ class CompareScreen(RedrawOnce):
     epoch: var[int] = var(1, init=False)         # the epoch that starts at the same x in epoch alignment
     presenter: var[bool] = var(False, init=False)
 
+    class Compared(Message):
+        """The comparison's figures are on the screen (the app's story keeps the headline)."""
+
+        def __init__(self, screen: CompareScreen, comparison: compare.Comparison):
+            super().__init__()
+            self.screen = screen
+            self.comparison = comparison
+
     def __init__(self, run_a: Run, run_b: Run):
         super().__init__()
-        self.comparison = compare.comparison(run_a, run_b)
-        self.models = {}
-        for label, run in (("A", run_a), ("B", run_b)):
-            model = RunModel(run)
-            model.refresh_phases()
-            self.models[label] = model
+        self.runs = {"A": run_a, "B": run_b}
+        self.comparison: compare.Comparison | None = None  # worked out after the charts are drawn
+        with ThreadPoolExecutor(1, thread_name_prefix="devicewatch-model") as pool:  # B's beside A's
+            pending_b = pool.submit(_chart_model, run_b)
+            self.models = {"A": _chart_model(run_a), "B": pending_b.result()}
 
     # -- layout ------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        c = self.comparison
-        yield Static(Text(inert(c.headline), style="bold"), id="cmp-headline")
-        yield Static(self._notes_text(), id="cmp-notes")
+        yield Static(Text("comparing A with B: the figures follow the charts…", style="grey50"), id="cmp-headline")
+        yield Static(id="cmp-notes")
         yield Static(id="cmp-align")
         with Horizontal(id="cmp-charts"):
             lane_rows = max(len(m.lanes) for m in self.models.values())
-            yield ComparePanel(c.a, self.models["A"], lane_rows)
-            yield ComparePanel(c.b, self.models["B"], lane_rows)
+            for label, run in self.runs.items():
+                yield ComparePanel(label, run, self.models[label], lane_rows)
         with VerticalScroll(id="cmp-tables", classes="panel"):
-            for name, table in self._tables():
-                yield RenderedTable(table, classes="cmp-table" + ("" if name in PRESENTER_TABLES else " cmp-detail"))
+            yield Static(Text("working out the figures…", style="grey50"), id="cmp-pending")
         yield Footer()
 
-    def _notes_text(self) -> Text:
+    def _compare(self) -> compare.Comparison:
+        return compare.comparison(self.runs["A"], self.runs["B"])
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.name != "comparison":
+            return
+        if event.state == WorkerState.SUCCESS and event.worker.result is not None:
+            self._show_comparison(event.worker.result)
+        elif event.state == WorkerState.ERROR:  # said on the screen, not a traceback over it
+            error = event.worker.error
+            self.query_one("#cmp-headline", Static).update(
+                Text(f"the figures could not be worked out: {type(error).__name__}: {error}", style="bold red"))
+            self.query_one("#cmp-pending", Static).update("")
+
+    def _show_comparison(self, c: compare.Comparison) -> None:
+        """Headline, notes, both verdicts and the tables, once the thread has worked them out."""
+        if not self.is_mounted:  # closed while the thread worked
+            return
+        self.comparison = c
+        self.query_one("#cmp-headline", Static).update(Text(inert(c.headline), style="bold"))
+        self.query_one("#cmp-notes", Static).update(self._notes_text(c))
+        for panel, s in zip(self.query(ComparePanel), (c.a, c.b)):
+            panel.show_verdict(s)
+        tables = self.query_one("#cmp-tables", VerticalScroll)
+        self.query_one("#cmp-pending").remove()
+        tables.mount_all([RenderedTable(table, classes="cmp-table" + ("" if name in PRESENTER_TABLES
+                                                                         else " cmp-detail"))
+                          for name, table in self._tables(c)])
+        self.post_message(self.Compared(self, c))
+
+    @staticmethod
+    def _notes_text(c: compare.Comparison) -> Text:
         """compare's notes: what is not comparable between the runs, said rather than hidden."""
-        notes = self.comparison.notes
+        notes = c.notes
         if not notes:
             return Text("comparable: same workload, machine, cores, GPUs, epoch count and sampling interval",
                         style="grey50")
@@ -142,10 +197,11 @@ class CompareScreen(RedrawOnce):
             text.append(inert(note))
         return text
 
-    def _tables(self) -> list[tuple[str, Table]]:
+    @staticmethod
+    def _tables(c: compare.Comparison) -> list[tuple[str, Table]]:
         """The comparison's tables in the order of TABLE_ORDER (its verdicts, notes and headline
         are shown above the charts instead)."""
-        tables = compare_text.sections(self.comparison)
+        tables = compare_text.sections(c)
         return [(name, tables[name]) for name in TABLE_ORDER if name in tables]
 
     def on_mount(self) -> None:
@@ -153,6 +209,8 @@ class CompareScreen(RedrawOnce):
         self.query_one("#cmp-tables").focus()
         self.watch(self.app, "presenter", self._follow_presenter)
         self.redraw()
+        # After the charts' first frame: the thread then takes the GIL only from a drawn screen.
+        self.call_after_refresh(self.run_worker, self._compare, name="comparison", thread=True, exit_on_error=False)
 
     def watch_align(self) -> None:
         self._redraw_soon()
@@ -206,7 +264,7 @@ class CompareScreen(RedrawOnce):
         views = self.views()
         palette = PRESENTER if self.presenter else NORMAL
         for panel in self.query(ComparePanel):
-            panel.draw(views[panel.side.label], palette)
+            panel.draw(views[panel.label], palette)
 
     # -- actions -----------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ import numpy as np
 from rich.segment import Segment
 from rich.style import Style
 
+from .. import nanmath
 from ..live.model import KINDS
 from ..render.palette import NORMAL, PRESENTER, Palette
 from ..safe_text import inert
@@ -520,8 +521,7 @@ def draw_heat(data: HeatInput, width: int, height: int) -> Grid:
     if group > 1 and cores:
         padded = np.full((plot_w, halves * group), np.nan)
         padded[:, :cores] = level_grid
-        with np.errstate(invalid="ignore"), _all_nan_quiet():
-            level_grid = np.nanmean(padded.reshape(plot_w, halves, group), axis=2)
+        level_grid = nanmath.nanmean(padded.reshape(plot_w, halves, group), axis=2)  # no reading: NaN
     steps = len(palette.heat) - 1
     level = np.where(np.isnan(level_grid), -1, np.clip(np.round(level_grid / 100.0 * steps), 0, steps)).astype(int)
     colours = [palette.empty_bg or "#000000", *palette.heat]  # index = level + 1
@@ -605,20 +605,6 @@ def draw_lanes(data: LanesInput, width: int, height: int) -> Grid:
         grid.styles[y, AXIS:] = ids[kind, colour]
         _label(grid, y, lane, axis_style)
     return grid
-
-
-class _all_nan_quiet:
-    """``nanmean`` of a group of cores without any reading is NaN, as wanted: no warning."""
-
-    def __enter__(self) -> None:
-        import warnings
-
-        self._catch = warnings.catch_warnings()
-        self._catch.__enter__()
-        warnings.simplefilter("ignore", RuntimeWarning)
-
-    def __exit__(self, *exc: object) -> None:
-        self._catch.__exit__(*exc)
 
 
 __all__ = ["AXIS", "AreaInput", "ChartInput", "Grid", "HeatInput", "LanesInput", "LinesInput",

@@ -105,6 +105,15 @@ def test_totals_and_speedup_use_the_epochs(pair):
     assert c.a.duration == pytest.approx(10.5) and c.b.duration == pytest.approx(5.5)
 
 
+def test_a_run_compared_with_itself_gives_both_sides_the_same_figures(pair):
+    """The two sides are worked out in two threads; one Run object on both sides shares its
+    columns and their caches between them."""
+    run = load(pair[0])
+    data = compare.to_dict(compare.comparison(run, run))
+    assert data["a"] == data["b"] and data["speedup"] == 1.0
+    assert data["a"] == compare.to_dict(compare.comparison(load(pair[0]), load(pair[1])))["a"]
+
+
 def test_epochs_are_aligned_with_deltas(pair):
     c = compare.comparison(load(pair[0]), load(pair[1]))
     assert [p.epoch for p in c.epochs] == [1, 2]

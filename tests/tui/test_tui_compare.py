@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from textual.geometry import Region  # noqa: E402
 
 from devicewatch import runfile  # noqa: E402
 from devicewatch.tui.app import DashboardApp, DashboardSettings  # noqa: E402
+from devicewatch.tui.charts import HeatStrip  # noqa: E402
 from devicewatch.live.source import previous_run  # noqa: E402
 from devicewatch.tui.compare import CompareScreen  # noqa: E402
 from devicewatch.tui.home_screen import HomeScreen  # noqa: E402
@@ -187,7 +189,7 @@ async def test_home_screen_marks_two_recordings_and_compares_them(tmp_path, smal
         assert home.marked == [older, newer]
         assert "A" in str(home.query_one("#recent").get_option_at_index(1).prompt)
         await pilot.press("c")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: first_frame(app))
         screen = app.screen
         assert isinstance(screen, CompareScreen)
         assert screen.comparison.a.run.path == str(older) and screen.comparison.b.run.path == str(newer)
@@ -221,7 +223,7 @@ async def test_compare_with_previous_from_a_finished_run(tmp_path):
         await until(pilot, lambda: first_frame(app))
         assert isinstance(app.screen, RunScreen)
         await pilot.press("c")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: first_frame(app))
         screen = app.screen
         assert isinstance(screen, CompareScreen)
         assert screen.comparison.a.run.path == str(previous) and screen.comparison.b.run.path == str(current)
@@ -238,3 +240,50 @@ def test_bad_file_is_one_line_and_exit_2_before_the_view_opens(tmp_path, name):
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert ("no such file" if name == "missing.jsonl" else "is not a devicewatch run file") in done.stderr
     assert done.stdout == ""
+
+
+@pytest.mark.asyncio
+async def test_the_charts_come_first_and_the_figures_fill_in_when_worked_out(small_pair, monkeypatch):
+    """A day's figures take seconds: the screen draws both runs' charts without them, says they
+    are coming, and shows headline, verdicts and tables once the thread has them."""
+    from devicewatch import compare
+
+    worked_out = compare.comparison
+    release = threading.Event()
+
+    def held_comparison(run_a, run_b):
+        assert release.wait(10), "the test never let the comparison go on"
+        return worked_out(run_a, run_b)
+
+    monkeypatch.setattr(compare, "comparison", held_comparison)
+    app = compare_app(*small_pair)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        await until(pilot, lambda: all(s.rebuilds for s in screen.query(HeatStrip)) and screen.query(HeatStrip))
+        assert screen.comparison is None
+        assert "the figures follow the charts" in text_of(screen, "#cmp-headline")
+        assert "judging" in text_of(screen, "#cmp-verdict-a") and not screen.query(".cmp-table")
+        assert all(chart.rebuilds >= 1 for chart in screen.query(".cmp-util"))
+        release.set()
+        await until(pilot, lambda: first_frame(app))
+        assert text_of(screen, "#cmp-headline").startswith("B finished 33% sooner")
+        assert "judging" not in text_of(screen, "#cmp-verdict-a") and "1.50x" in text_of(screen, ".cmp-table")
+        assert not screen.query("#cmp-pending")
+
+
+@pytest.mark.asyncio
+async def test_a_comparison_that_fails_says_so_in_one_line_and_the_charts_stay(small_pair, monkeypatch):
+    from devicewatch import compare
+
+    def broken(run_a, run_b):
+        raise ValueError("a figure could not be read")
+
+    monkeypatch.setattr(compare, "comparison", broken)
+    app = compare_app(*small_pair)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        await until(pilot, lambda: "could not" in text_of(screen, "#cmp-headline"))
+        assert text_of(screen, "#cmp-headline") == (
+            "the figures could not be worked out: ValueError: a figure could not be read")
+        assert app.is_running and isinstance(app.screen, CompareScreen)
+        assert all(s.rebuilds >= 1 for s in screen.query(HeatStrip))
