@@ -101,17 +101,20 @@ def _tree_readings(monkeypatch, on_proc: bool) -> tuple[dict, dict, float | None
         monkeypatch.setattr(procfs, "available", lambda: False)
     workload = subprocess.Popen([sys.executable, "-c",
                                  "import subprocess, sys\n"
-                                 f"child = subprocess.Popen([sys.executable, '-c', {SPIN.format(seconds=1.5)!r}])\n"
-                                 f"exec({SPIN.format(seconds=1.5)!r})\nchild.wait()\n"])
+                                 f"child = subprocess.Popen([sys.executable, '-c', {SPIN.format(seconds=5)!r}])\n"
+                                 f"exec({SPIN.format(seconds=5)!r})\nchild.wait()\n"])
     try:
-        time.sleep(0.3)  # the child has started
+        deadline = time.monotonic() + 10  # the child has started (a loaded machine starts Python slowly)
+        while not psutil.Process(workload.pid).children() and time.monotonic() < deadline:
+            time.sleep(0.05)
         tree = ProcessTreeProbe(workload.pid)
         tree.sample()
         probe, me = cpu_probe.CpuProbe(), SelfProbe(os.getpid())
         time.sleep(0.6)
         return tree.sample(), probe.sample(), me.sample()
     finally:
-        workload.kill()
+        for process in [*psutil.Process(workload.pid).children(recursive=True), workload]:
+            process.kill()  # the spinning child too: nothing left behind
         workload.wait()
 
 
