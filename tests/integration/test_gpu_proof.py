@@ -23,7 +23,10 @@ ROWS = ("training: CPU→cpu speedup per epoch", "training: CPU→cpu speedup pe
         "pipeline: overlapped vs serial", "pipeline: overlapped vs dataloader",
         "pipeline: dips under 30% (busiest device)", "conv: tiled vs mcmk (time ratio)",
         "conv: U-Net's convolution share", "conv: torch host↔device copies vs kernels",
+        "zero-code: an unmodified PyTorch loop (bench/user_scripts/cifar_loop.py)",
+        "zero-code: an unmodified Lightning fit (bench/user_scripts/lightning_fit.py)",
         "recorder: own CPU and interval p99 error", "NVML: one poll of the GPU (real driver)")
+ZERO_CODE = ("zero-code-loop", "zero-code-lightning")
 
 
 def gpu_proof(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -77,6 +80,7 @@ def test_figures_table_has_every_row_computed_from_the_recordings(rehearsal):
     assert rows["NVML: one poll of the GPU (real driver)"].startswith("– (not measured: rehearsal")
     for row in ROWS[:7]:
         assert not rows[row].startswith("–"), (row, rows[row])
+    assert rows[ROWS[8]] == "– (no usable recording: zero-code-loop)"  # only recorded when named
     assert "| figure | measured | source |" in result.stdout  # the same table printed
 
 
@@ -98,6 +102,32 @@ def test_a_recording_without_phases_is_reported_failed_and_gives_no_figures(rehe
     assert rows["pipeline: overlapped vs serial"] == "– (no usable recording: pipeline-overlapped)"
     assert not rows["training: CPU→cpu speedup per epoch"].startswith("–")
     assert "pipeline-overlapped: phases (no phases recorded)" in (tmp_path / "figures.md").read_text()
+
+
+@pytest.mark.slow
+def test_unmodified_user_scripts_are_recorded_when_named_and_join_the_figures(rehearsal, tmp_path):
+    """The user scripts, as a second device call would record them (--only), then checked with
+    the first call's recordings in one folder, as they are brought together here."""
+    result = gpu_proof("--out", str(tmp_path), "--quick", "--rehearse", "--only", ",".join(ZERO_CODE))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["figures.md", *sorted(f"{n}.jsonl.gz" for n in ZERO_CODE)]
+    for name in ZERO_CODE:
+        assert f"check {name}: zero-code: ok (active in 1 process (torch" in result.stdout
+        assert f"check {name}: epochs: ok (2 epochs)" in result.stdout
+        assert f"check {name}: data wait: ok" in result.stdout
+        run = runfile.load(tmp_path / f"{name}.jsonl.gz")
+        assert {p.name for p in analysis.phases(run)} >= {"train", "validate"}
+    assert "lightning" in result.stdout.split("check zero-code-lightning: zero-code: ok")[1].split("\n")[0]
+    out, _ = rehearsal
+    for path in out.glob("*.jsonl.gz"):
+        shutil.copy(path, tmp_path / path.name)
+    checked = gpu_proof("--out", str(tmp_path), "--rehearse", "--check-only")
+    assert checked.returncode == 0, checked.stdout[-3000:]
+    rows = figure_rows(tmp_path / "figures.md")
+    assert list(rows) == list(ROWS)
+    for row in ROWS[:7] + ROWS[8:10]:  # every row but the copies (none on the CPU path) and NVML
+        assert not rows[row].startswith("–"), (row, rows[row])
+    assert rows[ROWS[8]].startswith("2 epochs, phases train, validate; the training loop waited on its data")
 
 
 def test_missing_orjson_is_one_line_with_the_wheel_command(tmp_path):
