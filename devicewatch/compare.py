@@ -9,11 +9,11 @@ whatever cannot be compared is said in ``Comparison.notes`` rather than left out
 from __future__ import annotations
 
 import shlex
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import analysis
+from .beside import Beside
 from .runfile import Run
 
 
@@ -285,10 +285,9 @@ def comparison(run_a: Run, run_b: Run) -> Comparison:
     """All the figures of ``devicewatch compare``, for the text table, the JSON and the dashboard."""
     # B's side in a thread beside A's: most of the work is NumPy, which lets go of the GIL, so two
     # day-long runs take little more than one on two cores.
-    with ThreadPoolExecutor(1, thread_name_prefix="devicewatch-compare") as pool:
-        pending_b = pool.submit(side, run_b, "B")
-        a = side(run_a, "A")
-        b = pending_b.result()
+    pending_b = Beside(side, run_b, "B", name="devicewatch-compare")
+    a = side(run_a, "A")
+    b = pending_b.result()
     basis, seconds_a, seconds_b = _basis(a, b)
     by_a = {row.epoch: row for row in a.epochs}
     by_b = {row.epoch: row for row in b.epochs}

@@ -14,7 +14,6 @@ they are ready (``CompareScreen.Compared``).
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +25,10 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.reactive import var
 from textual.widgets import Footer, Static
-from textual.worker import Worker, WorkerState
 
 from .. import compare
 from ..analysis import status_text
+from ..beside import Beside
 from ..live.model import RunModel
 from ..render import compare_text
 from ..render.palette import NORMAL, PRESENTER, Palette
@@ -136,9 +135,8 @@ class CompareScreen(RedrawOnce):
         super().__init__()
         self.runs = {"A": run_a, "B": run_b}
         self.comparison: compare.Comparison | None = None  # worked out after the charts are drawn
-        with ThreadPoolExecutor(1, thread_name_prefix="devicewatch-model") as pool:  # B's beside A's
-            pending_b = pool.submit(_chart_model, run_b)
-            self.models = {"A": _chart_model(run_a), "B": pending_b.result()}
+        pending_b = Beside(_chart_model, run_b, name="devicewatch-model")  # B's beside A's
+        self.models = {"A": _chart_model(run_a), "B": pending_b.result()}
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -154,19 +152,29 @@ class CompareScreen(RedrawOnce):
             yield Static(Text("working out the figures…", style="grey50"), id="cmp-pending")
         yield Footer()
 
-    def _compare(self) -> compare.Comparison:
-        return compare.comparison(self.runs["A"], self.runs["B"])
+    def _start_comparing(self) -> None:
+        # A daemon thread: quitting does not wait for it. The app is found here, on its own thread.
+        Beside(self._compare, self.app, name="devicewatch-comparison")
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker.name != "comparison":
+    def _compare(self, app: Any) -> None:
+        """In the thread: work the figures out and hand them (or what went wrong) to the screen."""
+        try:
+            c = compare.comparison(self.runs["A"], self.runs["B"])
+        except Exception as exc:  # noqa: BLE001 - said on the screen, not a traceback over it
+            handed, argument = self._show_error, exc
+        else:
+            handed, argument = self._show_comparison, c
+        try:
+            app.call_from_thread(handed, argument)
+        except RuntimeError:  # the dashboard quit while the thread worked: nobody to tell
+            pass
+
+    def _show_error(self, error: Exception) -> None:
+        if not self.is_mounted:
             return
-        if event.state == WorkerState.SUCCESS and event.worker.result is not None:
-            self._show_comparison(event.worker.result)
-        elif event.state == WorkerState.ERROR:  # said on the screen, not a traceback over it
-            error = event.worker.error
-            self.query_one("#cmp-headline", Static).update(
-                Text(f"the figures could not be worked out: {type(error).__name__}: {error}", style="bold red"))
-            self.query_one("#cmp-pending", Static).update("")
+        self.query_one("#cmp-headline", Static).update(
+            Text(f"the figures could not be worked out: {type(error).__name__}: {error}", style="bold red"))
+        self.query_one("#cmp-pending", Static).update("")
 
     def _show_comparison(self, c: compare.Comparison) -> None:
         """Headline, notes, both verdicts and the tables, once the thread has worked them out."""
@@ -210,7 +218,7 @@ class CompareScreen(RedrawOnce):
         self.watch(self.app, "presenter", self._follow_presenter)
         self.redraw()
         # After the charts' first frame: the thread then takes the GIL only from a drawn screen.
-        self.call_after_refresh(self.run_worker, self._compare, name="comparison", thread=True, exit_on_error=False)
+        self.call_after_refresh(self._start_comparing)
 
     def watch_align(self) -> None:
         self._redraw_soon()
