@@ -23,7 +23,11 @@ bound has to hold.
 
 Budgets (docs/benchmarks.md): at most 2% slower, at most 50 events a second.
 
-    python -m bench.bench_zero_code [--runs 3] [--steps 2000] [--epochs 5]
+``--per-hook`` adds runs that take out only one hook in the "off" bursts, to say what each costs,
+and runs whose "on" bursts have hooks in the same places that do nothing: the floor any
+per-step hook pays.
+
+    python -m bench.bench_zero_code [--runs 3] [--steps 2000] [--epochs 5] [--per-hook]
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
 steps, epochs, mode = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-alternate = mode in ("alternate", "control")
+alternate = mode in ("alternate", "control", "next", "step", "empty")
 BURST = 50
 torch.manual_seed(0)
 torch.set_num_threads(1)
@@ -63,14 +67,23 @@ hooked = (_BaseDataLoaderIter.__next__, Module.train)
 post_step = dict(optimizer_module._global_optimizer_post_hooks)
 if alternate and not all(hasattr(f, "__wrapped__") for f in hooked):
     sys.exit("not instrumented: nothing to alternate")
+if mode == "empty":  # hooks in the same places that do nothing: what PyTorch's calling them costs
+    def empty_next(iterator, original=hooked[0].__wrapped__):
+        return original(iterator)
+    empty_next.__wrapped__ = hooked[0].__wrapped__
+    hooked = (empty_next, hooked[1])
+    post_step = {key: (lambda optimizer, args, kwargs: None) for key in post_step}
 
 
 def hooks(on):
-    # control: the same swapping, with the hooked functions both ways (what the method itself costs)
-    chosen = hooked if on or mode == "control" else tuple(f.__wrapped__ for f in hooked)
+    # Which hooks the "off" bursts take out: both (alternate; empty, whose "on" bursts have hooks
+    # that do nothing), the DataLoader's or the optimizer's alone (next, step: the cost of each),
+    # or neither (control: what the method itself costs).
+    swap_next, swap_step = mode in ("alternate", "next", "empty"), mode in ("alternate", "step", "empty")
+    chosen = hooked if on or not swap_next else tuple(f.__wrapped__ for f in hooked)
     _BaseDataLoaderIter.__next__, Module.train = chosen
     optimizer_module._global_optimizer_post_hooks.clear()
-    if on or mode == "control":
+    if on or not swap_step:
         optimizer_module._global_optimizer_post_hooks.update(post_step)
 
 
@@ -110,6 +123,10 @@ else:
 """
 
 
+HOOK_NAMES = {"next": "the DataLoader's __next__ hook alone", "step": "the optimizer's post-step hook alone",
+              "empty": "both hooks doing nothing (what PyTorch's calling a Python hook there costs)"}
+
+
 def record(script: Path, out: Path, steps: int, epochs: int, mode: str = "whole") -> list[float]:
     """Record one instrumented run of the loop; what it printed (its step rates)."""
     env = {k: v for k, v in os.environ.items() if k not in ("DEVICEWATCH_EVENTS", "DEVICEWATCH_INSTRUMENT")}
@@ -145,12 +162,16 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="alternating runs (default 3)")
     parser.add_argument("--steps", type=int, default=2000, help="training steps an epoch (default 2000)")
     parser.add_argument("--epochs", type=int, default=5, help="epochs a run (default 5)")
+    parser.add_argument("--per-hook", action="store_true",
+                        help="also each hook's own share: runs that take out only the DataLoader's or only the "
+                             "optimizer's hook")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-zero-code-") as tmp:
         folder = Path(tmp)
         script = folder / "loop.py"
         script.write_text(LOOP)
         slowdowns, controls = [], []
+        per_hook: dict[str, list[float]] = {}
         for run in range(args.runs):
             bare, hooked = record(script, folder / f"alternate-{run}.jsonl", args.steps, args.epochs, "alternate")
             slowdowns.append(bare / hooked - 1)
@@ -158,6 +179,10 @@ def main() -> None:
             first, second = record(script, folder / f"control-{run}.jsonl", args.steps, args.epochs, "control")
             controls.append(first / second - 1)
             print(f"control {run + 1}: hooked both ways: {100 * controls[-1]:+.2f}%", flush=True)
+            for hook in ("next", "step", "empty") if args.per_hook else ():
+                bare, hooked = record(script, folder / f"{hook}-{run}.jsonl", args.steps, args.epochs, hook)
+                per_hook.setdefault(hook, []).append(bare / hooked - 1)
+                print(f"{HOOK_NAMES[hook]} {run + 1}: {100 * per_hook[hook][-1]:+.2f}%", flush=True)
         whole = folder / "whole.jsonl"
         (rate,) = record(script, whole, args.steps, args.epochs)
         whole_events = event_rates(whole)
@@ -171,6 +196,9 @@ def main() -> None:
     print("the same alternation with the hooks in both kinds of burst (what the method reads when there is "
           "nothing to find): " + ", ".join(f"{100 * c:+.2f}%" for c in controls)
           + f" (median {100 * statistics.median(controls):+.2f}%)")
+    for hook, figures in per_hook.items():
+        print(f"{HOOK_NAMES[hook]}: " + ", ".join(f"{100 * s:+.2f}%" for s in figures)
+              + f" (median {100 * statistics.median(figures):+.2f}%)")
     print(f"events, {args.steps}-step epochs ({rate:.0f} steps/s fully instrumented): {whole_events[0]} in the run, "
           f"{whole_events[1]:.1f}/s over it, {whole_events[2]} in the busiest second (budget 50/s)")
     print(f"events, 20-step epochs (300 epochs): {stress_events[0]} in the run, {stress_events[1]:.1f}/s over it, "
