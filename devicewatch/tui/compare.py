@@ -124,12 +124,19 @@ class CompareScreen(RedrawOnce):
     presenter: var[bool] = var(False, init=False)
 
     class Compared(Message):
-        """The comparison's figures are on the screen (the app's story keeps the headline)."""
+        """The figures, from the thread that worked them out: the screen shows them, then the
+        message goes on to the app (its story keeps the headline)."""
 
-        def __init__(self, screen: CompareScreen, comparison: compare.Comparison):
+        def __init__(self, comparison: compare.Comparison):
             super().__init__()
-            self.screen = screen
             self.comparison = comparison
+
+    class Failed(Message, bubble=False):
+        """Working the figures out raised ``error``: said on the screen, not a traceback over it."""
+
+        def __init__(self, error: Exception):
+            super().__init__()
+            self.error = error
 
     def __init__(self, run_a: Run, run_b: Run):
         super().__init__()
@@ -153,34 +160,27 @@ class CompareScreen(RedrawOnce):
         yield Footer()
 
     def _start_comparing(self) -> None:
-        # A daemon thread: quitting does not wait for it. The app is found here, on its own thread.
-        Beside(self._compare, self.app, name="devicewatch-comparison")
+        Beside(self._compare, name="devicewatch-comparison")  # a daemon: quitting does not wait for it
 
-    def _compare(self, app: Any) -> None:
-        """In the thread: work the figures out and hand them (or what went wrong) to the screen."""
+    def _compare(self) -> None:
+        """In the thread: work the figures out and post them, or what went wrong, to the screen
+        (``post_message`` is thread-safe; a screen closed meanwhile takes nothing)."""
         try:
             c = compare.comparison(self.runs["A"], self.runs["B"])
-        except Exception as exc:  # noqa: BLE001 - said on the screen, not a traceback over it
-            handed, argument = self._show_error, exc
+        except Exception as exc:  # noqa: BLE001 - said on the screen
+            self.post_message(self.Failed(exc))
         else:
-            handed, argument = self._show_comparison, c
-        try:
-            app.call_from_thread(handed, argument)
-        except RuntimeError:  # the dashboard quit while the thread worked: nobody to tell
-            pass
+            self.post_message(self.Compared(c))
 
-    def _show_error(self, error: Exception) -> None:
-        if not self.is_mounted:
-            return
+    def on_compare_screen_failed(self, message: Failed) -> None:
+        error = message.error
         self.query_one("#cmp-headline", Static).update(
             Text(f"the figures could not be worked out: {type(error).__name__}: {error}", style="bold red"))
         self.query_one("#cmp-pending", Static).update("")
 
-    def _show_comparison(self, c: compare.Comparison) -> None:
+    def on_compare_screen_compared(self, message: Compared) -> None:
         """Headline, notes, both verdicts and the tables, once the thread has worked them out."""
-        if not self.is_mounted:  # closed while the thread worked
-            return
-        self.comparison = c
+        c = self.comparison = message.comparison
         self.query_one("#cmp-headline", Static).update(Text(inert(c.headline), style="bold"))
         self.query_one("#cmp-notes", Static).update(self._notes_text(c))
         for panel, s in zip(self.query(ComparePanel), (c.a, c.b)):
@@ -190,7 +190,6 @@ class CompareScreen(RedrawOnce):
         tables.mount_all([RenderedTable(table, classes="cmp-table" + ("" if name in PRESENTER_TABLES
                                                                          else " cmp-detail"))
                           for name, table in self._tables(c)])
-        self.post_message(self.Compared(self, c))
 
     @staticmethod
     def _notes_text(c: compare.Comparison) -> Text:
