@@ -14,8 +14,21 @@ from typing import Any
 
 from ..events import INSTRUMENT
 
-NOT_ACTIVE = ("no process of the workload trained under it: not Python, no torch, Lightning, Keras or "
-              "Hugging Face training loop, or Python started without site or PYTHONPATH")
+NOT_ACTIVE = ("no process of the workload imported torch, Lightning, Keras, TensorFlow or transformers "
+              "under it: not Python, or Python started without site or PYTHONPATH")
+FROM_OUTPUT = "; the epochs were read from the workload's output instead"
+
+
+def not_active(imported: list[str], processes: int, epochs_from_output: bool) -> str:
+    """Why the instrumentation was not active, naming what was found: the frameworks processes
+    imported without training under the hooks, and the output's epoch lines where they stood in."""
+    if imported:
+        reason = (f"{', '.join(imported)} imported in {processes} process{'es' * (processes != 1)}, "
+                  "but its hooks saw no training step (no optimizer step or backward pass of torch, "
+                  "no fit of Lightning, Keras or the Trainer)")
+    else:
+        reason = NOT_ACTIVE
+    return reason + (FROM_OUTPUT if epochs_from_output else "")
 
 
 class InstrumentationNews:
@@ -27,6 +40,9 @@ class InstrumentationNews:
         self._frameworks: list[str] = []
         self._errors: list[str] = []
         self._left_out = 0
+        self._imported: list[str] = []
+        self._importers: set[Any] = set()
+        self._epochs_from_output = False
 
     def take(self, record: dict[str, Any]) -> None:
         if record.get("kind") != INSTRUMENT:
@@ -41,13 +57,23 @@ class InstrumentationNews:
             self._errors.append(f"{record.get('framework')}: {record.get('detail')}")
         elif state == "bounded" and isinstance(record.get("left_out"), int):
             self._left_out += record["left_out"]
+        elif state == "imported" and isinstance(record.get("frameworks"), list):
+            self._importers.add(record.get("pid"))
+            for framework in record["frameworks"]:
+                if isinstance(framework, str) and framework not in self._imported:
+                    self._imported.append(framework)
+
+    def printed_epoch(self) -> None:
+        """The workload's output printed an epoch line (``Epoch 2/10``)."""
+        self._epochs_from_output = True
 
     def summary(self) -> dict[str, Any]:
         """The end record's ``instrument``: whether it was active, where, with what."""
         if not self.offered.get("offered"):
             return {"active": False, "reason": self.offered.get("reason")}
         if not self._processes:
-            return {"active": False, "reason": NOT_ACTIVE}
+            return {"active": False,
+                    "reason": not_active(self._imported, len(self._importers), self._epochs_from_output)}
         out: dict[str, Any] = {"active": True, "processes": len(self._processes), "frameworks": self._frameworks}
         if self._errors:
             out["errors"] = self._errors

@@ -196,6 +196,7 @@ class Recorder:
             self._epochs = record["info"]["epochs"]
 
     def _printed_epoch(self, epoch: int, epochs: int | None) -> None:
+        self.instrumentation.printed_epoch()
         if not self._speaks:
             self._epoch = epoch
         if epochs and self._epochs is None:

@@ -15,6 +15,7 @@ epoch (``epoch_figures``); outside the instrumentation both are no-ops.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import sys
@@ -23,7 +24,7 @@ import time
 from typing import Any, Callable
 
 from ... import events
-from .loop import LANE, Loop
+from .loop import EPOCH, LANE, Loop
 
 # The event budget of one process: at most EVENT_RATE a second after a burst of EVENT_BURST.
 # The end of a phase that was begun is never left out: it may borrow a token, which the next
@@ -38,7 +39,7 @@ DETAIL_CHARS = 300
 
 # What the sitecustomize watches, and the framework each name arms.
 WATCHED = {"torch": "torch", "lightning.pytorch": "lightning", "pytorch_lightning": "lightning",
-           "keras": "keras", "transformers.trainer": "transformers"}
+           "keras": "keras", "tensorflow": "tensorflow", "transformers.trainer": "transformers"}
 
 
 class Voice:
@@ -98,9 +99,12 @@ class Voice:
         self._send(events.PHASE_END, name="data", epoch=epoch, lane=lane, mono=end)
         return True
 
-    def epoch(self, epoch: int, metrics: dict[str, Any]) -> None:
+    def epoch(self, epoch: int, metrics: dict[str, Any], unit: str = EPOCH) -> None:
         if self._take(1):
-            self._send(events.EPOCH, epoch=epoch, metrics=metrics)
+            if unit == EPOCH:
+                self._send(events.EPOCH, epoch=epoch, metrics=metrics)
+            else:
+                self._send(events.EPOCH, epoch=epoch, unit=unit, metrics=metrics)
 
 
 class Process:
@@ -126,10 +130,22 @@ class Process:
             events.emit(events.INSTRUMENT, state="armed", framework=framework)
 
     def armed_now(self, framework: str) -> None:
+        if not self.armed:
+            atexit.register(self.say_if_silent)
         if framework not in self.armed:
             self.armed.append(framework)
             if self.announced:
                 events.emit(events.INSTRUMENT, state="armed", framework=framework)
+
+    def say_if_silent(self) -> None:
+        """At exit, a process that imported a framework but never trained under its hooks says
+        which (state ``imported``), so that a run without phases can name what was found
+        instead of claiming that no training ran."""
+        if self.live and not self.announced and self.armed:
+            try:
+                events.emit(events.INSTRUMENT, state="imported", frameworks=list(self.armed))
+            except Exception:  # noqa: BLE001 - nothing the instrumentation does may reach the script
+                pass
 
     def error(self, framework: str, hook: str, exc: BaseException) -> None:
         """A hook failed: said once per hook (the hook disarms itself)."""
@@ -165,6 +181,10 @@ def arm(name: str, module: Any) -> None:
             from . import torch_hooks
 
             torch_hooks.arm(module, PROCESS)
+        elif framework == "tensorflow":
+            from . import tf_hooks
+
+            tf_hooks.arm(module, PROCESS)
         else:
             from . import framework_hooks
 

@@ -3,8 +3,9 @@
 The recorder puts this folder (which holds nothing else) first on the workload's PYTHONPATH,
 so ``site`` imports this file as ``sitecustomize``. It takes its folder off ``sys.path`` again,
 runs the ``sitecustomize`` the environment already had, and, under a devicewatch recorder on
-Python 3.9 or newer, adds one import hook: nothing else happens until torch, Lightning, Keras
-or transformers is imported. Then devicewatch is loaded from where this file lives (the
+Python 3.9 or newer, adds one import hook: nothing else happens until torch, Lightning, Keras,
+TensorFlow or transformers is imported (or at once, for one a ``.pth`` file or the
+environment's own sitecustomize imported before this file ran). Then devicewatch is loaded from where this file lives (the
 workload's interpreter need not have it installed, and nothing else of devicewatch's
 environment joins its sys.path) and arms that framework (``zero_code.instrument.arm``).
 
@@ -20,7 +21,7 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(_HERE)))  # the devic
 # The same names and values as zero_code.instrument.WATCHED, events.ENV_VAR and
 # zero_code.SWITCH_VAR/SWITCHED_OFF (a test holds them together): importing those here would
 # cost every Python process of the workload.
-_WATCHED = ("torch", "lightning.pytorch", "pytorch_lightning", "keras", "transformers.trainer")
+_WATCHED = ("torch", "lightning.pytorch", "pytorch_lightning", "keras", "tensorflow", "transformers.trainer")
 _EVENTS_VAR = "DEVICEWATCH_EVENTS"
 _SWITCH_VAR = "DEVICEWATCH_INSTRUMENT"
 _SWITCHED_OFF = ("0", "off", "false", "no")
@@ -34,7 +35,10 @@ def _wanted():
 class _Watcher(object):
     """An import hook that finds nothing itself: when a watched module is about to be
     imported, the other finders find it, and its loader is wrapped so that the framework is
-    armed once the module has run. Gone from sys.meta_path once every name has been seen."""
+    armed once the module has run. A name is done only when its module has really been
+    executed: a look-up without an import (``importlib.util.find_spec("torch")``, which
+    transformers, Lightning and Keras make to learn what is installed) hands out a spec that
+    is never run and leaves the name watched. Gone from sys.meta_path once every name is armed."""
 
     def __init__(self):
         self.pending = set(_WATCHED)
@@ -42,9 +46,6 @@ class _Watcher(object):
     def find_spec(self, name, path=None, target=None):
         if name not in self.pending:
             return None
-        self.pending.discard(name)
-        if not self.pending and self in sys.meta_path:
-            sys.meta_path.remove(self)
         spec = None
         for finder in list(sys.meta_path):
             find = getattr(finder, "find_spec", None)
@@ -55,17 +56,35 @@ class _Watcher(object):
                 break
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
-        spec.loader = _Arming(spec.loader, name)
+        spec.loader = _Arming(spec.loader, name, self)
         return spec
+
+    def executed(self, name, module):
+        """NAME's module has run: arm its framework, once."""
+        if name not in self.pending:
+            return
+        self.pending.discard(name)
+        if not self.pending and self in sys.meta_path:
+            sys.meta_path.remove(self)
+        _arm(name, module)
+
+    def already_imported(self):
+        """Frameworks imported before this hook could see them (by a ``.pth`` file or the
+        environment's own sitecustomize): armed now."""
+        for name in _WATCHED:
+            module = sys.modules.get(name)
+            if module is not None and getattr(module, "__spec__", None) is not None:
+                self.executed(name, module)
 
 
 class _Arming(object):
     """The module's own loader, which then arms the framework. The module gets its own loader
     back before it runs, so nothing in it can tell."""
 
-    def __init__(self, loader, name):
+    def __init__(self, loader, name, watcher):
         self.loader = loader
         self.name = name
+        self.watcher = watcher
 
     def __getattr__(self, attribute):
         return getattr(self.loader, attribute)
@@ -77,7 +96,7 @@ class _Arming(object):
         if getattr(module, "__loader__", None) is self:
             module.__loader__ = self.loader
         self.loader.exec_module(module)
-        _arm(self.name, sys.modules.get(self.name, module))
+        self.watcher.executed(self.name, sys.modules.get(self.name, module))
 
 
 def _arm(name, module):
@@ -140,5 +159,9 @@ def _chain():
 
 
 if _wanted():
-    sys.meta_path.insert(0, _Watcher())
-_chain()
+    _WATCHER = _Watcher()
+    sys.meta_path.insert(0, _WATCHER)
+    _chain()
+    _WATCHER.already_imported()
+else:
+    _chain()
