@@ -8,8 +8,9 @@ the recorder samples on). A FIFO rather than an inherited descriptor so that pro
 workload starts itself (``torchrun`` ranks, pool workers) can report too.
 
 Under ``torchrun`` every event also carries the rank's identity (``rank``, ``local_rank``,
-``world_size``, ``group_rank``, ``job``) read once from torchrun's environment, so that
-``devicewatch merge`` can give each rank its own lane with no change to the script.
+``world_size``, ``group_rank``, ``job``) read once from torchrun's environment, and a phase in
+the main lane is put in its rank's (``rank N``) where there are several ranks: one recording of
+a one-machine run shows a lane per rank, and ``devicewatch merge`` joins several machines'.
 
     from devicewatch import events
     events.run_info(framework="torch", device="cpu", params=975_692, data="synthetic")
@@ -88,6 +89,13 @@ def identity() -> dict[str, Any]:
     return _identity
 
 
+def rank_lane(rank: int, lane: Any = DEFAULT_LANE) -> str:
+    """The lane of RANK's phases in LANE: ``rank N`` for its main lane, ``rank N LANE`` else."""
+    if lane in (None, DEFAULT_LANE, f"rank{rank}", f"rank {rank}"):
+        return f"rank {rank}"
+    return f"rank {rank} {lane}"
+
+
 def _open_stream() -> Any:
     global _stream, _disabled, _pid
     if _stream is not None and _pid == os.getpid():
@@ -134,9 +142,12 @@ def emit(kind: str, **fields: Any) -> None:
     global _disabled, _stream
     if _disabled or not os.environ.get(ENV_VAR):
         return
+    who = identity()
     record = {"kind": kind, "mono": time.monotonic(), "pid": os.getpid(),
-              "thread": threading.current_thread().name, **identity()}
+              "thread": threading.current_thread().name, **who}
     record.update(_clean(fields))
+    if record.get("lane") == DEFAULT_LANE and who.get("world_size", 1) > 1 and "rank" in who:
+        record["lane"] = rank_lane(who["rank"])  # one machine's ranks in one run: a lane each
     data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
     if len(data) > MAX_LINE_BYTES:
         data = (json.dumps({"kind": OVERSIZE, "mono": record["mono"], "pid": record["pid"],

@@ -236,9 +236,7 @@ SYSTEM_READINGS = ("freq_mhz", "mem_used", "mem_total", "mem_swap_used", "mem_sw
 
 
 def _lane(rank: int, lane: Any) -> str:
-    if lane in (None, "main", f"rank{rank}", f"rank {rank}"):
-        return f"rank {rank}"
-    return f"rank {rank} {lane}"
+    return events.rank_lane(rank, lane)
 
 
 def _log_rank(node: Node, line: str) -> int | None:

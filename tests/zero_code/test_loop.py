@@ -18,6 +18,7 @@ class Heard:
     def __init__(self, accept_data: bool = True) -> None:
         self.said: list[tuple[Any, ...]] = []
         self.accept_data = accept_data
+        self.units: list[str] = []
 
     def phase(self, kind: str, name: str, epoch: int | None, lane: str, at: float) -> None:
         self.said.append((kind, name, epoch, at))
@@ -27,8 +28,9 @@ class Heard:
             self.said.append(("data", epoch, start, end))
         return self.accept_data
 
-    def epoch(self, epoch: int, metrics: dict[str, Any]) -> None:
+    def epoch(self, epoch: int, metrics: dict[str, Any], unit: str = "epoch") -> None:
         self.said.append(("epoch", epoch, metrics))
+        self.units.append(unit)
 
     def phases(self) -> list[tuple[Any, ...]]:
         return [s for s in self.said if s[0] in ("begin", "end")]
@@ -50,7 +52,7 @@ def no_loader_epochs(loop: Loop, start: float, steps: int = 3) -> float:
     return t + 1.0
 
 
-def test_no_dataloader_train_validate_turns_are_epochs():
+def test_no_dataloader_train_validate_turns_are_segments():
     heard = Heard()
     loop = Loop(heard)
     t = no_loader_epochs(loop, 10.0)   # train 10-13.5, validate 13.5-14.5
@@ -60,9 +62,12 @@ def test_no_dataloader_train_validate_turns_are_epochs():
         ("begin", "train", 1, 10.0), ("end", "train", 1, 13.5), ("begin", "validate", 1, 13.5),
         ("end", "validate", 1, 14.5), ("begin", "train", 2, 14.5), ("end", "train", 2, 18.0),
         ("begin", "validate", 2, 18.0), ("end", "validate", 2, 19.0)]
-    # no optimizer ever stepped: the backward passes are the steps; 3 steps in 3.5 s of training
-    assert heard.figures() == {1: {"data_wait_s": 0.0, "steps": 3, "steps_per_s": round(3 / 3.5, 3)},
-                               2: {"data_wait_s": 0.0, "steps": 3, "steps_per_s": round(3 / 3.5, 3)}}
+    # no optimizer ever stepped: the backward passes are the steps; 3 steps in 3.5 s of training;
+    # no loader was read, so no data wait is claimed (not measured, not 0)
+    assert heard.figures() == {1: {"steps": 3, "steps_per_s": round(3 / 3.5, 3)},
+                               2: {"steps": 3, "steps_per_s": round(3 / 3.5, 3)}}
+    # no pass over a data set: the units are the stretches between evaluations
+    assert heard.units == ["segment", "segment"]
 
 
 def test_nothing_is_said_until_training_is_confirmed():
@@ -110,8 +115,10 @@ def test_dataloader_passes_are_epochs_with_their_data_wait():
     # the second epoch begins at its model.train() call, where the first one's validation ends
     assert phases[4][3] == pytest.approx(1.65)
     figures = heard.figures()
-    # training of an epoch is over when the loader runs out: 4 waits of 0.2 s in 1.2 s
-    assert figures[1] == {"data_wait_s": pytest.approx(0.8), "steps": 4, "steps_per_s": round(4 / 1.2, 3)}
+    # the loader ran out at 1.2; the epoch's training ends where validation begins (1.25):
+    # 4 waits of 0.2 s, 4 steps in 1.25 s
+    assert figures[1] == {"data_wait_s": pytest.approx(0.8), "steps": 4, "steps_per_s": round(4 / 1.25, 3)}
+    assert heard.units == ["epoch", "epoch"]
     assert figures[2] == figures[1]
     # every wait is long enough to see: four data phases an epoch, inside its train phase
     data = [s for s in heard.said if s[0] == "data"]
@@ -242,3 +249,101 @@ def test_a_fast_loops_tiny_waits_never_add_up_to_a_data_phase():
     loop.finish(t)
     assert [s for s in heard.said if s[0] == "data"] == []
     assert heard.figures()[1]["data_wait_s"] == pytest.approx(4000 * 0.00002)
+
+
+def read_ahead_epoch(loop: Loop, t: float, batches: int = 4) -> float:
+    """An Accelerate-style epoch: the wrapper reads one batch ahead, so the DataLoader runs out
+    while the loop still holds its last batch, which is then trained on; eval() follows."""
+    loop.mode(True, t)
+    loop.fetch(TRAIN_SET, True, True, t, t + 0.1)          # the first batch, read ahead
+    t += 0.1
+    for i in range(batches):
+        if i < batches - 1:
+            loop.fetch(TRAIN_SET, True, False, t, t + 0.1)  # the next batch, before this one trains
+            t += 0.1
+        else:
+            loop.exhausted(TRAIN_SET, t)                   # the loader ran out: one batch still held
+        t += 0.2
+        loop.backward(t - 0.01)
+        loop.step(t)
+    loop.mode(False, t + 0.05)
+    t += 0.05
+    loop.fetch(VAL_SET, False, True, t, t + 0.1)
+    return t + 0.2
+
+
+def test_a_loader_read_ahead_ends_the_epoch_at_the_loops_pass_not_the_loaders():
+    heard = Heard()
+    loop = Loop(heard)
+    t = 0.0
+    for _ in range(3):
+        t = read_ahead_epoch(loop, t)
+    loop.finish(t)
+    begins = [p[1:3] for p in heard.phases() if p[0] == "begin"]
+    # three epochs, each with its validation; no fourth one-step epoch
+    assert begins == [("train", 1), ("validate", 1), ("train", 2), ("validate", 2), ("train", 3), ("validate", 3)]
+    assert [f["steps"] for f in heard.figures().values()] == [4, 4, 4]
+
+
+def test_a_model_train_after_the_last_evaluation_leaves_no_empty_unit():
+    """``estimate_loss()`` ends with model.train(); after the last one, the script ends."""
+    heard = Heard()
+    loop = Loop(heard)
+    t = no_loader_epochs(loop, 0.0)
+    loop.mode(True, t)          # model.train() at the end of the evaluation ...
+    loop.finish(t + 0.5)        # ... and nothing trains after it
+    assert [p[1:3] for p in heard.phases() if p[0] == "begin"] == [("train", 1), ("validate", 1)]
+    assert list(heard.figures()) == [1]
+    # the validate phase ends at the model.train() call
+    assert heard.phases()[-1] == ("end", "validate", 1, t)
+
+
+def test_an_endless_loader_is_read_in_segments_between_evaluations():
+    heard = Heard()
+    loop = Loop(heard)
+    loop.endless(TRAIN_SET)
+    t = 0.0
+    loop.mode(True, t)
+    for segment in range(2):
+        for i in range(3):
+            loop.fetch(TRAIN_SET, True, segment == 0 and i == 0, t, t + 0.1)
+            t += 0.3
+            loop.step(t)
+        loop.mode(False, t)                       # evaluate every 3 steps
+        loop.fetch(VAL_SET, False, True, t, t + 0.1)
+        t += 0.5
+        loop.mode(True, t)
+    loop.finish(t)
+    assert [p[1:3] for p in heard.phases() if p[0] == "begin"] == \
+        [("train", 1), ("validate", 1), ("train", 2), ("validate", 2)]
+    assert heard.units == ["segment", "segment"]
+    # a DataLoader was read: its wait is measured, 3 waits of 0.1 s a segment
+    assert [f["steps"] for f in heard.figures().values()] == [3, 3]
+    assert [f["data_wait_s"] for f in heard.figures().values()] == [pytest.approx(0.3)] * 2
+
+
+def test_a_rank_waiting_at_a_barrier_is_waiting_not_training():
+    """Rank 1 of a run where rank 0 alone validates: it runs its pass out, then waits at a
+    barrier until rank 0 is done."""
+    heard = Heard()
+    loop = Loop(heard, lane="rank 1")
+    t = 0.0
+    loop.mode(True, t)
+    for i in range(3):
+        loop.fetch(TRAIN_SET, True, i == 0, t, t + 0.1)
+        t += 0.3
+        loop.step(t)
+    loop.exhausted(TRAIN_SET, t)
+    loop.barrier(True, t + 0.01)
+    loop.barrier(False, t + 2.0)                  # rank 0 validated for 2 s
+    loop.fetch(TRAIN_SET, True, True, t + 2.0, t + 2.1)
+    loop.step(t + 2.3)
+    loop.finish(t + 2.3)
+    phases = heard.phases()
+    assert [p[:3] for p in phases] == [
+        ("begin", "train", 1), ("end", "train", 1), ("begin", "wait", 1), ("end", "wait", 1),
+        ("begin", "train", 2), ("end", "train", 2)]
+    assert phases[1][3] == pytest.approx(t + 0.01) and phases[3][3] == pytest.approx(t + 2.0)
+    # epoch 1's figures went out when it began waiting: 3 steps in 0.91 s
+    assert heard.figures()[1]["steps"] == 3
+    assert heard.figures()[1]["steps_per_s"] == round(3 / 0.91, 3)

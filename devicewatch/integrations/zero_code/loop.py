@@ -16,14 +16,24 @@ How it reads a loop:
   data set than the training one, a validation batch. ``model.eval()`` begins validation at
   once, and training activity (``model.train()``, a training batch, a backward pass, a step)
   ends it.
-- **Epochs**: with a DataLoader, an epoch is one pass over the training data set (the loader
-  running out, or a new pass beginning), with the validation that follows it; without one, an
-  epoch is a stretch of training and the validation after it (the train → validate → train
-  turn). Numbered from 1.
+- **Epochs**: with a DataLoader, an epoch is one pass over the training data set, with the
+  validation that follows it. The pass is the one the loop consumes, not the one the loader
+  produces: a wrapper that reads ahead (Accelerate, a prefetch generator) runs the DataLoader
+  out a batch or two before the loop's last step, so the loader running out only marks the
+  pass as read; the epoch's training ends when validation begins, a new pass begins, or the
+  process ends, and the steps until then are the epoch's.
+- **Segments**: a loop with no DataLoader of known length (batches sampled by hand, an
+  endless stream) has no epochs: its units are the training stretches between evaluations
+  (the train → validate → train turn), sent as epochs marked ``unit: "segment"``. A
+  ``model.train()`` after the last evaluation opens nothing until training goes on, so no
+  empty unit trails at the end. Numbered from 1.
 - **Data wait**: the time the loop was blocked in the training DataLoader's ``__next__``,
   summed exactly per epoch (``data_wait_s``), and drawn as ``data`` phases inside the train
   phase where a wait is long enough to see (``DataPhases``; waits under DATA_JOINABLE are
-  only summed).
+  only summed). A loop that read no measured loader sends no ``data_wait_s`` (not measured,
+  never 0).
+- **Waiting for other ranks**: a ``torch.distributed.barrier`` is a ``wait`` phase, not
+  training: a rank that waits while another validates is seen waiting.
 
 When a framework's callback owns the phases (``declare_owner``: Lightning, Keras, Hugging
 Face), the loop says no train/validate phase of its own: it follows the callback's phases and
@@ -35,7 +45,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Hashable, Protocol
 
-TRAIN, VALIDATE, DATA = "train", "validate", "data"
+TRAIN, VALIDATE, DATA, WAIT = "train", "validate", "data", "wait"
+EPOCH, SEGMENT = "epoch", "segment"   # what a unit of the loop is: a pass over the data, or the stretch between evaluations
 LANE = "main"
 DATA_VISIBLE = 0.05     # seconds: a shorter wait is summed but not drawn (half the default sample interval)
 DATA_JOINABLE = 0.001   # seconds: a wait shorter than this is only summed (a fast loop's every batch)
@@ -49,7 +60,7 @@ PENDING_DATA_PHASES = 16  # data phases held while training is not yet confirmed
 class Voice(Protocol):
     def phase(self, kind: str, name: str, epoch: int | None, lane: str, at: float) -> None: ...
     def data_phase(self, start: float, end: float, epoch: int | None, lane: str) -> bool: ...
-    def epoch(self, epoch: int, metrics: dict[str, Any]) -> None: ...
+    def epoch(self, epoch: int, metrics: dict[str, Any], unit: str = EPOCH) -> None: ...
 
 
 @dataclass
@@ -61,6 +72,7 @@ class EpochCounts:
     data_wait: float = 0.0
     train_time: float = 0.0
     train_since: float | None = None
+    fetched: bool = False        # a measured loader was read: the data wait is known
 
     def open_train(self, at: float) -> None:
         if self.train_since is None:
@@ -76,7 +88,9 @@ class EpochCounts:
         optimizer ever stepped) counts its backward passes instead."""
         seconds = self.train_time + (max(0.0, now - self.train_since) if self.train_since is not None else 0.0)
         steps = self.steps if optimizer_seen else self.backwards
-        figures: dict[str, Any] = {"data_wait_s": round(self.data_wait, 6), "steps": steps}
+        figures: dict[str, Any] = {"steps": steps}
+        if self.fetched:
+            figures["data_wait_s"] = round(self.data_wait, 6)
         if seconds > 0:
             figures["steps_per_s"] = round(steps / seconds, 3)
         return figures
@@ -136,8 +150,9 @@ class Pending:
 
 
 class Loop:
-    def __init__(self, voice: Voice):
+    def __init__(self, voice: Voice, lane: str = LANE):
         self.voice = voice
+        self.lane = lane                   # "rank N" under a launcher of several ranks
         self.data = DataPhases(voice)
         self.confirmed = False
         self.phase: str | None = None      # the open phase this loop said: train, validate or none
@@ -148,6 +163,10 @@ class Loop:
         self.optimizer_seen = False
         self.train_source: Hashable | None = None
         self.pass_open = False             # this epoch's pass over the training data has begun
+        self.pass_read = False             # ... and its loader ran out (the loop may still hold batches read ahead)
+        self.endless_sources: set[Hashable] = set()  # training data sets with no length: units are segments
+        self.resume_at: float | None = None  # model.train() after validation or a wait, with no training yet
+        self.after_wait: str | None = None   # the phase a barrier interrupted
         self.last_train_source: Hashable | None = None
         self.pending = Pending()
         self.owner: str | None = None      # the framework whose callback owns the phases
@@ -170,8 +189,10 @@ class Loop:
                 self.pending = Pending()
             return
         if training and self.phase != TRAIN:
-            self._train_activity(now)
-        elif not training and self.phase == TRAIN:
+            self._end(now)  # training begins where it goes on (no empty unit if it never does)
+            if self.resume_at is None:
+                self.resume_at = now
+        elif not training and (self.phase == TRAIN or self.resume_at is not None):
             self._validate(now)
 
     def fetch(self, source: Hashable, grad: bool, first_of_pass: bool, start: float, end: float) -> None:
@@ -181,7 +202,7 @@ class Loop:
                 and not self.over and not self.owner:  # the common case, every batch: kept short
             self.counts.data_wait += end - start
             if end - start >= DATA_JOINABLE:
-                self.data.wait(start, end, self.epoch, LANE)
+                self.data.wait(start, end, self.epoch, self.lane)
             return
         if self.owner:
             self._declared_wait(grad, start, end)
@@ -190,7 +211,7 @@ class Loop:
             self._pending_wait(source, training, first_of_pass, start, end)
             return
         if not training or (self.train_source is not None and source != self.train_source):
-            if self.phase == TRAIN:
+            if self.phase == TRAIN or self.resume_at is not None:
                 self._validate(start)
             return
         if first_of_pass and source == self.train_source:
@@ -202,13 +223,36 @@ class Loop:
             self._train_activity(start)
         self.last_train_source = source
         self.counts.data_wait += end - start
-        self.data.wait(start, end, self.epoch, LANE)
+        self.data.wait(start, end, self.epoch, self.lane)
 
     def exhausted(self, source: Hashable, now: float) -> None:
-        """The DataLoader of SOURCE ran out: a pass over the training data ends the epoch's training."""
-        if self.confirmed and not self.owner and source == self.train_source and self.phase == TRAIN \
-                and not self.over:
-            self._close_training(now)
+        """The DataLoader of SOURCE ran out: the pass over the training data has been read. The
+        loop may still hold batches read ahead, so the epoch's training ends at what follows
+        (validation, a new pass, the end)."""
+        if source == self.train_source and not self.over:
+            self.pass_read = True
+
+    def endless(self, source: Hashable) -> None:
+        """Data set SOURCE has no length (a stream): a loop over it has segments, not epochs."""
+        self.endless_sources.add(source)
+
+    def barrier(self, begin: bool, now: float) -> None:
+        """The loop waits for the other ranks (BEGIN) or is released: a ``wait`` phase. A rank
+        whose pass is read is done with its epoch's training when it starts waiting."""
+        if not self.confirmed or self.owner:
+            return
+        if begin:
+            if self.phase == WAIT:
+                return
+            if self.phase == TRAIN and self.pass_read and not self.over:
+                self._close_training(now)
+            self.after_wait = self.phase if self.phase is not None else (TRAIN if self.resume_at is not None else None)
+            self._begin(WAIT, now)
+        elif self.phase == WAIT:
+            self._end(now)
+            if self.after_wait == TRAIN:
+                self.resume_at = now
+            self.after_wait = None
 
     def backward(self, now: float) -> None:
         if self.phase != TRAIN or self.over or self.owner:
@@ -232,6 +276,12 @@ class Loop:
             self._close_training(now)
         self._end(now)
 
+    @property
+    def unit(self) -> str:
+        """What one unit of this loop is: an epoch (a pass over a training DataLoader of known
+        length) or a segment (the training between evaluations)."""
+        return SEGMENT if self.train_source is None or self.train_source in self.endless_sources else EPOCH
+
     # -- a framework's callback owns the phases -------------------------------------------
 
     def declare_owner(self, owner: str, now: float) -> None:
@@ -250,7 +300,9 @@ class Loop:
             if name == TRAIN:
                 counts = self.declared_counts.setdefault(epoch, EpochCounts())
                 counts.open_train(now)
-                counts.data_wait += self.declared_pending
+                if self.declared_pending:
+                    counts.data_wait += self.declared_pending
+                    counts.fetched = True
             self.declared_pending = 0.0
             return
         if self.declared is not None and self.declared[0] == name:
@@ -297,7 +349,7 @@ class Loop:
             self.pass_open = True
         self.counts.data_wait += pending.data_wait
         for start, end in pending.waits:
-            self.data.wait(start, end, self.epoch, LANE)
+            self.data.wait(start, end, self.epoch, self.lane)
 
     def _pending_wait(self, source: Hashable, training: bool, first_of_pass: bool, start: float, end: float) -> None:
         pending = self.pending
@@ -322,34 +374,43 @@ class Loop:
             return
         name, epoch, lane = declared
         if name == TRAIN:
-            self.declared_counts.setdefault(epoch, EpochCounts()).data_wait += end - start
+            counts = self.declared_counts.setdefault(epoch, EpochCounts())
+            counts.data_wait += end - start
+            counts.fetched = True
             self.data.wait(start, end, epoch, lane)
         else:
             self.declared_pending = 0.0
 
     def _train_activity(self, at: float) -> None:
         """Training goes on at AT: the train phase is open, in a new epoch if the last one's
-        training is over."""
+        training is over. Training that goes on after a ``model.train()`` or a wait began there."""
+        if self.resume_at is not None:
+            at, self.resume_at = min(at, self.resume_at), None
         if self.epoch == 0 or self.over:
             self._end(at)
             self.epoch += 1
             self.counts = EpochCounts()
             self.over = False
             self.pass_open = False
+            self.pass_read = False
             self._begin(TRAIN, at)
         elif self.phase != TRAIN:
             self._begin(TRAIN, at)
 
     def _validate(self, at: float) -> None:
-        if self.train_source is None and not self.over:  # no DataLoader: validation ends the epoch's training
+        """Validation begins: it ends the unit's training when the pass has been read, or for
+        a loop of segments; validation in the middle of a pass stays in its epoch."""
+        if not self.over and (self.pass_read or self.unit == SEGMENT):
             self._close_training(at)
+        self.resume_at = None
         self._begin(VALIDATE, at)
 
     def _close_training(self, at: float) -> None:
         """The epoch's training is over: its figures go out. The train phase may go on (the
         code after the loader ran out); training activity after this begins the next epoch."""
         self.data.flush()
-        self.voice.epoch(self.epoch, self.counts.metrics(at, self.optimizer_seen))
+        self.counts.fetched = self.counts.fetched or self.train_source is not None
+        self.voice.epoch(self.epoch, self.counts.metrics(at, self.optimizer_seen), self.unit)
         self.counts = EpochCounts()
         self.over = True
 
@@ -358,7 +419,7 @@ class Loop:
         self.phase = name
         if name == TRAIN:
             self.counts.open_train(at)
-        self.voice.phase("begin", name, self.epoch, LANE, at)
+        self.voice.phase("begin", name, self.epoch, self.lane, at)
 
     def _end(self, at: float) -> None:
         if self.phase is None:
@@ -366,5 +427,5 @@ class Loop:
         if self.phase == TRAIN:
             self.data.flush()
             self.counts.close_train(at)
-        self.voice.phase("end", self.phase, self.epoch, LANE, at)
+        self.voice.phase("end", self.phase, self.epoch, self.lane, at)
         self.phase = None

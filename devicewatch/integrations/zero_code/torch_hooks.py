@@ -10,6 +10,10 @@
   the outermost call on a model whose parameters an optimizer holds; grad mode is read at each
   batch. No forward hook: a global one takes every module off PyTorch's fast call path, and
   one on the model travels with it (``torch.save``, ``torch.jit.script``).
+- **Epochs or segments**: a DataLoader over a data set with no length (a stream) has no
+  passes to count, so its loop is read in segments between evaluations.
+- **Waiting for other ranks**: ``torch.distributed.barrier`` is wrapped, so a rank waiting at a
+  barrier while another validates is seen waiting, not training.
 - **Steps**: the public ``register_optimizer_step_post_hook``; ``torch.autograd.backward`` (which
   ``Tensor.backward`` calls) for loops that update their weights by hand, put back to
   PyTorch's own at the first optimizer step (each hook costs a little on every step).
@@ -44,6 +48,9 @@ def arm(torch: Any, process: Process) -> None:
     hooks.wrap(_BaseDataLoaderIter, "__next__", hooks.timed_next)
     hooks.wrap(Module, "train", hooks.counted_train)
     hooks.wrap(torch.autograd, "backward", hooks.counted_backward)
+    distributed = getattr(torch, "distributed", None)
+    if distributed is not None and callable(getattr(distributed, "barrier", None)):
+        hooks.wrap(distributed, "barrier", hooks.timed_barrier)
     hooks.step_handle = register_optimizer_step_post_hook(hooks.after_step)
     atexit.register(hooks.at_exit)
 
@@ -58,7 +65,7 @@ class _Hooks:
         # Whether each hook still counts (a failed one is off): plain attributes, read on every
         # batch and step, where a call or a set look-up would cost more than the rest.
         self.timed_next_on = self.counted_train_on = self.counted_backward_on = True
-        self.after_step_on = self.at_exit_on = True
+        self.after_step_on = self.at_exit_on = self.timed_barrier_on = True
         self.trained_params: set[int] = set()
         self.optimizers: set[int] = set()
         self.train_depth = 0
@@ -92,6 +99,7 @@ class _Hooks:
 
     def timed_next(self, original: Callable[[Any], Any]) -> Callable[[Any], Any]:
         process, fetch, exhausted, is_grad_enabled = self.process, self.loop.fetch, self.loop.exhausted, self.is_grad_enabled
+        endless = self.loop.endless
 
         def __next__(iterator: Any) -> Any:
             if not (self.timed_next_on and process.live and get_ident() == _MAIN):
@@ -109,6 +117,8 @@ class _Hooks:
                 raise
             end = _monotonic()
             try:
+                if first and not _has_length(iterator._dataset):
+                    endless(id(iterator._dataset))
                 fetch(id(iterator._dataset), is_grad_enabled(), first, start, end)
             except Exception as exc:  # noqa: BLE001
                 self.failed("timed_next", exc)
@@ -148,6 +158,26 @@ class _Hooks:
             return result
         return backward
 
+    def timed_barrier(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        process, barrier = self.process, self.loop.barrier
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if not (self.timed_barrier_on and process.live and get_ident() == _MAIN):
+                return original(*args, **kwargs)
+            try:
+                barrier(True, _monotonic())
+            except Exception as exc:  # noqa: BLE001
+                self.failed("timed_barrier", exc)
+            try:
+                return original(*args, **kwargs)
+            finally:
+                if self.timed_barrier_on:
+                    try:
+                        barrier(False, _monotonic())
+                    except Exception as exc:  # noqa: BLE001
+                        self.failed("timed_barrier", exc)
+        return timed
+
     def after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if not (self.after_step_on and self.process.live and get_ident() == _MAIN):
             return
@@ -177,3 +207,12 @@ class _Hooks:
         if not self.trained_params:
             return True
         return any(id(p) in self.trained_params for p in module.parameters())
+
+
+def _has_length(dataset: Any) -> bool:
+    """Whether DATASET has a length (an IterableDataset stream may not): asked once a pass."""
+    try:
+        len(dataset)
+    except TypeError:
+        return False
+    return True
