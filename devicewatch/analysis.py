@@ -23,6 +23,7 @@ SM_ACTIVE_LOW = 50.0   # % SM activity under which a busy GPU is launch-bound, n
 # The per-epoch metric with the exact seconds the training loop was blocked in its DataLoader
 # (the zero-code instrumentation sends it; its visible waits are also ``data`` phases).
 DATA_WAIT_METRIC = "data_wait_s"
+WAIT_PHASE = "wait"          # a rank waiting for the others at a barrier (zero-code): no finish of its epoch
 
 # The verdict's thresholds (docs/verdicts.md lists them beside the labels they decide).
 GPU_BUSY = 80.0             # % mean utilization from which a GPU is the limit (GPU- or launch-bound)
@@ -1077,13 +1078,14 @@ class EpochStragglers:
 def stragglers(run: Run, all_phases: list[Phase] | None = None) -> list[EpochStragglers]:
     """Per epoch with two or more ranks: the rank whose last phase ended last, and the others' wait.
 
-    Phases that never ended (a run cut short) are left out: their end is not a finish.
+    Phases that never ended (a run cut short) are left out: their end is not a finish; so are
+    ``wait`` phases (a rank at a barrier is waiting for the others, not working).
     """
     all_phases = phases(run) if all_phases is None else all_phases
     ends: dict[int, dict[int, float]] = {}
     for p in all_phases:
         rank = p.attrs.get("rank")
-        if p.epoch is None or p.open or type(rank) is not int:
+        if p.epoch is None or p.open or type(rank) is not int or p.name == WAIT_PHASE:
             continue
         by_rank = ends.setdefault(p.epoch, {})
         by_rank[rank] = max(by_rank.get(rank, p.end), p.end)
