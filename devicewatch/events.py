@@ -93,6 +93,8 @@ def rank_lane(rank: int, lane: Any = DEFAULT_LANE) -> str:
     """The lane of RANK's phases in LANE: ``rank N`` for its main lane, ``rank N LANE`` else."""
     if lane in (None, DEFAULT_LANE, f"rank{rank}", f"rank {rank}"):
         return f"rank {rank}"
+    if str(lane).startswith(f"rank {rank} "):
+        return str(lane)  # already its rank's (sent so by the rank itself)
     return f"rank {rank} {lane}"
 
 
@@ -146,8 +148,8 @@ def emit(kind: str, **fields: Any) -> None:
     record = {"kind": kind, "mono": time.monotonic(), "pid": os.getpid(),
               "thread": threading.current_thread().name, **who}
     record.update(_clean(fields))
-    if record.get("lane") == DEFAULT_LANE and who.get("world_size", 1) > 1 and "rank" in who:
-        record["lane"] = rank_lane(who["rank"])  # one machine's ranks in one run: a lane each
+    if "lane" in record and who.get("world_size", 1) > 1 and "rank" in who:
+        record["lane"] = rank_lane(who["rank"], record["lane"])  # one machine's ranks in one run: lanes each
     data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
     if len(data) > MAX_LINE_BYTES:
         data = (json.dumps({"kind": OVERSIZE, "mono": record["mono"], "pid": record["pid"],
