@@ -35,7 +35,7 @@ MAX_RATE_ERROR = 1e-3
 # Two files from one host share the monotonic clock only within one boot: their (wall − mono)
 # offsets then agree to well under a second.
 SAME_BOOT = 1.0
-STATUS_ORDER = ("ok", "cancelled", "failed", "error")
+STATUS_ORDER = ("ok", "trial", "cancelled", "failed", "error")
 # torchrun --tee / --local-ranks-filter prefix each line with "[ROLE LOCAL_RANK]:".
 TEE_PREFIX = re.compile(r"^\[[A-Za-z_]*?(\d+)\]:")
 

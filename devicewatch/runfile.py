@@ -36,7 +36,10 @@ from .samples import SAMPLE_PREFIX, Encoder, Samples, Stored, fields_header
 FORMAT = "devicewatch-run"
 SCHEMA = 2          # what the writer writes; the reader reads 1 and 2
 RECORD_TYPES = ("header", "sample", "event", "log", "notice", "gpu_status", "end")
-END_STATUSES = ("ok", "failed", "cancelled", "error")
+END_STATUSES = ("ok", "trial", "failed", "cancelled", "error")
+# Ends that are no failure: the workload finished, or a trial of ``devicewatch try`` was ended
+# on purpose once its window was measured.
+FINISHED = ("ok", "trial")
 # What every view says of a file without an end record (recorder killed, disk full, power lost).
 NO_END_RECORD = "the recorder ended without an end record"
 

@@ -27,6 +27,8 @@ class RecordOptions:
     control: bool = False             # read commands on stdin (devicewatch.control)
     instrument: bool = True           # offer the zero-code instrumentation to a Python workload
     overwrite: bool = False           # replace an existing recording at ``output``
+    environment: dict[str, str] = field(default_factory=dict)  # added to the workload's (a trial's variant)
+    trial: bool = False               # a trial of ``devicewatch try``: ended once its window is measured
 
 
 def check_interval(value: str | float) -> float:

@@ -51,6 +51,7 @@ from .workload import Workload
 
 STATUS_EVERY = 0.5               # seconds between updates of the terminal status line
 CANCELLED = "cancelled by the user"
+TRIAL_OVER = "the trial's window was measured: ended on purpose"
 TERMINAL_CLOSED = "terminal closed"
 # Signals that cancel a recording, and why the end record says it ended.
 CANCEL_SIGNALS = {signal.SIGINT: CANCELLED, signal.SIGTERM: "terminated (SIGTERM)", signal.SIGHUP: TERMINAL_CLOSED}
@@ -83,6 +84,7 @@ class Recorder:
         self.start_unix = 0.0
         self._cancel_requested = threading.Event()
         self._cancel_reason = CANCELLED
+        self._trial_over = False           # a trial's window measured: the workload is ended on purpose
         self._write_failed: OSError | None = None
         self._phases = events.PhaseTracker()
         self._speaks = False               # the workload reports through events (not only instrumentation news)
@@ -187,6 +189,11 @@ class Recorder:
         kind = record["kind"]
         if kind == events.INSTRUMENT:
             self.instrumentation.take(record)
+            if self.options.trial and record.get("state") == "trial" and record.get("stage") == "done" \
+                    and not self._trial_over and self.workload is not None:
+                self._trial_over = True
+                self.workload.end_without_interrupt()
+                self.cancel(TRIAL_OVER)
         else:
             self._speaks = True
         if kind == events.PHASE_BEGIN:
@@ -206,7 +213,8 @@ class Recorder:
         """The recorder's environment, with the event FIFO named and, when offered, the
         zero-code instrumentation first on PYTHONPATH."""
         env, _offered = zero_code.environment(self.options.command,
-                                              dict(os.environ, **{events.ENV_VAR: fifo, "PYTHONUNBUFFERED": "1"}),
+                                              dict(os.environ, **self.options.environment,
+                                                   **{events.ENV_VAR: fifo, "PYTHONUNBUFFERED": "1"}),
                                               self.options.instrument)
         return env
 
@@ -344,6 +352,8 @@ class Recorder:
         signal_name = self.workload.signal_name
         if self._write_failed is not None:
             status, reason = "error", f"writing the run file failed: {self._write_failed.strerror}"
+        elif self._trial_over and self._cancel_reason == TRIAL_OVER:
+            status, reason = "trial", TRIAL_OVER
         elif cancelled:
             status, reason = "cancelled", self._cancel_reason
         elif exit_code == 0:

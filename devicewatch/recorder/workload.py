@@ -81,6 +81,12 @@ class Workload:
             except (ProcessLookupError, PermissionError):
                 pass
 
+    def end_without_interrupt(self) -> None:
+        """The coming cancel begins at SIGTERM: a trial that is over is ended, not interrupted
+        (a SIGINT would print a KeyboardInterrupt's traceback, which reads as a crash)."""
+        if self._cancel_stage == 0:
+            self._cancel_stage = 1
+
     def cancel_step(self, now: float, tree_pids: Iterable[int]) -> None:
         """Called on every tick while a cancel is asked for: the next signal once it is due."""
         if self._cancel_stage >= len(CANCEL_SIGNALS):

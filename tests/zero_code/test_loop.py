@@ -32,6 +32,9 @@ class Heard:
         self.said.append(("epoch", epoch, metrics))
         self.units.append(unit)
 
+    def setup(self, train_source: Any) -> None:
+        self.said.append(("setup", train_source))
+
     def phases(self) -> list[tuple[Any, ...]]:
         return [s for s in self.said if s[0] in ("begin", "end")]
 

@@ -81,3 +81,36 @@ def environment(command: Sequence[str], env: Mapping[str, str],
         before = env.get("PYTHONPATH", "")
         env["PYTHONPATH"] = STARTUP_DIR + (os.pathsep + before if before else "")
     return env, info
+
+
+# -- variants and trials: what ``devicewatch try`` asks of one run of a script ----------------
+
+VARY_VAR = "DEVICEWATCH_VARY"     # JSON {knob: value}: the variant this run applies to the script
+TRIAL_VAR = "DEVICEWATCH_TRIAL"   # JSON {"warmup": steps, "steps": N} or {"warmup": steps, "seconds": S}
+# Knobs that change how the work is fed and spread, never the model's arithmetic: the
+# DataLoader's arguments, and the threads of PyTorch's and TensorFlow's operators (with
+# OMP_NUM_THREADS, set in the environment for the whole process).
+LOADER_KNOBS = ("num_workers", "pin_memory", "persistent_workers", "prefetch_factor")
+THREADS = "threads"
+KNOBS = LOADER_KNOBS + (THREADS,)
+_BOOLEAN = ("pin_memory", "persistent_workers")
+
+
+def knob_value(knob: str, text: str) -> int | bool:
+    """The value of KNOB written as TEXT (``2``, ``true``), or ValueError saying what it takes."""
+    if knob not in KNOBS:
+        raise ValueError(f"unknown knob {knob!r}: the knobs are {', '.join(KNOBS)}")
+    word = text.strip().lower()
+    if knob in _BOOLEAN:
+        if word in ("true", "1", "yes", "on"):
+            return True
+        if word in ("false", "0", "no", "off"):
+            return False
+        raise ValueError(f"{knob} takes true or false, not {text!r}")
+    try:
+        value = int(word)
+    except ValueError:
+        raise ValueError(f"{knob} takes a whole number, not {text!r}") from None
+    if value < (0 if knob == "num_workers" else 1):
+        raise ValueError(f"{knob} must be at least {0 if knob == 'num_workers' else 1}, not {value}")
+    return value

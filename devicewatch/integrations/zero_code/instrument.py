@@ -24,6 +24,7 @@ import time
 from typing import Any, Callable
 
 from ... import events
+from . import knobs, trial
 from .loop import EPOCH, LANE, Loop
 
 # The event budget of one process: at most EVENT_RATE a second after a burst of EVENT_BURST.
@@ -99,6 +100,15 @@ class Voice:
         self._send(events.PHASE_END, name="data", epoch=epoch, lane=lane, mono=end)
         return True
 
+    def setup(self, train_source: Any) -> None:
+        """Training is confirmed: how its data is fed (the training DataLoader's arguments,
+        none where the loop reads no DataLoader) and with how many operator threads."""
+        if self._take(1):
+            process = PROCESS
+            loader = process.knobs.loader_setup.get(train_source) if train_source is not None else None
+            threads = process.threads() if process.threads is not None else None
+            self._send(events.INSTRUMENT, state="setup", loader=loader, threads=threads)
+
     def epoch(self, epoch: int, metrics: dict[str, Any], unit: str = EPOCH) -> None:
         if self._take(1):
             if unit == EPOCH:
@@ -119,6 +129,11 @@ class Process:
         self.voice = Voice(events.emit, before_first=self.announce)
         self.loop = Loop(self.voice)
         self.owner: str | None = None
+        self.knobs = knobs.Knobs(knobs.requested())
+        self.threads: Callable[[], int] | None = None   # the framework's operator threads, once armed
+        spec = trial.requested()
+        self.trial = trial.Trial(spec, self.loop.data_wait_total) if spec else None
+        self.loop.trial = self.trial
 
     def announce(self) -> None:
         """Say once, before anything else, that this process is instrumented and with what."""
@@ -132,10 +147,22 @@ class Process:
     def armed_now(self, framework: str) -> None:
         if not self.armed:
             atexit.register(self.say_if_silent)
+            atexit.register(self.at_exit)
         if framework not in self.armed:
             self.armed.append(framework)
             if self.announced:
                 events.emit(events.INSTRUMENT, state="armed", framework=framework)
+
+    def at_exit(self) -> None:
+        """The trial's last word and the variant's knobs that found nothing to apply to."""
+        if not self.live:
+            return
+        try:
+            if self.trial is not None:
+                self.trial.finish(time.monotonic())
+            self.knobs.at_exit()
+        except Exception as exc:  # noqa: BLE001
+            self.error("devicewatch", "trial", exc)
 
     def say_if_silent(self) -> None:
         """At exit, a process that imported a framework but never trained under its hooks says
@@ -239,9 +266,9 @@ def declared_phase(name: str, epoch: int | None, lane: str = LANE, begin: bool =
 
 
 def epoch_figures(epoch: int | None) -> dict[str, Any]:
-    """``data_wait_s``, ``steps`` and ``steps_per_s`` of EPOCH, measured by the torch hooks
-    under a callback's phases; empty when torch is not instrumented in this process."""
-    if PROCESS.owner is None or not PROCESS.live or "torch" not in PROCESS.armed:
+    """``data_wait_s``, ``steps`` and ``steps_per_s`` of EPOCH, measured by the torch or the
+    TensorFlow hooks under a callback's phases; empty where they measured none (``_measured``)."""
+    if PROCESS.owner is None or not PROCESS.live or not _measured():
         return {}
     try:
         with PROCESS.lock:
@@ -249,6 +276,20 @@ def epoch_figures(epoch: int | None) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001
         PROCESS.error(PROCESS.owner, "epoch figures", exc)
         return {}
+
+
+def _measured() -> bool:
+    """Whether the hooks measure the callback's epochs: Keras training on TensorFlow is measured
+    where the TensorFlow hooks took its batches (not with ``steps_per_execution`` over 1 or a
+    distribution strategy: ``tf_hooks.measures_fit``), any other loop where torch is armed. An
+    epoch that was not measured has no figures rather than a data wait of 0."""
+    if "tensorflow" in PROCESS.armed:
+        from . import tf_hooks
+
+        measured = tf_hooks.measures_fit()
+        if measured is not None:
+            return measured
+    return "torch" in PROCESS.armed
 
 
 def event_fields() -> dict[str, Any]:

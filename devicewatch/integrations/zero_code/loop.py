@@ -61,6 +61,7 @@ class Voice(Protocol):
     def phase(self, kind: str, name: str, epoch: int | None, lane: str, at: float) -> None: ...
     def data_phase(self, start: float, end: float, epoch: int | None, lane: str) -> bool: ...
     def epoch(self, epoch: int, metrics: dict[str, Any], unit: str = EPOCH) -> None: ...
+    def setup(self, train_source: Hashable | None) -> None: ...
 
 
 @dataclass
@@ -167,6 +168,9 @@ class Loop:
         self.endless_sources: set[Hashable] = set()  # training data sets with no length: units are segments
         self.resume_at: float | None = None  # model.train() after validation or a wait, with no training yet
         self.after_wait: str | None = None   # the phase a barrier interrupted
+        self.closed_wait = 0.0             # data wait of the units already sent
+        self.wait_measured = False         # a measured loader was read in a unit already sent
+        self.trial: Any = None             # a trial of ``devicewatch try`` counting steps (trial.Trial)
         self.last_train_source: Hashable | None = None
         self.pending = Pending()
         self.owner: str | None = None      # the framework whose callback owns the phases
@@ -260,6 +264,8 @@ class Loop:
         self._counts(now).backwards += 1
 
     def step(self, now: float) -> None:
+        if self.trial is not None:
+            self.trial.step(now)
         self.optimizer_seen = True
         if self.phase != TRAIN or self.over or self.owner:
             self._trained(now)
@@ -275,6 +281,14 @@ class Loop:
         if not self.over:
             self._close_training(now)
         self._end(now)
+
+    def data_wait_total(self) -> float | None:
+        """The loop's data wait so far, over every unit (None where no loader was measured)."""
+        declared = list(self.declared_counts.values())
+        if not (self.wait_measured or self.train_source is not None or self.counts.fetched
+                or any(c.fetched for c in declared)):
+            return None
+        return self.closed_wait + self.counts.data_wait + sum(c.data_wait for c in declared)
 
     @property
     def unit(self) -> str:
@@ -316,6 +330,8 @@ class Loop:
         counts = self.declared_counts.pop(epoch, None)
         if counts is None:
             return {}
+        self.closed_wait += counts.data_wait
+        self.wait_measured = self.wait_measured or counts.fetched
         self.data.flush()
         return counts.metrics(now, self.optimizer_seen)
 
@@ -332,12 +348,16 @@ class Loop:
         """A backward pass or an optimizer step: training, beyond doubt."""
         if self.owner:
             return
+        if not self.confirmed:
+            if self.pending.source is None and self.last_train_source is not None:
+                self.pending.source = self.last_train_source
+            self._confirm(now)
+            return
         if self.train_source is None and self.last_train_source is not None:
             self.train_source = self.last_train_source
             self.pass_open = True
-        if not self.confirmed:
-            self._confirm(now)
-        elif self.phase != TRAIN or self.over:
+            self.voice.setup(self.train_source)
+        if self.phase != TRAIN or self.over:
             self._train_activity(now)
 
     def _confirm(self, now: float) -> None:
@@ -347,6 +367,7 @@ class Loop:
         if pending.source is not None:
             self.train_source = pending.source
             self.pass_open = True
+        self.voice.setup(self.train_source)
         self.counts.data_wait += pending.data_wait
         for start, end in pending.waits:
             self.data.wait(start, end, self.epoch, self.lane)
@@ -410,6 +431,8 @@ class Loop:
         code after the loader ran out); training activity after this begins the next epoch."""
         self.data.flush()
         self.counts.fetched = self.counts.fetched or self.train_source is not None
+        self.closed_wait += self.counts.data_wait
+        self.wait_measured = self.wait_measured or self.counts.fetched
         self.voice.epoch(self.epoch, self.counts.metrics(at, self.optimizer_seen), self.unit)
         self.counts = EpochCounts()
         self.over = True

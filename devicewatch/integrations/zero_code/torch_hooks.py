@@ -42,7 +42,7 @@ def arm(torch: Any, process: Process) -> None:
     """Put the hooks in (once per process)."""
     from torch.nn.modules.module import Module
     from torch.optim.optimizer import register_optimizer_step_post_hook
-    from torch.utils.data.dataloader import _BaseDataLoaderIter
+    from torch.utils.data.dataloader import DataLoader, _BaseDataLoaderIter
 
     hooks = _Hooks(torch, process)
     hooks.wrap(_BaseDataLoaderIter, "__next__", hooks.timed_next)
@@ -52,6 +52,9 @@ def arm(torch: Any, process: Process) -> None:
     if distributed is not None and callable(getattr(distributed, "barrier", None)):
         hooks.wrap(distributed, "barrier", hooks.timed_barrier)
     hooks.step_handle = register_optimizer_step_post_hook(hooks.after_step)
+    process.knobs.wrap_dataloader(DataLoader)
+    process.knobs.set_threads(torch)
+    process.threads = torch.get_num_threads
     atexit.register(hooks.at_exit)
 
 

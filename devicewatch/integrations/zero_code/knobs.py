@@ -1,0 +1,149 @@
+"""A variant applied to an unmodified script from outside (``devicewatch try``), and what the
+script set up itself (which ``report``'s advice reads).
+
+The variant comes in ``DEVICEWATCH_VARY`` (``{"num_workers": 2}``): every DataLoader the script
+makes is made with those arguments instead of its own, and PyTorch's operator threads are set
+to ``threads`` (the script's own ``torch.set_num_threads`` too gets the variant's number). Each
+change is said once as an ``instrument`` event, state ``varied``, with the knob, the value the
+script had and the one it got; a knob that found nothing to apply to (no DataLoader made, a
+``prefetch_factor`` for a loader without workers) is said at the exit, state ``not_applied``,
+with why. Only knobs that leave the model's arithmetic as it is.
+
+Whether or not a variant is given, the DataLoaders' own arguments are kept by data set
+(``loader_setup``), so that the instrumentation can say how the training data was fed.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+from typing import Any, Callable
+
+from ... import events
+from . import LOADER_KNOBS, THREADS, VARY_VAR, knob_value
+
+SETUP_KEYS = LOADER_KNOBS + ("batch_size",)
+
+
+def requested(env: dict[str, str] | os._Environ[str] = os.environ) -> dict[str, Any]:
+    """The variant this process was given; {} when none or when it cannot be read."""
+    text = env.get(VARY_VAR)
+    if not text:
+        return {}
+    try:
+        given = json.loads(text)
+        return {k: knob_value(k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in given.items()}
+    except (ValueError, AttributeError, TypeError):
+        return {}
+
+
+class Knobs:
+    """The variant of one process, and what it changed."""
+
+    def __init__(self, vary: dict[str, Any], say: Callable[..., None] = events.emit):
+        self.vary = vary
+        self.say = say
+        self.applied: set[str] = set()
+        self.skipped: dict[str, str] = {}
+        self.loader_setup: dict[int, dict[str, Any]] = {}   # id(dataset) -> the loader's arguments
+
+    # -- DataLoader -------------------------------------------------------------------------
+
+    def wrap_dataloader(self, loader_class: type) -> None:
+        original = loader_class.__init__
+        signature = inspect.signature(original)
+        knobs = self
+
+        def __init__(loader: Any, *args: Any, **kwargs: Any) -> None:
+            try:
+                bound = signature.bind(loader, *args, **kwargs)
+                bound.apply_defaults()
+                arguments = bound.arguments
+                knobs.loader_made(arguments)
+                args, kwargs = _call_arguments(signature, arguments)
+            except Exception:  # noqa: BLE001 - a signature we cannot read: the script's own arguments
+                pass
+            original(loader, *args, **kwargs)
+
+        __init__.__wrapped__ = original  # type: ignore[attr-defined]  # functools.wraps without its copying
+        __init__.__doc__ = original.__doc__
+        loader_class.__init__ = __init__
+
+    def loader_made(self, arguments: dict[str, Any]) -> None:
+        """A DataLoader is being made with ARGUMENTS (changed in place to the variant's)."""
+        for knob in LOADER_KNOBS:
+            if knob not in self.vary or knob not in arguments:
+                continue
+            want, had = self.vary[knob], arguments[knob]
+            workers = self.vary.get("num_workers", arguments.get("num_workers", 0))
+            if knob in ("persistent_workers", "prefetch_factor") and not workers:
+                self.skipped.setdefault(knob, f"{knob} needs workers, and this DataLoader has none")
+                continue
+            if want != had:
+                arguments[knob] = want
+            if knob not in self.applied:
+                self.applied.add(knob)
+                self.skipped.pop(knob, None)
+                self.say(events.INSTRUMENT, state="varied", knob=knob, was=_plain(had), now=want)
+        if "num_workers" in self.vary and not arguments.get("num_workers"):
+            # the script's settings for workers the variant took away: a loader without workers refuses them
+            if arguments.get("prefetch_factor") is not None:
+                arguments["prefetch_factor"] = None
+            if arguments.get("persistent_workers"):
+                arguments["persistent_workers"] = False
+        dataset = arguments.get("dataset")
+        if dataset is not None:
+            self.loader_setup[id(dataset)] = {k: _plain(arguments.get(k)) for k in SETUP_KEYS}
+
+    # -- threads ----------------------------------------------------------------------------
+
+    def set_threads(self, torch: Any) -> None:
+        """PyTorch's operator threads to the variant's, now and whenever the script sets them."""
+        if THREADS not in self.vary:
+            return
+        want = self.vary[THREADS]
+        original = torch.set_num_threads
+        had = torch.get_num_threads()
+        original(want)
+        self.applied.add(THREADS)
+        self.say(events.INSTRUMENT, state="varied", knob=THREADS, was=had, now=want)
+
+        def set_num_threads(n: int) -> None:
+            if n != want:
+                self.say(events.INSTRUMENT, state="varied", knob=THREADS, was=n, now=want, by="the script")
+            original(want)
+
+        torch.set_num_threads = set_num_threads
+
+    def at_exit(self) -> None:
+        """Knobs of the variant that found nothing to apply to, and why."""
+        for knob in self.vary:
+            if knob in self.applied:
+                continue
+            why = self.skipped.get(knob) or ("the script made no DataLoader" if knob in LOADER_KNOBS
+                                             else "the script imported no framework whose threads it sets")
+            self.say(events.INSTRUMENT, state="not_applied", knob=knob, reason=why)
+
+
+def _call_arguments(signature: inspect.Signature, arguments: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """ARGUMENTS (of a bound call, ``self`` first) as the args and kwargs to call with, less self."""
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    for i, (name, parameter) in enumerate(signature.parameters.items()):
+        if i == 0 or name not in arguments:
+            continue
+        value = arguments[name]
+        if parameter.kind is parameter.VAR_POSITIONAL:
+            args.extend(value)
+        elif parameter.kind is parameter.VAR_KEYWORD:
+            kwargs.update(value)
+        elif parameter.kind is parameter.POSITIONAL_ONLY:
+            args.append(value)
+        else:
+            kwargs[name] = value
+    return tuple(args), kwargs
+
+
+def _plain(value: Any) -> Any:
+    return value if value is None or isinstance(value, (bool, int, float, str)) else str(value)

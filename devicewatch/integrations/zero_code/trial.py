@@ -1,0 +1,94 @@
+"""One trial of ``devicewatch try``: a warm-up, then N optimizer steps or S seconds measured.
+
+Given ``DEVICEWATCH_TRIAL`` (``{"warmup": 20, "steps": 200}`` or ``{"warmup": 20, "seconds":
+30}``), the process counts the training loop's optimizer steps (the same steps the epochs
+count). After the warm-up it says the measured window has begun (an ``instrument`` event,
+state ``trial``, ``stage: "measuring"``); when the window is full it says ``stage: "done"`` with
+its figures, and the recorder ends the process. The figures are the window's own: steps,
+seconds, steps a second, and the data wait in the window where a loader was measured.
+
+A script that ends before its window is full says what it measured (``partial: true``), or
+that it ended in its warm-up (``stage: "unmeasured"``, with the steps it made).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Callable
+
+from ... import events
+from . import TRIAL_VAR
+
+
+def requested(env: dict[str, str] | os._Environ[str] = os.environ) -> dict[str, float] | None:
+    """The trial this process is, or None (not a trial, or one that cannot be read)."""
+    text = env.get(TRIAL_VAR)
+    if not text:
+        return None
+    try:
+        given = json.loads(text)
+        warmup = int(given.get("warmup", 0))
+        steps = int(given["steps"]) if given.get("steps") is not None else None
+        seconds = float(given["seconds"]) if given.get("seconds") is not None else None
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
+    if warmup < 0 or (steps is None) == (seconds is None) or (steps is not None and steps < 1) \
+            or (seconds is not None and seconds <= 0):
+        return None
+    return {"warmup": warmup, "steps": steps, "seconds": seconds}
+
+
+class Trial:
+    """Counts steps; measures the window after the warm-up. ``waited`` gives the loop's data
+    wait so far (None where no loader is measured)."""
+
+    def __init__(self, spec: dict[str, Any], waited: Callable[[], float | None],
+                 say: Callable[..., None] = events.emit):
+        self.warmup = int(spec["warmup"])
+        self.steps_wanted = spec.get("steps")
+        self.seconds_wanted = spec.get("seconds")
+        self.waited = waited
+        self.say = say
+        self.steps = 0
+        self.start: float | None = None
+        self.wait_at_start: float | None = None
+        self.over = False
+
+    def step(self, now: float) -> None:
+        if self.over:
+            return
+        self.steps += 1
+        if self.start is None:
+            if self.steps >= self.warmup:
+                self.start = now
+                self.wait_at_start = self.waited()
+                self.say(events.INSTRUMENT, state="trial", stage="measuring", warmup=self.steps)
+            return
+        measured = self.steps - self.warmup
+        if (self.steps_wanted is not None and measured >= self.steps_wanted) or \
+                (self.seconds_wanted is not None and now - self.start >= self.seconds_wanted):
+            self._done(now, partial=False)
+
+    def finish(self, now: float) -> None:
+        """The process ends: what was measured, if the window was not full."""
+        if self.over:
+            return
+        if self.start is None or self.steps == self.warmup:
+            self.over = True
+            self.say(events.INSTRUMENT, state="trial", stage="unmeasured", steps=self.steps,
+                     reason=f"the script ended after {self.steps} optimizer step(s), in the warm-up of {self.warmup}")
+            return
+        self._done(now, partial=True)
+
+    def _done(self, now: float, partial: bool) -> None:
+        self.over = True
+        assert self.start is not None
+        steps, seconds = self.steps - self.warmup, max(now - self.start, 1e-9)
+        figures: dict[str, Any] = {"steps": steps, "seconds": round(seconds, 6),
+                                   "steps_per_s": round(steps / seconds, 4)}
+        waited = self.waited()
+        if waited is not None and self.wait_at_start is not None:
+            figures["data_wait_s"] = round(waited - self.wait_at_start, 6)
+            figures["data_wait_share"] = round(min(1.0, figures["data_wait_s"] / seconds), 4)
+        self.say(events.INSTRUMENT, state="trial", stage="done", partial=partial, **figures)
