@@ -13,7 +13,7 @@ import sys
 from types import ModuleType
 
 from . import __version__
-from .commands import (SUBCOMMANDS, CommandParser, add_dashboard_options, add_instrument_option,
+from .commands import (MODULES, SUBCOMMANDS, CommandParser, add_dashboard_options, add_instrument_option,
                        add_sampling_options, synopsis)
 from .errors import DevicewatchError, UsageError
 from .safe_text import inert
@@ -22,7 +22,7 @@ DEFAULTS = {"interval": 0.1, "gpu": True, "runs_dir": "runs", "presenter": False
 
 
 def _command_name(name: str) -> str:
-    return f"devicewatch.commands.{name}"
+    return f"devicewatch.commands.{MODULES.get(name, name)}"
 
 
 def _command(name: str) -> ModuleType:

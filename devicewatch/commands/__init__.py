@@ -18,7 +18,9 @@ from typing import NoReturn
 from ..errors import UsageError
 
 # In the order `devicewatch --help` lists them.
-SUBCOMMANDS = ("run", "demo", "replay", "runs", "compare", "report", "merge", "export", "workloads")
+SUBCOMMANDS = ("run", "demo", "replay", "runs", "compare", "report", "try", "merge", "export", "workloads")
+# Commands whose module has another name than the command (``try`` is a Python keyword).
+MODULES = {"try": "trials"}
 
 
 class CommandParser(argparse.ArgumentParser):

@@ -1,0 +1,236 @@
+"""What to try next, from a run's verdict and the figures it rests on, with the gain predicted.
+
+Each piece of advice names a knob that ``devicewatch try`` can set from outside (the
+DataLoader's ``num_workers``, ``persistent_workers``, ``pin_memory``; the operator
+``threads``), the value to try, why (the figure it rests on), and the steps a second it
+predicts; or says that no such knob helps, and why (the model itself is the cost, the input is
+prepared in the loop itself). The figures come from the run alone: its steps a second, its data
+wait, the cores its process used, how its training data was fed (the instrumentation's
+``setup`` event) and, for a trial, its measured window.
+
+The prediction (docs/zero-code.md, "What `try` predicts") splits a step of the script as written
+into the time the loop waited for its batch, ``L``, and the rest, ``C`` (compute, on ``c``
+cores). With ``k`` loader workers a step takes the longest of three bounds: ``C`` (the loop
+itself), ``L·k0/k`` (the workers, each as fast as the single loader was; ``k0`` the workers it
+had, 1 for none) and ``(C·c + L·u)/cores`` (all the CPU work of a step spread over every core,
+``u`` the cores loading took while the loop waited). More threads divide ``C`` at best by the
+ratio of threads (an upper bound: serial parts do not divide).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from . import analysis, events
+from .runfile import Run
+
+INPUT_BOUND_SHARE = 0.3     # a data wait from which more loader workers are worth a try
+MAX_WORKERS = 8             # the most workers advice proposes, however many cores
+
+
+@dataclass(frozen=True)
+class Advice:
+    """One thing to try (``knob`` and ``value``), or none (``knob`` None) with why."""
+
+    knob: str | None
+    value: Any
+    why: str
+    predicted_steps_per_s: float | None = None
+    predicted_gain: float | None = None     # predicted steps/s over the script's as written
+
+    @property
+    def label(self) -> str:
+        return f"{self.knob}={_word(self.value)}" if self.knob else "nothing to vary"
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The figures of a run that the prediction rests on."""
+
+    steps_per_s: float | None
+    data_wait_share: float | None
+    cores: int
+    workload_cores: float | None    # cores the workload's processes kept busy on average
+    machine_cores: float            # cores busy on the whole machine, the workload's and others'
+    loading_cores: float            # cores the process used while its loop waited for data
+    loader: dict[str, Any] | None   # the training DataLoader's arguments (None: no DataLoader)
+    threads: int | None             # operator threads
+    gpus: int
+    instrumented: bool              # the zero-code instrumentation saw the training loop
+
+    @property
+    def usable_cores(self) -> float:
+        """The cores the prediction lets the workload have: every one. Other programs' load is
+        not subtracted: the scheduler shares the cores with them by runnable threads, not by
+        what they used before, so a busy machine makes the prediction high (docs say so)."""
+        return float(self.cores)
+
+    @property
+    def free_cores(self) -> float:
+        return max(0.0, self.cores - max(self.machine_cores, self.workload_cores or 0.0))
+
+    @property
+    def workers(self) -> int:
+        return int((self.loader or {}).get("num_workers") or 0)
+
+
+def setup_of(run: Run) -> dict[str, Any] | None:
+    """The instrumentation's last ``setup`` event (how the training data was fed)."""
+    found = None
+    for event in run.events.of(events.INSTRUMENT):
+        if event.get("state") == "setup":
+            found = event
+    return found
+
+
+def trial_of(run: Run) -> dict[str, Any] | None:
+    """A trial's measured window (``stage: done``), or None."""
+    for event in run.events.of(events.INSTRUMENT):
+        if event.get("state") == "trial" and event.get("stage") == "done":
+            return event
+    return None
+
+
+def baseline(run: Run, verdict: analysis.Verdict | None = None) -> Baseline:
+    s = analysis.series(run)
+    all_phases = analysis.phases(run)
+    verdict = verdict or analysis.verdict(run, s, all_phases)
+    trial = trial_of(run)
+    rows = analysis.epochs(run, all_phases)
+    if trial is not None:
+        steps_per_s = trial.get("steps_per_s")
+        share = trial.get("data_wait_share")
+    else:
+        steps = sum(r.metrics.get("steps", 0) for r in rows if isinstance(r.metrics.get("steps"), (int, float)))
+        loop = sum(r.train_loop for r in rows)
+        steps_per_s = steps / loop if steps and loop > 0 else None
+        wait = analysis.data_wait(rows)
+        share = wait.share if wait is not None else None
+    setup = setup_of(run)
+    figures = verdict.figures
+    return Baseline(
+        steps_per_s=float(steps_per_s) if steps_per_s else None,
+        data_wait_share=float(share) if share is not None else None,
+        cores=int(figures.get("cores") or run.cores or 1),
+        workload_cores=figures.get("workload_cores"),
+        machine_cores=float(figures.get("cores_busy") or 0.0),
+        loading_cores=_loading_cores(s, all_phases),
+        loader=setup.get("loader") if setup else None,
+        threads=setup.get("threads") if setup else None,
+        gpus=s.gpus,
+        instrumented=setup is not None)
+
+
+def _loading_cores(s: analysis.Series, all_phases: list[analysis.Phase]) -> float:
+    """Cores the workload used while its loop waited for data (its ``data`` phases), 1 where
+    they hold no sample: loading taken to keep one core busy, the cautious guess."""
+    spans = [(p.start, p.end) for p in all_phases if p.kind == "data"]
+    if not spans or len(s.proc_cpu) != len(s.t):
+        return 1.0
+    inside = np.zeros(len(s.t), bool)
+    for start, end in spans:
+        inside |= (s.t >= start) & (s.t <= end)
+    values = s.proc_cpu[inside]
+    values = values[~np.isnan(values)]
+    return float(np.clip(values.mean() / 100.0, 0.05, 1.0)) if values.size >= 3 else 1.0
+
+
+def predict(b: Baseline, knob: str, value: Any) -> float | None:
+    """The steps a second the script would make with KNOB=VALUE (None: not predicted)."""
+    if not b.steps_per_s or b.data_wait_share is None and knob != "threads":
+        return None
+    step = 1.0 / b.steps_per_s
+    wait = step * (b.data_wait_share or 0.0)
+    compute = step - wait
+    busy = b.workload_cores if b.workload_cores is not None else 1.0
+    waiting = b.data_wait_share or 0.0
+    compute_cores = float(np.clip((busy - waiting * b.loading_cores) / max(1e-6, 1 - waiting), 1.0, b.usable_cores))
+    if knob == "num_workers":
+        workers = int(value)
+        if workers <= 0:
+            return None
+        before = max(1, b.workers)
+        loading = wait * before   # one loader's time for a batch
+        new_step = max(compute, loading / workers,
+                       (compute * compute_cores + wait * b.loading_cores * before) / b.usable_cores)
+        return 1.0 / new_step if new_step > 0 else None
+    if knob == "threads":
+        if not b.threads or int(value) <= b.threads:
+            return None
+        scale = min(float(value), b.usable_cores) / min(float(b.threads), b.usable_cores)
+        return 1.0 / (wait + compute / max(scale, 1.0))
+    return None
+
+
+def advise(run: Run, verdict: analysis.Verdict | None = None) -> list[Advice]:
+    """What to try for RUN: knobs with their predicted gain, first the one the verdict points
+    at; or one Advice without a knob saying why none helps."""
+    verdict = verdict or analysis.verdict(run)
+    b = baseline(run, verdict)
+    if not b.instrumented:
+        return [Advice(None, None, "the zero-code instrumentation did not see the training loop "
+                                   "(report's zero-code line says why): there is nothing to set from outside")]
+    out: list[Advice] = []
+    free = b.free_cores
+    share = b.data_wait_share
+    if share is not None and (share >= INPUT_BOUND_SHARE or verdict.label == "input-bound"):
+        if b.loader is None:
+            out.append(Advice(None, None, f"the loop waited on its input {share:.0%} of the time, but it reads "
+                                          "no DataLoader: its input is made in the loop itself, which no knob set "
+                                          "from outside can spread; a Dataset read by a DataLoader with workers could"))
+        elif b.workers < min(b.cores, MAX_WORKERS):
+            workers = min(b.cores, MAX_WORKERS) if b.workers == 0 else min(2 * b.workers, b.cores, MAX_WORKERS)
+            why = (f"the loop waited on its DataLoader {share:.0%} of the time; the DataLoader has "
+                   f"{b.workers} worker{'s' * (b.workers != 1)} and {max(0.0, free):.1f} of {b.cores} cores are free")
+            out.append(_advice(b, "num_workers", workers, why))
+        elif not (b.loader or {}).get("persistent_workers"):
+            out.append(_advice(b, "persistent_workers", True,
+                               f"the loop waited on its DataLoader {share:.0%} of the time with {b.workers} workers "
+                               "that are started anew every epoch"))
+        else:
+            out.append(Advice(None, None, f"the loop waited on its DataLoader {share:.0%} of the time with "
+                                          f"{b.workers} persistent workers on {b.cores} cores: the loading itself "
+                                          "is the cost (make each item cheaper, or cache it)"))
+    if b.gpus and b.loader is not None and not (b.loader or {}).get("pin_memory") and \
+            verdict.label in ("input-bound", "GPU underused", "validation-bound"):
+        out.append(Advice("pin_memory", True, "the GPU waits between steps and the DataLoader hands it pageable "
+                                              "host memory (pin_memory=False): pinned memory copies without a staging copy"))
+    if verdict.label in ("single-core-bound", "partly parallel") and b.threads is not None and b.threads < b.cores:
+        out.append(_advice(b, "threads", b.cores,
+                           f"{verdict.label}: PyTorch runs its operators on {b.threads} thread{'s' * (b.threads != 1)} "
+                           f"and {max(0.0, free):.1f} of {b.cores} cores are free"))
+    if not out:
+        if verdict.label == "CPU-bound":
+            why = (f"every core is working ({verdict.figures.get('cores_busy', b.cores)} of {b.cores} busy): the model "
+                   "itself is the cost, and no knob that leaves its arithmetic alone makes it faster")
+        elif verdict.label == "single-core-bound":
+            why = ("one core does the work with every operator thread in use: the serial part is the script's "
+                   "own Python, which no knob set from outside spreads")
+        else:
+            why = f"{verdict.label}: nothing the data feeding or the threads hold back"
+        out.append(Advice(None, None, why))
+    return out
+
+
+def _advice(b: Baseline, knob: str, value: Any, why: str) -> Advice:
+    predicted = predict(b, knob, value)
+    gain = predicted / b.steps_per_s if predicted and b.steps_per_s else None
+    return Advice(knob, value, why, round(predicted, 3) if predicted else None, round(gain, 3) if gain else None)
+
+
+def _word(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def text(advice: Advice) -> str:
+    """One line: ``try num_workers=2: the DataLoader has … (predicted 2.6× the steps/s)``."""
+    if advice.knob is None:
+        return f"nothing to try from outside: {advice.why}"
+    gain = f" (predicted {advice.predicted_gain:.1f}× the steps/s)" if advice.predicted_gain else ""
+    return f"try {advice.label}: {advice.why}{gain}"

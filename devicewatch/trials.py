@@ -1,0 +1,289 @@
+"""``devicewatch try``: the script as written and its variants, each run for a trial, side by side.
+
+A trial is one recording of the unchanged command with a variant set from outside (the
+zero-code instrumentation's knobs, ``integrations.zero_code.knobs``): a warm-up of optimizer
+steps, then a window of N steps or S seconds measured by the instrumentation, then the
+recorder ends the process on purpose (end status ``trial``). Before the trials each variant's
+steps a second is predicted from the first trial's own figures (``advice.predict``); after,
+the measured figure stands beside it. Without variants given, the first trial's advice names
+them. Nothing is written but the recordings and ``trials.json`` in a folder of their own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from . import advice as advice_
+from . import analysis, events
+from .errors import UsageError
+from .integrations.zero_code import THREADS, TRIAL_VAR, VARY_VAR
+from .recorder import RecordOptions, record
+from .runfile import Run, load
+
+TRIALS_FILE = "trials.json"
+LIMIT_FLOOR = 120.0    # seconds: the least a trial may take before it is stopped unmeasured
+
+
+@dataclass(frozen=True)
+class Variant:
+    """The script as written (no knob), or one knob set to one value."""
+
+    knob: str | None = None
+    value: Any = None
+
+    @property
+    def label(self) -> str:
+        if self.knob is None:
+            return "as written"
+        return f"{self.knob}={str(self.value).lower() if isinstance(self.value, bool) else self.value}"
+
+    def environment(self, budget: dict[str, Any]) -> dict[str, str]:
+        env = {TRIAL_VAR: json.dumps(budget)}
+        if self.knob is not None:
+            env[VARY_VAR] = json.dumps({self.knob: self.value})
+            if self.knob == THREADS:  # OpenMP reads it once, at start-up: set for the whole process
+                env["OMP_NUM_THREADS"] = str(self.value)
+        return env
+
+
+@dataclass
+class TrialResult:
+    variant: Variant
+    path: str
+    status: str
+    steps_per_s: float | None = None
+    predicted_steps_per_s: float | None = None
+    data_wait_share: float | None = None
+    cores_busy: float | None = None
+    gpu_busy: float | None = None
+    verdict: str | None = None
+    varied: list[str] = field(default_factory=list)        # "num_workers 0 → 2"
+    not_applied: list[str] = field(default_factory=list)   # "prefetch_factor: needs workers…"
+    note: str | None = None                                # why it was not measured
+
+    def to_json(self) -> dict[str, Any]:
+        return {"knob": self.variant.knob, "value": self.variant.value, "label": self.variant.label,
+                "steps_per_s": self.steps_per_s, "predicted_steps_per_s": self.predicted_steps_per_s,
+                "data_wait_share": self.data_wait_share, "cores_busy": self.cores_busy,
+                "gpu_busy": self.gpu_busy, "verdict": self.verdict, "run_file": self.path,
+                "status": self.status, "varied": self.varied, "not_applied": self.not_applied,
+                "note": self.note}
+
+
+@dataclass
+class TrialSet:
+    command: list[str]
+    budget: dict[str, Any]
+    results: list[TrialResult] = field(default_factory=list)
+    advice: list[advice_.Advice] = field(default_factory=list)
+    stopped: str | None = None     # why the trials stopped before the last (Ctrl-C)
+
+    def headline(self) -> str:
+        return headline(self.results, self.advice)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"command": self.command, "budget": self.budget, "headline": self.headline(),
+                "advice": [a.to_json() for a in self.advice], "stopped": self.stopped,
+                "variants": [r.to_json() for r in self.results]}
+
+
+def parse_vary(words: list[str]) -> list[Variant]:
+    """``--vary num_workers=2,4`` (repeatable): one variant per value, in the order given."""
+    from .integrations.zero_code import knob_value
+
+    out: list[Variant] = []
+    for word in words:
+        knob, sep, values = word.partition("=")
+        if not sep or not values.strip():
+            raise UsageError(f"--vary takes KNOB=V1,V2,… (e.g. num_workers=2,4), not {word!r}")
+        for text in values.split(","):
+            try:
+                variant = Variant(knob.strip(), knob_value(knob.strip(), text))
+            except ValueError as exc:
+                raise UsageError(f"--vary {word}: {exc}") from None
+            if variant not in out:
+                out.append(variant)
+    return out
+
+
+def budget_of(steps: int | None, seconds: float | None, warmup: int) -> dict[str, Any]:
+    if steps is not None and seconds is not None:
+        raise UsageError("give --steps or --seconds, not both")
+    if warmup < 0:
+        raise UsageError(f"--warmup must be 0 or more steps, not {warmup}")
+    if steps is not None and steps < 1:
+        raise UsageError(f"--steps must be at least 1, not {steps}")
+    if seconds is not None and not 0 < seconds <= 3600:
+        raise UsageError(f"--seconds must be over 0 and at most 3600, not {seconds}")
+    if steps is None and seconds is None:
+        seconds = 15.0
+    return {"warmup": warmup, "steps": steps, "seconds": seconds}
+
+
+def limit_of(budget: dict[str, Any]) -> float:
+    """How long a trial may take before it is stopped unmeasured (start-up and warm-up included)."""
+    return max(LIMIT_FLOOR, 4 * float(budget.get("seconds") or 0) + 60)
+
+
+def plan_text(command: list[str], variants: list[Variant], budget: dict[str, Any], folder: str,
+              more_from_advice: bool) -> str:
+    """What will run, how many times, for how long: said before the first trial."""
+    window = f"{budget['steps']} optimizer steps" if budget.get("steps") else f"{budget['seconds']:g} seconds"
+    runs = len(variants)
+    names = ", ".join(v.label for v in variants)
+    lines = [f"devicewatch try will run `{' '.join(command)}` {runs} time{'s' * (runs != 1)}"
+             + (" (then once per variant its advice names)" if more_from_advice else "") + f": {names}.",
+             f"Each trial: a warm-up of {budget['warmup']} optimizer steps, then {window} measured, then the "
+             f"process is ended (at most {limit_of(budget):.0f} s a trial).",
+             "The script runs unchanged each time: whatever it writes (checkpoints, logs) it writes each time. "
+             f"devicewatch writes only the recordings, in {folder}/. Ctrl-C stops the trials, keeping what was measured."]
+    return "\n".join(lines)
+
+
+def trial_path(folder: str, index: int, variant: Variant) -> str:
+    safe = "".join(c if c.isalnum() or c in "=._-" else "_" for c in variant.label.replace(" ", "-"))
+    return os.path.join(folder, f"{index:02d}-{safe}.jsonl")
+
+
+def run_trial(command: list[str], variant: Variant, budget: dict[str, Any], path: str,
+              interval: float = 0.1, gpu: bool = True, echo: bool = False,
+              started: Callable[[Any], None] | None = None) -> Run:
+    """Record one trial of COMMAND with VARIANT; returns its run. Stopped unmeasured at the limit."""
+    options = RecordOptions(output=path, command=command, interval=interval, gpu=gpu, echo=echo,
+                            status_line=False, environment=variant.environment(budget), trial=True)
+    limit = limit_of(budget)
+    timers: list[threading.Timer] = []
+
+    def on_start(recorder: Any) -> None:
+        why = f"the trial's limit of {limit:.0f} s was reached before its window was measured"
+        timer = threading.Timer(limit, recorder.cancel, args=(why,))
+        timer.daemon = True
+        timer.start()
+        timers.append(timer)
+        if started:
+            started(recorder)
+
+    try:
+        record(options, on_start=on_start)
+    finally:
+        for timer in timers:
+            timer.cancel()
+    return load(path)
+
+
+def result_of(run: Run, variant: Variant, predicted: float | None = None) -> TrialResult:
+    """A trial's figures from its run file."""
+    end = run.end or {}
+    result = TrialResult(variant, str(run.path), str(end.get("status", "unknown")),
+                         predicted_steps_per_s=round(predicted, 3) if predicted else None)
+    window = advice_.trial_of(run)
+    for event in run.events.of(events.INSTRUMENT):
+        state = event.get("state")
+        if state == "varied":
+            by = f" (set by the script to {event.get('was')})" if event.get("by") else ""
+            line = f"{event.get('knob')} {_word(event.get('was'))} → {_word(event.get('now'))}{by}"
+            if line not in result.varied:
+                result.varied.append(line)
+        elif state == "not_applied":
+            result.not_applied.append(f"{event.get('knob')}: {event.get('reason')}")
+        elif state == "trial" and event.get("stage") == "unmeasured":
+            result.note = str(event.get("reason"))
+    if window is not None:
+        result.steps_per_s = window.get("steps_per_s")
+        result.data_wait_share = window.get("data_wait_share")
+        if window.get("partial"):
+            result.note = f"the script ended before its window was full ({window.get('steps')} steps measured)"
+    elif result.note is None:
+        result.note = str(end.get("reason") or "no training step was measured")
+    s = analysis.series(run)
+    all_phases = analysis.phases(run)
+    verdict = analysis.verdict(run, s, all_phases)
+    result.verdict = verdict.label
+    result.cores_busy = verdict.figures.get("workload_cores", verdict.figures.get("cores_busy"))
+    if s.gpus:
+        means = [float(np.nanmean(u)) for u in s.gpu_util if u.size]
+        result.gpu_busy = round(max(means), 1) if means else None
+    return result
+
+
+def headline(results: list[TrialResult], given_advice: list[advice_.Advice] | None = None) -> str:
+    """The winner against the script as written, predicted beside measured, and the data wait."""
+    base = results[0] if results else None
+    if base is None:
+        return "no trial ran"
+    if not base.steps_per_s:
+        return f"the script as written was not measured: {base.note or base.status}"
+    measured = [r for r in results[1:] if r.steps_per_s]
+    if not measured:
+        if len(results) == 1:
+            why = next((a.why for a in given_advice or [] if a.knob is None), None)
+            return f"as written: {base.steps_per_s:.1f} steps/s; nothing to try" + (f": {why}" if why else "")
+        return f"as written: {base.steps_per_s:.1f} steps/s; no variant was measured"
+    best = max(measured, key=lambda r: r.steps_per_s or 0)
+    ratio = (best.steps_per_s or 0) / base.steps_per_s
+    if ratio < 1.05:
+        return (f"no variant helps: the best, {best.variant.label}, made {ratio:.2f}× the steps/s of the script "
+                f"as written ({best.steps_per_s:.1f} vs {base.steps_per_s:.1f})")
+    text = f"{best.variant.label}: {ratio:.1f}× the steps/s of the script as written"
+    if best.predicted_steps_per_s:
+        text += f" (predicted {best.predicted_steps_per_s / base.steps_per_s:.1f}×)"
+    if base.data_wait_share is not None and best.data_wait_share is not None:
+        text += f"; data wait {base.data_wait_share:.0%} → {best.data_wait_share:.0%}"
+    return text
+
+
+def table_text(results: list[TrialResult]) -> str:
+    """The variants side by side, one line each."""
+    header = ["variant", "steps/s", "predicted", "data wait", "cores busy", "GPU busy", "verdict"]
+    rows = [header]
+    for r in results:
+        rows.append([r.variant.label, _num(r.steps_per_s), _num(r.predicted_steps_per_s) if r.variant.knob else "-",
+                     f"{r.data_wait_share:.0%}" if r.data_wait_share is not None else "not measured",
+                     _num(r.cores_busy), f"{r.gpu_busy:.0f}%" if r.gpu_busy is not None else "-",
+                     r.verdict or "-"])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.rjust(w) if 0 < i < 6 else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
+             for row in rows]
+    notes = []
+    for r in results:
+        for line in r.varied:
+            notes.append(f"  {r.variant.label}: {line}")
+        for line in r.not_applied:
+            notes.append(f"  {r.variant.label}: not applied: {line}")
+        if r.note and not r.steps_per_s:
+            notes.append(f"  {r.variant.label}: not measured: {r.note}")
+    return "\n".join(lines + notes)
+
+
+def save(trial_set: TrialSet, folder: str) -> str:
+    path = os.path.join(folder, TRIALS_FILE)
+    with open(path, "w") as f:
+        json.dump(trial_set.to_json(), f, indent=2, default=str)
+    return path
+
+
+def new_folder(given: str | None) -> str:
+    """A folder of the trials' own: DIR as given when it is new or empty, else a refusal."""
+    folder = given or os.path.join("runs", time.strftime("try-%Y%m%d-%H%M%S"))
+    if os.path.exists(folder) and (not os.path.isdir(folder) or os.listdir(folder)):
+        raise UsageError(f"{folder} already exists and is not an empty folder; nothing was changed "
+                         "(give --out a new folder)")
+    os.makedirs(folder, exist_ok=True)
+    return folder
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.1f}" if value < 1000 else f"{value:.0f}"
+
+
+def _word(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
