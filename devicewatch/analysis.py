@@ -24,6 +24,14 @@ SM_ACTIVE_LOW = 50.0   # % SM activity under which a busy GPU is launch-bound, n
 # (the zero-code instrumentation sends it; its visible waits are also ``data`` phases).
 DATA_WAIT_METRIC = "data_wait_s"
 WAIT_PHASE = "wait"          # a rank waiting for the others at a barrier (zero-code): no finish of its epoch
+# What an ``epoch`` event's unit is (its ``unit`` field): a pass over the data, or a segment, the
+# training between two evaluations of a step-based loop (no epochs); absent means an epoch.
+EPOCH_UNIT, SEGMENT_UNIT = "epoch", "segment"
+# The loaders whose waits the zero-code instrumentation measures (docs/zero-code.md).
+MEASURED_LOADERS = "DataLoader or tf.data dataset"
+AUTO_SOURCE, STDOUT_SOURCE = "auto", "stdout"  # phases of the zero-code instrumentation, of the output
+# What the epoch tables' loop and data wait columns hold (``EpochRow.train_loop``, ``loop_wait_share``).
+LOOP_WAIT_LEGEND = "loop: the training loop, data waits included; data wait: the share of the loop spent waiting on input"
 
 # The verdict's thresholds (docs/verdicts.md lists them beside the labels they decide).
 GPU_BUSY = 80.0             # % mean utilization from which a GPU is the limit (GPU- or launch-bound)
@@ -71,7 +79,8 @@ class EpochRow:
     waited on its input: the ``data_wait_s`` metric where the epoch has it (exact, including
     waits too short to draw as phases), else the ``data`` phases in the lanes the epoch trains
     in, else None (not measured). ``train_loop`` is the training loop's time: its train phases
-    with the data waits inside or between them, once.
+    with the data waits inside or between them, once. ``unit`` is what its ``epoch`` event
+    says it is (``epoch`` or ``segment``), None before that event (``unit()`` says the run's).
     """
 
     epoch: int
@@ -88,6 +97,7 @@ class EpochRow:
     data_wait_source: str | None = None   # "metric" (data_wait_s) or "phases" (data phases)
     train_loop: float = 0.0
     covered: float | None = None          # seconds in any phase (lanes merged)
+    unit: str | None = None               # "epoch" or "segment" as its epoch event says; None: no event yet
 
     @property
     def total(self) -> float:
@@ -243,7 +253,9 @@ def _union_length(intervals: list[tuple[float, float]]) -> float:
 def _owned_spans(members: list[Phase]) -> list[tuple[Phase, float, float]]:
     """Where each phase is the innermost of its lane: (phase, start, end) pieces. Within a
     lane the phase begun last among those running owns the time, so a phase nested in another
-    takes its time out of the outer one; lanes are independent of each other."""
+    takes its time out of the outer one (of two begun at the same instant, the one that ends
+    first is the nested one: a loop's first wait begins with its train phase); lanes are
+    independent of each other."""
     out: list[tuple[Phase, float, float]] = []
     by_lane: dict[str, list[Phase]] = {}
     for p in members:
@@ -257,7 +269,7 @@ def _owned_spans(members: list[Phase]) -> list[tuple[Phase, float, float]]:
         previous = 0.0
         for time, is_begin, i in points:
             if active and time > previous:
-                owner = max(active, key=lambda j: (active[j].start, j))
+                owner = max(active, key=lambda j: (active[j].start, -active[j].end, j))
                 out.append((active[owner], previous, time))
             if is_begin:
                 active[i] = lane_phases[i]
@@ -267,7 +279,7 @@ def _owned_spans(members: list[Phase]) -> list[tuple[Phase, float, float]]:
     return out
 
 
-def _epoch_row(epoch: int, members: list[Phase], metrics: dict[str, Any]) -> EpochRow:
+def _epoch_row(epoch: int, members: list[Phase], metrics: dict[str, Any], unit: str | None = None) -> EpochRow:
     start = min(p.start for p in members)
     end = max(p.end for p in members)
     owned = _owned_spans(members)
@@ -292,7 +304,7 @@ def _epoch_row(epoch: int, members: list[Phase], metrics: dict[str, Any]) -> Epo
         data_wait, source = None, None
     return EpochRow(epoch, start, end, train, validate, max(0.0, (end - start) - busy), metrics,
                     {name: _union_length(spans) for name, spans in named.items()},
-                    data_wait, source, loop, _union_length([(p.start, p.end) for p in members]))
+                    data_wait, source, loop, _union_length([(p.start, p.end) for p in members]), unit)
 
 
 def epochs(run: Run, all_phases: list[Phase] | None = None) -> list[EpochRow]:
@@ -303,10 +315,27 @@ def epochs(run: Run, all_phases: list[Phase] | None = None) -> list[EpochRow]:
         if p.epoch is not None:
             by_epoch.setdefault(p.epoch, []).append(p)
     metrics: dict[int, dict[str, Any]] = {}
+    units: dict[int, str] = {}
     for event in run.events.of(events.EPOCH):
         if event.get("kind") == events.EPOCH and isinstance(event.get("epoch"), int):
             metrics.setdefault(event["epoch"], {}).update(event.get("metrics") or {})
-    return [_epoch_row(epoch, by_epoch[epoch], metrics.get(epoch, {})) for epoch in sorted(by_epoch)]
+            units[event["epoch"]] = SEGMENT_UNIT if event.get("unit") == SEGMENT_UNIT else EPOCH_UNIT
+    return [_epoch_row(epoch, by_epoch[epoch], metrics.get(epoch, {}), units.get(epoch))
+            for epoch in sorted(by_epoch)]
+
+
+def unit(rows: list[EpochRow]) -> str:
+    """What a run's rows count: ``segment`` where every row whose epoch event has come says
+    so (step-based training, evaluated every N steps), else ``epoch``."""
+    said = {r.unit for r in rows if r.unit is not None}
+    return SEGMENT_UNIT if said == {SEGMENT_UNIT} else EPOCH_UNIT
+
+
+def units_text(unit_: str, count: int | None = None) -> str:
+    """The unit's word for COUNT of them: "1 epoch", "3 segments"; "segments" without a count."""
+    if count is None:
+        return f"{unit_}s"
+    return f"{count} {unit_}{'s' * (count != 1)}"
 
 
 def repeated_metrics(phase_names: Iterable[str], metric_names: Iterable[str]) -> set[str]:
@@ -336,6 +365,73 @@ def data_wait(rows: list[EpochRow]) -> DataWait | None:
         return None
     source = "metric" if all(r.data_wait_source == "metric" for r in measured) else "phases"
     return DataWait(sum(r.data_wait or 0.0 for r in measured), sum(r.train_loop for r in measured), source)
+
+
+@dataclass(frozen=True)
+class Unmeasured:
+    """Epochs (or segments) whose data wait is not measured, and why: said once per run, so
+    that a view shows "not measured" and the reason instead of a 0% or a column of dashes."""
+
+    unit: str            # the run's unit (``unit()``)
+    numbers: list[int]   # the rows without a data wait
+    rows: int            # rows in all (those of a recording run whose epoch event has come)
+    reason: str
+
+    @property
+    def text(self) -> str:
+        """``data wait: not measured — REASON`` (``… not measured in 2 of 5 epochs (4, 5) — …``
+        where some rows did measure it)."""
+        where = ""
+        if len(self.numbers) < self.rows:
+            listed = ", ".join(map(str, self.numbers[:5])) + (", …" if len(self.numbers) > 5 else "")
+            where = f" in {len(self.numbers)} of {units_text(self.unit, self.rows)} ({listed})"
+        return f"data wait: not measured{where} — {self.reason}"
+
+
+def data_wait_unmeasured(run: Run, rows: list[EpochRow], all_phases: list[Phase] | None = None
+                         ) -> Unmeasured | None:
+    """The rows of RUN without a data wait, and why, or None where every row has one (or
+    there are no rows). A row whose epoch event has not come yet while the run records is
+    left out: the zero-code instrumentation sends ``data_wait_s`` when the epoch ends.
+
+    Why, in order: the workload sends its own phases (it reports no data wait); the zero-code
+    instrumentation was active (its phases are in the run, or the end record says so), so the
+    training loop read no loader it measures; else why the instrumentation was not active."""
+    said = [r for r in rows if run.finished or r.unit is not None]
+    missing = [r.epoch for r in said if r.data_wait is None]
+    if not missing:
+        return None
+    all_phases = phases(run) if all_phases is None else all_phases
+    sources = {p.attrs.get("source") for p in all_phases}
+    summary = run.end.get("instrument") if run.end else None
+    summary = summary if isinstance(summary, dict) else None
+    if sources - {AUTO_SOURCE, STDOUT_SOURCE}:
+        reason = "the workload sends its own phases and reports no data wait"
+    elif AUTO_SOURCE in sources or (summary is not None and summary.get("active")):
+        reason = f"the training loop read no {MEASURED_LOADERS}"
+    else:
+        reason = _not_instrumented(run, summary)
+    return Unmeasured(unit(rows), missing, len(said), reason)
+
+
+def _not_instrumented(run: Run, summary: dict[str, Any] | None) -> str:
+    """Why the zero-code instrumentation measured nothing, from the end record, else the header."""
+    offered = run.header.get("instrument")
+    if summary is not None:
+        return f"zero-code instrumentation not active ({summary.get('reason') or 'no reason recorded'})"
+    if isinstance(offered, dict) and not offered.get("offered"):
+        return f"zero-code instrumentation not offered ({offered.get('reason') or 'no reason recorded'})"
+    if isinstance(offered, dict):
+        return ("zero-code instrumentation offered, but none of its phases came "
+                "and the run has no end record to say why")
+    return "the run was recorded without zero-code instrumentation"
+
+
+def unmeasured_dict(found: Unmeasured | None) -> dict[str, Any] | None:
+    """``data_wait_unmeasured`` as plain data (``report --json``, ``compare --json``)."""
+    if found is None:
+        return None
+    return {"unit": found.unit, "rows": found.numbers, "reason": found.reason, "text": found.text}
 
 
 def phase_names(rows: list[EpochRow]) -> list[str]:
@@ -877,10 +973,11 @@ def _r(value: float | None, digits: int = 3) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def epoch_dict(e: EpochRow) -> dict[str, Any]:
-    """One epoch as plain data (``report --json``, ``compare --json``): seconds, the data wait
-    and its shares, the metrics as recorded."""
-    return {"epoch": e.epoch, "start": round(e.start, 3), "total": round(e.total, 3),
+def epoch_dict(e: EpochRow, unit_: str = EPOCH_UNIT) -> dict[str, Any]:
+    """One epoch as plain data (``report --json``, ``compare --json``): its unit (UNIT_, the
+    run's, where its epoch event has not said), seconds, the data wait and its shares (of the
+    epoch, and of the training loop: the table's), the metrics as recorded."""
+    return {"epoch": e.epoch, "unit": e.unit or unit_, "start": round(e.start, 3), "total": round(e.total, 3),
             "train": round(e.train, 3), "validate": round(e.validate, 3), "other": round(e.other, 3),
             "phase_seconds": {k: round(v, 3) for k, v in e.phases.items()}, "untracked": round(e.untracked, 3),
             "data_wait": _r(e.data_wait), "data_wait_share": _r(e.data_wait_share, 4),
@@ -904,6 +1001,7 @@ def summarize(run: Run) -> dict[str, Any]:
     s = series(run)
     all_phases = phases(run)
     rows = epochs(run, all_phases)
+    run_unit = unit(rows)
     devices, v, hosts = run_judgement(run, s, all_phases)
     per_host = [{"host": h.host, "hostname": h.hostname, "samples": h.samples, "cpu_mean": h.cpu_mean,
                  "devices": _device_rows(h.devices),
@@ -925,8 +1023,10 @@ def summarize(run: Run) -> dict[str, Any]:
         "gpu": {"available": bool(run.gpu_status and run.gpu_status[0].get("available")),
                 "reason": run.gpu_status[0].get("reason") if run.gpu_status else None},
         "samples": len(run.samples),
-        "epochs": [epoch_dict(e) for e in rows],
+        "unit": run_unit,
+        "epochs": [epoch_dict(e, run_unit) for e in rows],
         "data_wait": data_wait_dict(rows),
+        "data_wait_unmeasured": unmeasured_dict(data_wait_unmeasured(run, rows, all_phases)),
         "phases": phase_utilization(run, s, all_phases),
         "devices": _device_rows(devices),
         "lanes": lanes(all_phases),
@@ -998,6 +1098,8 @@ def status_text(run: Run) -> str:
     if run.end is None:
         return NO_END_RECORD
     status = str(run.end.get("status", "unknown"))
+    if status == "trial":
+        return "trial (ended on purpose once its window was measured)"
     if run.end.get("exit_code") not in (0, None):
         status += f" (exit code {run.end['exit_code']})"
     return status

@@ -36,6 +36,12 @@ class Side:
     verdict: analysis.Verdict
     run_info: dict[str, Any]
     results: list[dict[str, Any]]
+    unmeasured: analysis.Unmeasured | None = None   # its epochs without a data wait, and why
+
+    @property
+    def unit(self) -> str:
+        """What its epoch rows count: ``epoch``, or ``segment`` for step-based training."""
+        return analysis.unit(self.epochs)
 
     @property
     def epoch_seconds(self) -> float:
@@ -78,13 +84,15 @@ def side(run: Run, label: str) -> Side:
     s = analysis.series(run)
     all_phases = analysis.phases(run)
     devices, verdict, _hosts = analysis.run_judgement(run, s, all_phases)  # a merged run: each node's
+    rows = analysis.epochs(run, all_phases)
     return Side(
         label=label, run=run, duration=run.duration, cores=int(s.cpu.shape[1]) or run.cores,
         gpus=s.gpus, gpu_names=[analysis.gpu_label(run, g) for g in range(s.gpus)],
-        status=analysis.status_text(run), epochs=analysis.epochs(run, all_phases), phases=all_phases,
+        status=analysis.status_text(run), epochs=rows, phases=all_phases,
         utilization=analysis.phase_utilization(run, s, all_phases),
         devices=devices, verdict=verdict,
-        run_info=analysis.run_info(run), results=analysis.results(run))
+        run_info=analysis.run_info(run), results=analysis.results(run),
+        unmeasured=analysis.data_wait_unmeasured(run, rows, all_phases))
 
 
 @dataclass
@@ -105,6 +113,17 @@ class EpochPair:
         """Run A's or B's (``which``: "a" or "b") data wait as a share of this epoch."""
         row = getattr(self, which)
         return None if row is None else row.data_wait_share
+
+    def loop_wait_share(self, which: str) -> float | None:
+        """Run A's or B's data wait as a share of this epoch's training loop (the table's
+        *data wait*, what the verdict judges)."""
+        row = getattr(self, which)
+        return None if row is None else row.loop_wait_share
+
+    def steps(self, which: str) -> Any:
+        """Run A's or B's optimizer steps in this epoch (its ``steps`` metric), or None."""
+        row = getattr(self, which)
+        return None if row is None else row.metrics.get("steps")
 
     def change(self, figure: str = "total") -> float | None:
         """(B - A) / A: -0.2 means B took 20% less time."""
@@ -150,7 +169,7 @@ class PhasePair:
 class Comparison:
     a: Side
     b: Side
-    basis: str                  # what the speedup measures: "epochs", "phases" or "whole run"
+    basis: str                  # what the speedup measures: "epochs" (or "segments", "epochs and segments"), "phases" or "whole run"
     seconds_a: float
     seconds_b: float
     epochs: list[EpochPair]
@@ -171,15 +190,28 @@ class Comparison:
         """(B - A) / A on ``basis``: -0.21 means B finished 21% sooner."""
         return (self.seconds_b - self.seconds_a) / self.seconds_a if self.seconds_a > 0 else None
 
+    @property
+    def units(self) -> str:
+        """What the epoch rows count, in words: "epochs", "segments", or "epochs and segments"
+        where A's and B's differ."""
+        return units_of(self.a, self.b)
+
+
+def units_of(a: Side, b: Side) -> str:
+    """"epochs" or "segments" where A and B count the same, else "epochs and segments"."""
+    if a.unit == b.unit:
+        return analysis.units_text(a.unit)
+    return " and ".join(analysis.units_text(u) for u in sorted({a.unit, b.unit}))
+
 
 def _basis(a: Side, b: Side) -> tuple[str, float, float]:
-    """Compare the epochs when both runs have them, else the phases, else the whole run.
+    """Compare the epochs (or segments) when both runs have them, else the phases, else the whole run.
 
     Whole-run time includes starting the interpreter and importing the framework, which can
     hide the difference the experiment is about; the epochs are the part that was changed.
     """
     if a.epochs and b.epochs:
-        return "epochs", a.epoch_seconds, b.epoch_seconds
+        return units_of(a, b), a.epoch_seconds, b.epoch_seconds
     if a.phases and b.phases:
         return "phases", a.phase_seconds, b.phase_seconds
     return "whole run", a.duration, b.duration
@@ -187,6 +219,7 @@ def _basis(a: Side, b: Side) -> tuple[str, float, float]:
 
 def _notes(a: Side, b: Side, basis: str) -> list[str]:
     notes = []
+    by_units = bool(a.epochs and b.epochs)   # the basis is the epochs (or segments)
     name_a, name_b = a.run.header.get("workload", {}).get("name"), b.run.header.get("workload", {}).get("name")
     if name_a != name_b:
         notes.append(f"different workloads: A runs {a.run.title}, B runs {b.run.title}")
@@ -208,20 +241,29 @@ def _notes(a: Side, b: Side, basis: str) -> list[str]:
                          "idle time compares the busiest GPU of each")
     elif not a.gpus:
         notes.append("no GPU in either run: idle time and dips are for total CPU, not a GPU")
+    if a.epochs and b.epochs and a.unit != b.unit:
+        notes.append(f"A counts {analysis.units_text(a.unit)}, B counts {analysis.units_text(b.unit)} "
+                     "(a segment is the training between two evaluations of a loop without epochs): "
+                     f"the table pairs {a.unit} n of A with {b.unit} n of B, which are not the same work")
     if len(a.epochs) != len(b.epochs):
-        notes.append(f"A has {len(a.epochs)} epochs, B has {len(b.epochs)}: "
-                     "the epoch table pairs epochs by number, and total times cover different work")
-    elif basis != "epochs":
+        if a.unit == b.unit:
+            notes.append(f"A has {len(a.epochs)} {analysis.units_text(a.unit)}, B has {len(b.epochs)}: "
+                         f"the {a.unit} table pairs them by number, and total times cover different work")
+        else:
+            notes.append(f"A has {analysis.units_text(a.unit, len(a.epochs))}, B has "
+                         f"{analysis.units_text(b.unit, len(b.epochs))}: total times cover different work")
+    elif not by_units:
         notes.append(f"no epochs in {'either run' if not a.epochs and not b.epochs else 'one run'}: "
                      f"the speedup compares {'the span of the phases' if basis == 'phases' else 'whole runs, startup included'}")
     for s in (a, b):
         summed = sum(e.total for e in s.epochs)
-        if basis == "epochs" and summed > 1.05 * s.epoch_seconds > 0:
-            notes.append(f"{s.label}'s epochs overlap (part of one epoch runs beside the next): its epoch "
-                         f"totals add up to {summed:.1f}s but span {s.epoch_seconds:.1f}s, so an epoch can "
+        if by_units and summed > 1.05 * s.epoch_seconds > 0:
+            word = s.unit
+            notes.append(f"{s.label}'s {word}s overlap (part of one {word} runs beside the next): its {word} "
+                         f"totals add up to {summed:.1f}s but span {s.epoch_seconds:.1f}s, so one {word} can "
                          "take longer and the run still finish sooner")
     for s in (a, b):
-        if s.status != "ok":
+        if s.status != "ok" and not (s.run.end and s.run.end.get("status") == "trial"):
             notes.append(f"{s.label} did not finish normally: {s.status}")
         if len(s.run.samples) < 2:
             notes.append(f"{s.label} has {len(s.run.samples)} samples: too few for utilization figures")
@@ -316,10 +358,10 @@ def _r(value: float | None, digits: int = 3) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def _epoch_dict(row: analysis.EpochRow | None) -> dict[str, Any] | None:
+def _epoch_dict(row: analysis.EpochRow | None, unit: str) -> dict[str, Any] | None:
     if row is None:
         return None
-    out = analysis.epoch_dict(row)
+    out = analysis.epoch_dict(row, unit)
     del out["epoch"]  # the pair's key
     return out
 
@@ -338,7 +380,9 @@ def _side_dict(s: Side) -> dict[str, Any]:
         "cores": s.cores, "gpus": s.gpu_names, "run_info": s.run_info,
         "idle": _device_dict(s.idle_device), "devices": [_device_dict(d) for d in s.devices],
         "verdict": {"label": s.verdict.label, "text": s.verdict.text, "figures": s.verdict.figures},
+        "unit": s.unit,
         "data_wait": s.data_wait,
+        "data_wait_unmeasured": analysis.unmeasured_dict(s.unmeasured),
         "results": s.results,
     }
 
@@ -353,9 +397,11 @@ def to_dict(c: Comparison) -> dict[str, Any]:
         "speedup": _r(c.speedup), "change": _r(c.change, 4),
         "notes": c.notes,
         "a": _side_dict(c.a), "b": _side_dict(c.b),
-        "epochs": [{"epoch": p.epoch, "a": _epoch_dict(p.a), "b": _epoch_dict(p.b),
+        "units": {"a": c.a.unit, "b": c.b.unit},
+        "epochs": [{"epoch": p.epoch, "a": _epoch_dict(p.a, c.a.unit), "b": _epoch_dict(p.b, c.b.unit),
                     "delta": {f: _r(p.delta(f)) for f in ("total", "train", "validate", "other")},
                     "data_wait_share": {w: _r(p.data_wait_share(w), 4) for w in "ab"},
+                    "loop_wait_share": {w: _r(p.loop_wait_share(w), 4) for w in "ab"},
                     "change": _r(p.change(), 4)} for p in c.epochs],
         "phases": [{"phase": p.name, "a": p.a, "b": p.b} for p in c.phases],
         "per_core_comparable": c.per_core, "per_gpu_comparable": c.per_gpu, "idle_kind": c.idle_kind,

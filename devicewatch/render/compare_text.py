@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import io
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from .. import analysis
 from ..compare import Comparison
@@ -44,18 +45,23 @@ def _share(value: float | None) -> str:
 @dataclass
 class Section:
     """One table of the comparison as columns: laid out whole for the dashboard, or fitted to
-    a width (what does not fit goes on in a further table) for the text."""
+    a width (what does not fit goes on in a further table) for the text. ``lines`` say what
+    the table cannot (a data wait not measured, and why): under the whole table, after the
+    fitted ones."""
 
     title: str
     key: list[Column]
     columns: list[Column]
+    lines: list[str] = field(default_factory=list)
 
     def table(self) -> Table:
-        table = Table(title=self.title, title_justify="left")
+        table = Table(title=self.title, title_justify="left", caption_justify="left")
         for column in [*self.key, *self.columns]:
             table.add_column(column.header, justify=column.justify)  # type: ignore[arg-type]
         for row in zip(*[c.cells for c in [*self.key, *self.columns]]):
             table.add_row(*row)
+        if self.lines:
+            table.caption = Text(inert("\n".join(self.lines)))
         return table
 
     def fitted(self, width: int) -> list[Table]:
@@ -69,8 +75,12 @@ def _specs(c: Comparison) -> dict[str, Section]:
         ("command", c.a.command, c.b.command), ("file", c.a.run.path, c.b.run.path),
         ("status", c.a.status, c.b.status), ("whole run", _secs(c.a.duration), _secs(c.b.duration))]
     if c.a.epochs or c.b.epochs:
-        rows.append(("epochs", f"{len(c.a.epochs)} in {_secs(c.a.epoch_seconds)}",
-                     f"{len(c.b.epochs)} in {_secs(c.b.epoch_seconds)}"))
+        if c.a.unit == c.b.unit:
+            rows.append((analysis.units_text(c.a.unit), f"{len(c.a.epochs)} in {_secs(c.a.epoch_seconds)}",
+                         f"{len(c.b.epochs)} in {_secs(c.b.epoch_seconds)}"))
+        else:
+            rows.append((c.units, *(f"{analysis.units_text(s.unit, len(s.epochs))} in {_secs(s.epoch_seconds)}"
+                                    for s in (c.a, c.b))))
     rows.append(("machine", f"{c.a.cores} cores" + "".join(f"; {g}" for g in c.a.gpu_names),
                  f"{c.b.cores} cores" + "".join(f"; {g}" for g in c.b.gpu_names)))
     for key in ("framework", "device", "params", "data"):
@@ -84,31 +94,7 @@ def _specs(c: Comparison) -> dict[str, Section]:
                            Column("B", [r[2] for r in rows], "left", wrap=True)])
 
     if c.epochs:
-        names = analysis.phase_names([r for p in c.epochs for r in (p.a, p.b) if r is not None])
-        columns = [Column("A total", [_secs(p.a and p.a.total) for p in c.epochs]),
-                   Column("B total", [_secs(p.b and p.b.total) for p in c.epochs]),
-                   Column("Δ total", [_signed(p.delta("total")) for p in c.epochs]),
-                   Column("Δ %", ["-" if p.change() is None else f"{p.change() * 100:+.0f}%"  # type: ignore[operator]
-                                  for p in c.epochs])]
-        columns += [Column(n, [f"{_secs(p.a and p.a.phases.get(n))} / {_secs(p.b and p.b.phases.get(n))}"
-                               for p in c.epochs]) for n in names]
-        columns.append(Column("A / B in no phase", [f"{_secs(p.a and p.a.untracked)} / {_secs(p.b and p.b.untracked)}"
-                                                 for p in c.epochs]))
-        title = "Epochs (Δ = B − A; each phase: A / B, lanes merged)"
-        if any(p.data_wait_share(w) is not None for p in c.epochs for w in "ab"):
-            columns.append(Column("data wait A → B", [f"{_share(p.data_wait_share('a'))} → {_share(p.data_wait_share('b'))}"
-                                                      for p in c.epochs]))
-            title = "Epochs (Δ = B − A; each phase: A / B, lanes merged; data wait: share of the epoch)"
-        out["epochs"] = Section(title, [Column("epoch", [str(p.epoch) for p in c.epochs])], columns)
-        metric_names = [m for p in c.epochs if p.a for m in p.a.metrics]
-        shown = list(dict.fromkeys(m for m in metric_names if any(p.b and m in p.b.metrics for p in c.epochs)))
-        repeated = analysis.repeated_metrics(names, shown)
-        common = [m for m in shown if m not in repeated]
-        if common:
-            out["metrics"] = Section("Epoch metrics (A → B)", [Column("epoch", [str(p.epoch) for p in c.epochs])],
-                                     [Column(m, [f"{_fmt(p.a.metrics.get(m) if p.a else None)} → "
-                                                 f"{_fmt(p.b.metrics.get(m) if p.b else None)}" for p in c.epochs])
-                                      for m in common])
+        out.update(_epoch_sections(c))
 
     if c.phases:
         cores = c.a.cores if c.per_core and c.a.cores <= PER_CORE_TEXT_LIMIT else 0
@@ -153,6 +139,50 @@ def _specs(c: Comparison) -> dict[str, Section]:
     return out
 
 
+def _epoch_sections(c: Comparison) -> dict[str, Section]:
+    """The epochs table (titled segments where both runs count segments, both named where
+    they differ), and the metrics both runs report per epoch."""
+    pairs = c.epochs
+    names = analysis.phase_names([r for p in pairs for r in (p.a, p.b) if r is not None])
+    unit = c.a.unit if c.a.unit == c.b.unit else f"{c.a.unit}/{c.b.unit}"
+    heading = (analysis.units_text(c.a.unit).capitalize() if c.a.unit == c.b.unit
+               else f"{analysis.units_text(c.a.unit).capitalize()} of A beside {analysis.units_text(c.b.unit)} "
+                    "of B, paired by number: not the same work")
+    columns = [Column("A total", [_secs(p.a and p.a.total) for p in pairs]),
+               Column("B total", [_secs(p.b and p.b.total) for p in pairs]),
+               Column("Δ total", [_signed(p.delta("total")) for p in pairs]),
+               Column("Δ %", ["-" if p.change() is None else f"{p.change() * 100:+.0f}%"  # type: ignore[operator]
+                              for p in pairs])]
+    explained = "Δ = B − A; each phase: A / B, lanes merged"
+    if any(r.data_wait is not None for p in pairs for r in (p.a, p.b) if r is not None):
+        columns += [Column("loop A / B", [f"{_secs((p.a and p.a.train_loop) or None)} / "
+                                          f"{_secs((p.b and p.b.train_loop) or None)}" for p in pairs]),
+                    Column("data wait A → B", [f"{_share(p.loop_wait_share('a'))} → {_share(p.loop_wait_share('b'))}"
+                                               for p in pairs])]
+        explained += f"; {analysis.LOOP_WAIT_LEGEND}"
+    columns += [Column(n, [f"{_secs(p.a and p.a.phases.get(n))} / {_secs(p.b and p.b.phases.get(n))}"
+                           for p in pairs]) for n in names]
+    columns.append(Column("A / B in no phase", [f"{_secs(p.a and p.a.untracked)} / {_secs(p.b and p.b.untracked)}"
+                                                for p in pairs]))
+    steps = any(p.steps(w) is not None for p in pairs for w in "ab")
+    if steps:
+        columns.append(Column("steps A / B", [f"{_fmt(p.steps('a'))} / {_fmt(p.steps('b'))}" for p in pairs]))
+    lines = [f"{s.label}: {s.unmeasured.text}" for s in (c.a, c.b) if s.unmeasured is not None]
+    key = [Column(unit, [str(p.epoch) for p in pairs])]
+    out = {"epochs": Section(f"{heading} ({explained})", key, columns, lines)}
+    metric_names = [m for p in pairs if p.a for m in p.a.metrics]
+    shown = list(dict.fromkeys(m for m in metric_names if any(p.b and m in p.b.metrics for p in pairs)))
+    repeated = analysis.repeated_metrics(names, shown) | ({"steps"} if steps else set())
+    common = [m for m in shown if m not in repeated]
+    if common:
+        word = c.a.unit.capitalize() if c.a.unit == c.b.unit else "Epoch/segment"
+        out["metrics"] = Section(f"{word} metrics (A → B)", [Column(unit, [str(p.epoch) for p in pairs])],
+                                 [Column(m, [f"{_fmt(p.a.metrics.get(m) if p.a else None)} → "
+                                             f"{_fmt(p.b.metrics.get(m) if p.b else None)}" for p in pairs])
+                                  for m in common])
+    return out
+
+
 def sections(c: Comparison) -> dict[str, Any]:
     """The comparison's tables by section name (see SECTIONS), each present only when it has
     rows, each whole (the dashboard scrolls them).
@@ -178,11 +208,15 @@ def renderables(c: Comparison, width: int | None = None) -> list[Any]:
     """The comparison as rich renderables in reading order: the tables (fitted to WIDTH, when
     given), then the closing lines."""
     specs = _specs(c)
-    tables: list[Any] = []
+    out: list[Any] = []
     for name in SECTIONS:
         if name in specs:
-            tables += [specs[name].table()] if width is None else specs[name].fitted(width)
-    return [inert_table(t) for t in tables] + closing_lines(c)
+            if width is None:
+                out.append(inert_table(specs[name].table()))
+            else:
+                out += [inert_table(t) for t in specs[name].fitted(width)]
+                out += [inert(line, newlines=True) for line in specs[name].lines]
+    return out + closing_lines(c)
 
 
 def _fmt(value: Any) -> str:

@@ -26,16 +26,14 @@ def _secs(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}s"
 
 
-def straggler_lines(rows: list[dict[str, Any]]) -> list[str]:
-    """One line per epoch of a merged run (``analysis.straggler_rows``): the rank that finished
-    last and how long the others waited for it."""
+def straggler_lines(rows: list[dict[str, Any]], unit: str = analysis.EPOCH_UNIT) -> list[str]:
+    """One line per epoch (or segment, UNIT) of a merged run (``analysis.straggler_rows``): the
+    rank that finished last and how long the others waited for it."""
     lines = []
     for row in rows:
         waits = ", ".join(f"rank {r} {w:.3f}s" for r, w in row["waited"].items())
-        lines.append(f"epoch {row['epoch']}: rank {row['last_rank']} finished last; waited: {waits}")
+        lines.append(f"{unit} {row['epoch']}: rank {row['last_rank']} finished last; waited: {waits}")
     return lines
-
-
 
 
 def _cell(value: Any) -> str:
@@ -47,21 +45,26 @@ def _share(value: float | None) -> str:
 
 
 def epoch_tables(summary: dict[str, Any], width: int) -> list[Any]:
-    """The epoch table: every phase's seconds, the data wait's share, then the workload's own
-    metrics but those that repeat a phase; what does not fit goes on in a further table."""
+    """The epoch table (titled segments for a run of segments): the total, then where the data
+    wait is measured the training loop's seconds and the share of them spent waiting (what the
+    verdict judges: a loop that mostly waited shows its time, not "train 0.0s"), every phase's
+    seconds, then the workload's own metrics but those that repeat a phase; what does not fit
+    goes on in a further table."""
     rows = summary["epochs"]
+    unit = summary.get("unit", analysis.EPOCH_UNIT)
     names = list(dict.fromkeys(n for row in rows for n in row.get("phase_seconds", {})))
     metric_names = list(dict.fromkeys(m for row in rows for m in row["metrics"]))
     repeated = analysis.repeated_metrics(names, metric_names)
     columns = [Column("total", [_secs(row["total"]) for row in rows])]
+    title = f"{unit.capitalize()}s (seconds in each phase, lanes merged)"
+    if any(row.get("data_wait") is not None for row in rows):
+        columns += [Column("loop", [_secs(row.get("train_loop") or None) for row in rows]),
+                    Column("data wait", [_share(row.get("loop_wait_share")) for row in rows])]
+        title = f"{unit.capitalize()}s ({analysis.LOOP_WAIT_LEGEND}; seconds per phase, lanes merged)"
     columns += [Column(n, [_secs(row.get("phase_seconds", {}).get(n)) for row in rows]) for n in names]
     columns.append(Column("no phase", [_secs(_untracked(row)) for row in rows]))
-    title = "Epochs (seconds in each phase, lanes merged)"
-    if any(row.get("data_wait_share") is not None for row in rows):
-        columns.append(Column("data wait", [_share(row.get("data_wait_share")) for row in rows]))
-        title = "Epochs (seconds per phase, lanes merged; data wait: share of the epoch)"
     columns += [Column(m, [_cell(row["metrics"].get(m)) for row in rows]) for m in metric_names if m not in repeated]
-    return fit(title, [Column("epoch", [str(row["epoch"]) for row in rows])], columns, width)
+    return fit(title, [Column(unit, [str(row["epoch"]) for row in rows])], columns, width)
 
 
 def _untracked(row: dict[str, Any]) -> float:
@@ -75,7 +78,7 @@ def tables(run: Run, summary: dict[str, Any], width: int = DEFAULT_WIDTH) -> lis
     """The report as rich renderables laid out for WIDTH; shared with the recorder's
     end-of-run summary."""
     out: list[Any] = []
-    if summary["status"] != "ok" and summary["status"] != "cancelled" and not summary["lanes"]:
+    if summary["status"] not in ("ok", "trial", "cancelled") and not summary["lanes"]:
         # It failed before its first phase: what it said, and how it ended; its utilization
         # would describe the start-up only, and a verdict on it would mislead.
         error = analysis.last_error_line(run)
@@ -110,6 +113,8 @@ def tables(run: Run, summary: dict[str, Any], width: int = DEFAULT_WIDTH) -> lis
 
     if summary["epochs"]:
         out += epoch_tables(summary, width)
+        if summary.get("data_wait_unmeasured"):
+            out.append(summary["data_wait_unmeasured"]["text"])
 
     phases = summary["phases"]
     if phases:
@@ -161,8 +166,8 @@ def tables(run: Run, summary: dict[str, Any], width: int = DEFAULT_WIDTH) -> lis
                    [Column(k, [_cell(r.get(k)) for r in results]) for k in keys], width)
 
     if summary["stragglers"]:
-        out.append("Stragglers (the rank that finished each epoch last, and how long the others waited):")
-        out += ["  " + line for line in straggler_lines(summary["stragglers"])]
+        out.append(f"Stragglers (the rank that finished each {summary['unit']} last, and how long the others waited):")
+        out += ["  " + line for line in straggler_lines(summary["stragglers"], summary["unit"])]
 
     for notice in summary["notices"][:10]:
         out.append(f"note: {notice}")
@@ -170,6 +175,7 @@ def tables(run: Run, summary: dict[str, Any], width: int = DEFAULT_WIDTH) -> lis
         out += [f"verdict {h['host']}: {h['verdict']['text']}" for h in summary["per_host"]]
     else:
         out.append(f"verdict: {summary['verdict']['text']}")
+        out += ["advice: " + advice.text(a) for a in advice.shown(run)]
     return out
 
 
@@ -187,11 +193,11 @@ def timeline_chart(run: Run, width: int = 100, height: int = 18) -> str:
     for g in range(s.gpus):
         if s.gpu_t[g].size:
             plt.plot(s.gpu_t[g].tolist(), s.gpu_util[g].tolist(), label=f"GPU {g} %", marker="braille")
-    starts = sorted({e.start for e in analysis.epochs(run, all_phases)})
-    for start in starts:
+    rows = analysis.epochs(run, all_phases)
+    for start in sorted({e.start for e in rows}):
         plt.vertical_line(start)
     plt.ylim(0, 100)
-    plt.xlabel("seconds (vertical lines: epoch starts)")
+    plt.xlabel(f"seconds (vertical lines: {analysis.unit(rows)} starts)")
     plt.title(f"Utilization: {run.title}")
     return plt.build()
 

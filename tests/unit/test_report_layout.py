@@ -53,7 +53,7 @@ def test_the_pipeline_report_fits_and_cuts_no_number(width):
     for row in summary["epochs"]:
         drawn = [cell for cells in table_rows(text, str(row["epoch"])) for cell in cells[1:]]
         expected = [f"{row['total']:.1f}s", *[f"{v:.1f}s" for v in row["phase_seconds"].values()],
-                    f"{row['data_wait_share']:.0%}"]
+                    f"{row['train_loop']:.1f}s", f"{row['loop_wait_share']:.0%}"]
         expected += [f"{v:.4g}" if isinstance(v, float) else str(v) for k, v in row["metrics"].items()
                      if not k.endswith("_s")]
         assert all(cell in drawn for cell in expected), (row["epoch"], expected, drawn)
@@ -67,9 +67,10 @@ def test_no_phase_is_shown_again_as_a_metric(width):
         assert phase in shown and f"{phase}_s" not in shown
     for metric in ("loss", "accuracy", "val_loss", "val_accuracy", "copy_share_pct"):
         assert shown.count(metric) == 1
-    # The epoch table's 13 columns need 137 columns in all (97 of text, 3 around each, 1 at
-    # the edge): in one table at 200, the rest in a second one at 80 and 100.
-    assert ("Epochs, continued" in text) == (width < 137)
+    # The epoch table's 14 columns need 144 columns in all (101 of text, the loop's 4 with
+    # them, 3 around each, 1 at the edge): in one table at 200, the rest in a second one at
+    # 80 and 100.
+    assert ("Epochs, continued" in text) == (width < 144)
 
 
 @pytest.mark.parametrize("width", WIDTHS)
@@ -120,19 +121,27 @@ def loader_run(path, waits):
 
 
 def test_report_and_compare_show_each_epochs_data_wait(tmp_path):
-    # A waits 1 s of each 5 s epoch (20%), B 3 s (60%).
+    # Each epoch's loop is its train phase, 4 s (the visible wait is inside it): A waits 1 s of
+    # it (25%; 20% of the 5 s epoch), B 3 s (75%; 60% of the epoch). The table's share is the
+    # loop's, as the verdict's.
     a, b = loader_run(tmp_path / "a.jsonl", [1.0, 1.0]), loader_run(tmp_path / "b.jsonl", [3.0, 3.0])
     text = report_text(b, width=80)
     assert "data wait" in headers(text) and "data_wait_s" not in headers(text)
-    assert [rows[0][headers(text).index("data wait")] for rows in (table_rows(text, "1"), table_rows(text, "2"))] \
-        == ["60%", "60%"]
-    # The loop (train 4 s) waited 3 of its 4 s: 75%.
+    first = headers(text)[:4]
+    assert first == ["epoch", "total", "loop", "data wait"]
+    assert [rows[0][1:4] for rows in (table_rows(text, "1"), table_rows(text, "2"))] \
+        == [["5.0s", "4.0s", "75%"], ["5.0s", "4.0s", "75%"]]
     assert "input-bound: the training loop waited on its DataLoader 75% of the time" in " ".join(text.split())
+    assert "not measured" not in text
     c = compare.comparison(a, b)
+    assert [(p.loop_wait_share("a"), p.loop_wait_share("b")) for p in c.epochs] == [(0.25, 0.75), (0.25, 0.75)]
     assert [(p.data_wait_share("a"), p.data_wait_share("b")) for p in c.epochs] == [(0.2, 0.6), (0.2, 0.6)]
-    assert "20% → 60%" in comparison_text(c, width=100)
+    compared = comparison_text(c, width=200)
+    assert "25% → 75%" in compared and "4.00s / 4.00s" in compared and "50 / 50" in compared
     data = compare.to_dict(c)
+    assert data["epochs"][0]["loop_wait_share"] == {"a": 0.25, "b": 0.75}
     assert data["epochs"][0]["data_wait_share"] == {"a": 0.2, "b": 0.6}
+    assert data["units"] == {"a": "epoch", "b": "epoch"} and data["epochs"][0]["a"]["unit"] == "epoch"
     assert data["b"]["data_wait"] == {"seconds": 6.0, "train_loop": 8.0, "share": 0.75, "source": "metric"}
     # A's loop waits 1 of its 4 s (25%, under the 30% of input-bound), its cores at 50% with
     # none saturated: waiting.
@@ -164,10 +173,11 @@ def test_epochs_count_every_named_phase(tmp_path):
     assert list(summary["epochs"][0]["phase_seconds"]) == ["data", "train", "validate", "copy"]
     text = report_text(run, width=100)
     header = next(line for line in text.splitlines() if "epoch" in line and "total" in line)
-    # The data phase is in the training lane: the loop waited 1 of the epoch's 4 s, 25%.
-    assert [w for w in header.replace("┃", " ").split()] == ["epoch", "total", "data", "train", "validate",
-                                                             "copy", "no", "phase", "data", "wait"]
-    assert table_rows(text, "1")[0][-1] == "25%"
+    # The data phase is in the training lane: the loop is it and the train phase, 3 s, of which
+    # it waited 1 s, 33%.
+    assert [w for w in header.replace("┃", " ").split()] == ["epoch", "total", "loop", "data", "wait", "data",
+                                                             "train", "validate", "copy", "no", "phase"]
+    assert table_rows(text, "1")[0] == ["1", "4.0s", "3.0s", "33%", "1.0s", "2.0s", "0.5s", "0.1s", "0.4s"]
 
 
 def test_a_run_that_fails_before_its_first_phase_prints_its_error_first_and_no_tables(tmp_path, monkeypatch):
