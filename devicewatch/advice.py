@@ -218,6 +218,14 @@ def advise(run: Run, verdict: analysis.Verdict | None = None) -> list[Advice]:
     return out
 
 
+def shown(run: Run, verdict: analysis.Verdict | None = None) -> list[Advice]:
+    """The advice a view shows beside the verdict: none for a run whose training loop the
+    instrumentation did not see (a workload of devicewatch's own, a script run without it)."""
+    if setup_of(run) is None:
+        return []
+    return advise(run, verdict)
+
+
 def _advice(b: Baseline, knob: str, value: Any, why: str) -> Advice:
     predicted = predict(b, knob, value)
     gain = predicted / b.steps_per_s if predicted and b.steps_per_s else None

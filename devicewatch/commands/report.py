@@ -28,7 +28,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     recording = load(args.file)
     if args.json:
-        print(json.dumps(summarize(recording), indent=2, default=str))
+        from ..advice import shown
+
+        summary = summarize(recording)
+        summary["advice"] = [a.to_json() for a in shown(recording)]
+        print(json.dumps(summary, indent=2, default=str))
         return 0
     from ..render.report import report_text  # rich and plotext: not for --json
 

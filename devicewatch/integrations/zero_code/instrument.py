@@ -132,7 +132,7 @@ class Process:
         self.knobs = knobs.Knobs(knobs.requested())
         self.threads: Callable[[], int] | None = None   # the framework's operator threads, once armed
         spec = trial.requested()
-        self.trial = trial.Trial(spec, self.loop.data_wait_total) if spec else None
+        self.trial = trial.Trial(spec, self.loop.data_wait_total, before_done=self.trial_over) if spec else None
         self.loop.trial = self.trial
 
     def announce(self) -> None:
@@ -152,6 +152,14 @@ class Process:
             self.armed.append(framework)
             if self.announced:
                 events.emit(events.INSTRUMENT, state="armed", framework=framework)
+
+    def trial_over(self, now: float) -> None:
+        """The trial's window is measured and the process is about to be ended: its open unit's
+        figures go out now, and nothing more is said (the hooks pass straight through)."""
+        self.loop.finish(now)
+        self.voice.say_left_out()
+        self.knobs.at_exit()
+        self.live = False
 
     def at_exit(self) -> None:
         """The trial's last word and the variant's knobs that found nothing to apply to."""

@@ -3,8 +3,9 @@
 Given ``DEVICEWATCH_TRIAL`` (``{"warmup": 20, "steps": 200}`` or ``{"warmup": 20, "seconds":
 30}``), the process counts the training loop's optimizer steps (the same steps the epochs
 count). After the warm-up it says the measured window has begun (an ``instrument`` event,
-state ``trial``, ``stage: "measuring"``); when the window is full it says ``stage: "done"`` with
-its figures, and the recorder ends the process. The figures are the window's own: steps,
+state ``trial``, ``stage: "measuring"``); when the window is full it closes the loop's open
+unit (its figures go out as at an exit, and the hooks say nothing more), says ``stage:
+"done"`` with the window's figures, and the recorder ends the process. The figures are the window's own: steps,
 seconds, steps a second, and the data wait in the window where a loader was measured.
 
 A script that ends before its window is full says what it measured (``partial: true``), or
@@ -44,12 +45,13 @@ class Trial:
     wait so far (None where no loader is measured)."""
 
     def __init__(self, spec: dict[str, Any], waited: Callable[[], float | None],
-                 say: Callable[..., None] = events.emit):
+                 say: Callable[..., None] = events.emit, before_done: Callable[[float], None] = lambda now: None):
         self.warmup = int(spec["warmup"])
         self.steps_wanted = spec.get("steps")
         self.seconds_wanted = spec.get("seconds")
         self.waited = waited
         self.say = say
+        self.before_done = before_done   # the loop's last figures go out before the process is ended
         self.steps = 0
         self.start: float | None = None
         self.wait_at_start: float | None = None
@@ -91,4 +93,6 @@ class Trial:
         if waited is not None and self.wait_at_start is not None:
             figures["data_wait_s"] = round(waited - self.wait_at_start, 6)
             figures["data_wait_share"] = round(min(1.0, figures["data_wait_s"] / seconds), 4)
+        if not partial:
+            self.before_done(now)
         self.say(events.INSTRUMENT, state="trial", stage="done", partial=partial, **figures)
