@@ -61,6 +61,7 @@ class Baseline:
     loading_cores: float            # cores the process used while its loop waited for data
     loader: dict[str, Any] | None   # the training DataLoader's arguments (None: no DataLoader)
     threads: int | None             # operator threads
+    tf_data: dict[str, Any] | None  # tf.data's maps, and how many the script left sequential
     gpus: int
     instrumented: bool              # the zero-code instrumentation saw the training loop
 
@@ -123,6 +124,7 @@ def baseline(run: Run, verdict: analysis.Verdict | None = None) -> Baseline:
         loading_cores=_loading_cores(s, all_phases),
         loader=setup.get("loader") if setup else None,
         threads=setup.get("threads") if setup else None,
+        tf_data=setup.get("tf_data") if setup else None,
         gpus=s.gpus,
         instrumented=setup is not None)
 
@@ -151,11 +153,11 @@ def predict(b: Baseline, knob: str, value: Any) -> float | None:
     busy = b.workload_cores if b.workload_cores is not None else 1.0
     waiting = b.data_wait_share or 0.0
     compute_cores = float(np.clip((busy - waiting * b.loading_cores) / max(1e-6, 1 - waiting), 1.0, b.usable_cores))
-    if knob == "num_workers":
+    if knob in ("num_workers", "map_parallel"):
         workers = int(value)
         if workers <= 0:
             return None
-        before = max(1, b.workers)
+        before = max(1, b.workers) if knob == "num_workers" else 1
         loading = wait * before   # one loader's time for a batch
         new_step = max(compute, loading / workers,
                        (compute * compute_cores + wait * b.loading_cores * before) / b.usable_cores)
@@ -180,7 +182,17 @@ def advise(run: Run, verdict: analysis.Verdict | None = None) -> list[Advice]:
     free = b.free_cores
     share = b.data_wait_share
     if share is not None and (share >= INPUT_BOUND_SHARE or verdict.label == "input-bound"):
-        if b.loader is None:
+        sequential = int((b.tf_data or {}).get("sequential_maps") or 0)
+        if b.loader is None and sequential:
+            out.append(_advice(b, "map_parallel", b.cores,
+                               f"the loop waited on its tf.data input {share:.0%} of the time and {sequential} of its "
+                               f"maps run one element at a time (num_parallel_calls unset); "
+                               f"{b.free_cores:.1f} of {b.cores} cores are free"))
+        elif b.loader is None and b.tf_data:
+            out.append(Advice(None, None, f"the loop waited on its tf.data input {share:.0%} of the time with its maps "
+                                          "already parallel: the loading itself is the cost (make each element "
+                                          "cheaper, cache or prefetch it)"))
+        elif b.loader is None:
             out.append(Advice(None, None, f"the loop waited on its input {share:.0%} of the time, but it reads "
                                           "no DataLoader: its input is made in the loop itself, which no knob set "
                                           "from outside can spread; a Dataset read by a DataLoader with workers could"))

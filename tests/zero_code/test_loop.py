@@ -222,7 +222,8 @@ def test_a_callback_owning_the_phases_silences_the_loop_but_gets_the_wait_and_st
     figures = loop.epoch_figures(1, 1.6)
     loop.finish(2.0)
     assert heard.phases() == []
-    assert [s[:2] for s in heard.said] == [("data", 1)]      # the 0.3 s prefetch is counted, not drawn
+    # how its training data is fed is said once; the 0.3 s prefetch is counted, not drawn
+    assert [s[:2] for s in heard.said] == [("setup", TRAIN_SET), ("data", 1)]
     assert figures == {"data_wait_s": pytest.approx(0.3 + 0.1), "steps": 1, "steps_per_s": round(1 / 0.5, 3)}
     assert loop.epoch_figures(1, 1.7) == {}                  # taken once
 

@@ -92,7 +92,8 @@ TRIAL_VAR = "DEVICEWATCH_TRIAL"   # JSON {"warmup": steps, "steps": N} or {"warm
 # OMP_NUM_THREADS, set in the environment for the whole process).
 LOADER_KNOBS = ("num_workers", "pin_memory", "persistent_workers", "prefetch_factor")
 THREADS = "threads"
-KNOBS = LOADER_KNOBS + (THREADS,)
+MAP_PARALLEL = "map_parallel"     # tf.data: num_parallel_calls of the maps a script left sequential
+KNOBS = LOADER_KNOBS + (THREADS, MAP_PARALLEL)
 _BOOLEAN = ("pin_memory", "persistent_workers")
 
 

@@ -107,7 +107,9 @@ class Voice:
             process = PROCESS
             loader = process.knobs.loader_setup.get(train_source) if train_source is not None else None
             threads = process.threads() if process.threads is not None else None
-            self._send(events.INSTRUMENT, state="setup", loader=loader, threads=threads)
+            tf_data = process.knobs.tf_data_setup()
+            extra = {"tf_data": tf_data} if tf_data else {}
+            self._send(events.INSTRUMENT, state="setup", loader=loader, threads=threads, **extra)
 
     def epoch(self, epoch: int, metrics: dict[str, Any], unit: str = EPOCH) -> None:
         if self._take(1):
@@ -218,6 +220,8 @@ def arm(name: str, module: Any) -> None:
             torch_hooks.arm(module, PROCESS)
         elif framework == "tensorflow":
             from . import tf_hooks
+
+            PROCESS.knobs.tensorflow(module)
 
             tf_hooks.arm(module, PROCESS)
         else:

@@ -21,7 +21,7 @@ import os
 from typing import Any, Callable
 
 from ... import events
-from . import LOADER_KNOBS, THREADS, VARY_VAR, knob_value
+from . import LOADER_KNOBS, MAP_PARALLEL, THREADS, VARY_VAR, knob_value
 
 SETUP_KEYS = LOADER_KNOBS + ("batch_size",)
 
@@ -47,6 +47,8 @@ class Knobs:
         self.applied: set[str] = set()
         self.skipped: dict[str, str] = {}
         self.loader_setup: dict[int, dict[str, Any]] = {}   # id(dataset) -> the loader's arguments
+        self.tf_maps = 0              # tf.data maps the script made ...
+        self.tf_sequential_maps = 0   # ... of which it left num_parallel_calls unset (one element at a time)
 
     # -- DataLoader -------------------------------------------------------------------------
 
@@ -116,13 +118,81 @@ class Knobs:
 
         torch.set_num_threads = set_num_threads
 
+    # -- TensorFlow -------------------------------------------------------------------------
+
+    def tensorflow(self, tf: Any) -> None:
+        """TensorFlow's operator threads to the variant's, and tf.data's maps watched (and made
+        parallel with ``map_parallel`` where the script left them sequential)."""
+        self._tf_threads(tf)
+        dataset = tf.data.Dataset
+        original = dataset.map
+        signature = inspect.signature(original)
+        knobs = self
+
+        def map(data: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A001 - the method's own name
+            try:
+                bound = signature.bind(data, *args, **kwargs)
+                bound.apply_defaults()
+                knobs.map_made(bound.arguments)
+                args, kwargs = _call_arguments(signature, bound.arguments)
+            except Exception:  # noqa: BLE001 - a call we cannot read: the script's own arguments
+                pass
+            return original(data, *args, **kwargs)
+
+        map.__wrapped__ = original  # type: ignore[attr-defined]
+        map.__doc__ = original.__doc__
+        dataset.map = map
+
+    def map_made(self, arguments: dict[str, Any]) -> None:
+        self.tf_maps += 1
+        if arguments.get("num_parallel_calls") is not None:
+            return
+        self.tf_sequential_maps += 1
+        if MAP_PARALLEL in self.vary:
+            arguments["num_parallel_calls"] = self.vary[MAP_PARALLEL]
+            if arguments.get("deterministic") is None:
+                arguments["deterministic"] = True   # the elements in the script's order, as sequentially
+            if MAP_PARALLEL not in self.applied:
+                self.applied.add(MAP_PARALLEL)
+                self.say(events.INSTRUMENT, state="varied", knob=MAP_PARALLEL, was=None, now=self.vary[MAP_PARALLEL])
+
+    def _tf_threads(self, tf: Any) -> None:
+        if THREADS not in self.vary:
+            return
+        threading = tf.config.threading
+        want = self.vary[THREADS]
+        had = threading.get_intra_op_parallelism_threads()   # 0: TensorFlow's default, every core
+        original = threading.set_intra_op_parallelism_threads
+        try:
+            original(want)
+        except RuntimeError as exc:  # TensorFlow already started its runtime
+            self.skipped[THREADS] = f"TensorFlow's threads are fixed once it has started: {exc}"
+            return
+        self.applied.add(THREADS)
+        self.say(events.INSTRUMENT, state="varied", knob=THREADS, was=had or "default", now=want)
+
+        def set_intra_op_parallelism_threads(n: int) -> None:
+            if n != want:
+                self.say(events.INSTRUMENT, state="varied", knob=THREADS, was=n, now=want, by="the script")
+            original(want)
+
+        threading.set_intra_op_parallelism_threads = set_intra_op_parallelism_threads
+
+    def tf_data_setup(self) -> dict[str, Any] | None:
+        """How tf.data fed the script, for the setup event (None: it made no map)."""
+        if not self.tf_maps:
+            return None
+        return {"maps": self.tf_maps, "sequential_maps": self.tf_sequential_maps}
+
     def at_exit(self) -> None:
         """Knobs of the variant that found nothing to apply to, and why."""
         for knob in self.vary:
             if knob in self.applied:
                 continue
-            why = self.skipped.get(knob) or ("the script made no DataLoader" if knob in LOADER_KNOBS
-                                             else "the script imported no framework whose threads it sets")
+            why = self.skipped.get(knob) or (
+                "the script made no DataLoader" if knob in LOADER_KNOBS else
+                "the script left no tf.data map sequential (or made none)" if knob == MAP_PARALLEL else
+                "the script imported no framework whose threads it sets")
             self.say(events.INSTRUMENT, state="not_applied", knob=knob, reason=why)
 
 

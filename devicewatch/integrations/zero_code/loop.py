@@ -171,6 +171,7 @@ class Loop:
         self.closed_wait = 0.0             # data wait of the units already sent
         self.wait_measured = False         # a measured loader was read in a unit already sent
         self.trial: Any = None             # a trial of ``devicewatch try`` counting steps (trial.Trial)
+        self.setup_said = False            # how the training data is fed has been said
         self.last_train_source: Hashable | None = None
         self.pending = Pending()
         self.owner: str | None = None      # the framework whose callback owns the phases
@@ -209,7 +210,7 @@ class Loop:
                 self.data.wait(start, end, self.epoch, self.lane)
             return
         if self.owner:
-            self._declared_wait(grad, start, end)
+            self._declared_wait(grad, start, end, source)
             return
         if not self.confirmed:
             self._pending_wait(source, training, first_of_pass, start, end)
@@ -323,6 +324,8 @@ class Loop:
             if name == TRAIN:
                 self.declared_counts.setdefault(epoch, EpochCounts()).close_train(now)
                 self.data.flush()
+                if not self.setup_said:  # a whole train phase read no measured loader
+                    self._say_setup(None)
             self.declared = None
 
     def epoch_figures(self, epoch: int | None, now: float) -> dict[str, Any]:
@@ -356,7 +359,7 @@ class Loop:
         if self.train_source is None and self.last_train_source is not None:
             self.train_source = self.last_train_source
             self.pass_open = True
-            self.voice.setup(self.train_source)
+            self._say_setup(self.train_source, again=True)
         if self.phase != TRAIN or self.over:
             self._train_activity(now)
 
@@ -367,10 +370,18 @@ class Loop:
         if pending.source is not None:
             self.train_source = pending.source
             self.pass_open = True
-        self.voice.setup(self.train_source)
+        self._say_setup(self.train_source)
         self.counts.data_wait += pending.data_wait
         for start, end in pending.waits:
             self.data.wait(start, end, self.epoch, self.lane)
+
+    def _say_setup(self, source: Hashable | None, again: bool = False) -> None:
+        """How the training data is fed: said once, and again when the training DataLoader is
+        learnt after training was confirmed."""
+        if self.setup_said and not again:
+            return
+        self.setup_said = True
+        self.voice.setup(source)
 
     def _pending_wait(self, source: Hashable, training: bool, first_of_pass: bool, start: float, end: float) -> None:
         pending = self.pending
@@ -387,8 +398,10 @@ class Loop:
         if len(pending.waits) < PENDING_DATA_PHASES:
             pending.waits.append((start, end))
 
-    def _declared_wait(self, grad: bool, start: float, end: float) -> None:
+    def _declared_wait(self, grad: bool, start: float, end: float, source: Hashable = None) -> None:
         declared = self.declared
+        if grad and not self.setup_said and declared is not None and declared[0] == TRAIN:
+            self._say_setup(source)
         if declared is None:
             if grad:  # a framework fetches an epoch's first batch before its callback hears of the epoch
                 self.declared_pending += end - start
