@@ -1,0 +1,394 @@
+"""The TensorFlow hooks: what a TensorFlow training loop does, fed to this process's ``Loop``.
+
+- **Data wait**: ``OwnedIterator.__next__`` (the iterator of a ``tf.data.Dataset`` in eager
+  Python: ``for x, y in dataset``, ``next(it)``) is wrapped to time how long the loop is blocked
+  in it, with two clock reads and one call a batch, like the DataLoader's ``__next__`` in
+  ``torch_hooks``. A data set is told from another by the ``Dataset`` object iterated (the
+  training set and the validation set are two), a pass by a new iterator. Calls made while a
+  graph is traced (``next(it)`` inside a ``tf.function``) are not waits and are not timed: only
+  an iterator first used in eager execution is.
+- **Keras's ``Model.fit``** on TensorFlow takes its batches inside its compiled step (the
+  ``IteratorGetNext`` op of a ``tf.function``), where no Python runs per batch and TensorFlow
+  offers no per-step reading of the time spent in that op (its ``/tensorflow/data/*`` monitoring
+  counters cannot be read from Python). So each training step is fed in Keras's own other way
+  (Keras 3.7 or newer): the batch is taken in eager Python, where the hook above times it, and
+  handed to the very same compiled step (the ``train_function``'s path for a batch given as
+  data, which Keras's next release also takes for every step). The arithmetic is the same,
+  the losses and weights byte for byte (a test checks it); a step costs no more (measured: a
+  little less, since the step no longer wraps its output in a ``tf.experimental.Optional``);
+  the step is traced once more per ``fit`` where the last batch is smaller than the others.
+  Only with ``steps_per_execution`` 1 and no distribution strategy: otherwise Keras runs as it
+  would, unmeasured (``measures_fit``).
+- **Steps and training**: ``tf.GradientTape.gradient`` and the optimizers' ``apply``
+  (Keras 3's ``BaseOptimizer.apply``, which ``apply_gradients`` calls; TensorFlow's
+  ``compat.v1`` ``Optimizer.apply_gradients``). Called eagerly, each call is a backward pass or a
+  step. Inside a ``tf.function`` they run only while it is traced: they then mark the function
+  being called (the outermost ``tf.function`` called from eager Python), and every later call of
+  a marked function (``Function.__call__``) counts as one step (or one backward pass), when it
+  returns, as PyTorch's post-step hook does.
+
+Keras's hooks are armed once its TensorFlow trainer has been imported (Keras imports
+TensorFlow, so it comes after): at once if it is loaded, else by a one-name import hook.
+
+Only the main thread's calls count (tf.data's own threads run the pipeline). A hook whose own
+work raises is restored to TensorFlow's or Keras's original and reported once; their own
+exceptions (``StopIteration``, ``OutOfRangeError``) pass through untouched.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import sys
+import threading
+import time
+import types
+import weakref
+from typing import Any, Callable
+
+from .instrument import Process
+
+_monotonic = time.monotonic
+get_ident = threading.get_ident
+_MAIN = threading.main_thread().ident
+KERAS_TRAINER = "keras.src.backend.tensorflow.trainer"
+BACKWARD, STEP = 1, 2   # what the calls of a marked tf.function are
+
+_HOOKS: _Hooks | None = None
+
+
+def arm(tf: Any, process: Process) -> None:
+    """Put the hooks in (once per process)."""
+    global _HOOKS
+    from tensorflow.python.data.ops.iterator_ops import OwnedIterator
+    from tensorflow.python.eager import context
+    from tensorflow.python.eager.backprop import GradientTape
+    from tensorflow.python.eager.polymorphic_function.polymorphic_function import Function
+    from tensorflow.python.training.optimizer import Optimizer
+
+    hooks = _Hooks(process, context.executing_eagerly, OwnedIterator)
+    hooks.wrap(OwnedIterator, "__next__", hooks.timed_next)
+    hooks.wrap(Function, "__call__", hooks.counted_call)
+    hooks.wrap(GradientTape, "gradient", hooks.counted_gradient)
+    hooks.wrap(Optimizer, "apply_gradients", hooks.counted_apply)
+    _HOOKS = hooks
+    atexit.register(hooks.at_exit)
+    trainer = sys.modules.get(KERAS_TRAINER)
+    if trainer is not None:
+        hooks.arm_keras(trainer)
+    else:
+        sys.meta_path.insert(0, _KerasWatcher(hooks))
+
+
+def measures_fit() -> bool | None:
+    """Whether Keras's latest training step on TensorFlow was measured (its batch taken where
+    the hooks time it, its step counted); None when no such step has run in this process."""
+    return _HOOKS.fit_measured if _HOOKS is not None else None
+
+
+class _Hooks:
+    def __init__(self, process: Process, executing_eagerly: Callable[[], bool], iterator_type: type):
+        self.process = process
+        self.loop = process.loop
+        self.executing_eagerly = executing_eagerly
+        self.iterator_type = iterator_type
+        self.restore: dict[str, Callable[[], None]] = {}
+        # Whether each hook still counts (a failed one is off): plain attributes, read on every
+        # batch and step.
+        self.timed_next_on = self.counted_call_on = self.counted_gradient_on = True
+        self.counted_apply_on = self.eager_fetch_on = self.at_exit_on = True
+        # The iterator that yielded last (a weak reference), its data set, and whether it runs
+        # eagerly; iterators that have yielded, to tell a new pass from a return to the last one.
+        self.last: Callable[[], Any] = lambda: None
+        self.last_source: int = 0
+        self.last_eager = False
+        self.started: weakref.WeakSet[Any] = weakref.WeakSet()
+        # The outermost tf.function called from eager Python and running now; what the calls
+        # of each marked function are (BACKWARD or STEP), by id while it lives.
+        self.calling: Any = None
+        self.marked: dict[int, int] = {}
+        self.apply_depth = 0
+        self.fit_measured: bool | None = None
+
+    def wrap(self, owner: Any, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]],
+             hook: str | None = None) -> None:
+        original = getattr(owner, name)
+        wrapper = functools.wraps(original)(make(original))
+        setattr(owner, name, wrapper)
+
+        def restore() -> None:
+            if owner.__dict__.get(name) is wrapper:
+                setattr(owner, name, original)
+
+        key = hook or make.__name__
+        before = self.restore.get(key)
+        self.restore[key] = restore if before is None else (lambda: (before(), restore()))
+
+    def failed(self, hook: str, exc: BaseException) -> None:
+        """Our bookkeeping in HOOK raised: disarm HOOK, say so once."""
+        setattr(self, hook + "_on", False)
+        try:
+            self.restore.get(hook, lambda: None)()
+        except Exception:  # noqa: BLE001 - a wrapper left in place passes straight through
+            pass
+        self.process.error("tensorflow", hook.replace("_", " "), exc)
+
+    # -- data wait ------------------------------------------------------------------------------
+
+    def timed_next(self, original: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        process, fetch, exhausted = self.process, self.loop.fetch, self.loop.exhausted
+
+        def __next__(iterator: Any) -> Any:
+            if not (self.timed_next_on and process.live and get_ident() == _MAIN):
+                return original(iterator)
+            first = False
+            if self.last() is not iterator:
+                try:
+                    first = self.yielding(iterator)
+                except Exception as exc:  # noqa: BLE001
+                    self.failed("timed_next", exc)
+                    return original(iterator)
+            if not self.last_eager:
+                return original(iterator)
+            start = _monotonic()
+            try:
+                batch = original(iterator)
+            except StopIteration:
+                end = _monotonic()
+                try:
+                    exhausted(self.last_source, end)
+                except Exception as exc:  # noqa: BLE001
+                    self.failed("timed_next", exc)
+                raise
+            end = _monotonic()
+            try:
+                fetch(self.last_source, True, first, start, end)
+            except Exception as exc:  # noqa: BLE001
+                self.failed("timed_next", exc)
+            return batch
+        return __next__
+
+    def yielding(self, iterator: Any) -> bool:
+        """ITERATOR yields now, not the last one: whether this is its first batch."""
+        self.last = weakref.ref(iterator)
+        self.last_eager = bool(self.executing_eagerly())
+        dataset = getattr(iterator, "_dataset", None)
+        self.last_source = id(dataset if dataset is not None else iterator)
+        if iterator in self.started:
+            return False
+        self.started.add(iterator)
+        return True
+
+    # -- steps ----------------------------------------------------------------------------------
+
+    def counted_call(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        process, marked = self.process, self.marked
+
+        def __call__(function: Any, *args: Any, **kwargs: Any) -> Any:
+            if self.calling is not None or not (self.counted_call_on and process.live and get_ident() == _MAIN):
+                return original(function, *args, **kwargs)
+            self.calling = function
+            try:
+                result = original(function, *args, **kwargs)
+            finally:
+                self.calling = None
+            kind = marked.get(id(function))
+            if kind is not None:
+                try:
+                    if self.executing_eagerly():
+                        if kind == STEP:
+                            self.stepped(_monotonic())
+                        else:
+                            self.loop.backward(_monotonic())
+                except Exception as exc:  # noqa: BLE001
+                    self.failed("counted_call", exc)
+            return result
+        return __call__
+
+    def mark(self, kind: int) -> None:
+        """A gradient (BACKWARD) or an optimizer step (STEP) is being traced: its calls count."""
+        function = self.calling
+        if function is None:
+            return  # traced outside a call (get_concrete_function, a saved model): not a step
+        key = id(function)
+        if key not in self.marked:
+            weakref.finalize(function, self.marked.pop, key, None)
+        self.marked[key] = max(kind, self.marked.get(key, 0))
+
+    def counted_gradient(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        process = self.process
+
+        def gradient(tape: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(tape, *args, **kwargs)
+            if self.counted_gradient_on and process.live and get_ident() == _MAIN:
+                try:
+                    if self.executing_eagerly():
+                        self.loop.backward(_monotonic())
+                    else:
+                        self.mark(BACKWARD)
+                except Exception as exc:  # noqa: BLE001
+                    self.failed("counted_gradient", exc)
+            return result
+        return gradient
+
+    def counted_apply(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        process = self.process
+
+        def apply(optimizer: Any, *args: Any, **kwargs: Any) -> Any:
+            if not (self.counted_apply_on and process.live and get_ident() == _MAIN):
+                return original(optimizer, *args, **kwargs)
+            self.apply_depth += 1  # a wrapping optimizer's apply calls its inner one's
+            try:
+                result = original(optimizer, *args, **kwargs)
+            finally:
+                self.apply_depth -= 1
+            if self.apply_depth == 0:
+                try:
+                    if self.executing_eagerly():
+                        self.stepped(_monotonic())
+                    else:
+                        self.mark(STEP)
+                except Exception as exc:  # noqa: BLE001
+                    self.failed("counted_apply", exc)
+            return result
+        return apply
+
+    def stepped(self, now: float) -> None:
+        if self.counted_gradient_on:  # steps are counted now: backward passes no longer matter
+            self.counted_gradient_on = False
+            self.restore["counted_gradient"]()
+        self.loop.step(now)
+
+    # -- Keras ----------------------------------------------------------------------------------
+
+    def arm_keras(self, trainer: Any) -> None:
+        """Keras's TensorFlow trainer is loaded: its optimizers' steps, its fit's batches."""
+        try:
+            from keras.src.optimizers.base_optimizer import BaseOptimizer
+
+            self.wrap(BaseOptimizer, "apply", self.counted_apply)
+            cls = trainer.TensorFlowTrainer
+            if _takes_data(cls):
+                self.wrap(cls, "make_train_function", self.eager_fetch)
+                if hasattr(cls, "_maybe_symbolic_build"):
+                    self.wrap(cls, "_maybe_symbolic_build", self.untimed_build, hook="eager_fetch")
+        except Exception as exc:  # noqa: BLE001
+            self.process.error("tensorflow", "arm keras", exc)
+
+    def eager_fetch(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """``make_train_function``, whose function then takes each batch in eager Python."""
+        process = self.process
+
+        def make_train_function(model: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(model, *args, **kwargs)
+            if self.eager_fetch_on and process.live:
+                try:
+                    function = model.train_function
+                    if function is not None and not getattr(function, "_devicewatch_eager_fetch", False):
+                        model.train_function = self.fetching(function, model.steps_per_execution == 1)
+                except Exception as exc:  # noqa: BLE001
+                    self.failed("eager_fetch", exc)
+            return result
+        return make_train_function
+
+    def fetching(self, function: Callable[[Any], Any], one_step: bool) -> Callable[[Any], Any]:
+        """Keras's train function, given its batch: taken from the iterator in eager Python
+        (``__next__``, timed) and handed to the function's path for a batch given as data.
+        An exhausted iterator goes to Keras as it is, which ends the epoch its own way."""
+        process, iterator_type = self.process, self.iterator_type
+
+        def train_function(iterator: Any) -> Any:
+            if not (one_step and type(iterator) is iterator_type and self.eager_fetch_on and process.live
+                    and get_ident() == _MAIN):
+                self.fit_measured = False
+                return function(iterator)
+            try:
+                batch = next(iterator)
+            except StopIteration:
+                return function(iterator)
+            self.fit_measured = self.timed_next_on and self.counted_call_on
+            return function((batch,))
+
+        train_function._devicewatch_eager_fetch = True  # type: ignore[attr-defined]
+        return train_function
+
+    def untimed_build(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """``_maybe_symbolic_build``, which takes a batch before fit's first epoch (and drops
+        it): not a wait of the training loop."""
+
+        def _maybe_symbolic_build(model: Any, *args: Any, **kwargs: Any) -> Any:
+            if not self.timed_next_on:
+                return original(model, *args, **kwargs)
+            self.timed_next_on = False
+            try:
+                return original(model, *args, **kwargs)
+            finally:
+                self.timed_next_on = True
+        return _maybe_symbolic_build
+
+    def at_exit(self) -> None:
+        if not (self.at_exit_on and self.process.live) or "torch" in self.process.armed:
+            return  # the torch hooks finish the loop where they are armed too
+        try:
+            self.loop.finish(_monotonic())
+            self.process.voice.say_left_out()
+        except Exception as exc:  # noqa: BLE001
+            self.failed("at_exit", exc)
+
+
+def _takes_data(trainer: type) -> bool:
+    """Whether Keras's train function takes a batch given as data besides an iterator: its
+    ``_make_function`` builds a ``function(iterator)`` that checks for an iterator and else
+    runs the step on each batch given (Keras 3.7 and newer)."""
+    code = getattr(getattr(trainer, "_make_function", None), "__code__", None)
+    if code is None:
+        return False
+    inner = [c for c in code.co_consts if isinstance(c, types.CodeType) and c.co_name == "function"]
+    return len(inner) == 1 and {"isinstance", "zip"} <= set(inner[0].co_names)
+
+
+class _KerasWatcher:
+    """An import hook that finds nothing itself: when Keras's TensorFlow trainer is about to be
+    imported, the other finders find it, and the Keras hooks are armed once it has run (the
+    sitecustomize's way with the frameworks themselves). Gone from sys.meta_path at once."""
+
+    def __init__(self, hooks: _Hooks):
+        self.hooks = hooks
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != KERAS_TRAINER:
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        spec = None
+        for finder in list(sys.meta_path):
+            find = getattr(finder, "find_spec", None)
+            if find is not None:
+                spec = find(name, path, target)
+                if spec is not None:
+                    break
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        spec.loader = _Arming(spec.loader, self.hooks)
+        return spec
+
+
+class _Arming:
+    """The trainer module's own loader, which then arms the Keras hooks. The module gets its
+    own loader back before it runs."""
+
+    def __init__(self, loader: Any, hooks: _Hooks):
+        self.loader = loader
+        self.hooks = hooks
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(self.loader, attribute)
+
+    def exec_module(self, module: Any) -> None:
+        spec = getattr(module, "__spec__", None)
+        if spec is not None and spec.loader is self:
+            spec.loader = self.loader
+        if getattr(module, "__loader__", None) is self:
+            module.__loader__ = self.loader
+        self.loader.exec_module(module)
+        self.hooks.arm_keras(sys.modules.get(KERAS_TRAINER, module))
