@@ -61,7 +61,7 @@ class Section:
         for row in zip(*[c.cells for c in [*self.key, *self.columns]]):
             table.add_row(*row)
         if self.lines:
-            table.caption = Text(inert("\n".join(self.lines)))
+            table.caption = Text("\n".join(inert(line) for line in self.lines))
         return table
 
     def fitted(self, width: int) -> list[Table]:

@@ -26,7 +26,7 @@ from textual.message import Message
 from textual.reactive import var
 from textual.widgets import Footer, Static
 
-from .. import compare
+from .. import analysis, compare
 from ..analysis import status_text
 from ..beside import Beside
 from ..live.model import RunModel
@@ -256,14 +256,22 @@ class CompareScreen(RedrawOnce):
         span = max(durations.values())
         return {label: View(0.0, span) for label in self.models}
 
+    def units(self) -> tuple[str, str]:
+        """What A's and B's epoch rows count: ``epoch``, or ``segment`` for step-based training."""
+        return analysis.unit(self.models["A"].epoch_rows), analysis.unit(self.models["B"].epoch_rows)
+
     def _align_text(self) -> Text:
         text = Text("x axis: ", style="bold")
         if self.align == "epoch":
-            text.append(f"epoch {self.epoch} starts at the same x in both panels", style="bold reverse")
+            a, b = self.units()
+            which = (f"{a} {self.epoch} starts at the same x in both panels" if a == b else
+                     f"{a} {self.epoch} of A and {b} {self.epoch} of B start at the same x (not the same work)")
+            text.append(which, style="bold reverse")
             text.append("; each axis counts its own run's seconds", style="grey50")
         else:
             text.append("shared time axis, both runs from their start", style="bold reverse")
-        text.append("   (e: toggle, [ ]: which epoch)", style="grey50")
+        a, b = self.units()
+        text.append(f"   (e: toggle, [ ]: which {a if a == b else f'{a}/{b}'})", style="grey50")
         return text
 
     def redraw(self) -> None:

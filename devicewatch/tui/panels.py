@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+import textwrap
 from dataclasses import dataclass, field
 from typing import Hashable, Iterable, Sequence
 
@@ -70,18 +71,22 @@ def hosts_text(model: RunModel) -> str:
 
 
 def progress_text(model: RunModel, width: int = 30) -> Text:
-    """``epoch 2/5 ██████░░░░ 40%  now: train``: from run_info ``epochs`` and finished epochs."""
+    """``epoch 2/5 ██████░░░░ 40%  now: train``: from run_info ``epochs`` and finished epochs;
+    ``segment 3 · 2 done`` for step-based training, whose segments have no total (and
+    ``epoch 3 · 2 done`` for a run that does not say how many epochs it runs)."""
     text = Text()
     total = model.epochs_total
     done = model.epochs_done
-    if total:
+    segments = bool(model.epoch_rows) and analysis.unit(model.epoch_rows) == analysis.SEGMENT_UNIT
+    if total and not segments:
         filled = round(width * min(done, total) / total)
         text.append(f"epoch {min(done + (0 if model.run.finished else 1), total)}/{total} ", style="bold")
         text.append(BAR_FULL * filled, style="green")
         text.append(BAR_EMPTY * (width - filled), style="grey37")
         text.append(f" {done}/{total} done ")
-    elif model.epoch_rows:
-        text.append(f"epoch {model.epoch_rows[-1].epoch} (total unknown) ", style="bold")
+    elif model.epoch_rows:  # segments (step-based training), or epochs of a run that does not say how many
+        text.append(f"{analysis.unit(model.epoch_rows)} {model.epoch_rows[-1].epoch} ", style="bold")
+        text.append(f"· {done} done ")
     else:
         text.append("no epochs reported ", style="grey50")
     if model.current_phase and not model.run.finished:
@@ -124,28 +129,46 @@ PHASE_BAR = {"train": "green", "validate": "yellow", "data": "dodger_blue1", "co
 NO_PHASE = "grey37"
 
 
-def epoch_bars(rows: list[analysis.EpochRow], width: int, max_rows: int = 40) -> Text:
-    """One bar per epoch with a segment per named phase (data, train, copy, validate, …, lanes
-    merged) and the time in no phase, scaled to the longest; the newest ``max_rows`` epochs.
-    Where the run says how long its loop waited on data (``data_wait_s``, or ``data`` phases),
-    each epoch also gets that share of its time (``wait 23%``)."""
+def _loop_text(row: analysis.EpochRow) -> str:
+    """``  loop  2.2s waited  98%``: the training loop's time and the share of it spent waiting
+    on data, so that a loop that mostly waited never reads as no training."""
+    loop = f"{row.train_loop:4.1f}s" if row.train_loop > 0 else "    -"
+    share = row.loop_wait_share
+    return f"  loop {loop} waited " + (f"{share:4.0%}" if share is not None else "   -")
+
+
+def epoch_bars(rows: list[analysis.EpochRow], width: int, max_rows: int = 40,
+               unmeasured: str | None = None) -> Text:
+    """One bar per epoch (or segment) with a segment per named phase (data, train, copy,
+    validate, …, lanes merged) and the time in no phase, scaled to the longest; the newest
+    ``max_rows`` of them. Where the run says how long its loop waited on data (``data_wait_s``,
+    or ``data`` phases), each also gets its training loop's seconds and the share of them spent
+    waiting (``loop 2.2s waited 98%``: the verdict's share); where it has them, its ``steps``.
+    ``unmeasured`` (``analysis.Unmeasured.text``) says once, last, why a data wait is missing."""
     text = Text()
     if not rows:
         text.append("no epochs yet", style="grey50")
         return text
     names = analysis.phase_names(rows)
-    shares = [r.data_wait_share for r in rows]
-    waits = any(share is not None for share in shares)
+    waits = any(r.data_wait is not None for r in rows)
+    steps = [r.metrics.get("steps") for r in rows]
+    steps_w = max((len(str(n)) for n in steps if n is not None), default=0)
     for i, name in enumerate(names):
         text.append(("  " if i else "") + "█ " + inert(name), style=PHASE_BAR.get(name, "cyan"))
     text.append("  █ no phase", style=NO_PHASE)
-    text.append("   (seconds" + ("; wait: share of the epoch waiting on data)\n" if waits else ")\n"), style="grey50")
+    text.append("   (seconds" + ("; loop: the training loop, data waits included; waited: its share "
+                                 "waiting on data)\n" if waits else ")\n"), style="grey50")
     longest = max(max(r.total, sum(r.phases.values())) for r in rows) or 1.0
     numbers = [" = " + " + ".join(f"{r.phases.get(n, 0.0):.1f}" for n in names) + f" + {r.untracked:.1f}"
-               + ((f"  wait {share:4.0%}" if share is not None else "  wait    -") if waits else "")
-               for r, share in zip(rows, shares)]
+               + (_loop_text(r) if waits else "")
+               + (f"  {inert(str(n)) if n is not None else '-':>{steps_w}} steps" if steps_w else "")
+               for r, n in zip(rows, steps)]
     bar_w = max(8, width - 12 - max(len(n) for n in numbers))
-    for row, figures in list(zip(rows, numbers))[-max(1, max_rows):]:
+    # The legend and the note wrap in a narrow panel: the lines they take beyond the legend's
+    # first come out of the rows shown, so the newest rows stay on screen.
+    extra = -(-(text.cell_len - 1) // width) - 1 + (len(textwrap.wrap(unmeasured, width)) if unmeasured else 0)
+    shown = max(1, max_rows - extra)
+    for row, figures in list(zip(rows, numbers))[-shown:]:
         scale = bar_w / longest
         used = 0
         text.append(f"{row.epoch:>4} ")
@@ -157,6 +180,8 @@ def epoch_bars(rows: list[analysis.EpochRow], width: int, max_rows: int = 40) ->
         text.append("█" * rest, style=NO_PHASE)
         text.append(" " * max(0, bar_w - used - rest))
         text.append(f" {row.total:4.1f}s{figures}\n")
+    if unmeasured:
+        text.append(inert(unmeasured) + "\n", style="grey50")
     return text
 
 
@@ -180,15 +205,28 @@ def cost_text(model: RunModel) -> Text:
 
 @dataclass(frozen=True, eq=False)
 class EpochRows:
-    """The epochs a panel shows; equal when their ``version`` is (the rows are not compared)."""
+    """The epochs a panel shows, and why a data wait is missing (``analysis.Unmeasured.text``);
+    equal when their ``version`` is (the rows are not compared)."""
 
     rows: list[analysis.EpochRow] = field(default_factory=list)
     version: Hashable = None
+    unmeasured: str | None = None
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, EpochRows) and self.version == other.version
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def epoch_rows(model: RunModel, shown: EpochRows | None = None) -> EpochRows:
+    """The model's epochs for the epochs panel (SHOWN itself where nothing changed), versioned
+    by the rows and by whether the run has ended (its end record says whether the zero-code
+    instrumentation was active): why a data wait is missing is worked out once per change."""
+    version = (model.epochs_version, model.run.finished)
+    if shown is not None and shown.version == version:
+        return shown
+    found = analysis.data_wait_unmeasured(model.run, model.epoch_rows, model.phases)
+    return EpochRows(model.epoch_rows, version, found.text if found else None)
 
 
 class TextPanel(Widget):
@@ -324,7 +362,8 @@ class EpochBars(TextPanel):
 
     def _fit(self) -> None:
         if self.size.height > 0:
-            self.text = epoch_bars(self.epochs.rows, max(30, self.size.width), max(1, self.size.height - 1))
+            self.text = epoch_bars(self.epochs.rows, max(30, self.size.width), max(1, self.size.height - 1),
+                                   self.epochs.unmeasured)
 
 
 _CONTROL = re.compile("[\u0000-\u0014]")

@@ -342,7 +342,11 @@ class RunScreen(RedrawOnce):
                 view, model.samples_version, palette, t, rss, _nice_top(_visible_max(t, rss, view), 16), "M", overlay)
             self._set("cost", panels.cost_text(model))
         if self._visible("epochs"):
-            self.query_one("#epochs", panels.EpochBars).epochs = panels.EpochRows(model.epoch_rows, model.epochs_version)
+            bars = self.query_one("#epochs", panels.EpochBars)
+            rows = panels.epoch_rows(model, bars.epochs)
+            if rows is not bars.epochs:
+                bars.epochs = rows
+                bars.border_title = f"{analysis.units_text(analysis.unit(rows.rows))}: time per phase"
         self._new_lines += model.take_logs()
         self._write_log(force or not self.source.running)
 
@@ -429,8 +433,8 @@ class RunScreen(RedrawOnce):
         elif model.run.finished:
             end = model.run.end or {}
             status = end.get("status", "?")
-            state = {"ok": "FINISHED", "cancelled": "CANCELLED", "failed": "FAILED"}.get(status, status.upper())
-            style = "bold black on green" if status == "ok" else "bold white on red" if status != "cancelled" \
+            state = {"ok": "FINISHED", "trial": "TRIAL OVER", "cancelled": "CANCELLED", "failed": "FAILED"}.get(status, status.upper())
+            style = "bold black on green" if status in ("ok", "trial") else "bold white on red" if status != "cancelled" \
                 else "bold black on yellow"
         elif source.live:
             state, style = ("STOPPING" if source.stop_requested else "LIVE"), "bold black on cyan"

@@ -49,8 +49,11 @@ async def test_the_epochs_panel_shows_each_epochs_data_wait(tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: first_frame(app) and "wait" in str(app.screen.query_one("#epochs").render()))
         lines = str(app.screen.query_one("#epochs").render()).splitlines()
-        assert "wait: share of the epoch waiting on data" in lines[0] + lines[1]
-        assert [line.split("wait")[-1].strip() for line in lines if line.strip()[:1].isdigit()] == ["30%", "25%"]
+        assert "loop: the training loop, data waits included; waited: its share waiting on data" in lines[0] + lines[1]
+        # Each epoch's loop is its train phase, 10 s: epoch 1 waited 3 s of it (its data phases),
+        # epoch 2 2.5 s (its metric).
+        assert [line.split("=")[-1].split("  ", 1)[1] for line in lines if line.strip()[:1].isdigit()] \
+            == ["loop 10.0s waited  30%", "loop 10.0s waited  25%"]
 
 
 @pytest.mark.asyncio
@@ -65,3 +68,82 @@ async def test_the_comparison_views_epoch_table_shows_the_data_wait(tmp_path):
         rendered = "\n".join("".join(s.text for s in strip) for strip in strips)
         # epoch 1: 30% in A, 10% in B (1 s of data phases); epoch 2: 25% and 10% (the metric)
         assert "data wait" in rendered and "30% → 10%" in rendered and "25% → 10%" in rendered, rendered
+
+
+# -- segments, a loop that mostly waited, a data wait not measured --------------------------------
+
+def test_the_epochs_panel_shows_segments_with_their_steps_and_why_no_data_wait(tmp_path):
+    from devicewatch.tui.panels import epoch_bars
+    from tests.unit.test_units_and_wait import segment_run
+
+    run = segment_run(tmp_path / "s.jsonl")
+    found = analysis.data_wait_unmeasured(run, analysis.epochs(run))
+    lines = epoch_bars(analysis.epochs(run), 60, 10, found.text).plain.splitlines()
+    # Figures " = 2.0 + 0.5 + 0.0  250 steps" (29 wide) leave a 60 - 12 - 29 = 19-cell bar:
+    # 7.6 cells a second of the longest 2.5 s, train 15 and validate 4 (the total is padded
+    # to 4). No loop column: nothing measured a wait.
+    assert lines == ["█ train  █ validate  █ no phase   (seconds)",
+                     *[f"{k:>4} {'█' * 19}  2.5s = 2.0 + 0.5 + 0.0  250 steps" for k in (1, 2, 3)],
+                     "data wait: not measured — the training loop read no DataLoader or tf.data dataset"]
+
+
+def test_the_epochs_panel_shows_a_waiting_loop_as_a_loop_that_waited(tmp_path):
+    from devicewatch.tui.panels import epoch_bars
+    from tests.unit.test_units_and_wait import waiting_run
+
+    rows = analysis.epochs(waiting_run(tmp_path / "w.jsonl"))
+    lines = epoch_bars(rows, 100, 10).plain.splitlines()
+    # Epoch 1: data 2.2 s, train 0.1 s, validate 0.2 s; its loop 2.3 s waited 2.2 s (96%).
+    assert [line.split("s = ")[1] for line in lines[1:]] == [
+        "2.2 + 0.1 + 0.2 + 0.0  loop  2.3s waited  96%  100 steps",
+        "0.5 + 1.5 + 0.5 + 0.0  loop  2.0s waited  25%  100 steps"]
+
+
+def test_the_progress_line_of_a_segment_run_counts_segments_without_a_total(tmp_path):
+    from devicewatch.live.model import RunModel
+    from devicewatch.tui.panels import progress_text
+    from tests.unit.test_units_and_wait import segment_run
+
+    model = RunModel(segment_run(tmp_path / "s.jsonl"))
+    model.refresh_phases()
+    assert progress_text(model).plain == "segment 3 · 3 done "
+    live = RunModel(segment_run(tmp_path / "live.jsonl", finished=False))
+    live.refresh_phases()
+    # Segment 3 trains (its phase open), two are done.
+    assert progress_text(live).plain == "segment 3 · 2 done  now: train"
+
+
+@pytest.mark.asyncio
+async def test_the_run_screen_titles_the_panel_segments_and_says_why_once(tmp_path):
+    from tests.unit.test_units_and_wait import segment_run
+
+    path = tmp_path / "s.jsonl"
+    segment_run(path)
+    app = DashboardApp(DashboardSettings(), open_replay(str(path)))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: first_frame(app) and "segment" in str(app.screen.query_one("#progress").render()))
+        panel = app.screen.query_one("#epochs")
+        await until(pilot, lambda: "not measured" in str(panel.render()))
+        assert panel.border_title == "segments: time per phase"
+        text = str(panel.render())
+        assert text.count("not measured") == 1 and "250 steps" in text
+
+
+@pytest.mark.asyncio
+async def test_the_comparison_view_titles_segments_and_says_why_a_side_has_no_wait(tmp_path):
+    from tests.unit.test_units_and_wait import segment_run
+
+    a = segment_run(tmp_path / "a.jsonl")
+    b = segment_run(tmp_path / "b.jsonl", wait=0.5)
+    app = DashboardApp(DashboardSettings(), compare=(a, b))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: first_frame(app) and app.screen.query(".cmp-table"))
+        table = app.screen.query(".cmp-table").first()
+        strips = table.render_lines(Region(0, 0, table.size.width, table.size.height))
+        rendered = "\n".join("".join(s.text for s in strip) for strip in strips)
+        assert rendered.startswith("Segments (Δ = B − A;"), rendered
+        # B waited 0.5 s of each 2 s loop: 25%; A read no loader, said once under the table.
+        assert "- → 25%" in rendered and "250 / 250" in rendered
+        assert rendered.count("not measured") == 1
+        assert "A: data wait: not measured — the training loop read no DataLoader or tf.data dataset" \
+            in " ".join(rendered.split())
