@@ -12,7 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from .. import analysis
+from .. import advice, analysis
 from ..runfile import Run
 from ..safe_text import inert
 from .fit import DEFAULT_WIDTH, PER_CORE_TEXT_LIMIT, Column, fit, output_width
