@@ -98,3 +98,20 @@ def test_a_framework_a_pth_file_imported_before_the_hook_existed_is_armed(tmp_pa
     result, _ = run_instrumented(tmp_path, [str(venv / "bin" / "python"), str(script)], ENV, timeout=240)
     assert result.returncode == 0, result.stderr.decode()[-3000:]
     assert json.loads(result.stdout.decode().strip().splitlines()[-1]) == {"armed": ["torch"], "errors": []}
+
+
+def test_not_active_names_what_was_found_and_never_claims_no_training(tmp_path):
+    """A script that imports torch but trains outside the hooks' sight (here: none at all), and
+    prints Keras-style epoch lines: the reason names torch and the epochs read from the output."""
+    from devicewatch import runfile
+
+    from test_scripts import run_devicewatch
+
+    out = tmp_path / "run.jsonl"
+    code = "import torch\nfor e in (1, 2):\n    torch.ones(3).sum()\n    print(f'Epoch {e}/2')\n"
+    result = run_devicewatch(["--record", str(out), "--quiet", "--", sys.executable, "-c", code], tmp_path)
+    assert result.returncode == 0, result.stderr
+    reason = runfile.load(out).end["instrument"]["reason"]
+    assert reason.startswith("torch imported in 1 process, but its hooks saw no training step")
+    assert reason.endswith("the epochs were read from the workload's output instead")
+    assert "no process of the workload" not in reason
