@@ -89,8 +89,8 @@ def last_lane_to_finish(phases: list, epoch: int) -> str | None:
     return max(ends, key=ends.get) if ends else None
 
 
-def compare(case, report: dict, phases: list) -> list[tuple[str, Any, Any]]:
-    """(field, devicewatch read, truth) for every field read differently from the truth."""
+def compare(case, report: dict, phases: list) -> list[tuple[str, Any, Any, bool]]:
+    """(field, devicewatch read, truth, whether they agree) for every field of the truth."""
     rows = report["epochs"]
     numbers = list(range(1, max(len(rows), case.units) + 1))
     checks: list[tuple[str, Any, Any, bool | None]] = [
@@ -127,8 +127,7 @@ def compare(case, report: dict, phases: list) -> list[tuple[str, Any, Any]]:
              [last_lane_to_finish(phases, n) for n in range(1, case.units + 1)],
              [f"rank {r}" for r in case.last_rank], None),
         ]
-    return [(name, read, truth) for name, read, truth, ok in checks
-            if not (ok if ok is not None else read == truth)]
+    return [(name, read, truth, ok if ok is not None else read == truth) for name, read, truth, ok in checks]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
@@ -142,7 +141,10 @@ def test_devicewatch_reads_the_shape(case, tmp_path):
         pytest.importorskip("keras")
     out, report, elapsed = record(tmp_path, case.command(), case.environment())
     phases = analysis.phases(runfile.load(out))
-    wrong = compare(case, report, phases)
-    summary = "\n".join(f"  {name}: devicewatch read {read!r}, truth {truth!r}" for name, read, truth in wrong)
-    print(f"{case.id}: recorded in {elapsed:.1f} s")
-    assert not wrong, f"{case.id} ({case.note}), recorded in {elapsed:.1f} s:\n{summary}"
+    checks = compare(case, report, phases)
+    print(f"{case.id}: recorded in {elapsed:.1f} s; verdict {report['verdict']['label']!r}")
+    for name, read, truth, ok in checks:
+        print(f"  {'ok   ' if ok else 'WRONG'} {name}: read {read!r}, truth {truth!r}")
+    wrong = "\n".join(f"  {name}: devicewatch read {read!r}, truth {truth!r}"
+                      for name, read, truth, ok in checks if not ok)
+    assert not wrong, f"{case.id} ({case.note}), recorded in {elapsed:.1f} s:\n{wrong}"

@@ -32,7 +32,7 @@ x_val, y_val = make_arrays(128, seed=2)
 def load_example(index):
     """Stands in for reading and decoding one file: slow, and in Python."""
     i = int(index.numpy())
-    time.sleep(0.002)
+    time.sleep(0.003)
     return x_train[i], y_train[i]
 
 
