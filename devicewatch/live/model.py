@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import advice as advice_
 from .. import analysis, events
 from ..downsample import minmax_rows, minmax_rows_bytes
 from ..runfile import Run
@@ -205,6 +206,7 @@ class RunModel:
         self.local_markers: list[tuple[float, str]] = []  # dropped here, not (yet) in the file
         self.open_phases = events.PhaseTracker()
         self.verdict: analysis.Verdict | None = None
+        self.advice: list[advice_.Advice] = []   # beside the verdict, worked out with it
         self._verdict_at = -1e9
         self._verdict_version = -1
         self._phases_version = -1
@@ -444,6 +446,8 @@ class RunModel:
         # A merged run's node is judged against its own ranks' phases, which ``machine`` holds.
         self.verdict = analysis.verdict(self.machine, self.series(),
                                         all_phases=self.phases if self.machine is self.run else None)
+        # What to try next rests on the verdict's figures: worked out with it, never in a render.
+        self.advice = advice_.shown(self.machine, self.verdict)
         return True
 
     @property

@@ -31,7 +31,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from .drawing import format_seconds
-from .. import analysis
+from .. import advice, analysis
 from ..live.model import RunModel
 from ..safe_text import inert
 
@@ -95,15 +95,22 @@ def progress_text(model: RunModel, width: int = 30) -> Text:
     return text
 
 
-def verdict_text(model: RunModel) -> Text:
+def verdict_text(model: RunModel, try_key: bool = False) -> Text:
+    """The verdict, then one line per advice the model worked out with it (``advice.text``:
+    the knob, the figure it rests on, the predicted gain); ``try_key`` says that ``t`` tries it."""
     host = model.host
     text = Text(f"verdict {inert(host)}: " if host else "verdict: ", style="bold")
     if model.verdict is None:
         text.append("waiting for samples…", style="grey50")
-    else:
-        text.append(inert(model.verdict.text))
-        if not model.run.finished:
-            text.append("  (so far)", style="grey50")
+        return text
+    text.append(inert(model.verdict.text))
+    if not model.run.finished:
+        text.append("  (so far)", style="grey50")
+    for item in model.advice:
+        text.append("\nadvice: ", style="bold")
+        text.append(inert(advice.text(item)), style="not bold")
+    if try_key:
+        text.append("  (t: try it)", style="grey50 not bold")
     return text
 
 

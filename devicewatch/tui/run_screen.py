@@ -27,6 +27,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, Static
 
 from .. import analysis
+from ..advice import Advice
 from ..live.model import RunModel
 from ..live.source import LiveSource, Source
 from ..render.palette import NORMAL, PRESENTER, Palette
@@ -95,6 +96,7 @@ class RunScreen(RedrawOnce):
         Binding("y", "yscale", "Y 0-100/auto"),
         Binding("l", "toggle_log", "Log", show=False),
         Binding("h", "next_host", "Next host"),
+        Binding("t", "try_advice", "Try the advice"),
         Binding("escape", "back", "Back", show=False),
     ]
 
@@ -106,6 +108,16 @@ class RunScreen(RedrawOnce):
             super().__init__()
             self.screen = screen
             self.status = status
+
+    class TryWanted(Message):
+        """Try the run's advice: ``command`` (the run's own ``-- COMMAND``) as written and once
+        per advised knob (``advised``), as ``devicewatch try`` runs them; the app asks first."""
+
+        def __init__(self, screen: "RunScreen", command: list[str], advised: list[Advice]) -> None:
+            super().__init__()
+            self.screen = screen
+            self.command = command
+            self.advised = advised
 
     class HomeWanted(Message):
         """Back to the home screen, which this screen was opened without (a replay or a run
@@ -134,6 +146,7 @@ class RunScreen(RedrawOnce):
         self._slow_at = -1e9
         self._error_noted = False
         self._saw_finished = False
+        self._try_offered = False
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -259,7 +272,22 @@ class RunScreen(RedrawOnce):
             return isinstance(self.source, LiveSource) and self.source.running
         if action == "next_host":  # a merged run's charts show one node at a time
             return self.model is not None and len(self.model.run.host_labels) > 1
+        if action == "try_advice":  # a run of a command whose advice names a knob
+            return self._try_offered
         return True
+
+    def _tryable(self) -> tuple[list[str], list[Advice]] | None:
+        """The run's command and the advice that names a knob, when ``t`` can try them: a run of
+        ``-- COMMAND`` (a registered workload is devicewatch's own, not the user's script)."""
+        model = self.model
+        if model is None:
+            return None
+        workload = model.run.header.get("workload") or {}
+        command = workload.get("command")
+        advised = [a for a in model.advice if a.knob is not None]
+        if workload.get("name") or not isinstance(command, list) or not command or not advised:
+            return None
+        return [str(word) for word in command], advised
 
     # -- drawing -----------------------------------------------------------------------------
 
@@ -296,7 +324,11 @@ class RunScreen(RedrawOnce):
         if self.source.error:
             self._note_error()
         model.refresh_phases()
-        model.refresh_verdict(force=force or model.run.finished)
+        if model.refresh_verdict(force=force or model.run.finished):
+            offered = self._tryable() is not None
+            if offered != self._try_offered:
+                self._try_offered = offered
+                self.refresh_bindings()
         view = self._view()
         # The status line and the bottom row (workload charts, cost, epochs, log) change every
         # tick too, but are read at a glance: refreshing them once a second keeps most frames
@@ -307,7 +339,7 @@ class RunScreen(RedrawOnce):
             self._slow_at = now
             self._set("status", self._status(model, view))
         self._set("progress", panels.progress_text(model, 40 if self.presenter else 30))
-        self._set("verdict", panels.verdict_text(model))
+        self._set("verdict", panels.verdict_text(model, try_key=self._try_offered))
         palette = self.palette
         overlay = overlay_of(model)
         t = model.t.values
@@ -525,6 +557,18 @@ class RunScreen(RedrawOnce):
         self.model = RunModel(self.model.run, host=following)
         self.model.take_logs()  # the log panel already holds every line
         self._redraw_soon()
+
+    def action_try_advice(self) -> None:
+        """Ask the app to try the advice on the run's command (after the run: two workloads at
+        once would share the cores and each would measure the other)."""
+        tryable = self._tryable()
+        if tryable is None:
+            self.notify("nothing to try: the advice names no knob, or this is no run of a command", severity="warning")
+            return
+        if self.source.running:
+            self.notify("the run is still recording: try its advice when it has finished", severity="warning")
+            return
+        self.post_message(self.TryWanted(self, *tryable))
 
     def action_toggle_log(self) -> None:
         log = self.query_one("#log")
