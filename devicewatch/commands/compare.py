@@ -1,7 +1,9 @@
 """``devicewatch compare A B``: two runs side by side, in the dashboard or as a table.
 
 ``--pair WORKLOAD --a OPTS --b OPTS`` records the two runs first, one after the other: two
-workloads at once would share the cores and each would measure the other.
+workloads at once would share the cores and each would measure the other. ``compare DIR`` (or
+``DIR/trials.json``) shows the variants ``devicewatch try`` saved there, all of them, in the
+trials view (or as ``try`` printed them, with ``--text``; ``--json``: the set).
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ import shlex
 import subprocess
 import sys
 import time
-from typing import TextIO
+from pathlib import Path
+from typing import Any, TextIO
 
-from .. import analysis, registry
+from .. import advice, analysis, registry, trials
 from ..compare import comparison, to_dict
 from ..errors import DevicewatchError, UsageError
 from ..recorder import check_interval, record_argv
@@ -29,7 +32,8 @@ HELP = "two runs side by side (dashboard, --text table or --json)"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = ("Put two recorded runs side by side: totals and speedup, epochs, "
                           "utilization per phase, GPU idle time and dips, verdicts.")
-    parser.add_argument("files", nargs="*", metavar="FILE", help="two run files, A then B")
+    parser.add_argument("files", nargs="*", metavar="FILE",
+                        help="two run files, A then B; or one folder of devicewatch try (or its trials.json)")
     parser.add_argument("--text", action="store_true", help="print the comparison as a table")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--pair", metavar="WORKLOAD", help="record WORKLOAD twice (options --a, then --b), then compare")
@@ -53,8 +57,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         if args.options_a is not None or args.options_b is not None or args.out or args.pair_interval:
             raise UsageError("compare: --a, --b, --out and --interval go with --pair WORKLOAD")
+        if len(args.files) == 1 and trials_file(args.files[0]) is not None:
+            return _show_trials(args, trials_file(args.files[0]))  # type: ignore[arg-type]
         if len(args.files) != 2:
-            raise UsageError(f"compare: give two run files, A and B (got {len(args.files)})")
+            raise UsageError(f"compare: give two run files, A and B, or a folder of devicewatch try "
+                             f"(got {len(args.files)} files)")
         path_a, path_b = args.files
     run_a, run_b = load(path_a), load(path_b)
     if args.json:
@@ -118,3 +125,72 @@ def _last_error(path: str) -> str:
     except DevicewatchError:
         return ""
     return f": {line}" if line else ""
+
+
+# -- a saved set of devicewatch try ---------------------------------------------------------
+
+def trials_file(path: str) -> Path | None:
+    """The trials.json that PATH is, or holds (a folder of ``devicewatch try``); None otherwise."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / trials.TRIALS_FILE
+        return p if p.is_file() else None
+    return p if p.name == trials.TRIALS_FILE else None
+
+
+def _number(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{value!r} is not a number")
+    return float(value)
+
+
+def load_trials(path: Path) -> tuple[trials.TrialSet, str]:
+    """The set ``trials.save`` wrote, read back, and its folder; or a one-line UsageError. A
+    variant's run file is looked for beside trials.json first (the folder may have been moved)."""
+    try:
+        data = json.loads(path.read_text())
+        folder = str(path.parent)
+        results = []
+        for v in data["variants"]:
+            saved = str(v.get("run_file") or "")
+            beside = os.path.join(folder, os.path.basename(saved))
+            results.append(trials.TrialResult(
+                trials.Variant(v.get("knob"), v.get("value")), beside if os.path.exists(beside) else saved,
+                str(v.get("status", "unknown")), _number(v.get("steps_per_s")),
+                _number(v.get("predicted_steps_per_s")), _number(v.get("data_wait_share")),
+                _number(v.get("cores_busy")), _number(v.get("gpu_busy")),
+                str(v["verdict"]) if v.get("verdict") is not None else None,
+                [str(x) for x in v.get("varied") or []], [str(x) for x in v.get("not_applied") or []],
+                str(v["note"]) if v.get("note") is not None else None))
+        advised = [advice.Advice(a.get("knob"), a.get("value"), str(a.get("why", "")),
+                                 _number(a.get("predicted_steps_per_s")), _number(a.get("predicted_gain")))
+                   for a in data.get("advice") or []]
+        stopped = data.get("stopped")
+        trial_set = trials.TrialSet([str(w) for w in data["command"]], dict(data["budget"]), results, advised,
+                                    str(stopped) if stopped is not None else None)
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise UsageError(f"{path} is not the trials.json of devicewatch try ({type(exc).__name__}: {exc})") from None
+    return trial_set, folder
+
+
+def _show_trials(args: argparse.Namespace, path: Path) -> int:
+    trial_set, folder = load_trials(path)
+    if args.json:
+        print(json.dumps(trial_set.to_json(), indent=2, default=str))
+        return 0
+    if not args.text:
+        try:
+            from ..tui.app import launch_trials
+        except ImportError:
+            print("devicewatch: the dashboard's trials view is not available; printing the table", file=sys.stderr)
+        else:
+            return launch_trials(trial_set, folder, presenter=bool(args.presenter))
+    print(trials.table_text(trial_set.results))
+    if trial_set.stopped:
+        print(trial_set.stopped)
+    print(trial_set.headline())
+    return 0

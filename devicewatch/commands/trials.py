@@ -2,7 +2,8 @@
 
 The script as written runs first, for a trial; then each variant (``--vary``, or what the first
 trial's advice names), each predicted from the first trial's figures and then measured. The
-variants side by side, the winner in one line; ``--json`` for one object.
+variants side by side, the winner in one line; ``--json`` for one object. On a terminal the
+trials view then opens on the set (``--no-view`` not to).
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="DIR", help="a new folder for the recordings (default runs/try-DATE-TIME)")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
     parser.add_argument("--echo", action="store_true", help="show the script's output during the trials")
+    parser.add_argument("--no-view", action="store_true",
+                        help="do not open the trials view at the end (it opens when stdout is a terminal)")
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
                         help="the command to try, after --")
 
@@ -95,5 +98,12 @@ def run(args: argparse.Namespace) -> int:
     if trial_set.stopped:
         print(trial_set.stopped)
     print(trial_set.headline())
-    print(f"recordings and trials.json in {folder}/")
+    print(f"recordings and trials.json in {folder}/", flush=True)
+    if args.no_view or not sys.stdout.isatty():
+        return 0
+    try:
+        from ..tui.app import launch_trials
+    except ImportError:  # the dashboard's extra is not installed: the table above is the result
+        return 0
+    launch_trials(trial_set, folder, presenter=bool(getattr(args, "presenter", False)))
     return 0

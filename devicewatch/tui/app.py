@@ -1,4 +1,4 @@
-"""The dashboard application and ``launch``/``launch_compare``, what the commands call.
+"""The dashboard application and ``launch``/``launch_compare``/``launch_trials``, what the commands call.
 
 Everything the app needs comes in through its constructor (its settings and where the run
 comes from), so tests and the screenshot script build it the same way the commands do. Bad
@@ -8,6 +8,8 @@ before the terminal is taken over, with a one-line error.
 
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -18,14 +20,17 @@ from textual.binding import Binding
 from textual.reactive import var
 from textual.screen import Screen
 
+from .. import trials
+from ..errors import UsageError
 from ..live.source import LiveSource, Source, end_runs_on_hangup, open_replay, previous_run
 from ..registry import Target
 from ..runfile import Run, RunFileError, load
 from ..safe_text import markup
 from .compare import CompareScreen, open_compare
-from .dialogs import QuitDuringRun
+from .dialogs import ConfirmTrials, QuitDuringRun
 from .home_screen import HomeScreen
 from .run_screen import TICK, RunScreen
+from .trials_screen import TRY_SECONDS, TRY_WARMUP, Runner, TrialsScreen, run_trial_beside
 
 STORY_PAUSE = 4.0  # seconds a finished run of a story stays on screen before the next step
 
@@ -54,11 +59,16 @@ class DashboardApp(App[int]):
 
     def __init__(self, settings: DashboardSettings | None = None, start: Source | None = None,
                  tick: float = TICK, compare: tuple[Run, Run] | None = None,
-                 story: Sequence[Target] = (), story_pause: float = STORY_PAUSE):
+                 story: Sequence[Target] = (), story_pause: float = STORY_PAUSE,
+                 trial_set: tuple[trials.TrialSet, str] | None = None, trial_runner: Runner | None = None):
         super().__init__()
         self.settings = settings or DashboardSettings()
         self.start_source = start
         self.start_compare = compare
+        self.start_trials = trial_set   # a saved set of devicewatch try and its folder
+        # How a trial started from the dashboard is recorded (tests give a runner of their own).
+        self.trial_runner: Runner = trial_runner or partial(run_trial_beside, interval=self.settings.interval,
+                                                            gpu=self.settings.gpu)
         self.tick = tick
         self.set_reactive(DashboardApp.presenter, self.settings.presenter)
         self.story = list(story)
@@ -74,6 +84,9 @@ class DashboardApp(App[int]):
         self.set_class(self.presenter, "-presenter")
         if self.start_compare is not None:  # devicewatch compare A B: the comparison alone
             self.push_screen(CompareScreen(*self.start_compare))
+            return
+        if self.start_trials is not None:  # devicewatch try, or compare DIR/trials.json: the set alone
+            self.push_screen(TrialsScreen.saved(*self.start_trials))
             return
         if self.start_source is not None:  # the run first; the home screen once escape asks for it
             self.push_screen(RunScreen(self.start_source, self.tick))
@@ -131,6 +144,39 @@ class DashboardApp(App[int]):
         if self.story:  # the story's last word, printed when the dashboard closes
             self.story_headline = message.comparison.headline
 
+    # -- trying the advice --------------------------------------------------------------------
+
+    def on_run_screen_try_wanted(self, message: RunScreen.TryWanted) -> None:
+        """``t`` on a run screen: the run's command as written and once per advised knob, each a
+        trial of the default window, in a new folder of the runs folder; asked first."""
+        variants = [trials.Variant()]
+        for item in message.advised:
+            variant = trials.Variant(item.knob, item.value)
+            if variant not in variants:
+                variants.append(variant)
+        budget = trials.budget_of(None, TRY_SECONDS, TRY_WARMUP)
+        folder = os.path.join(self.settings.runs_dir, time.strftime("try-%Y%m%d-%H%M%S"))
+        plan = trials.plan_text(message.command, variants, budget, folder, more_from_advice=False)
+
+        def chosen(run: bool | None) -> None:
+            if not run:
+                return
+            try:
+                made = trials.new_folder(folder)
+            except (UsageError, OSError) as exc:
+                self.notify(markup(str(exc)), severity="error")
+                return
+            self.push_screen(TrialsScreen.running(message.command, variants, budget, made, self.trial_runner))
+
+        self.push_screen(ConfirmTrials(plan), chosen)
+
+    def trials_screen(self) -> TrialsScreen | None:
+        """The screen whose trials are running now, if any."""
+        for screen in self.screen_stack:
+            if isinstance(screen, TrialsScreen) and screen.trials_running:
+                return screen
+        return None
+
     # -- starting runs -----------------------------------------------------------------------
 
     def start_live(self, target: Target) -> None:
@@ -170,6 +216,10 @@ class DashboardApp(App[int]):
     # -- actions -----------------------------------------------------------------------------
 
     async def action_quit(self) -> None:
+        running_trials = self.trials_screen()
+        if running_trials is not None:  # the trial running now is cancelled and its file finished first
+            running_trials.stop(quit_after=True)
+            return
         screen = self.run_screen()
         if screen is not None:
             screen.poll_now()  # the end record may have arrived since the last tick
@@ -270,6 +320,13 @@ def launch_story(settings: DashboardSettings, story: Sequence[Target],
     end_runs_on_hangup()
     code = app.run()
     return (code if isinstance(code, int) else 0), app.story_headline, app.story_files
+
+
+def launch_trials(trial_set: trials.TrialSet, folder: str, presenter: bool = False) -> int:
+    """``devicewatch try`` (at its end) and ``devicewatch compare DIR``: the trials view alone."""
+    app = DashboardApp(DashboardSettings(presenter=presenter), trial_set=(trial_set, folder))
+    code = app.run()
+    return code if isinstance(code, int) else 0
 
 
 def launch_compare(run_a: Run, run_b: Run, presenter: bool = False) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -39,4 +40,33 @@ class QuitDuringRun(ModalScreen[str]):
         self.dismiss(event.button.id or "cancel")
 
     def action_choose(self, choice: str) -> None:
+        self.dismiss(choice)
+
+
+class ConfirmTrials(ModalScreen[bool]):
+    """Before trials start: what will run, how many times, for how long, and where it is written
+    (``trials.plan_text``). The script runs unchanged each time, whatever it writes included."""
+
+    BINDINGS = [Binding("escape", "choose(False)", "Cancel"),
+                Binding("y", "choose(True)", "Run the trials")]
+
+    def __init__(self, plan: str):
+        super().__init__()
+        self.plan = plan
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static("Try the advice on the script?", id="question")
+            yield Static(Text(self.plan), id="explain")
+            with Horizontal(id="choices"):
+                yield Button("Run the trials (y)", id="run", variant="warning")
+                yield Button("Cancel (esc)", id="cancel", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one("#cancel", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "run")
+
+    def action_choose(self, choice: bool) -> None:
         self.dismiss(choice)
