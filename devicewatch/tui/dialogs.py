@@ -59,14 +59,14 @@ class ConfirmTrials(ModalScreen[bool]):
             yield Static("Try the advice on the script?", id="question")
             yield Static(Text(self.plan), id="explain")
             with Horizontal(id="choices"):
-                yield Button("Run the trials (y)", id="run", variant="warning")
-                yield Button("Cancel (esc)", id="cancel", variant="primary")
+                yield Button("Run the trials (y)", id="trials-run", variant="warning")
+                yield Button("Cancel (esc)", id="trials-cancel", variant="primary")
 
     def on_mount(self) -> None:
-        self.query_one("#cancel", Button).focus()
+        self.query_one("#trials-cancel", Button).focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "run")
+        self.dismiss(event.button.id == "trials-run")
 
     def action_choose(self, choice: bool) -> None:
         self.dismiss(choice)

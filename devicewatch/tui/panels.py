@@ -311,6 +311,16 @@ class TextPanel(Widget):
         return Strip.blank(self.size.width, self.rich_style)
 
 
+class LinesPanel(TextPanel):
+    """A ``TextPanel`` whose lines are never wrapped: each is one row, cut with an ellipsis where
+    it is wider than the panel. The verdict and a line per advice cost their count in rows at
+    any width (on a 100-column screen a wrapped verdict and advice took the charts' rows)."""
+
+    def _wrapped(self, width: int) -> list[Content]:
+        content = Content.from_rich_text(self.text, self.app.console)
+        return [line.truncate(max(width, 1), ellipsis=True) for line in content.split("\n", allow_blank=True)]
+
+
 class RenderedTable(Widget):
     """A Rich table drawn as strips, rendered once per width.
 

@@ -153,7 +153,7 @@ class RunScreen(RedrawOnce):
     def compose(self) -> ComposeResult:
         yield panels.TextPanel(id="status")
         yield panels.TextPanel(id="progress")
-        yield panels.TextPanel(id="verdict")
+        yield panels.LinesPanel(id="verdict")
         yield panels.TextPanel(id="no-gpu")
         with Horizontal(id="top"):
             with Vertical(id="cpu-panel", classes="panel"):

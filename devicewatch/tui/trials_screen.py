@@ -145,8 +145,9 @@ class TrialsRun:
                         trial_set.stopped = ("the script as written was not measured, so no variant can be "
                                              "compared with it")
                         break
-            if self._stop:
-                trial_set.stopped = f"stopped after {len(trial_set.results)} of {n} trials: {self._stop}"
+            done = trial_set.results
+            if self._stop and (len(done) < n or done[-1].status == "cancelled"):  # not when it came too late
+                trial_set.stopped = f"stopped after {len(done)} of {n} trials: {self._stop}"
         except Exception as exc:  # noqa: BLE001 - said on the screen; what was measured is saved
             trial_set.stopped = f"the trials stopped: {type(exc).__name__}: {exc}"
             post(TrialsScreen.TrialsFailed(exc))
@@ -369,7 +370,12 @@ class TrialsScreen(RedrawOnce):
             return text
         if self.trials_running:
             return Text("starting the trials…", style="bold")
+        if self._stopped_before_a_variant():  # "nothing to try" would be untrue: none was run
+            return Text(inert(self.trial_set.stopped or ""), style="bold")
         return Text(inert(self.trial_set.headline()), style="bold")
+
+    def _stopped_before_a_variant(self) -> bool:
+        return bool(self.trial_set.stopped) and len(self.trial_set.results) == 1 and len(self.rows) > 1
 
     def _plan(self) -> Text:
         budget = self.trial_set.budget
@@ -425,7 +431,7 @@ class TrialsScreen(RedrawOnce):
             for item in self.trial_set.advice:
                 if item.knob is None:
                     line("as written: ", advice_.text(item))
-            if self.trial_set.stopped:
+            if self.trial_set.stopped and not self._stopped_before_a_variant():
                 line("", self.trial_set.stopped, "yellow")
         return text
 
