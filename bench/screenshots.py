@@ -3,7 +3,10 @@
 The lecture story of ``devicewatch demo``, shot as it happens: the ``pipeline`` workload runs
 serially live in the dashboard (one shot mid-run, one when it has finished and shows the whole
 run), then overlapped; their comparison is shot, the serial run in presenter mode at 100×30,
-and the home screen with every workload. They go under screenshots/ as SVG only: Textual
+and the home screen with every workload. Then ``devicewatch try`` runs for real on a training
+script whose Dataset waits on each item (``tests/zero_code/trial_scripts/sleepy_dataset.py``,
+copied as ``train.py``): the script as written and the variant its advice names, and the
+trials view of that set is shot (``try``). ``--only try`` shoots that alone. They go under screenshots/ as SVG only: Textual
 writes SVG itself (no converter to install), the text in it stays text (searchable, diffable,
 sharp at any size on a slide), and the README and docs show SVG directly.
 """
@@ -12,6 +15,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -81,8 +87,53 @@ async def shoot_compare(path_a: Path, path_b: Path, name: str) -> None:
         app.save_screenshot(f"{name}.svg", str(OUT))
 
 
+TRY_SCRIPT = ROOT / "tests" / "zero_code" / "trial_scripts" / "sleepy_dataset.py"
+
+
+async def shoot_trials(folder: Path, name: str) -> None:
+    from devicewatch.commands.compare import load_trials
+    from devicewatch.tui.app import DashboardApp
+    from devicewatch.tui.charts import AreaChart
+
+    app = DashboardApp(trial_set=load_trials(folder / "trials.json"))
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(100):
+            await pilot.pause(0.1)
+            charts = list(app.screen.query(AreaChart))
+            if charts and all(c.rebuilds for c in charts):
+                break
+        await pilot.pause(0.5)
+        app.save_screenshot(f"{name}.svg", str(OUT))
+
+
+def shoot_try(name: str = "try") -> None:
+    """``devicewatch try`` for real (the script as written, then what its advice names), then
+    the trials view of the set it saved. Run in a folder of its own, as ``python train.py``:
+    the command and the folder in the picture are what a user types."""
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        shutil.copy(TRY_SCRIPT, work / "train.py")
+        env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
+                   PYTHONPATH=str(ROOT))
+        subprocess.run([sys.executable, "-m", "devicewatch", "try", "--steps", "40", "--warmup", "5", "--out", "try",
+                        "--no-view", "--", "python", "train.py"], cwd=work, env=env, check=True)
+        here = os.getcwd()
+        os.chdir(work)  # the folder shown is the relative one the command was given
+        try:
+            asyncio.run(shoot_trials(Path("try"), name))
+        finally:
+            os.chdir(here)
+
+
 def main() -> int:
+    parser = argparse.ArgumentParser(description="Render the dashboard's screenshots under screenshots/.")
+    parser.add_argument("--only", choices=["try"], help="shoot only the trials view of a real try")
+    args = parser.parse_args()
     OUT.mkdir(exist_ok=True)
+    if args.only == "try":
+        shoot_try()
+        print((OUT / "try.svg").relative_to(ROOT))
+        return 0
     serial, overlapped = story_targets()
     with tempfile.TemporaryDirectory() as tmp:
         runs = Path(tmp)
@@ -92,9 +143,10 @@ def main() -> int:
         asyncio.run(shoot_compare(path_a, path_b, "dashboard-compare"))
         asyncio.run(shoot(path_a, "dashboard-presenter", presenter=True, size=PRESENTER_SIZE))
         asyncio.run(shoot(None, "dashboard-home", runs=runs))
+    shoot_try()
     names = ["dashboard-compare", "dashboard-pipeline-live", "dashboard-pipeline-serial",
              "dashboard-pipeline-overlapped-live", "dashboard-pipeline-overlapped", "dashboard-presenter",
-             "dashboard-home"]
+             "dashboard-home", "try"]
     for name in names:
         print((OUT / f"{name}.svg").relative_to(ROOT))
     return 0
