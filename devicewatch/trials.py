@@ -16,7 +16,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, TextIO
 
 import numpy as np
 
@@ -86,7 +86,7 @@ class TrialSet:
     stopped: str | None = None     # why the trials stopped before the last (Ctrl-C)
 
     def headline(self) -> str:
-        return headline(self.results, self.advice)
+        return headline(self.results, self.advice, self.stopped)
 
     def to_json(self) -> dict[str, Any]:
         return {"command": self.command, "budget": self.budget, "headline": self.headline(),
@@ -153,16 +153,18 @@ def trial_path(folder: str, index: int, variant: Variant) -> str:
 
 
 def run_trial(command: list[str], variant: Variant, budget: dict[str, Any], path: str,
-              interval: float = 0.1, gpu: bool = True, echo: bool = False,
-              started: Callable[[Any], None] | None = None) -> Run:
-    """Record one trial of COMMAND with VARIANT; returns its run. Stopped unmeasured at the limit."""
+              started: Callable[[Any], None] | None = None, interval: float = 0.1, gpu: bool = True,
+              echo: bool = False, terminal: TextIO | None = None) -> Run:
+    """Record one trial of COMMAND with VARIANT; returns its run. Stopped unmeasured at the
+    limit; STARTED gets the recorder (its ``cancel(reason)`` stops the trial). TERMINAL takes
+    what the recorder would write to ours (a dashboard's trials write nothing there)."""
     options = RecordOptions(output=path, command=command, interval=interval, gpu=gpu, echo=echo,
                             status_line=False, environment=variant.environment(budget), trial=True)
     limit = limit_of(budget)
     timers: list[threading.Timer] = []
 
     def on_start(recorder: Any) -> None:
-        why = f"the trial's limit of {limit:.0f} s was reached before its window was measured"
+        why = f"{STOPPED_BY} of {limit:.0f} s was reached before its window was measured"
         timer = threading.Timer(limit, recorder.cancel, args=(why,))
         timer.daemon = True
         timer.start()
@@ -171,7 +173,7 @@ def run_trial(command: list[str], variant: Variant, budget: dict[str, Any], path
             started(recorder)
 
     try:
-        record(options, on_start=on_start)
+        record(options, on_start=on_start, out=terminal, err=terminal)
     finally:
         for timer in timers:
             timer.cancel()
@@ -213,15 +215,18 @@ def result_of(run: Run, variant: Variant, predicted: float | None = None) -> Tri
     return result
 
 
-def headline(results: list[TrialResult], given_advice: list[advice_.Advice] | None = None) -> str:
+def headline(results: list[TrialResult], given_advice: list[advice_.Advice] | None = None,
+             stopped: str | None = None) -> str:
     """The winner against the script as written, predicted beside measured, and the data wait."""
     base = results[0] if results else None
     if base is None:
-        return "no trial ran"
+        return stopped or "no trial ran"
     if not base.steps_per_s:
         return f"the script as written was not measured: {base.note or base.status}"
     measured = [r for r in results[1:] if r.steps_per_s]
     if not measured:
+        if len(results) == 1 and stopped:
+            return f"as written: {base.steps_per_s:.1f} steps/s; {stopped}"
         if len(results) == 1:
             why = next((a.why for a in given_advice or [] if a.knob is None), None)
             return f"as written: {base.steps_per_s:.1f} steps/s; nothing to try" + (f": {why}" if why else "")
@@ -237,6 +242,98 @@ def headline(results: list[TrialResult], given_advice: list[advice_.Advice] | No
     if base.data_wait_share is not None and best.data_wait_share is not None:
         text += f"; data wait {base.data_wait_share:.0%} → {best.data_wait_share:.0%}"
     return text
+
+
+STOPPED_BY = "the trial's limit"   # a cancel for this reason ends one trial, not the set
+
+
+def run_set(command: list[str], variants: list[Variant], budget: dict[str, Any], folder: str,
+            runner: Callable[..., Run] = run_trial, stop: Callable[[], str | None] = lambda: None,
+            on_trial: Callable[[int, int, Variant, float | None, str], None] = lambda *a: None,
+            on_result: Callable[[int, TrialResult, Run, TrialSet], None] = lambda *a: None,
+            into: TrialSet | None = None) -> TrialSet:
+    """The trials of a set, one after another: the script as written (VARIANTS[0]) first; each
+    variant predicted from its figures before it runs, measured after. Given only the script as
+    written, the variants are what its advice names. RUNNER(command, variant, budget, path) records
+    one trial; STOP says why no further trial should run (None: go on), and a trial cancelled
+    other than by its limit stops the set too (Ctrl-C). ON_TRIAL(index, of, variant, predicted,
+    path) and ON_RESULT(index, result, run, the set so far: the advice is in it after the first
+    trial) follow it. The set is saved as trials.json however
+    it ends, into INTO where given (the caller then holds what was measured if a trial raises)."""
+    variants = list(variants)
+    trial_set = into if into is not None else TrialSet(command, budget)
+    base: advice_.Baseline | None = None
+    from_advice = len(variants) == 1
+    try:
+        index = 0
+        while index < len(variants) and not stop():
+            variant = variants[index]
+            predicted = advice_.predict(base, variant.knob, variant.value) if base and variant.knob else None
+            path = trial_path(folder, index + 1, variant)
+            on_trial(index, len(variants), variant, predicted, path)
+            run = runner(command, variant, budget, path)
+            result = result_of(run, variant, predicted)
+            trial_set.results.append(result)
+            reason = str((run.end or {}).get("reason") or "")
+            if result.status == "cancelled" and not reason.startswith(STOPPED_BY):
+                trial_set.stopped = f"stopped after {index + 1} of {len(variants)} trials: {reason}"
+                on_result(index, result, run, trial_set)
+                break
+            if index == 0:
+                base = advice_.baseline(run)
+                trial_set.advice = advice_.advise(run)
+            on_result(index, result, run, trial_set)
+            if index == 0:
+                if not result.steps_per_s:
+                    trial_set.stopped = "the script as written was not measured, so no variant can be compared with it"
+                    break
+                if from_advice:
+                    variants += [Variant(a.knob, a.value) for a in trial_set.advice if a.knob is not None]
+            index += 1
+        why = stop()
+        if why and trial_set.stopped is None and len(trial_set.results) < len(variants):
+            trial_set.stopped = f"stopped after {len(trial_set.results)} of {len(variants)} trials: {why}"
+    finally:
+        save(trial_set, folder)
+    return trial_set
+
+
+def load_set(path: str) -> tuple[TrialSet, str]:
+    """The set ``save`` wrote, read back, and its folder; or a one-line UsageError. A variant's
+    run file is looked for beside trials.json first (the folder may have been moved)."""
+    def number(value: Any) -> float | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"{value!r} is not a number")
+        return float(value)
+
+    try:
+        with open(path) as f:
+            data = json.load(f)
+        folder = os.path.dirname(path) or "."
+        results = []
+        for v in data["variants"]:
+            saved = str(v.get("run_file") or "")
+            beside = os.path.join(folder, os.path.basename(saved))
+            results.append(TrialResult(
+                Variant(v.get("knob"), v.get("value")), beside if os.path.exists(beside) else saved,
+                str(v.get("status", "unknown")), number(v.get("steps_per_s")), number(v.get("predicted_steps_per_s")),
+                number(v.get("data_wait_share")), number(v.get("cores_busy")), number(v.get("gpu_busy")),
+                str(v["verdict"]) if v.get("verdict") is not None else None,
+                [str(x) for x in v.get("varied") or []], [str(x) for x in v.get("not_applied") or []],
+                str(v["note"]) if v.get("note") is not None else None))
+        advised = [advice_.Advice(a.get("knob"), a.get("value"), str(a.get("why", "")),
+                                  number(a.get("predicted_steps_per_s")), number(a.get("predicted_gain")))
+                   for a in data.get("advice") or []]
+        stopped = data.get("stopped")
+        trial_set = TrialSet([str(w) for w in data["command"]], dict(data["budget"]), results, advised,
+                             str(stopped) if stopped is not None else None)
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise UsageError(f"{path} is not the trials.json of devicewatch try ({type(exc).__name__}: {exc})") from None
+    return trial_set, folder
 
 
 def table_text(results: list[TrialResult]) -> str:

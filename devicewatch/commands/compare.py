@@ -16,9 +16,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
-from .. import advice, analysis, registry, trials
+from .. import analysis, registry, trials
 from ..compare import comparison, to_dict
 from ..errors import DevicewatchError, UsageError
 from ..recorder import check_interval, record_argv
@@ -138,47 +138,8 @@ def trials_file(path: str) -> Path | None:
     return p if p.name == trials.TRIALS_FILE else None
 
 
-def _number(value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{value!r} is not a number")
-    return float(value)
-
-
-def load_trials(path: Path) -> tuple[trials.TrialSet, str]:
-    """The set ``trials.save`` wrote, read back, and its folder; or a one-line UsageError. A
-    variant's run file is looked for beside trials.json first (the folder may have been moved)."""
-    try:
-        data = json.loads(path.read_text())
-        folder = str(path.parent)
-        results = []
-        for v in data["variants"]:
-            saved = str(v.get("run_file") or "")
-            beside = os.path.join(folder, os.path.basename(saved))
-            results.append(trials.TrialResult(
-                trials.Variant(v.get("knob"), v.get("value")), beside if os.path.exists(beside) else saved,
-                str(v.get("status", "unknown")), _number(v.get("steps_per_s")),
-                _number(v.get("predicted_steps_per_s")), _number(v.get("data_wait_share")),
-                _number(v.get("cores_busy")), _number(v.get("gpu_busy")),
-                str(v["verdict"]) if v.get("verdict") is not None else None,
-                [str(x) for x in v.get("varied") or []], [str(x) for x in v.get("not_applied") or []],
-                str(v["note"]) if v.get("note") is not None else None))
-        advised = [advice.Advice(a.get("knob"), a.get("value"), str(a.get("why", "")),
-                                 _number(a.get("predicted_steps_per_s")), _number(a.get("predicted_gain")))
-                   for a in data.get("advice") or []]
-        stopped = data.get("stopped")
-        trial_set = trials.TrialSet([str(w) for w in data["command"]], dict(data["budget"]), results, advised,
-                                    str(stopped) if stopped is not None else None)
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise UsageError(f"{path} is not the trials.json of devicewatch try ({type(exc).__name__}: {exc})") from None
-    return trial_set, folder
-
-
 def _show_trials(args: argparse.Namespace, path: Path) -> int:
-    trial_set, folder = load_trials(path)
+    trial_set, folder = trials.load_set(str(path))
     if args.json:
         print(json.dumps(trial_set.to_json(), indent=2, default=str))
         return 0

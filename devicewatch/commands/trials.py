@@ -57,39 +57,25 @@ def run(args: argparse.Namespace) -> int:
     folder = trials.new_folder(args.out)
     say = sys.stderr if args.json else sys.stdout
     print(trials.plan_text(command, variants, budget, folder, more_from_advice=len(variants) == 1), file=say, flush=True)
-    trial_set = trials.TrialSet(command, budget)
     interval = getattr(args, "interval", None) or 0.1
     gpu = getattr(args, "gpu", None)
-    base_figures = None
-    index = 0
-    while index < len(variants):
-        variant = variants[index]
-        predicted = advice.predict(base_figures, variant.knob, variant.value) if base_figures and variant.knob else None
-        ahead = f" (predicted {predicted:.1f} steps/s)" if predicted else ""
-        print(f"trial {index + 1}/{len(variants)}: {variant.label}{ahead} …", file=say, flush=True)
-        path = trials.trial_path(folder, index + 1, variant)
-        run_ = trials.run_trial(command, variant, budget, path, interval=interval,
+
+    def runner(command: list[str], variant: trials.Variant, budget: dict, path: str):
+        return trials.run_trial(command, variant, budget, path, interval=interval,
                                 gpu=True if gpu is None else gpu, echo=args.echo)
-        result = trials.result_of(run_, variant, predicted)
-        trial_set.results.append(result)
+
+    def on_trial(index: int, of: int, variant: trials.Variant, predicted: float | None, path: str) -> None:
+        ahead = f" (predicted {predicted:.1f} steps/s)" if predicted else ""
+        print(f"trial {index + 1}/{of}: {variant.label}{ahead} …", file=say, flush=True)
+
+    def on_result(index: int, result: trials.TrialResult, run: object, so_far: trials.TrialSet) -> None:
         measured = f"{result.steps_per_s:.1f} steps/s" if result.steps_per_s else f"not measured: {result.note}"
         wait = f", data wait {result.data_wait_share:.0%}" if result.data_wait_share is not None else ""
         print(f"  {measured}{wait}; {result.verdict}", file=say, flush=True)
-        if result.status == "cancelled" and "limit" not in (run_.end or {}).get("reason", ""):
-            trial_set.stopped = f"stopped after {index + 1} of {len(variants)} trials: {(run_.end or {}).get('reason')}"
-            break
-        if index == 0:
-            base_figures = advice.baseline(run_)
-            trial_set.advice = advice.advise(run_)
-            if len(variants) == 1:
-                variants += [trials.Variant(a.knob, a.value) for a in trial_set.advice if a.knob is not None]
-                if len(variants) > 1:
-                    print("advice: " + "; ".join(advice.text(a) for a in trial_set.advice if a.knob), file=say, flush=True)
-            if not result.steps_per_s:
-                trial_set.stopped = "the script as written was not measured, so no variant can be compared with it"
-                break
-        index += 1
-    trials.save(trial_set, folder)
+        if index == 0 and len(variants) == 1:
+            print("advice: " + "; ".join(advice.text(a) for a in so_far.advice), file=say, flush=True)
+
+    trial_set = trials.run_set(command, variants, budget, folder, runner, on_trial=on_trial, on_result=on_result)
     if args.json:
         print(json.dumps(trial_set.to_json(), indent=2, default=str))
         return 0

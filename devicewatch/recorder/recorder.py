@@ -398,17 +398,21 @@ def claim(path: str, overwrite: bool = False) -> int:
     return fd
 
 
-def record(options: RecordOptions, on_start: Callable[[Recorder], None] | None = None) -> int:
+def record(options: RecordOptions, on_start: Callable[[Recorder], None] | None = None,
+           out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Run a recorder with Ctrl-C, SIGTERM and a hang-up (its terminal closed) turned into a
     clean cancel of the workload, as any program started from a shell ends with its terminal.
-    A hang-up ignored when the recorder starts (``nohup``) stays ignored: the user chose so."""
-    recorder = Recorder(options)
+    A hang-up ignored when the recorder starts (``nohup``) stays ignored: the user chose so.
+    Off the main thread (a dashboard's trials beside its UI) the signals stay the main
+    thread's, as Python requires: the caller cancels through ``on_start``'s recorder."""
+    recorder = Recorder(options, out=out, err=err)
 
     def handle(signum: int, _frame: Any) -> None:
         recorder.cancel(CANCEL_SIGNALS[signal.Signals(signum)])
 
+    on_main = threading.current_thread() is threading.main_thread()
     previous = {sig: signal.signal(sig, handle) for sig in CANCEL_SIGNALS
-                if signal.getsignal(sig) is not signal.SIG_IGN or sig != signal.SIGHUP}
+                if on_main and (signal.getsignal(sig) is not signal.SIG_IGN or sig != signal.SIGHUP)}
     try:
         if on_start:
             on_start(recorder)

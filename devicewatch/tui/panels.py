@@ -28,7 +28,6 @@ from textual.selection import Selection
 from textual.strip import Strip
 from textual.visual import Visual
 from textual.widget import Widget
-from textual.widgets import Static
 
 from .drawing import format_seconds
 from .. import advice, analysis

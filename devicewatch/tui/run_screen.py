@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
 
 import numpy as np
 from rich.text import Text
@@ -24,7 +23,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.reactive import var
 from textual.widget import Widget
-from textual.widgets import Footer, Static
+from textual.widgets import Footer
 
 from .. import analysis
 from ..advice import Advice

@@ -36,7 +36,6 @@ from .. import trials
 from ..errors import RecorderError, RunFileError
 from ..live.model import RunModel
 from ..live.source import ReplaySource, open_replay
-from ..recorder import Recorder, RecordOptions
 from ..render.palette import NORMAL, PRESENTER
 from ..runfile import Run, load
 from ..safe_text import inert, markup
@@ -59,25 +58,10 @@ Runner = Callable[[list[str], trials.Variant, dict[str, Any], str, Callable[[Any
 def run_trial_beside(command: list[str], variant: trials.Variant, budget: dict[str, Any], path: str,
                      started: Callable[[Any], None] | None = None, interval: float = 0.1,
                      gpu: bool = True) -> Run:
-    """``trials.run_trial`` for a thread beside the dashboard's: the same recording (a variant's
-    environment, ended on purpose once its window is measured, cancelled at the trial's limit),
-    without the signal handlers ``recorder.record`` installs, which Python allows on the main
-    thread only, and which are the dashboard's own there. Nothing is written to the terminal."""
-    options = RecordOptions(output=path, command=command, interval=interval, gpu=gpu, echo=False,
-                            status_line=False, environment=variant.environment(budget), trial=True)
-    recorder = Recorder(options, out=io.StringIO(), err=io.StringIO())
-    limit = trials.limit_of(budget)
-    timer = threading.Timer(limit, recorder.cancel,
-                            args=(f"the trial's limit of {limit:.0f} s was reached before its window was measured",))
-    timer.daemon = True
-    timer.start()
-    try:
-        if started:
-            started(recorder)
-        recorder.run()
-    finally:
-        timer.cancel()
-    return load(path)
+    """``trials.run_trial`` for a thread beside the dashboard's: nothing written to the terminal
+    (the recorder's notices go to a buffer; the signals stay the dashboard's)."""
+    return trials.run_trial(command, variant, budget, path, started, interval=interval, gpu=gpu,
+                            terminal=io.StringIO())
 
 
 # -- trials running now ----------------------------------------------------------------------
@@ -120,43 +104,29 @@ class TrialsRun:
 
     def _work(self) -> None:
         post = self.screen.post_message
-        trial_set = self.trial_set
-        base: advice_.Baseline | None = None
-        n = len(self.variants)
         try:
-            for index, variant in enumerate(self.variants):
-                if self._stop:
-                    break
-                predicted = advice_.predict(base, variant.knob, variant.value) if base and variant.knob else None
-                path = trials.trial_path(self.folder, index + 1, variant)
-                post(TrialsScreen.TrialStarted(index, predicted, path))
-                run = self.runner(self.command, variant, self.budget, path, self._started)
-                with self._lock:
-                    self._recorder = None
-                result = trials.result_of(run, variant, predicted)
-                trial_set.results.append(result)
-                post(TrialsScreen.TrialMeasured(index, result, run))
-                if self._stop:
-                    break
-                if index == 0:
-                    base = advice_.baseline(run)
-                    trial_set.advice = advice_.advise(run)
-                    if not result.steps_per_s:
-                        trial_set.stopped = ("the script as written was not measured, so no variant can be "
-                                             "compared with it")
-                        break
-            done = trial_set.results
-            if self._stop and (len(done) < n or done[-1].status == "cancelled"):  # not when it came too late
-                trial_set.stopped = f"stopped after {len(done)} of {n} trials: {self._stop}"
+            trials.run_set(
+                self.command, self.variants, self.budget, self.folder, into=self.trial_set,
+                runner=lambda command, variant, budget, path: self._one(command, variant, budget, path),
+                stop=lambda: self._stop,
+                on_trial=lambda index, of, variant, predicted, path: post(TrialsScreen.TrialStarted(index, predicted, path)),
+                on_result=lambda index, result, run, so_far: post(TrialsScreen.TrialMeasured(index, result, run)))
         except Exception as exc:  # noqa: BLE001 - said on the screen; what was measured is saved
-            trial_set.stopped = f"the trials stopped: {type(exc).__name__}: {exc}"
+            self.trial_set.stopped = f"the trials stopped: {type(exc).__name__}: {exc}"
             post(TrialsScreen.TrialsFailed(exc))
+            try:
+                trials.save(self.trial_set, self.folder)
+            except OSError as error:
+                post(TrialsScreen.TrialsFailed(RecorderError(f"cannot save {self.folder}/{trials.TRIALS_FILE}: "
+                                                             f"{error.strerror}")))
+        post(TrialsScreen.TrialsEnded(self.trial_set))
+
+    def _one(self, command: list[str], variant: trials.Variant, budget: dict[str, Any], path: str) -> Run:
         try:
-            trials.save(trial_set, self.folder)
-        except OSError as exc:
-            post(TrialsScreen.TrialsFailed(RecorderError(f"cannot save {self.folder}/{trials.TRIALS_FILE}: "
-                                                         f"{exc.strerror}")))
-        post(TrialsScreen.TrialsEnded(trial_set))
+            return self.runner(command, variant, budget, path, self._started)
+        finally:
+            with self._lock:
+                self._recorder = None
 
 
 # -- the view --------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("textual")
 
 from devicewatch import advice, runfile, trials  # noqa: E402
-from devicewatch.commands.compare import load_trials  # noqa: E402
+from devicewatch.trials import load_set as load_trials  # noqa: E402
 from devicewatch.errors import UsageError  # noqa: E402
 from devicewatch.live.source import open_replay  # noqa: E402
 from devicewatch.tui.app import DashboardApp, DashboardSettings  # noqa: E402

@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("pytest_textual_snapshot")
 
-from devicewatch.commands.compare import load_trials  # noqa: E402
+from devicewatch.trials import load_set as load_trials  # noqa: E402
 from devicewatch.tui.app import DashboardApp, DashboardSettings  # noqa: E402
 from devicewatch.tui.charts import AreaChart  # noqa: E402
 from tests.conftest import until  # noqa: E402
