@@ -213,8 +213,10 @@ def advise(run: Run, verdict: analysis.Verdict | None = None) -> list[Advice]:
             verdict.label in ("input-bound", "GPU underused", "validation-bound"):
         out.append(Advice("pin_memory", True, "the GPU waits between steps and the DataLoader hands it pageable "
                                               "host memory (pin_memory=False): pinned memory copies without a staging copy"))
-    if verdict.label in ("single-core-bound", "partly parallel") and b.threads is not None and b.threads < b.cores:
-        out.append(_advice(b, "threads", b.cores,
+    more = int(b.free_cores + 0.05)   # whole cores free: threads beyond them fight other programs
+    if verdict.label in ("single-core-bound", "partly parallel") and b.threads is not None and b.threads < b.cores \
+            and more >= 1:
+        out.append(_advice(b, "threads", min(b.cores, b.threads + more),
                            f"{verdict.label}: PyTorch runs its operators on {b.threads} thread{'s' * (b.threads != 1)} "
                            f"and {max(0.0, free):.1f} of {b.cores} cores are free"))
     if not out:

@@ -23,7 +23,7 @@ import numpy as np
 from . import advice as advice_
 from . import analysis, events
 from .errors import UsageError
-from .integrations.zero_code import THREADS, TRIAL_VAR, VARY_VAR
+from .integrations.zero_code import TRIAL_VAR, VARY_VAR
 from .recorder import RecordOptions, record
 from .runfile import Run, load
 
@@ -48,8 +48,6 @@ class Variant:
         env = {TRIAL_VAR: json.dumps(budget)}
         if self.knob is not None:
             env[VARY_VAR] = json.dumps({self.knob: self.value})
-            if self.knob == THREADS:  # OpenMP reads it once, at start-up: set for the whole process
-                env["OMP_NUM_THREADS"] = str(self.value)
         return env
 
 

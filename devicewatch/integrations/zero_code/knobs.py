@@ -3,7 +3,8 @@ script set up itself (which ``report``'s advice reads).
 
 The variant comes in ``DEVICEWATCH_VARY`` (``{"num_workers": 2}``): every DataLoader the script
 makes is made with those arguments instead of its own, and PyTorch's operator threads are set
-to ``threads`` (the script's own ``torch.set_num_threads`` too gets the variant's number). Each
+to ``threads`` (the script's own ``torch.set_num_threads`` too gets the variant's number), with
+``OMP_NUM_THREADS`` set to the same for what starts after. Each
 change is said once as an ``instrument`` event, state ``varied``, with the knob, the value the
 script had and the one it got; a knob that found nothing to apply to (no DataLoader made, a
 ``prefetch_factor`` for a loader without workers) is said at the exit, state ``not_applied``,
@@ -106,8 +107,11 @@ class Knobs:
             return
         want = self.vary[THREADS]
         original = torch.set_num_threads
-        had = torch.get_num_threads()
+        had = torch.get_num_threads()   # the script's own: torch's default, or its OMP_NUM_THREADS
         original(want)
+        # OpenMP's other users in this process (and its children) start with the same number:
+        # set now, before any of them has made its pool (torch makes its own at the first parallel op)
+        os.environ["OMP_NUM_THREADS"] = str(want)
         self.applied.add(THREADS)
         self.say(events.INSTRUMENT, state="varied", knob=THREADS, was=had, now=want)
 
