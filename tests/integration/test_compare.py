@@ -358,5 +358,5 @@ def test_overlapped_epochs_are_said_to_overlap(tmp_path):
     assert [e.b.total for e in c.epochs] == [pytest.approx(6.0), pytest.approx(4.5)]
     overlap = [n for n in c.notes if "overlap" in n]
     assert overlap == ["B's epochs overlap (part of one epoch runs beside the next): its epoch totals add up "
-                       "to 10.5s but span 8.5s, so an epoch can take longer and the run still finish sooner"]
+                       "to 10.5s but span 8.5s, so one epoch can take longer and the run still finish sooner"]
     assert not any("overlap" in n for n in compare.comparison(load(a), load(a)).notes)

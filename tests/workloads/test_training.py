@@ -187,7 +187,8 @@ def test_ddp_with_two_gloo_ranks_reports_a_lane_per_rank(tmp_path):
     (info_event,) = events_of(run, "run_info")                # rank 0 describes the run
     assert info_event["info"]["world_size"] == 2 and info_event["info"]["dist_backend"] == "gloo"
     lanes = {(e["lane"], e["name"], e["epoch"]) for e in events_of(run, "phase_end")}
-    assert lanes == {(f"rank{r}", name, epoch) for r in (0, 1)
+    # the workload's "rank0" lane is given as every rank's lane is named (events.rank_lane)
+    assert lanes == {(f"rank {r}", name, epoch) for r in (0, 1)
                      for name in ("train", "validate") for epoch in (1, 2)}
     assert len({e["pid"] for e in events_of(run, "phase_end")}) == 2
     assert [e["epoch"] for e in events_of(run, "epoch")] == [1, 2]   # metrics reduced over ranks

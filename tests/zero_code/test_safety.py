@@ -180,7 +180,7 @@ def test_an_interpreter_without_devicewatch_still_sends_its_events(tmp_path):
                             capture_output=True, text=True, timeout=180)
     assert result.returncode == 0, result.stderr[-2000:]
     run = runfile.load(out)
-    assert [e["state"] for e in run.events if e["kind"] == "instrument"] == ["loaded", "armed"]
+    assert [e["state"] for e in run.events if e["kind"] == "instrument"] == ["loaded", "armed", "setup"]
     assert [(e["name"], e["epoch"]) for e in run.events if e["kind"] == "phase_begin"] == \
         [("train", 1), ("validate", 1), ("train", 2), ("validate", 2)]
 

@@ -78,7 +78,7 @@ def test_a_lightning_module_with_a_default_trainer(tmp_path):
     begins = [(e["name"], e["epoch"]) for e in run.events if e["kind"] == "phase_begin"]
     assert begins == [("train", 1), ("validate", 1), ("train", 2), ("validate", 2)]  # one callback, not two
     states = [(e["state"], e.get("framework")) for e in run.events if e["kind"] == "instrument"]
-    assert states == [("loaded", None), ("armed", "torch"), ("armed", "lightning")]
+    assert states == [("loaded", None), ("armed", "torch"), ("armed", "lightning"), ("setup", None)]
 
 
 def test_keras_fit_with_validation_data(tmp_path):
