@@ -13,12 +13,12 @@
   counters cannot be read from Python). So each training step is fed in Keras's own other way
   (Keras 3.7 or newer): the batch is taken in eager Python, where the hook above times it, and
   handed to the very same compiled step (the ``train_function``'s path for a batch given as
-  data, which Keras's next release also takes for every step). The arithmetic is the same,
-  the losses and weights byte for byte (a test checks it); a step costs no more (measured: a
-  little less, since the step no longer wraps its output in a ``tf.experimental.Optional``);
-  the step is traced once more per ``fit`` where the last batch is smaller than the others.
-  Only with ``steps_per_execution`` 1 and no distribution strategy: otherwise Keras runs as it
-  would, unmeasured (``measures_fit``).
+  data; Keras's development version after 3.15.1 takes each batch in eager Python itself).
+  The arithmetic is the same, the losses and weights byte for byte (a test checks it); a step
+  costs no more (measured on a small model: no slower); the step is traced once more per
+  ``fit`` where the last batch is smaller than the others (traced for the first batch's shape,
+  then for any). Only with ``steps_per_execution`` 1 and no distribution strategy: otherwise
+  Keras runs as it would, unmeasured, and its epochs claim no figures (``measures_fit``).
 - **Steps and training**: ``tf.GradientTape.gradient`` and the optimizers' ``apply``
   (Keras 3's ``BaseOptimizer.apply``, which ``apply_gradients`` calls; TensorFlow's
   ``compat.v1`` ``Optimizer.apply_gradients``). Called eagerly, each call is a backward pass or a
@@ -53,6 +53,7 @@ get_ident = threading.get_ident
 _MAIN = threading.main_thread().ident
 KERAS_TRAINER = "keras.src.backend.tensorflow.trainer"
 BACKWARD, STEP = 1, 2   # what the calls of a marked tf.function are
+INFINITE = -1           # tf.data.INFINITE_CARDINALITY
 
 _HOOKS: _Hooks | None = None
 
@@ -177,6 +178,8 @@ class _Hooks:
         if iterator in self.started:
             return False
         self.started.add(iterator)
+        if self.last_eager and dataset is not None and _endless(dataset):
+            self.loop.endless(self.last_source)
         return True
 
     # -- steps ----------------------------------------------------------------------------------
@@ -334,6 +337,13 @@ class _Hooks:
             self.process.voice.say_left_out()
         except Exception as exc:  # noqa: BLE001
             self.failed("at_exit", exc)
+
+
+def _endless(dataset: Any) -> bool:
+    """Whether DATASET never runs out (``repeat()``: a stream, whose loop has segments, not
+    epochs): asked once a pass. A cardinality TensorFlow cannot tell (a filter, a generator)
+    is taken to end."""
+    return int(dataset.cardinality()) == INFINITE
 
 
 def _takes_data(trainer: type) -> bool:

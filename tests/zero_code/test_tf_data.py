@@ -1,0 +1,115 @@
+"""tf.data's wait, measured by the TensorFlow hooks (``zero_code/tf_hooks.py``) in unmodified
+scripts recorded as a user would: Keras's ``Model.fit`` on TensorFlow, and a training loop of
+one's own (a ``tf.function`` step under a ``GradientTape``). Each script is run for real; its
+batches are made by a tf.data map that sleeps (``scripts/tf_data.py``), so what the loop waits
+is known: 750 training samples in batches of 32, 24 batches an epoch, the last one of 14.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from devicewatch import analysis, runfile
+
+from test_safety import run_instrumented, run_plain
+from test_scripts import record
+
+SCRIPTS = Path(__file__).parent / "scripts"
+ENV = {"TF_CPP_MIN_LOG_LEVEL": "2"}
+BATCHES = 24
+
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+
+
+@pytest.fixture(autouse=True)
+def _frameworks():
+    pytest.importorskip("tensorflow")
+    pytest.importorskip("keras")
+
+
+def script(name: str, *args: str) -> list[str]:
+    return [sys.executable, str(SCRIPTS / name), *args]
+
+
+def data_phases_lie_inside_train_phases(out: Path) -> list[analysis.Phase]:
+    run = runfile.load(out)
+    every = analysis.phases(run)
+    trains = {p.epoch: p for p in every if p.name == "train"}
+    data = [p for p in every if p.name == "data"]
+    assert all(trains[p.epoch].start <= p.start and p.end <= trains[p.epoch].end and p.lane == "main" for p in data)
+    return data
+
+
+def test_keras_fit_waiting_on_a_slow_tf_data_map_is_input_bound(tmp_path):
+    # each batch takes 0.2 s to make, one after the other; a step of the model takes a few ms
+    out, report = record(tmp_path, *script("tf_keras_fit.py", "--delay", "0.2"), env=ENV)
+    rows = report["epochs"]
+    assert [row["epoch"] for row in rows] == [1, 2]
+    for row in rows:
+        metrics = row["metrics"]
+        assert metrics["steps"] == BATCHES and "val_loss" in metrics, row
+        assert metrics["data_wait_s"] > 0.5 * row["total"], row
+        assert metrics["data_wait_s"] < BATCHES * 0.2 + 0.5, row  # no more than the map slept, give or take
+    data = data_phases_lie_inside_train_phases(out)
+    assert sum(p.duration for p in data) > 0.5 * sum(row["total"] for row in rows)
+    assert report["verdict"]["label"] == "input-bound", report["verdict"]
+    assert report["data_wait"]["source"] == "metric"
+    assert report["instrumentation"].startswith("active in 1 process") and "tensorflow" in report["instrumentation"]
+
+
+def test_keras_fit_on_an_in_memory_pipeline_waits_little(tmp_path):
+    out, report = record(tmp_path, *script("tf_keras_fit.py"), env=ENV)
+    rows = report["epochs"]
+    assert [row["epoch"] for row in rows] == [1, 2]
+    for row in rows:
+        assert row["metrics"]["steps"] == BATCHES and row["metrics"]["data_wait_s"] >= 0, row
+    assert report["data_wait"]["share"] < 0.25, report["data_wait"]
+    assert report["verdict"]["label"] != "input-bound", report["verdict"]
+
+
+def test_keras_fit_with_several_steps_per_execution_claims_no_figures(tmp_path):
+    """The batches are taken inside the compiled loop of steps: neither the wait nor the steps
+    are measured, and none is claimed (no data_wait_s of 0, no step count that is a count of calls)."""
+    out, report = record(tmp_path, *script("tf_keras_fit.py", "--delay", "0.05", "--steps-per-execution", "4"),
+                         env=ENV)
+    rows = report["epochs"]
+    assert [row["epoch"] for row in rows] == [1, 2]
+    for row in rows:
+        assert row["train"] > 0 and row["validate"] > 0 and "val_loss" in row["metrics"], row
+        assert not {"data_wait_s", "steps", "steps_per_s"} & set(row["metrics"]), row
+    assert report["data_wait"] is None
+
+
+def test_a_custom_training_loop_gets_epochs_phases_steps_and_its_wait(tmp_path):
+    out, report = record(tmp_path, *script("tf_custom_loop.py", "--delay", "0.05"), env=ENV)
+    rows = report["epochs"]
+    assert [row["epoch"] for row in rows] == [1, 2]
+    for row in rows:
+        assert row["unit"] == "epoch" and row["train"] > 0 and row["validate"] > 0, row
+        metrics = row["metrics"]
+        # one step a call of the traced train step; the wait of every batch of the pass
+        assert metrics["steps"] == BATCHES and metrics["steps_per_s"] > 0, row
+        assert BATCHES * 0.05 * 0.5 < metrics["data_wait_s"] < BATCHES * 0.05 + 0.5, row
+    run = runfile.load(out)
+    begins = [(e["name"], e["epoch"], e.get("source")) for e in run.events if e["kind"] == "phase_begin"
+              and e["name"] != "data"]
+    assert begins == [("train", 1, "auto"), ("validate", 1, "auto"), ("train", 2, "auto"), ("validate", 2, "auto")]
+    assert data_phases_lie_inside_train_phases(out)
+    assert [e["state"] for e in run.events if e["kind"] == "instrument" and e["state"] == "error"] == []
+
+
+@pytest.mark.parametrize("name", ["tf_keras_fit.py", "tf_custom_loop.py"])
+def test_the_scripts_print_the_same_losses_and_weights_byte_for_byte(tmp_path, name):
+    """Keras's fit takes its batches another way under the hooks: the same arithmetic, to the
+    bit (the weights' digest), the last batch of each pass smaller than the others included."""
+    command = script(name)
+    plain = run_plain(tmp_path, command, ENV)
+    instrumented, sent = run_instrumented(tmp_path, command, ENV)
+    assert plain.returncode == instrumented.returncode == 0, instrumented.stderr[-2000:]
+    assert instrumented.stdout == plain.stdout and instrumented.stderr == plain.stderr
+    assert b"weights" in plain.stdout
+    figures = [e["metrics"] for e in sent if e["kind"] == "epoch"]
+    assert len(figures) == 2 and all(f["steps"] == BATCHES and "data_wait_s" in f for f in figures), figures
