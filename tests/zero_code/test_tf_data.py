@@ -7,6 +7,8 @@ is known: 750 training samples in batches of 32, 24 batches an epoch, the last o
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -14,6 +16,7 @@ import pytest
 
 from devicewatch import analysis, runfile
 
+from conftest import ROOT
 from test_safety import run_instrumented, run_plain
 from test_scripts import record
 
@@ -113,3 +116,42 @@ def test_the_scripts_print_the_same_losses_and_weights_byte_for_byte(tmp_path, n
     assert b"weights" in plain.stdout
     figures = [e["metrics"] for e in sent if e["kind"] == "epoch"]
     assert len(figures) == 2 and all(f["steps"] == BATCHES and "data_wait_s" in f for f in figures), figures
+
+
+FAILING_LOOP = """
+import tensorflow as tf
+from tensorflow.python.data.ops.iterator_ops import OwnedIterator
+from devicewatch.integrations.zero_code import tf_hooks
+
+class Loop:
+    def fetch(self, *args):
+        raise RuntimeError("the loop's own bookkeeping broke")
+    exhausted = endless = backward = step = finish = lambda self, *args: None
+
+class Voice:
+    def say_left_out(self):
+        pass
+
+class Process:
+    live, armed, loop, voice, errors = True, [], Loop(), Voice(), []
+    def error(self, framework, hook, exc):
+        self.errors.append((framework, hook, str(exc)))
+
+original = OwnedIterator.__next__
+process = Process()
+tf_hooks.arm(tf, process)
+data = tf.data.Dataset.range(5)
+print([int(x) for x in data], [int(x) for x in data])
+print(process.errors, OwnedIterator.__next__ is original)
+"""
+
+
+def test_a_hook_that_fails_is_reported_once_put_back_and_the_batches_come_out_unchanged():
+    """Our bookkeeping raising inside ``__next__``: said once, TensorFlow's ``__next__`` back in
+    place, every batch as it would have been (run in a process of its own: it patches TensorFlow)."""
+    result = subprocess.run([sys.executable, "-c", FAILING_LOOP], capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "PYTHONPATH": str(ROOT), **ENV})
+    assert result.returncode == 0, result.stderr[-2000:]
+    batches, errors = result.stdout.splitlines()
+    assert batches == "[0, 1, 2, 3, 4] [0, 1, 2, 3, 4]"
+    assert errors == "[('tensorflow', 'timed next', \"the loop's own bookkeeping broke\")] True"
