@@ -828,13 +828,25 @@ def verdict(run: Run, s: Series | None = None, all_phases: list[Phase] | None = 
     if gpu_used:
         return _gpu_verdict(run, s, all_phases, in_run, cpu, wait, figures)
     if wait is not None and wait.share >= DATA_WAIT_BOUND:
-        return Verdict("input-bound", f"{_wait_text(wait)}; {cpu.busy_text()}", figures)
+        return Verdict("input-bound", f"{_wait_text(wait, input_name(run))}; {cpu.busy_text()}", figures)
     return _cpu_verdict(cpu, lanes_, figures)
 
 
-def _wait_text(wait: DataWait) -> str:
+def input_name(run: Run) -> str:
+    """What the training loop read its batches from, as the zero-code instrumentation saw it
+    (its ``setup`` event): "DataLoader", "tf.data input", or "input" where it did not say."""
+    for event in run.events.of(events.INSTRUMENT):
+        if event.get("state") == "setup":
+            if event.get("loader"):
+                return "DataLoader"
+            if event.get("tf_data"):
+                return "tf.data input"
+    return "DataLoader" if any(e.get("source") == "auto" for e in run.events.of(events.EPOCH)) else "input"
+
+
+def _wait_text(wait: DataWait, source: str = "DataLoader") -> str:
     if wait.source == "metric":
-        return (f"input-bound: the training loop waited on its DataLoader {wait.share:.0%} of the time "
+        return (f"input-bound: the training loop waited on its {source} {wait.share:.0%} of the time "
                 f"({wait.seconds:.1f} of {wait.train_loop:.1f} s)")
     return (f"input-bound: the training loop spent {wait.share:.0%} of its time in data phases "
             f"({wait.seconds:.1f} of {wait.train_loop:.1f} s), waiting for or preparing its input")
@@ -860,7 +872,7 @@ def _gpu_verdict(run: Run, s: Series, all_phases: list[Phase], in_run: np.ndarra
         return Verdict("GPU-bound", f"GPU-bound: the GPU is busy {gpu.mean:.0f}% on average with "
                        f"SMs {sm:.0f}% active; the input pipeline keeps it fed", figures)
     if wait is not None and wait.share >= DATA_WAIT_BOUND:
-        return Verdict("input-bound", f"{_wait_text(wait)}; the GPU averages {gpu.mean:.0f}%", figures)
+        return Verdict("input-bound", f"{_wait_text(wait, input_name(run))}; the GPU averages {gpu.mean:.0f}%", figures)
     by_phase: dict[str, float] = {}
     for d in gpu.dips:
         by_phase[d.phase] = by_phase.get(d.phase, 0.0) + d.duration
