@@ -834,14 +834,14 @@ def verdict(run: Run, s: Series | None = None, all_phases: list[Phase] | None = 
 
 def input_name(run: Run) -> str:
     """What the training loop read its batches from, as the zero-code instrumentation saw it
-    (its ``setup`` event): "DataLoader", "tf.data input", or "input" where it did not say."""
+    (its ``setup`` event): "DataLoader", "tf.data input", "input" where it read neither, and
+    "DataLoader" for a run without one (a workload's own ``data_wait_s``, an older recording)."""
     for event in run.events.of(events.INSTRUMENT):
         if event.get("state") == "setup":
             if event.get("loader"):
                 return "DataLoader"
-            if event.get("tf_data"):
-                return "tf.data input"
-    return "DataLoader" if any(e.get("source") == "auto" for e in run.events.of(events.EPOCH)) else "input"
+            return "tf.data input" if event.get("tf_data") else "input"
+    return "DataLoader"
 
 
 def _wait_text(wait: DataWait, source: str = "DataLoader") -> str:
