@@ -91,7 +91,7 @@ TRY_SCRIPT = ROOT / "tests" / "zero_code" / "trial_scripts" / "sleepy_dataset.py
 
 
 async def shoot_trials(folder: Path, name: str) -> None:
-    from devicewatch.commands.compare import load_trials
+    from devicewatch.trials import load_set as load_trials
     from devicewatch.tui.app import DashboardApp
     from devicewatch.tui.charts import AreaChart
 
