@@ -40,7 +40,9 @@ DETAIL_CHARS = 300
 
 # What the sitecustomize watches, and the framework each name arms.
 WATCHED = {"torch": "torch", "lightning.pytorch": "lightning", "pytorch_lightning": "lightning",
-           "keras": "keras", "tensorflow": "tensorflow", "transformers.trainer": "transformers"}
+           "keras": "keras", "tensorflow": "tensorflow", "transformers.trainer": "transformers",
+           # Keras's TensorFlow trainer: what the TensorFlow hooks need to measure Model.fit
+           "keras.src.backend.tensorflow.trainer": "tensorflow"}
 
 
 class Voice:
@@ -221,9 +223,12 @@ def arm(name: str, module: Any) -> None:
         elif framework == "tensorflow":
             from . import tf_hooks
 
-            PROCESS.knobs.tensorflow(module)
-
-            tf_hooks.arm(module, PROCESS)
+            if name == tf_hooks.KERAS_TRAINER:
+                tf_hooks.keras_trainer(module)
+                return  # part of TensorFlow's arming, said when TensorFlow was
+            else:
+                PROCESS.knobs.tensorflow(module)
+                tf_hooks.arm(module, PROCESS)
         else:
             from . import framework_hooks
 

@@ -28,7 +28,8 @@
   returns, as PyTorch's post-step hook does.
 
 Keras's hooks are armed once its TensorFlow trainer has been imported (Keras imports
-TensorFlow, so it comes after): at once if it is loaded, else by a one-name import hook.
+TensorFlow, so it comes after): at once if it is loaded, else by the start-up hook, which
+watches the trainer's module as it watches the frameworks (``keras_trainer``).
 
 Only the main thread's calls count (tf.data's own threads run the pipeline). A hook whose own
 work raises is restored to TensorFlow's or Keras's original and reported once; their own
@@ -75,10 +76,14 @@ def arm(tf: Any, process: Process) -> None:
     _HOOKS = hooks
     atexit.register(hooks.at_exit)
     trainer = sys.modules.get(KERAS_TRAINER)
-    if trainer is not None:
+    if trainer is not None:  # else the start-up hook arms it once it has run (``keras_trainer``)
         hooks.arm_keras(trainer)
-    else:
-        sys.meta_path.insert(0, _KerasWatcher(hooks))
+
+
+def keras_trainer(trainer: Any) -> None:
+    """Keras's TensorFlow trainer has run (it imports TensorFlow first, so the hooks are in)."""
+    if _HOOKS is not None:
+        _HOOKS.arm_keras(trainer)
 
 
 def measures_fit() -> bool | None:
@@ -355,50 +360,3 @@ def _takes_data(trainer: type) -> bool:
         return False
     inner = [c for c in code.co_consts if isinstance(c, types.CodeType) and c.co_name == "function"]
     return len(inner) == 1 and {"isinstance", "zip"} <= set(inner[0].co_names)
-
-
-class _KerasWatcher:
-    """An import hook that finds nothing itself: when Keras's TensorFlow trainer is about to be
-    imported, the other finders find it, and the Keras hooks are armed once it has run (the
-    sitecustomize's way with the frameworks themselves). Gone from sys.meta_path at once."""
-
-    def __init__(self, hooks: _Hooks):
-        self.hooks = hooks
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != KERAS_TRAINER:
-            return None
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)
-        spec = None
-        for finder in list(sys.meta_path):
-            find = getattr(finder, "find_spec", None)
-            if find is not None:
-                spec = find(name, path, target)
-                if spec is not None:
-                    break
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        spec.loader = _Arming(spec.loader, self.hooks)
-        return spec
-
-
-class _Arming:
-    """The trainer module's own loader, which then arms the Keras hooks. The module gets its
-    own loader back before it runs."""
-
-    def __init__(self, loader: Any, hooks: _Hooks):
-        self.loader = loader
-        self.hooks = hooks
-
-    def __getattr__(self, attribute: str) -> Any:
-        return getattr(self.loader, attribute)
-
-    def exec_module(self, module: Any) -> None:
-        spec = getattr(module, "__spec__", None)
-        if spec is not None and spec.loader is self:
-            spec.loader = self.loader
-        if getattr(module, "__loader__", None) is self:
-            module.__loader__ = self.loader
-        self.loader.exec_module(module)
-        self.hooks.arm_keras(sys.modules.get(KERAS_TRAINER, module))

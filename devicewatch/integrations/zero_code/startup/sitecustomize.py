@@ -21,7 +21,8 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(_HERE)))  # the devic
 # The same names and values as zero_code.instrument.WATCHED, events.ENV_VAR and
 # zero_code.SWITCH_VAR/SWITCHED_OFF (a test holds them together): importing those here would
 # cost every Python process of the workload.
-_WATCHED = ("torch", "lightning.pytorch", "pytorch_lightning", "keras", "tensorflow", "transformers.trainer")
+_WATCHED = ("torch", "lightning.pytorch", "pytorch_lightning", "keras", "tensorflow", "transformers.trainer",
+            "keras.src.backend.tensorflow.trainer")
 _EVENTS_VAR = "DEVICEWATCH_EVENTS"
 _SWITCH_VAR = "DEVICEWATCH_INSTRUMENT"
 _SWITCHED_OFF = ("0", "off", "false", "no")
