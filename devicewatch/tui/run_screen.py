@@ -384,6 +384,8 @@ class RunScreen(RedrawOnce):
         self._new_lines += model.take_logs()
         self._write_log(force or not self.source.running)
         state = model.workload_state()
+        if not self.source.running:
+            self._stop_typing()
         if state != self._workload_state:
             self._workload_state = state
             self.query_one("#log").border_title = "workload output" + (f" · {state}" if state else "")
@@ -521,6 +523,12 @@ class RunScreen(RedrawOnce):
         log.typing = True
         log.border_subtitle = "typing into the workload · Esc to stop"
         log.focus()
+
+    def _stop_typing(self) -> None:
+        log = self.query_one("#log", panels.OutputLog)
+        if log.typing:
+            log.typing = False
+            log.border_subtitle = ""
 
     def on_output_log_typed(self, message: panels.OutputLog.Typed) -> None:
         if not (isinstance(self.source, LiveSource) and self.source.send_input(message.text)):
