@@ -19,7 +19,8 @@ from __future__ import annotations
 import base64
 import select
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .. import records
 from .bound import RateBound

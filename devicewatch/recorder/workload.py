@@ -20,7 +20,8 @@ import os
 import platform
 import signal
 import subprocess
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import psutil
 
