@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 CHUNK = 4096
 

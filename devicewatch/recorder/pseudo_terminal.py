@@ -116,7 +116,7 @@ class RawMode:
 
     def __init__(self, fd: int):
         self.fd = fd
-        self._saved: list | None = None  # type: ignore[type-arg]  # termios' attribute list
+        self._saved: list | None = None   # termios' attribute list
 
     @staticmethod
     def foreground(fd: int) -> bool:

@@ -68,7 +68,8 @@ class Workload:
             self.command, stdin=stdin, stdout=stdout, stderr=stderr, env=self.env, start_new_session=True,
             close_fds=True, preexec_fn=prepare)
         given = self.process.stdin.fileno() if self.process.stdin is not None else stdin
-        self.input_names = {_fd_name(given)} - {None} if isinstance(given, int) and given >= 0 else set()
+        name = _fd_name(given) if isinstance(given, int) and given >= 0 else None
+        self.input_names = {name} if name else set()
         return self.process
 
     def state(self, pids: Iterable[int]) -> str:

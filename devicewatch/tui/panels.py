@@ -17,7 +17,6 @@ from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
-from rich.cells import cell_len
 from rich.console import RenderableType
 from rich.style import Style
 from rich.text import Text

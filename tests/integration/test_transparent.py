@@ -21,7 +21,7 @@ import sys
 import termios
 import time
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 

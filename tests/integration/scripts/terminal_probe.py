@@ -17,6 +17,8 @@ import time
 
 report: dict = {}
 path, steps = sys.argv[1], sys.argv[2:]
+got: list[int] = []        # SIGWINCH seen
+got_int: list[int] = []    # SIGINT seen
 
 
 def size() -> list[int] | None:
@@ -42,7 +44,6 @@ for step in steps:
         except OSError:
             report["dev_tty"] = False
     elif step == "winch":
-        got = []
         signal.signal(signal.SIGWINCH, lambda *_: got.append(1))
         print("resize me", flush=True)
         deadline = time.monotonic() + 5
@@ -68,7 +69,6 @@ for step in steps:
     elif step == "colour":
         print("\x1b[31mred\x1b[0m plain", flush=True)
     elif step == "sigint":
-        got_int: list[int] = []
         signal.signal(signal.SIGINT, lambda *_: got_int.append(1))
         print("ready", flush=True)
         deadline = time.monotonic() + 5
