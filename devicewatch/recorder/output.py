@@ -49,6 +49,7 @@ class OutputPump:
         self._open: bytes = b""          # the open line as it stands, recorded or not
         self._open_recorded: bytes = b""
         self._open_due = 0.0             # monotonic time the open line may next be recorded
+        self._full = False               # the last read filled its chunk
 
     def pump(self, pipe: Any) -> None:
         """Read PIPE to its end (the workload and everything it started closed it)."""
@@ -98,8 +99,9 @@ class OutputPump:
         pipe.close()
 
     def _read(self, pipe: Any) -> bytes | None:
-        """The next chunk (b"" at the end), or None once the open line is due to be recorded."""
-        if self._open != self._open_recorded and hasattr(pipe, "fileno"):
+        """The next chunk (b"" at the end), or None once the open line is due to be recorded.
+        After a full chunk more is waiting (a flood): read on without asking."""
+        if self._open != self._open_recorded and not self._full and hasattr(pipe, "fileno"):
             wait = self._open_due - time.monotonic()
             try:
                 if wait <= 0 or not select.select([pipe.fileno()], [], [], wait)[0]:
@@ -107,9 +109,13 @@ class OutputPump:
             except (OSError, ValueError):
                 return b""
         try:
-            return pipe.read1(OUTPUT_CHUNK)
+            chunk = pipe.read1(OUTPUT_CHUNK)
         except (OSError, ValueError):   # EIO: a pseudo-terminal whose every writer has gone
             return b""
+        if self._terminal_newlines and chunk and hasattr(pipe, "fileno"):
+            chunk = _more(pipe, chunk)
+        self._full = len(chunk) >= OUTPUT_CHUNK
+        return chunk
 
     def _shown_open(self, pending: bytes) -> bytes:
         """What a terminal shows of the open line: its latest update written over the one before."""
@@ -192,6 +198,22 @@ class OutputPump:
                        f"and {drops.last:.1f} s",
             dropped_lines=lines, dropped_bytes=drops.size, stream=self.stream,
             dropped_from=drops.first, dropped_to=drops.last))
+
+
+def _more(pipe: Any, chunk: bytes) -> bytes:
+    """CHUNK and what else is ready now, up to OUTPUT_CHUNK: a pseudo-terminal hands over at
+    most a few KiB a read, and each chunk costs its Python work, so a flood is taken in 64 KiB."""
+    parts, size = [chunk], len(chunk)
+    try:
+        while size < OUTPUT_CHUNK and select.select([pipe.fileno()], [], [], 0)[0]:
+            more = pipe.read1(OUTPUT_CHUNK - size)
+            if not more:
+                break
+            parts.append(more)
+            size += len(more)
+    except (OSError, ValueError):   # the end: the next read says so
+        pass
+    return b"".join(parts)
 
 
 def _text(line: bytes) -> tuple[str, str | None]:
