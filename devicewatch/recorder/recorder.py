@@ -14,10 +14,11 @@ run file; the work is handed to parts, each testable without a subprocess:
 * ``InputRelay`` (input_relay.py): the workload's standard input;
 * ``RateBound`` (bound.py): the one rate bound of events and output.
 
-Four threads feed one ``RunWriter``: the sampler (the main thread, on a drift-free schedule),
-the output pumps (one per pipe; one for a pseudo-terminal) and the event channel's reader.
+Threads feed one ``RunWriter``: the sampler (the main thread, on a drift-free schedule), the
+output pumps (one per pipe; one for a pseudo-terminal) and the event channel's reader; the
+input relay writes to the workload only.
 
-The workload is given what the recorder was given, as far as it can be passed on (``_wire``):
+The workload is given what the recorder was given, as far as it can be passed on (``_start``):
 headless with a terminal, a pseudo-terminal copied from it for each of its standard streams
 that is a terminal (stdout and stderr then share it, as on any terminal), pipes for the others;
 in a pipe or CI, pipes; in the dashboard, a pseudo-terminal the size of the output panel. Its

@@ -1,9 +1,11 @@
 """The recorder's parts on their own, without a subprocess: the rate bound, the stdout epoch
-parser, the output pump (progress bars included), the cancel escalation, the status line."""
+parser, the output pump (progress bars included), the cancel escalation, the status line,
+the input relay."""
 
 from __future__ import annotations
 
 import io
+import os
 import signal
 
 import pytest
@@ -236,3 +238,40 @@ def test_the_report_says_what_the_instrumentation_did_in_one_line():
     assert analysis.instrumentation_text(run({"instrument": {"offered": True}}, {"instrument": {
         "active": True, "processes": 1, "errors": ["torch: boom"]}})) == \
         "active in 1 process; 1 hook(s) failed and disarmed themselves, first: torch: boom"
+
+
+# -- the workload's terminal and input ------------------------------------------------------------
+
+def test_a_terminal_size_is_columns_by_rows():
+    from devicewatch.recorder.pseudo_terminal import parse_size
+
+    assert parse_size("120x40") == (40, 120) and parse_size("80X24") == (24, 80)
+    assert parse_size("120") is None and parse_size("0x40") is None and parse_size("ax40") is None
+
+
+def test_a_pipes_input_ends_with_its_source_and_ctrl_c_is_counted_where_the_terminal_signals():
+    from devicewatch.recorder.input_relay import InputRelay
+
+    source_read, source_write = os.pipe()
+    sink_read, sink_write = os.pipe()
+    interrupts: list[int] = []
+    relay = InputRelay(sink_write, owns_fd=True, interrupt_char=lambda: b"\x03", on_interrupt=lambda: interrupts.append(1))
+    thread = relay.follow(source_read)
+    os.write(source_write, b"one\x03two\x03")
+    os.close(source_write)
+    thread.join(5)
+    received = b""
+    while chunk := os.read(sink_read, 4096):   # ends: the relay closed the pipe at its source's end
+        received += chunk
+    assert received == b"one\x03two\x03" and len(interrupts) == 2
+    assert relay.send(b"late") is False
+    os.close(source_read)
+    os.close(sink_read)
+
+
+def test_keys_are_sent_as_a_terminal_sends_them():
+    pytest.importorskip("textual")
+    from devicewatch.tui.panels import key_bytes
+
+    assert key_bytes("ctrl+c", None) == "\x03" and key_bytes("enter", "\r") == "\r"
+    assert key_bytes("up", None) == "\x1b[A" and key_bytes("a", "a") == "a" and key_bytes("f5", None) is None
