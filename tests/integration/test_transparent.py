@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from collections.abc import Callable
 
+import psutil
 import pytest
 
 from devicewatch import runfile
@@ -204,18 +205,21 @@ def test_a_workload_waiting_for_input_and_a_stopped_one_are_said_so(tmp_path):
             time.sleep(0.1)
         assert state in states(), states()
 
-    wait_for("waiting for input")
-    process.stdin.write(b"go\n")
-    process.stdin.flush()
-    wait_for("stopped")
-    import psutil
-
-    (workload,) = [p for p in psutil.Process(process.pid).children() if "SIGSTOP" in " ".join(p.cmdline())]
-    workload.send_signal(signal.SIGCONT)
-    process.stdin.close()
-    assert process.wait(timeout=30) == 0
+    try:
+        wait_for("waiting for input")
+        process.stdin.write(b"go\n")
+        process.stdin.flush()
+        wait_for("stopped")
+        (workload,) = [p for p in psutil.Process(process.pid).children() if "SIGSTOP" in " ".join(p.cmdline())]
+        workload.send_signal(signal.SIGCONT)
+        process.stdin.close()
+        assert process.wait(timeout=30) == 0
+        said = states()
+    finally:
+        if process.poll() is None:   # a failed check: end the recorder (it ends the stopped workload)
+            process.terminate()
+            process.wait(timeout=30)
     # Running between reading and stopping itself is too short to be said (two looks, 0.5 s apart).
-    said = states()
     assert said[0] == "waiting for input" and said[-2:] == ["stopped", "running"]
 
 
