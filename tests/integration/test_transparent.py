@@ -153,6 +153,25 @@ def test_typed_input_reaches_it_and_ctrl_c_interrupts_it_as_in_a_terminal(tmp_pa
     assert end["status"] == "cancelled" and end["exit_code"] == 130
 
 
+def test_a_second_ctrl_c_cancels_a_workload_that_ignores_the_first_as_ctrl_c_to_the_recorder_does(tmp_path):
+    presses: list[float] = []
+
+    def interrupt_twice(out: bytes, _master: int) -> bytes | None:
+        if b"ready" in out and len(presses) < 2 and (not presses or time.monotonic() - presses[-1] > 1.0):
+            presses.append(time.monotonic())
+            return b"\x03"
+        return None
+
+    stubborn = "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); print('ready', flush=True); time.sleep(30)"
+    code, _received, before, after = in_terminal(under_devicewatch(tmp_path / "run.jsonl", PY, "-c", stubborn),
+                                                 interrupt_twice)
+    end = runfile.load(str(tmp_path / "run.jsonl")).end
+    # The first Ctrl-C was the workload's to ignore; the second cancelled the run: SIGINT (ignored
+    # too), then SIGTERM one grace period (0.5 s) later.
+    assert len(presses) == 2 and end["status"] == "cancelled" and end["signal"] == "SIGTERM"
+    assert code == 128 + signal.SIGTERM and after == before
+
+
 def test_bytes_that_are_not_text_reach_the_terminal_and_the_run_file_unchanged(tmp_path):
     _code, bare, _, _ = in_terminal([PY, PROBE, str(tmp_path / "bare.json"), "bytes"])
     _code, watched, _, _ = in_terminal(under_devicewatch(tmp_path / "run.jsonl", PY, PROBE, str(tmp_path / "w.json"), "bytes"))
@@ -228,7 +247,7 @@ def test_a_workload_waiting_for_input_and_a_stopped_one_are_said_so(tmp_path):
 @pytest.mark.asyncio
 async def test_in_the_dashboard_the_output_panel_is_its_terminal(tmp_path):
     pytest.importorskip("textual")
-    from devicewatch.live.source import LiveSource
+    from devicewatch.live.source import LiveSource, open_replay
     from devicewatch.registry import Target
     from devicewatch.tui.app import DashboardApp, DashboardSettings
     from devicewatch.tui.panels import OutputLog
@@ -251,7 +270,13 @@ async def test_in_the_dashboard_the_output_panel_is_its_terminal(tmp_path):
         assert list(log.lines) == ["hi", "step 10/10", "red plain"]   # the bar redrawn in one line
         red = log._lines[-1]
         assert [(span.start, span.end, span.style.color.number) for span in red.spans] == [(0, 3, 1)]  # red kept
+        live_lines = list(log.lines)
     seen = report(probe_report)
     assert seen["isatty"] == [True, True, True] and seen["stdin"] == "hi\n"
     assert seen["size"] == rows_columns
     assert source.run.end["exit_code"] == 5
+    replay = DashboardApp(DashboardSettings(runs_dir=str(tmp_path / "runs")), open_replay(str(source.path)))
+    async with replay.run_test(size=(160, 48)) as pilot:
+        log = replay.screen.query_one("#log", OutputLog)
+        await until(pilot, lambda: list(log.lines) == live_lines, 10)
+        assert list(log.lines) == live_lines and log.open_line is None   # the replay shows what the live panel did
