@@ -73,13 +73,20 @@ class PseudoTerminal:
     def interrupt_char(self) -> bytes | None:
         """The byte the workload's terminal turns into SIGINT now, or None if it turns none
         (the workload switched signals off, as an editor or a REPL in raw mode does)."""
+        return self._signal_char(termios.VINTR)
+
+    def suspend_char(self) -> bytes | None:
+        """The byte the workload's terminal turns into SIGTSTP now (Ctrl-Z), or None."""
+        return self._signal_char(termios.VSUSP)
+
+    def _signal_char(self, which: int) -> bytes | None:
         try:
             attrs = termios.tcgetattr(self.master)
         except termios.error:
             return None
         if not attrs[3] & termios.ISIG:
             return None
-        char = attrs[_CC][termios.VINTR]
+        char = attrs[_CC][which]
         return char if isinstance(char, bytes) and char != b"\0" else None
 
     def child_started(self) -> None:
@@ -117,6 +124,7 @@ class RawMode:
     def __init__(self, fd: int):
         self.fd = fd
         self._saved: list | None = None   # termios' attribute list
+        self._registered = False
 
     @staticmethod
     def foreground(fd: int) -> bool:
@@ -135,8 +143,20 @@ class RawMode:
         except termios.error:
             self._saved = None
             return False
-        atexit.register(self.restore)
+        if not self._registered:
+            atexit.register(self.restore)
+            self._registered = True
         return True
+
+    @staticmethod
+    def job_controlled() -> bool:
+        """A shell controls this process's job (it was started from an interactive shell, in a
+        process group of its own): stopping the job gives the shell the terminal back."""
+        try:
+            parent = os.getppid()
+            return os.getpgid(parent) != os.getpgrp() and os.getsid(parent) == os.getsid(0)
+        except OSError:
+            return False
 
     def restore(self) -> None:
         saved, self._saved = self._saved, None

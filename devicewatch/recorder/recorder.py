@@ -153,6 +153,30 @@ class Recorder:
         if self._interrupts >= 2:
             self.cancel(CANCELLED)
 
+    def _typed_suspend(self) -> None:
+        """A Ctrl-Z typed into the workload's terminal. The workload leads a session of its own,
+        and POSIX discards a terminal's SIGTSTP to such a group (an "orphaned" one) unless it is
+        caught: the recorder stops it with SIGSTOP, as its terminal would have with SIGTSTP.
+        As a shell's job, the recorder stops too and gives the user's terminal back; ``fg`` (the
+        shell's SIGCONT) brings both back. Without a shell's job control, the workload stays
+        stopped and is shown so (a second Ctrl-C still ends it)."""
+        workload = self.workload
+        if workload is None:
+            return
+        if not _catches(workload.pid, signal.SIGTSTP):
+            _signal_group(workload.pid, signal.SIGSTOP)
+        raw = self._raw_mode
+        if raw is None or not raw.job_controlled():
+            return
+        self._state = self._state_seen = STOPPED   # said now: the recorder does not sample while stopped
+        self._write(records.notice(self._t(), "the workload is stopped (Ctrl-Z); devicewatch too, until fg",
+                                   level="info", state=STOPPED))
+        raw.restore()
+        os.killpg(os.getpgrp(), signal.SIGTSTP)   # returns once the shell continues the job
+        raw.enter()
+        _signal_group(workload.pid, signal.SIGCONT)
+        self.terminal_resized()
+
     def run(self) -> int:
         """Record until the workload ends; returns the workload's exit status."""
         self.gpu.start()
@@ -356,7 +380,8 @@ class Recorder:
             outputs.append(("stderr", process.stderr, False))
         if in_tty and pty is not None:
             self.input = InputRelay(pty.master, owns_fd=False, interrupt_char=pty.interrupt_char,
-                                    on_interrupt=self._typed_interrupt)
+                                    on_interrupt=self._typed_interrupt, suspend_char=pty.suspend_char,
+                                    on_suspend=self._typed_suspend)
             if stdin_tty and options.terminal is None and read_stdin:
                 self._raw_mode = RawMode(0)
                 if self._raw_mode.enter():
@@ -372,6 +397,8 @@ class Recorder:
 
     def _release_terminal(self) -> None:
         """The user's terminal as it was; the workload's terminal closed."""
+        if self.input is not None:
+            self.input.close()
         if self._raw_mode is not None:
             self._raw_mode.restore()
         if self.pty is not None:
@@ -492,6 +519,25 @@ class Recorder:
         if self._write_failed is not None:
             raise RecorderError(f"writing {self.options.output} failed: {self._write_failed.strerror}; "
                                 "the workload was stopped and the file holds everything up to then")
+
+
+def _catches(pid: int, sig: int) -> bool:
+    """Process PID has a handler for SIG (/proc/PID/status, SigCgt)."""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith("SigCgt:"):
+                    return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _fileno(stream: Any) -> int:

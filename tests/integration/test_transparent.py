@@ -13,6 +13,7 @@ import base64
 import fcntl
 import json
 import os
+import re
 import select
 import signal
 import struct
@@ -72,7 +73,11 @@ def in_terminal(argv: list[str], react: Callable[[bytes, int], bytes | None] = l
                 os.write(master, typed)
             if process.poll() is not None and not select.select([master], [], [], 0.2)[0]:
                 break
-        code = process.wait(timeout=5)
+        try:
+            code = process.wait(timeout=5)
+        except subprocess.TimeoutExpired:   # the check on what the terminal received says why
+            process.kill()
+            code = process.wait(timeout=5)
         after = termios.tcgetattr(slave)
     finally:
         if process.poll() is None:
@@ -280,3 +285,29 @@ async def test_in_the_dashboard_the_output_panel_is_its_terminal(tmp_path):
         log = replay.screen.query_one("#log", OutputLog)
         await until(pilot, lambda: list(log.lines) == live_lines, 10)
         assert list(log.lines) == live_lines and log.open_line is None   # the replay shows what the live panel did
+
+
+def test_ctrl_z_stops_it_and_devicewatch_as_one_job_and_fg_brings_both_back(tmp_path):
+    """A shell with job control is the user's: Ctrl-Z gives it the terminal back, ``fg`` resumes."""
+    run_file = tmp_path / "run.jsonl"
+    command = " ".join(under_devicewatch(run_file, PY, "-c", "'import time; print(\"rea\" \"dy\", flush=True); "
+                                                             "time.sleep(1.5); print(\"after\")'"))
+    steps = [(b"bash", b"PS1='$ '; " + command.encode() + b"\r"), (b"ready", b"\x1a"),
+             (b"Stopped", b"stty -a | grep -o -- '-\\?icanon'; fg\r"), (b"after", None), (b"status ", b"exit\r")]
+
+    def shell(out: bytes, _master: int) -> bytes | None:
+        while steps and steps[0][0] in out[shell.seen:]:  # type: ignore[attr-defined]
+            shell.seen = out.rindex(steps[0][0]) + len(steps[0][0])  # type: ignore[attr-defined]
+            return steps.pop(0)[1]
+        return None
+
+    shell.seen = 0  # type: ignore[attr-defined]
+    _code, received, _before, _after = in_terminal(["bash", "--norc", "--noprofile", "-i"], shell, timeout=40)
+    assert not steps, received[-600:]
+    # Stopped, the shell had its terminal as it was (canonical, not devicewatch's raw mode).
+    assert re.search(rb"\n(\x1b\[\?2004l)?icanon\n", received.replace(b"\r", b""))
+    run = runfile.load(str(run_file))
+    states = [n["state"] for n in run.notices if n.get("state")]
+    assert states[0] == "stopped" and "running" in states
+    # "^Z": the workload's terminal echoes the key, as the user's does without devicewatch.
+    assert run.end["status"] == "ok" and [r["line"] for r in run.logs][-1] == "^Zafter"
