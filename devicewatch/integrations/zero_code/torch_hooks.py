@@ -31,7 +31,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from .instrument import Process
+from .process_state import Process
 
 _monotonic = time.monotonic
 get_ident = threading.get_ident
