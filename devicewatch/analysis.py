@@ -10,11 +10,11 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from . import events, nanmath
+from . import events, nanmath, phase_source
+from .phase_kinds import kind_of
 from .runfile import NO_END_RECORD, Run
 from .samples import MISSING_PERCENT
 
-PHASE_KINDS = ("train", "validate", "data", "copy")
 NO_PHASE = "(no phase)"
 DIP_THRESHOLD = 30.0   # % utilization under which a device counts as dipping
 IDLE_THRESHOLD = 10.0  # % under which a GPU counts as idle
@@ -29,7 +29,7 @@ WAIT_PHASE = "wait"          # a rank waiting for the others at a barrier (zero-
 EPOCH_UNIT, SEGMENT_UNIT = "epoch", "segment"
 # The loaders whose waits the zero-code instrumentation measures (docs/zero-code.md).
 MEASURED_LOADERS = "DataLoader or tf.data dataset"
-AUTO_SOURCE, STDOUT_SOURCE = "auto", "stdout"  # phases of the zero-code instrumentation, of the output
+AUTO_SOURCE, STDOUT_SOURCE = "auto", phase_source.PRINTED  # phases of the zero-code instrumentation, of the output
 # What the epoch tables' loop and data wait columns hold (``EpochRow.train_loop``, ``loop_wait_share``).
 LOOP_WAIT_LEGEND = "loop: the training loop, data waits included; data wait: the share of the loop spent waiting on input"
 
@@ -64,7 +64,7 @@ class Phase:
     @property
     def kind(self) -> str:
         """train, validate, data, copy, or other."""
-        return self.name if self.name in PHASE_KINDS else "other"
+        return kind_of(self.name)
 
 
 @dataclass
@@ -200,25 +200,52 @@ class Verdict:
 
 # -- phases and epochs ---------------------------------------------------------------------
 
+class PhasePairer:
+    """Phases paired as their events arrive, for a whole run (``phases``) or a live one (the
+    dashboard's model feeds it event by event): each end with its begin (``events.PhaseTracker``),
+    the workload's own phases and those printed on its output apart, so that the printed ones
+    drop out once the workload begins a phase of its own (``phase_source``, the one rule)."""
+
+    def __init__(self) -> None:
+        # [workload's own, printed]: the tracker of each and its ended phases, kept in start order
+        self._trackers = (events.PhaseTracker(), events.PhaseTracker())
+        self._ended: tuple[list[Phase], list[Phase]] = ([], [])
+        self._sorted = [True, True]
+        self.own = False  # the workload began a phase itself: printed epochs are left out
+
+    def take(self, event: dict[str, Any]) -> None:
+        """Follow one event (any kind: only phase events count)."""
+        if event.get("kind") not in (events.PHASE_BEGIN, events.PHASE_END):
+            return
+        printed = int(phase_source.is_printed(event))
+        self.own = self.own or phase_source.is_own_phase(event)
+        begin = self._trackers[printed].take(event)
+        if begin is not None:
+            ended = self._ended[printed]
+            p = phase_from(begin, float(event["t"]))
+            if ended and phase_order(p) < phase_order(ended[-1]):
+                self._sorted[printed] = False
+            ended.append(p)
+
+    def phases(self, end: float) -> list[Phase]:
+        """The phases so far in start order, those still open stretched to END (and ``open``)."""
+        source = 0 if self.own else 1
+        ended = self._ended[source]
+        if not self._sorted[source]:
+            ended.sort(key=phase_order)  # stable: equal starts keep the order they ended in
+            self._sorted[source] = True
+        still_open = [phase_from(b, max(end, float(b["t"])), True) for b in self._trackers[source].open_phases()]
+        if not still_open:
+            return list(ended)
+        return sorted(ended + still_open, key=phase_order)
+
+
 def phases(run: Run) -> list[Phase]:
     """Pair phase_begin and phase_end events by (pid, lane, name, epoch), in start order."""
-    tracker = events.PhaseTracker()
-    done: list[Phase] = []
-    # Epochs parsed from output lines stand in only for workloads that send no phases of
-    # their own (the recorder may see an output line before the workload's first event).
-    paired = run.events.of(events.PHASE_BEGIN, events.PHASE_END)
-    own = any(e.get("kind") == events.PHASE_BEGIN and e.get("source") != "stdout" for e in paired)
-    for event in paired:
-        if own and event.get("source") == "stdout":
-            continue
-        begin = tracker.take(event)
-        if begin is not None:
-            done.append(phase_from(begin, float(event["t"])))
-    end = run.duration
-    for begin in tracker.open_phases():
-        done.append(phase_from(begin, max(end, float(begin["t"])), True))
-    done.sort(key=phase_order)
-    return done
+    pairer = PhasePairer()
+    for event in run.events.of(events.PHASE_BEGIN, events.PHASE_END):
+        pairer.take(event)
+    return pairer.phases(run.duration)
 
 
 def phase_order(p: Phase) -> tuple[float, str]:
