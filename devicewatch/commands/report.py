@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     recording = load(args.file)
     if args.json:
-        from ..advice import shown
+        from ..analysis.advice import shown
 
         summary = summarize(recording)
         summary["advice"] = [a.to_json() for a in shown(recording)]

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import advice as advice_
 from .. import analysis, events
+from ..analysis import advice as advice_
 from ..downsample import minmax_rows, minmax_rows_bytes
 from ..phase_kinds import KINDS
 from ..runfile import Run

@@ -12,7 +12,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from .. import advice, analysis
+from .. import analysis
+from ..analysis import advice
 from ..runfile import Run
 from ..safe_text import inert
 from .fit import DEFAULT_WIDTH, PER_CORE_TEXT_LIMIT, Column, fit, output_width

@@ -26,7 +26,7 @@ from textual.widget import Widget
 from textual.widgets import Footer
 
 from .. import analysis
-from ..advice import Advice
+from ..analysis.advice import Advice
 from ..live.model import RunModel
 from ..live.source import LiveSource, Source
 from ..render.palette import NORMAL, PRESENTER, Palette

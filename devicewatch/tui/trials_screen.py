@@ -31,7 +31,7 @@ from textual.message import Message
 from textual.reactive import var
 from textual.widgets import Footer
 
-from .. import advice as advice_
+from ..analysis import advice as advice_
 from .. import trials
 from ..errors import RecorderError, RunFileError
 from ..live.model import RunModel
