@@ -55,8 +55,18 @@ from .pairing import (
     union_length,
 )
 from .summary import (
+    DataWaitFigures,
+    DeviceFigures,
+    EpochFigures,
+    GpuState,
+    HostSummary,
+    StragglerFigures,
+    Summary,
+    UnmeasuredFigures,
+    VerdictFigures,
     data_wait_dict,
     epoch_dict,
+    straggler_figures,
     straggler_rows,
     summarize,
     unmeasured_dict,
@@ -107,6 +117,15 @@ from .wording import (
 )
 
 __all__ = [
+    "VerdictFigures",
+    "UnmeasuredFigures",
+    "Summary",
+    "StragglerFigures",
+    "HostSummary",
+    "GpuState",
+    "EpochFigures",
+    "DeviceFigures",
+    "DataWaitFigures",
     "AUTO_SOURCE",
     "CORE_SATURATED",
     "CPU_BOUND",
@@ -179,6 +198,7 @@ __all__ = [
     "sm_active_mean",
     "stats",
     "status_text",
+    "straggler_figures",
     "straggler_rows",
     "stragglers",
     "summarize",
