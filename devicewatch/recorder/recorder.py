@@ -101,11 +101,6 @@ class Recorder:
 
     # -- public ---------------------------------------------------------------------------
 
-    @property
-    def process(self) -> Any:
-        """The workload's Popen, once started."""
-        return self.workload.process if self.workload else None
-
     def cancel(self, reason: str = CANCELLED) -> None:
         """Ask for the workload to be stopped, saying why in the end record (the first reason
         given stands). Safe from a signal handler."""
