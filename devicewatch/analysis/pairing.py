@@ -47,21 +47,21 @@ class PhasePairer:
     """Phases paired as their events arrive, for a whole run (``phases``) or a live one (the
     dashboard's model feeds it event by event): each end with its begin (``events.PhaseTracker``),
     the workload's own phases and those printed on its output apart, so that the printed ones
-    drop out once the workload begins a phase of its own (``phase_source``, the one rule)."""
+    drop out once the workload says its phases itself (``phase_source``, the one rule)."""
 
     def __init__(self) -> None:
         # [workload's own, printed]: the tracker of each and its ended phases, kept in start order
         self._trackers = (events.PhaseTracker(), events.PhaseTracker())
         self._ended: tuple[list[Phase], list[Phase]] = ([], [])
         self._sorted = [True, True]
-        self.own = False  # the workload began a phase itself: printed epochs are left out
+        self.own = False  # the workload says its phases itself: printed epochs are left out
 
     def take(self, event: dict[str, Any]) -> None:
-        """Follow one event (any kind: only phase events count)."""
+        """Follow one event (any kind: phase events and run info count)."""
+        self.own = self.own or phase_source.speaks_for_its_phases(event)
         if event.get("kind") not in (events.PHASE_BEGIN, events.PHASE_END):
             return
         printed = int(phase_source.is_printed(event))
-        self.own = self.own or phase_source.is_own_phase(event)
         begin = self._trackers[printed].take(event)
         if begin is not None:
             ended = self._ended[printed]
@@ -86,7 +86,7 @@ class PhasePairer:
 def phases(run: Run) -> list[Phase]:
     """Pair phase_begin and phase_end events by (pid, lane, name, epoch), in start order."""
     pairer = PhasePairer()
-    for event in run.events.of(events.PHASE_BEGIN, events.PHASE_END):
+    for event in run.events.of(events.PHASE_BEGIN, events.PHASE_END, events.RUN_INFO):
         pairer.take(event)
     return pairer.phases(run.duration)
 

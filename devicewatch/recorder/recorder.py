@@ -87,7 +87,7 @@ class Recorder:
         self._trial_over = False           # a trial's window measured: the workload is ended on purpose
         self._write_failed: OSError | None = None
         self._phases = events.PhaseTracker()
-        self._speaks = False               # the workload began a phase of its own (``phase_source``)
+        self._speaks = False               # the workload says its phases itself (``phase_source``)
         self._epoch: int | None = None     # for the status line: from events, else from output
         self._epochs: int | None = None
         self._last_sample: dict[str, Any] = {}
@@ -176,9 +176,9 @@ class Recorder:
     def _on_event(self, record: dict[str, Any]) -> None:
         """What the coordinator follows of the workload's events: its phases and its epoch.
 
-        A workload that begins a phase of its own says its phases better than its output can:
-        printed epochs are then left alone (``phase_source``, the rule analysis and the live
-        model follow too)."""
+        A workload that says its phases itself (its run info, or a phase of its own) says them
+        better than its output can: printed epochs are then left alone (``phase_source``, the
+        rule analysis and the live model follow too)."""
         self._phases.take(record)
         kind = record["kind"]
         if kind == events.INSTRUMENT:
@@ -188,7 +188,7 @@ class Recorder:
                 self._trial_over = True
                 self.workload.end_without_interrupt()
                 self.cancel(TRIAL_OVER)
-        self._speaks = self._speaks or phase_source.is_own_phase(record)
+        self._speaks = self._speaks or phase_source.speaks_for_its_phases(record)
         if kind == events.PHASE_BEGIN:
             if isinstance(record.get("epoch"), int):
                 self._epoch = record["epoch"]

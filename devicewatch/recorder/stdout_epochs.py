@@ -14,8 +14,9 @@ in. Recognised, on a line or on a progress bar's carriage-return update:
   is in the second epoch, 1.0 ends the first).
 
 Each new epoch number closes the previous epoch's phase (name ``epoch``, ``source: "stdout"``)
-and opens the next; the run's end closes the last. Once the workload begins a phase of its
-own, nothing more is written here: its phases are better than these (``phase_source``).
+and opens the next; the run's end closes the last. Once the workload says its phases itself
+(its run info, or a phase of its own), nothing more is written here: its phases are better
+than these (``phase_source``).
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def parse(text: str) -> tuple[int, int | None, bool] | None:
 class StdoutEpochs:
     """Follows the printed epoch and writes its phases while the workload reports none.
 
-    ``reported()`` says whether the workload has begun a phase of its own; ``on_epoch``
+    ``reported()`` says whether the workload says its phases itself; ``on_epoch``
     learns every epoch printed (the status line shows it either way).
     """
 
