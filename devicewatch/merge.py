@@ -15,11 +15,13 @@ Pure: reading and writing go through ``devicewatch.runfile``; nothing here draws
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Iterator
+from datetime import datetime, UTC
+from typing import Any
+from collections.abc import Iterator
 
 import numpy as np
 import orjson
@@ -158,7 +160,7 @@ def _node(run: Run) -> Node:
 
 
 def _clock(unix: float) -> str:
-    return datetime.fromtimestamp(unix, timezone.utc).strftime("%H:%M:%S")
+    return datetime.fromtimestamp(unix, UTC).strftime("%H:%M:%S")
 
 
 def _check(nodes: list[Node]) -> None:
@@ -331,7 +333,7 @@ def merge(paths: list[str]) -> Merged:
     workload = dict(first.get("workload", {}))
     header = {
         "devicewatch": __version__,
-        "started": datetime.fromtimestamp(origin, timezone.utc).isoformat(timespec="seconds"),
+        "started": datetime.fromtimestamp(origin, UTC).isoformat(timespec="seconds"),
         "started_unix": round(origin, 3),
         "interval": first.get("interval", 0.1),
         "host": host,
@@ -461,7 +463,7 @@ def _flat_rows(values: np.ndarray, owner: np.ndarray, k: int) -> list[bytes]:
     if text is None:
         numbers = [orjson.dumps(value) for value in _python(flat)]
         bounds = bounds.tolist()
-        return [b",".join(numbers[a:b]) for a, b in zip(bounds, bounds[1:])]
+        return [b",".join(numbers[a:b]) for a, b in itertools.pairwise(bounds)]
     text = text[1:-1]  # cut between the numbers
     commas = np.flatnonzero(np.frombuffer(text, np.uint8) == ord(","))
     starts = np.concatenate([[0], commas + 1])

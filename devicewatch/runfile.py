@@ -24,7 +24,8 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
+from collections.abc import Callable, Iterable, Iterator
 
 import orjson
 
@@ -205,7 +206,7 @@ class Run:
         """A merged run's nodes (``node 0``, ``node 1``…), in node order; empty for one node's run."""
         return [str(h.get("label")) for h in self._hosts()]
 
-    def of_host(self, label: str) -> "Run":
+    def of_host(self, label: str) -> Run:
         """One node of a merged run as a run of its own (its samples, its ranks' events and
         lines, its host object), so every single-host figure (utilization, dips, verdict)
         applies to it unchanged. RunFileError if the run has no such node."""
@@ -269,7 +270,7 @@ def check_header(record: Any, path: str) -> dict[str, Any]:
         raise RunFileError(
             f"{name} was written by a newer devicewatch (schema {schema}; this one reads up to {SCHEMA})")
     for key, kinds, what in HEADER_FIELDS:
-        if key in record and not isinstance(record[key], kinds) or isinstance(record.get(key), bool):
+        if (key in record and not isinstance(record[key], kinds)) or isinstance(record.get(key), bool):
             raise RunFileError(f"{name} has a damaged header: {key} is not {what}")
     return record
 
@@ -388,7 +389,7 @@ class Follower(_Intake):
     def close(self) -> None:
         self._file.close()
 
-    def __enter__(self) -> "Follower":
+    def __enter__(self) -> Follower:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -462,7 +463,7 @@ def load_columns(path: str | os.PathLike[str]) -> Run | None:
         run.cut_last_line = cut
         run.columnar = True
         return run
-    except Exception:  # noqa: BLE001 - a damaged columnar form only means reading the journal
+    except Exception:
         return None
 
 
@@ -724,7 +725,7 @@ class RunWriter:
             if self._columns is not None:
                 try:
                     feed(self._columns)
-                except Exception:  # noqa: BLE001 - the columns are a copy: they never stop the journal
+                except Exception:
                     self._drop_columns()
 
     def _append(self, data: bytes) -> None:
@@ -751,5 +752,5 @@ class RunWriter:
                         self._columns.written = self._written
                         _keep_built(self.path, self._columns)
                         self._columns = None
-                    except Exception:  # noqa: BLE001 - compact reads the journal instead
+                    except Exception:
                         self._drop_columns()

@@ -18,7 +18,8 @@ import itertools
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, NamedTuple
+from typing import Any, NamedTuple
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import orjson
@@ -568,7 +569,7 @@ class Samples:
                 "total": self.total, "bad": self.bad}
 
     @classmethod
-    def from_columns(cls, header: dict[str, Any], state: dict[str, Any], arrays: dict[str, np.ndarray]) -> "Samples":
+    def from_columns(cls, header: dict[str, Any], state: dict[str, Any], arrays: dict[str, np.ndarray]) -> Samples:
         """Samples whose columns are ``arrays`` (memory-mapped from the columnar file), checked
         against the layout; ``cpu`` may be whole percents in bytes (``core_percent``), made
         into ``cpu`` when first read. ValueError if anything does not fit."""
@@ -637,7 +638,7 @@ class Samples:
         """Rows no longer kept (``keep``): row ``i`` here is row ``dropped + i`` of the run."""
         return self.total - len(self)
 
-    def of_host(self, label: str, host: dict[str, Any] | None = None) -> "Samples":
+    def of_host(self, label: str, host: dict[str, Any] | None = None) -> Samples:
         """One node of a merged run: its rows, buffered samples and per-process readings as
         Samples of their own (each column selected by mask when first read, nothing decoded
         again). ``host``, the node's host object, narrows the core and GPU columns to that

@@ -5,7 +5,8 @@ run's data wait, why it was not measured where it was not, and a merged run's st
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from .. import events
 from ..runfile import Run
@@ -133,7 +134,7 @@ def _epoch_row(epoch: int, members: list[Phase], metrics: dict[str, Any], unit: 
     waits = [(a, b) for p, a, b in owned if p.kind == "data" and p.lane in loop_lanes]
     loop = union_length([(p.start, p.end) for p in members if p.kind == "train"] + waits)
     measured = metrics.get(DATA_WAIT_METRIC)
-    if type(measured) in (int, float) and 0 <= measured < float("inf"):
+    if isinstance(measured, (int, float)) and type(measured) is not bool and 0 <= measured < float("inf"):
         data_wait, source = float(measured), "metric"
     elif any(p.kind == "data" and p.lane in loop_lanes for p in members):
         data_wait, source = union_length(waits), "phases"

@@ -106,17 +106,18 @@ def phase_from(begin: dict[str, Any], end: float, is_open: bool = False) -> Phas
 
 
 def union_length(intervals: list[tuple[float, float]]) -> float:
+    """Seconds covered by any of INTERVALS, overlaps once."""
     total = 0.0
-    current_start = current_end = None
+    current: tuple[float, float] | None = None
     for start, end in sorted(intervals):
-        if current_end is None or start > current_end:
-            if current_end is not None:
-                total += current_end - current_start
-            current_start, current_end = start, end
+        if current is None or start > current[1]:
+            if current is not None:
+                total += current[1] - current[0]
+            current = (start, end)
         else:
-            current_end = max(current_end, end)
-    if current_end is not None:
-        total += current_end - current_start
+            current = (current[0], max(current[1], end))
+    if current is not None:
+        total += current[1] - current[0]
     return total
 
 

@@ -178,7 +178,7 @@ class Summary(_Figures):
     command: Any
     started: Any
     duration: float
-    status: str
+    status: str | None      # the end record's, "unknown" without one
     status_text: str
     exit_code: int | None
     ended_abruptly: bool

@@ -67,8 +67,9 @@ def series(run: Run) -> Series:
         t, v = c.util(g)
         gpu_t.append(t)
         gpu_util.append(v)
-    return Series(c.t, lambda: c.cpu, c.cpu_total, c.proc("cpu"), c.proc("rss"), c.recorder_cpu, c.watcher_cpu,
-                  gpu_t, gpu_util, c.gpu("mem_used"), c.gpu("power_w"), c.core_percent())
+    # cpu is given as the function that makes it: made when first read (``Series.cpu``)
+    return Series(c.t, lambda: c.cpu, c.cpu_total, c.proc("cpu"), c.proc("rss"),  # type: ignore[arg-type]
+                  c.recorder_cpu, c.watcher_cpu, gpu_t, gpu_util, c.gpu("mem_used"), c.gpu("power_w"), c.core_percent())
 
 
 def active_mask(t: np.ndarray, intervals: list[tuple[float, float]]) -> np.ndarray:

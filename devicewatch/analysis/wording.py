@@ -21,8 +21,11 @@ def run_info(run: Run) -> dict[str, Any]:
 
 def results(run: Run) -> list[dict[str, Any]]:
     """Each result event as one flat row: its name and its values."""
-    return [{"name": e.get("name"), **(e.get("values") if isinstance(e.get("values"), dict) else {})}
-            for e in run.events.of(events.RESULT)]
+    rows = []
+    for e in run.events.of(events.RESULT):
+        values = e.get("values")
+        rows.append({"name": e.get("name"), **(values if isinstance(values, dict) else {})})
+    return rows
 
 
 def last_error_line(run: Run) -> str | None:

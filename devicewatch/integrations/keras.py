@@ -20,8 +20,7 @@ from .phase_speaker import PhaseSpeaker
 
 class DevicewatchCallback(PhaseSpeaker, keras.callbacks.Callback):
     def __init__(self, lane: str = "main"):
-        super().__init__()
-        self.lane = lane
+        super().__init__(lane)
         self._epoch = 0
         self._training = False
         self._validating = False

@@ -35,8 +35,7 @@ class LightningPhases(PhaseSpeaker):
     """Train and validate phases, run info and per-epoch metrics from a Lightning Trainer."""
 
     def __init__(self, lane: str = "main"):
-        super().__init__()
-        self.lane = lane
+        super().__init__(lane)
         self._epoch: int | None = None
         self._phase: str | None = None
         self._in_epoch = False

@@ -17,12 +17,15 @@ from .zero_code import process_state
 
 
 class PhaseSpeaker:
-    """What a framework callback sends (a mix-in beside the framework's callback base class)."""
+    """What a framework callback sends (a mix-in beside the framework's callback base class,
+    which its ``__init__`` calls on)."""
 
-    # Extra fields on every event this callback sends ({"source": "auto"} when the
-    # instrumentation added it).
-    event_fields: dict[str, Any] = {}
-    lane: str = events.DEFAULT_LANE
+    def __init__(self, lane: str = events.DEFAULT_LANE) -> None:
+        super().__init__()
+        self.lane = lane
+        # Extra fields on every event this callback sends ({"source": "auto"} when the
+        # instrumentation added it).
+        self.event_fields: dict[str, Any] = {}
 
     def say_phase(self, name: str, epoch: int | None, begin: bool, at: float | None = None) -> None:
         """A phase's begin or end; AT (a ``time.monotonic()``) stamps one told after the fact."""

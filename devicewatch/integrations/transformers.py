@@ -34,7 +34,7 @@ def _numbers(values: dict[str, Any] | None) -> dict[str, float]:
 
 class DevicewatchCallback(PhaseSpeaker, TrainerCallback):
     def __init__(self, lane: str = "main"):
-        self.lane = lane
+        super().__init__(lane)
         self._epoch: int | None = None
         self._training = False      # between on_train_begin and on_train_end
         self._in_train_phase = False

@@ -13,7 +13,8 @@ import math
 import re
 import textwrap
 from dataclasses import dataclass, field
-from typing import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from rich.cells import cell_len
@@ -63,7 +64,7 @@ def hosts_text(model: RunModel) -> str:
     names = {}
     for entry in hosts:
         if isinstance(entry, dict):
-            host = entry.get("host") if isinstance(entry.get("host"), dict) else {}
+            host: dict[str, Any] = entry["host"] if isinstance(entry.get("host"), dict) else {}
             names[str(entry.get("label", "?"))] = f"{entry.get('label', '?')}={host.get('hostname', '?')}"
     shown = model.host
     charts = f"charts {inert(names[shown])} (h: next) · " if shown in names else ""
@@ -222,7 +223,7 @@ class EpochRows:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, EpochRows) and self.version == other.version
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # mutable inputs compared by value are not hashable
 
 
 def epoch_rows(model: RunModel, shown: EpochRows | None = None) -> EpochRows:

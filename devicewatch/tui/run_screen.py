@@ -90,7 +90,7 @@ class RunScreen(RedrawOnce):
         """The run on a screen has ended: its end record was read (``status``: ok, failed,
         cancelled…) or its recorder stopped without one (``status`` None)."""
 
-        def __init__(self, screen: "RunScreen", status: str | None) -> None:
+        def __init__(self, screen: RunScreen, status: str | None) -> None:
             super().__init__()
             self.screen = screen
             self.status = status
@@ -99,7 +99,7 @@ class RunScreen(RedrawOnce):
         """Try the run's advice: ``command`` (the run's own ``-- COMMAND``) as written and once
         per advised knob (``advised``), as ``devicewatch try`` runs them; the app asks first."""
 
-        def __init__(self, screen: "RunScreen", command: list[str], advised: list[Advice]) -> None:
+        def __init__(self, screen: RunScreen, command: list[str], advised: list[Advice]) -> None:
             super().__init__()
             self.screen = screen
             self.command = command
@@ -109,7 +109,7 @@ class RunScreen(RedrawOnce):
         """Back to the home screen, which this screen was opened without (a replay or a run
         started from the command line: the home screen is built only when wanted)."""
 
-        def __init__(self, screen: "RunScreen") -> None:
+        def __init__(self, screen: RunScreen) -> None:
             super().__init__()
             self.screen = screen
 
@@ -334,7 +334,7 @@ class RunScreen(RedrawOnce):
             if 0 < model.cores <= 8:  # a few cores: up to three rows each and the time axis, no blank rows
                 strip.styles.max_height = 3 * model.cores + 1
             strip.data = HeatInput(view, model.samples_version, palette, t, model.cpu.values)
-        self._set("heat-legend", Text.assemble("colour: ", *[(s.text, s.style) for s in heat_legend(palette)],
+        self._set("heat-legend", Text.assemble("colour: ", *[(s.text, s.style or "") for s in heat_legend(palette)],
                                                f"   {model.cores} cores"))
         self.query_one("#cpu-total", AreaChart).data = AreaInput(
             view, model.samples_version, palette, t, model.cpu_total.values, 100.0, "%", overlay)
@@ -451,7 +451,8 @@ class RunScreen(RedrawOnce):
         elif model.run.finished:
             end = model.run.end or {}
             status = end.get("status", "?")
-            state = {"ok": "FINISHED", "trial": "TRIAL OVER", "cancelled": "CANCELLED", "failed": "FAILED"}.get(status, status.upper())
+            state = {"ok": "FINISHED", "trial": "TRIAL OVER", "cancelled": "CANCELLED",
+                     "failed": "FAILED"}.get(status, status.upper())
             style = "bold black on green" if status in ("ok", "trial") else "bold white on red" if status != "cancelled" \
                 else "bold black on yellow"
         elif source.live:
@@ -480,7 +481,7 @@ class RunScreen(RedrawOnce):
         while node is not None and node is not self:
             if not node.display:
                 return False
-            node = node.parent  # type: ignore[assignment]
+            node = node.parent  # type: ignore[assignment]  # a widget's parent is a DOMNode; the walk stops at the screen
         return True
 
     # -- actions -----------------------------------------------------------------------------

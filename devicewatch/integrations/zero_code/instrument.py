@@ -48,7 +48,7 @@ def arm(name: str, module: Any) -> None:
 
             framework_hooks.arm(framework, name, module, PROCESS)
         PROCESS.armed_now(framework)
-    except Exception as exc:  # noqa: BLE001 - a framework we cannot hook runs as it is
+    except Exception as exc:  # a framework we cannot hook runs as it is
         PROCESS.error(framework, "arm", exc)
 
 

@@ -22,7 +22,8 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from ... import events
 from . import knobs, trial
@@ -169,7 +170,7 @@ class Process:
             if self.trial is not None:
                 self.trial.finish(time.monotonic())
             self.knobs.at_exit()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self.error("devicewatch", "trial", exc)
 
     def say_if_silent(self) -> None:
@@ -179,7 +180,7 @@ class Process:
         if self.live and not self.announced and self.armed:
             try:
                 events.emit(events.INSTRUMENT, state="imported", frameworks=list(self.armed))
-            except Exception:  # noqa: BLE001 - nothing the instrumentation does may reach the script
+            except Exception:  # nothing the instrumentation does may reach the script
                 pass
 
     def error(self, framework: str, hook: str, exc: BaseException) -> None:
@@ -192,7 +193,7 @@ class Process:
             self.announce()
             detail = f"{hook}: {type(exc).__name__}: {exc}"
             events.emit(events.INSTRUMENT, state="error", framework=framework, detail=detail[:DETAIL_CHARS])
-        except Exception:  # noqa: BLE001 - nothing the instrumentation does may reach the script
+        except Exception:  # nothing the instrumentation does may reach the script
             pass
 
     def forked(self) -> None:
@@ -220,7 +221,7 @@ def own_phases(owner: str) -> None:
         with PROCESS.lock:
             PROCESS.owner = owner
             PROCESS.loop.declare_owner(owner, time.monotonic())
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         PROCESS.error(owner, "own phases", exc)
 
 
@@ -230,7 +231,7 @@ def declared_phase(name: str, epoch: int | None, lane: str = LANE, begin: bool =
     try:
         with PROCESS.lock:
             PROCESS.loop.declared_phase(name, epoch, lane, begin, time.monotonic())
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         PROCESS.error(PROCESS.owner, "phase", exc)
 
 
@@ -242,7 +243,7 @@ def epoch_figures(epoch: int | None) -> dict[str, Any]:
     try:
         with PROCESS.lock:
             return PROCESS.loop.epoch_figures(epoch, time.monotonic())
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         PROCESS.error(PROCESS.owner, "epoch figures", exc)
         return {}
 
