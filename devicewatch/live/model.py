@@ -30,7 +30,7 @@ from ..downsample import minmax_rows, minmax_rows_bytes
 from ..phase_kinds import KINDS
 from ..runfile import Run
 from ..samples import MISSING_PERCENT, percent_to_float
-from ..safe_text import inert
+from ..safe_text import inert, inert_keeping_colours
 
 
 class Column:
@@ -320,10 +320,25 @@ class RunModel:
         return self.open_phases.current
 
     def take_logs(self) -> list[str]:
-        """Log lines not yet shown."""
+        """Log lines not yet shown, their colours kept (SGR), anything else a terminal acts on inert."""
         new = self.run.logs[self.logs_taken:]
         self.logs_taken = len(self.run.logs)
-        return [("! " if r.get("stream") == "stderr" else "") + inert(r.get("line", "")) for r in new]
+        return [_shown_line(r) for r in new]
+
+    def open_line(self) -> str | None:
+        """The output's line not yet ended, as it stands (a bar being redrawn, ``loading...``)."""
+        record = self.run.open_line
+        return None if record is None else _shown_line(record)
+
+    def workload_state(self) -> str | None:
+        """``waiting for input`` or ``stopped`` while the recorder says so, else None."""
+        if self.run.end is not None:
+            return None
+        for notice in reversed(self.run.notices):
+            state = notice.get("state")
+            if isinstance(state, str):
+                return None if state == "running" else inert(state)
+        return None
 
     # -- derived -----------------------------------------------------------------------------
 
@@ -449,3 +464,7 @@ class RunModel:
             return None
         reason = self.machine.header.get("host", {}).get("gpu_reason")
         return str(reason) if reason else None
+
+
+def _shown_line(record: dict[str, Any]) -> str:
+    return ("! " if record.get("stream") == "stderr" else "") + inert_keeping_colours(record.get("line", ""))
