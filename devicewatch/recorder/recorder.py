@@ -43,7 +43,7 @@ from collections.abc import Callable
 
 import psutil
 
-from .. import __version__, events, records
+from .. import __version__, events, phase_source, records
 from ..active_runs import announce
 from ..errors import RecorderError, UsageError
 from ..integrations import zero_code
@@ -101,7 +101,7 @@ class Recorder:
         self._trial_over = False           # a trial's window measured: the workload is ended on purpose
         self._write_failed: OSError | None = None
         self._phases = events.PhaseTracker()
-        self._speaks = False               # the workload reports through events (not only instrumentation news)
+        self._speaks = False               # the workload says its phases itself (``phase_source``)
         self._epoch: int | None = None     # for the status line: from events, else from output
         self._epochs: int | None = None
         self._last_sample: dict[str, Any] = {}
@@ -120,11 +120,6 @@ class Recorder:
         self._state_seen = RUNNING         # ... and as last looked up (said once seen twice)
 
     # -- public ---------------------------------------------------------------------------
-
-    @property
-    def process(self) -> Any:
-        """The workload's Popen, once started."""
-        return self.workload.process if self.workload else None
 
     def cancel(self, reason: str = CANCELLED) -> None:
         """Ask for the workload to be stopped, saying why in the end record (the first reason
@@ -246,10 +241,9 @@ class Recorder:
     def _on_event(self, record: dict[str, Any]) -> None:
         """What the coordinator follows of the workload's events: its phases and its epoch.
 
-        A workload that sends events (run info comes first, from a callback or the zero-code
-        instrumentation once it sees training) will say its phases better than its output can:
-        printed epochs are then left alone. The instrumentation's news that it is loaded does
-        not count: it comes from any Python process, training or not."""
+        A workload that says its phases itself (its run info, or a phase of its own) says them
+        better than its output can: printed epochs are then left alone (``phase_source``, the
+        rule analysis and the live model follow too)."""
         self._phases.take(record)
         kind = record["kind"]
         if kind == events.INSTRUMENT:
@@ -259,8 +253,7 @@ class Recorder:
                 self._trial_over = True
                 self.workload.end_without_interrupt()
                 self.cancel(TRIAL_OVER)
-        else:
-            self._speaks = True
+        self._speaks = self._speaks or phase_source.speaks_for_its_phases(record)
         if kind == events.PHASE_BEGIN:
             if isinstance(record.get("epoch"), int):
                 self._epoch = record["epoch"]

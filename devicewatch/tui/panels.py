@@ -32,7 +32,8 @@ from textual.visual import Visual
 from textual.widget import Widget
 
 from .drawing import format_seconds
-from .. import advice, analysis
+from .. import analysis
+from ..analysis import advice
 from ..live.model import RunModel
 from ..safe_text import inert
 

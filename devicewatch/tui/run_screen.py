@@ -26,14 +26,15 @@ from textual.widget import Widget
 from textual.widgets import Footer
 
 from .. import analysis
-from ..advice import Advice
+from ..analysis.advice import Advice
 from ..live.model import RunModel
 from ..live.source import LiveSource, Source
 from ..render.palette import NORMAL, PRESENTER, Palette
 from ..runfile import RunFileError
 from . import panels
 from .charts import AreaChart, HeatStrip, LineChart, PhaseLanes
-from .drawing import AreaInput, HeatInput, LanesInput, LinesInput, Overlay, View, format_seconds, heat_legend
+from .drawing import AreaInput, HeatInput, LinesInput, Overlay, View, format_seconds, heat_legend
+from .model_inputs import lanes_input, overlay_of
 from .redraw import RedrawOnce
 
 WINDOWS: list[float | None] = [10, 30, 60, 120, 300, 600, 1800, None]  # seconds; None: whole run
@@ -65,20 +66,6 @@ def _title(widget: Widget, title: str) -> None:
     """Set a border title only when it changes: setting one repaints the whole widget."""
     if widget.border_title != title:
         widget.border_title = title
-
-
-def overlay_of(model: RunModel) -> Overlay:
-    """The shading of the model's first lane, its epoch lines and markers."""
-    main = model.main_lane_phases()
-    markers = np.array([m[0] for m in model.all_markers], float)
-    return Overlay(main.starts, main.ends, main.kinds, model.boundaries, markers, model.phases_version)
-
-
-def lanes_input(model: RunModel, view: View, palette: Palette, overlay: Overlay) -> LanesInput:
-    """Every lane of the model (``main`` when there is none yet) with epoch lines and markers."""
-    phases = model.phase_arrays
-    return LanesInput(view, model.phases_version, palette, tuple(model.lanes) or ("main",), phases.starts,
-                      phases.ends, phases.kinds, phases.names, phases.lanes, overlay.lines_only())
 
 
 class RunScreen(RedrawOnce):
