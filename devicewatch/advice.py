@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from . import analysis, events
-from .runfile import Run
+from .runformat.runfile import Run
 
 INPUT_BOUND_SHARE = 0.3     # a data wait from which more loader workers are worth a try
 MAX_WORKERS = 8             # the most workers advice proposes, however many cores

@@ -11,8 +11,8 @@ from typing import Any, Iterable
 import numpy as np
 
 from . import events, nanmath
-from .runfile import NO_END_RECORD, Run
-from .samples import MISSING_PERCENT
+from .runformat.runfile import NO_END_RECORD, Run
+from .runformat.samples import MISSING_PERCENT
 
 PHASE_KINDS = ("train", "validate", "data", "copy")
 NO_PHASE = "(no phase)"
@@ -416,7 +416,7 @@ def data_wait_unmeasured(run: Run, rows: list[EpochRow], all_phases: list[Phase]
 
 def _not_instrumented(run: Run, summary: dict[str, Any] | None) -> str:
     """Why the zero-code instrumentation measured nothing, from the end record, else the header."""
-    offered = run.header.get("instrument")
+    offered = run.header.raw.get("instrument")
     if summary is not None:
         return f"zero-code instrumentation not active ({summary.get('reason') or 'no reason recorded'})"
     if isinstance(offered, dict) and not offered.get("offered"):
@@ -958,7 +958,7 @@ def host_figures(run: Run) -> list[HostFigures]:
     for label in run.host_labels:
         node = run.of_host(label)
         s, node_phases = series(node), phases(node)
-        out.append(HostFigures(label, node.header.get("host", {}).get("hostname"), len(node.samples),
+        out.append(HostFigures(label, node.header.raw.get("host", {}).get("hostname"), len(node.samples),
                                _stats(s.cpu_total)["mean"], device_idle(node, s, node_phases),
                                verdict(node, s, node_phases)))
     return out
@@ -1022,15 +1022,15 @@ def summarize(run: Run) -> dict[str, Any]:
     return {
         "file": run.path,
         "workload": run.title,
-        "command": run.header.get("workload", {}).get("command"),
-        "started": run.header.get("started"),
+        "command": run.header.raw.get("workload", {}).get("command"),
+        "started": run.header.raw.get("started"),
         "duration": round(run.duration, 3),
         "status": run.end.get("status") if run.end else "unknown",
         "status_text": status_text(run),
         "exit_code": run.end.get("exit_code") if run.end else None,
         "ended_abruptly": run.ended_abruptly,
         "instrumentation": instrumentation_text(run),
-        "host": run.header.get("host", {}),
+        "host": run.header.raw.get("host", {}),
         "run_info": run_info(run),
         "gpu": {"available": bool(run.gpu_status and run.gpu_status[0].get("available")),
                 "reason": run.gpu_status[0].get("reason") if run.gpu_status else None},
@@ -1048,7 +1048,7 @@ def summarize(run: Run) -> dict[str, Any]:
         "gpu_driver_periods": driver_sample_periods(run),
         "hosts": run.host_labels,
         "per_host": per_host,
-        "alignment": (run.header.get("alignment") or {}).get("text") if isinstance(run.header.get("alignment"), dict) else None,
+        "alignment": (run.header.raw.get("alignment") or {}).get("text") if isinstance(run.header.raw.get("alignment"), dict) else None,
         "stragglers": straggler_rows(run, all_phases),
         "notices": [n.get("message") for n in run.notices],
         "recorder_cpu_mean": _stats(s.recorder_cpu)["mean"],
@@ -1084,7 +1084,7 @@ def instrumentation_text(run: Run) -> str | None:
     """What the zero-code instrumentation did, in one line (from the header's ``instrument``
     and the end record's): ``active in 2 processes (torch, lightning)``, or why not. None for a
     run recorded before it existed."""
-    offered = run.header.get("instrument")
+    offered = run.header.raw.get("instrument")
     summary = run.end.get("instrument") if run.end else None
     if not isinstance(summary, dict):
         if not isinstance(offered, dict):

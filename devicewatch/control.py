@@ -24,7 +24,7 @@ import os
 import threading
 from typing import Any, Callable
 
-from . import records
+from .runformat import records
 from .events import MARKER
 
 MAX_LABEL = 200

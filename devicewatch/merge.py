@@ -10,7 +10,7 @@ file onto wall-clock time by the (wall clock, monotonic) pairs its recorder wrot
   and ``rank``;
 - the header lists the hosts and states the alignment error the merge assumes.
 
-Pure: reading and writing go through ``devicewatch.runfile``; nothing here draws anything.
+Pure: reading and writing go through ``devicewatch.runformat.runfile``; nothing here draws anything.
 """
 
 from __future__ import annotations
@@ -26,8 +26,10 @@ import orjson
 
 from . import __version__, events
 from .errors import RunFileError, UsageError
-from .runfile import Run, RunWriter, compact, load, probe_fields
-from .samples import MISSING_PERCENT, Encoder, Stored
+from .runformat.records import end as end_record
+from .runformat.records import notice
+from .runformat.runfile import Run, RunWriter, compact, load, probe_fields
+from .runformat.samples import MISSING_PERCENT, Encoder, Stored
 
 # A recorder's two clock pairs disagree with the monotonic clock by more than this only when the
 # wall clock was stepped during the run (an NTP step): then the start pair alone aligns it.
@@ -62,7 +64,7 @@ class Node:
 
     @property
     def hostname(self) -> str:
-        return str(self.run.header.get("host", {}).get("hostname", "?"))
+        return self.run.header.host.hostname or "?"
 
     def unix(self, t: float) -> float:
         return self.start_unix + t * self.rate
@@ -134,7 +136,7 @@ def _pair(record: dict[str, Any] | None) -> tuple[float, float] | None:
 
 def _node(run: Run) -> Node:
     name = os.path.basename(run.path)
-    if "hosts" in run.header:
+    if run.header.nodes:
         raise RunFileError(f"{name} is already a merged run; merge the nodes' own files")
     ranks, groups, local, jobs, worlds = _identity(run)
     if not ranks:
@@ -142,16 +144,17 @@ def _node(run: Run) -> Node:
                            "record each node's torchrun, with a script that uses devicewatch.events")
     if len(jobs) > 1 or len(worlds) > 1:
         raise RunFileError(f"{name} holds ranks of more than one job: {', '.join(sorted(jobs)) or worlds}")
-    start = _pair(run.header)
+    clock = run.header.clock
+    start = (clock.unix, clock.mono) if clock is not None else None
     end = _pair(run.end)
     rate = 1.0
     if start is not None and end is not None and end[1] > start[1]:
         measured = (end[0] - start[0]) / (end[1] - start[1])
         if abs(measured - 1.0) <= MAX_RATE_ERROR:
             rate = measured
-    start_unix = start[0] if start else float(run.header.get("started_unix", 0.0))
+    start_unix = start[0] if start else (run.header.started_unix or 0.0)
     label = f"node {groups[0]}" if len(groups) == 1 else \
-        ("nodes " + ",".join(map(str, groups)) if groups else str(run.header.get("host", {}).get("hostname", name)))
+        ("nodes " + ",".join(map(str, groups)) if groups else (run.header.host.hostname or name))
     return Node(run, label, groups[0] if len(groups) == 1 else None, ranks, local,
                 next(iter(jobs), None), next(iter(worlds), None), start_unix, rate,
                 start[1] if start else None, [p for p in (start, end) if p is not None])
@@ -281,8 +284,8 @@ def _others(node: Node, origin: float) -> Iterator[dict[str, Any]]:
 
 def _host_entry(node: Node, origin: float) -> dict[str, Any]:
     return {"label": node.label, "file": node.name, "group_rank": node.group_rank, "ranks": node.ranks,
-            "host": node.run.header.get("host", {}), "workload": node.run.header.get("workload", {}),
-            "interval": node.run.header.get("interval"), "offset": round(node.start_unix - origin, 6),
+            "host": node.run.header.host.to_json(), "workload": node.run.header.workload.to_json(),
+            "interval": node.run.header.interval, "offset": round(node.start_unix - origin, 6),
             "rate": node.rate, "status": node.status, "reason": node.reason}
 
 
@@ -314,12 +317,11 @@ def merge(paths: list[str]) -> Merged:
             records.append(record)
             places.append(place)
             place += 1
-    records.append({"type": "notice", "t": 0.0, "level": "info",
-                    "message": f"merged {len(nodes)} nodes; alignment: {align['text']}"})
+    records.append(notice(0.0, f"merged {len(nodes)} nodes; alignment: {align['text']}", "info"))
     for node in nodes:
         if node.status != "ok":
-            records.append({"type": "notice", "t": round(node.end_unix - origin, 6), "level": "warning",
-                            "host": node.label, "message": f"{node.label} ended {node.status}: {node.reason}"})
+            records.append(notice(round(node.end_unix - origin, 6), f"{node.label} ended {node.status}: {node.reason}",
+                                  host=node.label))
     places += range(place, place + len(records) - len(places))
     order = sorted(range(len(records)), key=lambda i: records[i]["t"])  # stable: places rise with i
     records = [records[i] for i in order]
@@ -327,13 +329,13 @@ def merge(paths: list[str]) -> Merged:
 
     first = nodes[0].run.header
     hostnames = list(dict.fromkeys(n.hostname for n in nodes))
-    host = dict(first.get("host", {}), hostname=", ".join(hostnames))
-    workload = dict(first.get("workload", {}))
+    host = dict(first.host.to_json(), hostname=", ".join(hostnames))
+    workload = first.workload.to_json()
     header = {
         "devicewatch": __version__,
         "started": datetime.fromtimestamp(origin, timezone.utc).isoformat(timespec="seconds"),
         "started_unix": round(origin, 3),
-        "interval": first.get("interval", 0.1),
+        "interval": first.interval if first.interval is not None else 0.1,
         "host": host,
         "workload": workload,
         "hosts": [_host_entry(n, origin) for n in nodes],
@@ -344,10 +346,8 @@ def merge(paths: list[str]) -> Merged:
     duration = round(max(n.end_unix for n in nodes) - origin, 6)
     worst = max(nodes, key=lambda n: STATUS_ORDER.index(n.status) if n.status in STATUS_ORDER else 0)
     end = worst.run.end or {}
-    records.append({"type": "end", "t": duration, "status": worst.status,
-                    "exit_code": end.get("exit_code", 0 if worst.status == "ok" else 1),
-                    "signal": end.get("signal"), "duration": duration,
-                    "reason": "; ".join(f"{n.label}: {n.reason}" for n in nodes)})
+    records.append(end_record(duration, worst.status, end.get("exit_code", 0 if worst.status == "ok" else 1),
+                              end.get("signal"), "; ".join(f"{n.label}: {n.reason}" for n in nodes)))
     return Merged(header, records, nodes, align, origin, places, first_sample)
 
 

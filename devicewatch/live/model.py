@@ -27,9 +27,9 @@ import numpy as np
 
 from .. import advice as advice_
 from .. import analysis, events
-from ..downsample import minmax_rows, minmax_rows_bytes
-from ..runfile import Run
-from ..samples import MISSING_PERCENT, percent_to_float
+from ..runformat.downsample import minmax_rows, minmax_rows_bytes
+from ..runformat.runfile import Run
+from ..runformat.samples import MISSING_PERCENT, percent_to_float
 from ..safe_text import inert
 
 
@@ -472,5 +472,4 @@ class RunModel:
             if not status.get("available"):
                 return str(status.get("reason") or "GPU sampling unavailable")
             return None
-        reason = self.machine.header.get("host", {}).get("gpu_reason")
-        return str(reason) if reason else None
+        return self.machine.header.host.gpu_reason or None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .. import records
+from ..runformat import records
 from .bound import RateBound
 from .stdout_epochs import StdoutEpochs
 from .terminal import Terminal

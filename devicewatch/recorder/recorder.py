@@ -31,7 +31,8 @@ from typing import Any, Callable, TextIO
 
 import psutil
 
-from .. import __version__, events, records
+from .. import __version__, events
+from ..runformat import records
 from ..active_runs import announce
 from ..errors import RecorderError, UsageError
 from ..integrations import zero_code
@@ -39,7 +40,7 @@ from ..lifeline import Watchdog, become_subreaper
 from ..probes.cpu import CpuProbe, cpu_model
 from ..probes.gpu import GpuProbe
 from ..probes.process import ProcessTreeProbe, SelfProbe
-from ..runfile import RunWriter, compact
+from ..runformat.runfile import RunWriter, compact
 from .event_channel import EventChannel
 from .gpu_sampler import GPU_POLL_RANGE, GpuSampler, gpu_poll_period
 from .instrumentation import InstrumentationNews

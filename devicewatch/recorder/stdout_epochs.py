@@ -24,7 +24,8 @@ import math
 import re
 from typing import Any, Callable
 
-from .. import events, records
+from .. import events
+from ..runformat import records
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 KERAS = re.compile(r"^\s*Epoch (\d+)/(\d+)\s*$")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, TextIO
 
-from .. import records
+from ..runformat import records
 
 
 def status_text(t: float, epoch: int | None, epochs: int | None, phase: str | None,

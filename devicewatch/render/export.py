@@ -17,8 +17,9 @@ import math
 from typing import Any, Iterable
 from xml.sax.saxutils import escape
 
-from .. import analysis, downsample, events
-from ..runfile import Run
+from .. import analysis, events
+from ..runformat import downsample
+from ..runformat.runfile import Run
 from ..safe_text import csv_cell
 from .palette import PRINT
 
@@ -79,7 +80,7 @@ def perfetto(run: Run) -> dict[str, Any]:
         trace = _process(run, PID, f"devicewatch: {run.title}")
     return {"traceEvents": trace, "displayTimeUnit": "ms",
             "otherData": {"source": "devicewatch", "file": run.path, "workload": run.title,
-                          "started": run.header.get("started"), "duration_s": round(run.duration, 3)}}
+                          "started": run.header.started, "duration_s": round(run.duration, 3)}}
 
 
 def _process(run: Run, pid: int, name: str) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .. import advice, analysis
-from ..runfile import Run
+from ..runformat.runfile import Run
 from ..safe_text import inert
 from .fit import DEFAULT_WIDTH, PER_CORE_TEXT_LIMIT, Column, fit, output_width
 

@@ -56,14 +56,10 @@ TITLE_MAX = 60  # characters of the run's title in the status line
 def hosts_text(model: RunModel) -> str:
     """A merged run's nodes and their host names (header ``hosts``), the node the charts show
     first: ``charts node 1=beta (h: next) · hosts node 0=alpha, node 1=beta``; "" for one host."""
-    hosts = model.run.header.get("hosts")
-    if not isinstance(hosts, list) or len(hosts) < 2:
+    nodes = model.run.header.nodes
+    if len(nodes) < 2:
         return ""
-    names = {}
-    for entry in hosts:
-        if isinstance(entry, dict):
-            host = entry.get("host") if isinstance(entry.get("host"), dict) else {}
-            names[str(entry.get("label", "?"))] = f"{entry.get('label', '?')}={host.get('hostname', '?')}"
+    names = {node.label: f"{node.label}={node.host.hostname or '?'}" for node in nodes}
     shown = model.host
     charts = f"charts {inert(names[shown])} (h: next) · " if shown in names else ""
     return charts + "hosts " + ", ".join(inert(n) for n in names.values())

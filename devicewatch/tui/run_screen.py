@@ -30,7 +30,7 @@ from ..advice import Advice
 from ..live.model import RunModel
 from ..live.source import LiveSource, Source
 from ..render.palette import NORMAL, PRESENTER, Palette
-from ..runfile import RunFileError
+from ..runformat.runfile import RunFileError
 from . import panels
 from .charts import AreaChart, HeatStrip, LineChart, PhaseLanes
 from .drawing import AreaInput, HeatInput, LanesInput, LinesInput, Overlay, View, format_seconds, heat_legend
@@ -281,12 +281,11 @@ class RunScreen(RedrawOnce):
         model = self.model
         if model is None:
             return None
-        workload = model.run.header.get("workload") or {}
-        command = workload.get("command")
+        workload = model.run.header.workload
         advised = [a for a in model.advice if a.knob is not None]
-        if workload.get("name") or not isinstance(command, list) or not command or not advised:
+        if workload.name or not workload.command or not advised:
             return None
-        return [str(word) for word in command], advised
+        return list(workload.command), advised
 
     # -- drawing -----------------------------------------------------------------------------
 

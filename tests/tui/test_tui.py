@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("textual")
 
-from devicewatch import runfile  # noqa: E402
+from devicewatch.runformat import runfile  # noqa: E402
 from devicewatch.registry import Target  # noqa: E402
 from devicewatch.tui.app import DashboardApp, DashboardSettings  # noqa: E402
 from devicewatch.tui.home_screen import HomeScreen, OptionError, arguments_from  # noqa: E402

@@ -15,7 +15,7 @@ pytest.importorskip("textual")
 
 from textual.geometry import Region  # noqa: E402
 
-from devicewatch import runfile  # noqa: E402
+from devicewatch.runformat import runfile  # noqa: E402
 from devicewatch.tui.app import DashboardApp, DashboardSettings  # noqa: E402
 from devicewatch.tui.charts import HeatStrip  # noqa: E402
 from devicewatch.live.source import previous_run  # noqa: E402

@@ -3,7 +3,7 @@
 import pytest
 
 from devicewatch import analysis
-from devicewatch.runfile import load
+from devicewatch.runformat.runfile import load
 
 from conftest import write_run
 

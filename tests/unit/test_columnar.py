@@ -13,11 +13,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from devicewatch import analysis, columnar, runfile
+from devicewatch import analysis
+from devicewatch.runformat import columnar, runfile
 from devicewatch.recorder import Recorder, RecordOptions
 from devicewatch.probes.gpu import GpuProbe
-from devicewatch.runfile import Follower, RunWriter, compact, load
-from devicewatch.samples import COLUMNS, SAMPLE_LINE
+from devicewatch.runformat.header import Header
+from devicewatch.runformat.runfile import Follower, RunWriter, compact, load
+from devicewatch.runformat.samples import COLUMNS, SAMPLE_LINE
 
 from conftest import ROOT, merged_two_gpu_nodes
 from tests.fakes.nvml import FakeGpu, FakeNVML, FakeProcess
@@ -34,7 +36,7 @@ def journal(path):
 
 def assert_same_run(fast, slow):
     """Every column, every other record and every figure of the two runs are the same."""
-    assert fast.header == slow.header
+    assert fast.header == slow.header and fast.header.to_json() == slow.header.to_json()
     a, b = fast.samples, slow.samples
     assert (a.cores, a.gpus, a.host_labels, a.total, a.fields) == (b.cores, b.gpus, b.host_labels, b.total, b.fields)
     x_columns, y_columns = a.columns(), b.columns()
@@ -270,7 +272,7 @@ def test_the_layout_follows_the_declared_columns():
     """Every declared column is stored, under its key, in its dtype."""
     header = {"schema": 2, "host": {"cpu_count": 2, "gpus": [{}]},
               "fields": {"sys": ["a"], "proc": ["b"], "gpu": ["util", "mem_used"], "gpu_proc": ["pid", "mem"]}}
-    samples = runfile.Samples(header)
+    samples = runfile.Samples(Header.parse(header))
     keys = [key for key, _, _ in samples.layout()]
     assert keys[:6] == ["t", "cpu", "cpu_total", "sys.a", "proc.b", "gpu_present"]
     assert "gpu.util" in keys and "gpu.mem_used" in keys and "procs.pid" in keys

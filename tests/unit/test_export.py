@@ -14,7 +14,7 @@ import pytest
 from conftest import command, merged_two_gpu_nodes
 from devicewatch.render import export
 from devicewatch.errors import UsageError
-from devicewatch.runfile import RunFileError, RunWriter, load
+from devicewatch.runformat.runfile import RunFileError, RunWriter, load
 
 SVG = "{http://www.w3.org/2000/svg}"
 

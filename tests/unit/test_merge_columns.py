@@ -12,9 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from devicewatch import columnar, merge, runfile
-from devicewatch.runfile import RunWriter, compact, load
-from devicewatch.samples import Stored
+from devicewatch import merge
+from devicewatch.runformat import columnar, runfile
+from devicewatch.runformat.runfile import RunWriter, compact, load
+from devicewatch.runformat.samples import Stored
 
 from conftest import merged_by_record, merged_two_gpu_nodes, write_run
 from test_merge import node_file, phase, two_nodes

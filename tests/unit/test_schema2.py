@@ -7,8 +7,9 @@ import shutil
 import numpy as np
 import pytest
 
-from devicewatch import analysis, downsample, runfile
-from devicewatch.runfile import RunFileError, load
+from devicewatch import analysis
+from devicewatch.runformat import downsample, runfile
+from devicewatch.runformat.runfile import RunFileError, load
 from devicewatch.live.model import RunModel
 
 from conftest import ROOT
@@ -19,7 +20,7 @@ FIXTURES = ROOT / "tests" / "fixtures"
 @pytest.mark.parametrize("name", ["gpu-synthetic", "demo-cpu"])
 def test_both_schemas_of_one_run_give_the_same_figures(name):
     v1, v2 = load(FIXTURES / f"{name}.jsonl"), load(FIXTURES / f"{name}-v2.jsonl")
-    assert v1.header["schema"] == 1 and v2.header["schema"] == 2
+    assert v1.header.schema == 1 and v2.header.schema == 2
     a, b = v1.samples, v2.samples
     assert np.array_equal(a.t, b.t)
     # Schema 2 stores whole percents per core: the same within half a percent.

@@ -23,7 +23,8 @@ from typing import Any, Callable, Iterator, NamedTuple
 import numpy as np
 import orjson
 
-from . import nanmath
+from .. import nanmath
+from .header import Header, Host
 
 # Schema 1 wrote every field by name in every sample; these are the fields it had, so that a
 # schema-1 sample decodes into the same columns as a schema-2 one (values kept exact).
@@ -343,26 +344,21 @@ class Samples:
     ``total`` counts every row ever added, so a reader can tell which rows are new.
     """
 
-    def __init__(self, header: dict[str, Any], keep: int | None = None):
-        schema = header.get("schema", 1)
-        self.compact = isinstance(schema, int) and schema >= 2
-        host = header.get("host") if isinstance(header.get("host"), dict) else {}
+    def __init__(self, header: Header, keep: int | None = None):
+        self.compact = header.schema >= 2
         if self.compact:
-            fields = header.get("fields") or {}
-            scales = header.get("scale") or {}
-            self.fields = {k: [str(f) for f in fields.get(k, V1_FIELDS[k])] for k in V1_FIELDS}
-            self.scale = {k: np.array([float(x) if isinstance(x, (int, float)) else 1.0
-                                       for x in (scales.get(k) or [])][:len(f)]
-                                      + [1.0] * max(0, len(f) - len(scales.get(k) or [])))
+            self.fields = {k: list(header.fields.get(k, V1_FIELDS[k])) for k in V1_FIELDS}
+            self.scale = {k: np.array([*header.scale.get(k, ())][:len(f)] + [1.0] * max(0, len(f) - len(header.scale.get(k, ()))),
+                                      dtype=float)
                           for k, f in self.fields.items()}
         else:
             self.fields = {k: list(v) for k, v in V1_FIELDS.items()}
             self.scale = {k: np.ones(len(v)) for k, v in V1_FIELDS.items()}
-        self.mem_total = _float(host.get("mem_total"))
-        gpus = host.get("gpus") if isinstance(host.get("gpus"), list) else []
-        self.gpu_mem_total = [_float(g.get("mem_total")) if isinstance(g, dict) else math.nan for g in gpus]
-        self.cores = int(host.get("cpu_count") or 0) if isinstance(host.get("cpu_count"), int) else 0
-        self.gpus = len(gpus)
+        host = header.host
+        self.mem_total = math.nan if host.mem_total is None else host.mem_total
+        self.gpu_mem_total = [math.nan if g.mem_total is None else g.mem_total for g in host.gpus]
+        self.cores = host.cpu_count
+        self.gpus = len(host.gpus)
         self.keep = keep
         self.host_labels: list[str] = []   # a merged run's hosts; ``host`` holds indexes into it
         self.total = 0          # rows ever added (kept or dropped)
@@ -568,7 +564,7 @@ class Samples:
                 "total": self.total, "bad": self.bad}
 
     @classmethod
-    def from_columns(cls, header: dict[str, Any], state: dict[str, Any], arrays: dict[str, np.ndarray]) -> "Samples":
+    def from_columns(cls, header: Header, state: dict[str, Any], arrays: dict[str, np.ndarray]) -> "Samples":
         """Samples whose columns are ``arrays`` (memory-mapped from the columnar file), checked
         against the layout; ``cpu`` may be whole percents in bytes (``core_percent``), made
         into ``cpu`` when first read. ValueError if anything does not fit."""
@@ -637,7 +633,7 @@ class Samples:
         """Rows no longer kept (``keep``): row ``i`` here is row ``dropped + i`` of the run."""
         return self.total - len(self)
 
-    def of_host(self, label: str, host: dict[str, Any] | None = None) -> "Samples":
+    def of_host(self, label: str, host: Host | None = None) -> "Samples":
         """One node of a merged run: its rows, buffered samples and per-process readings as
         Samples of their own (each column selected by mask when first read, nothing decoded
         again). ``host``, the node's host object, narrows the core and GPU columns to that
@@ -646,9 +642,9 @@ class Samples:
         index = self.host_labels.index(label) if label in self.host_labels else -2
         twin = Samples.__new__(Samples)
         twin.__dict__.update(self.__dict__)
-        host = host if isinstance(host, dict) else {}
-        cores = host.get("cpu_count") if isinstance(host.get("cpu_count"), int) else self.cores
-        gpus = len(host["gpus"]) if isinstance(host.get("gpus"), list) else self.gpus
+        raw = host.raw if host is not None else {}
+        cores = host.cpu_count if host is not None and isinstance(raw.get("cpu_count"), int) else self.cores
+        gpus = len(host.gpus) if host is not None and isinstance(raw.get("gpus"), list) else self.gpus
         twin.cores, twin.gpus = min(cores, self.cores) if self.cores else cores, min(gpus, self.gpus)
         twin.gpu_mem_total = self.gpu_mem_total[:twin.gpus]
         twin.host_labels, twin.keep, twin.bad = [label], None, 0

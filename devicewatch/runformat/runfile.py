@@ -29,8 +29,9 @@ from typing import Any, Callable, Iterable, Iterator
 import orjson
 
 from . import columnar
-from . import events as ev
-from .errors import RunFileError
+from .. import events as ev
+from ..errors import RunFileError
+from .header import Header
 from .samples import SAMPLE_PREFIX, Encoder, Samples, Stored, fields_header
 
 FORMAT = "devicewatch-run"
@@ -145,7 +146,7 @@ class Run:
     """Everything one run file holds, in the order it was written."""
 
     path: str
-    header: dict[str, Any]
+    header: Header  # a dict given is parsed (tests, tools)
     samples: Samples = None  # type: ignore[assignment]  # columns, made from the header
     events: Events = field(default_factory=Events)  # a sequence of dicts; a list given becomes one
     logs: list[dict[str, Any]] = field(default_factory=list)
@@ -159,6 +160,8 @@ class Run:
     columnar: bool = False      # read from the columnar form beside the journal (``columnar.py``)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.header, Header):
+            self.header = Header.parse(self.header)
         if not isinstance(self.events, Events):
             self.events = Events(self.events)
         if self.samples is None:
@@ -185,38 +188,33 @@ class Run:
 
     @property
     def cores(self) -> int:
-        return int(self.header.get("host", {}).get("cpu_count", 0))
+        return self.header.host.cpu_count
 
     @property
     def gpu_names(self) -> list[str]:
-        return [g.get("name", f"GPU {i}") for i, g in enumerate(self.header.get("host", {}).get("gpus", []))]
+        return [gpu.name for gpu in self.header.host.gpus]
 
     @property
     def title(self) -> str:
-        workload = self.header.get("workload", {})
-        return workload.get("name") or " ".join(workload.get("command", [])) or Path(self.path).name
-
-    def _hosts(self) -> list[dict[str, Any]]:
-        hosts = self.header.get("hosts")
-        return [h for h in hosts if isinstance(h, dict)] if isinstance(hosts, list) else []
+        workload = self.header.workload
+        return workload.name or " ".join(workload.command) or Path(self.path).name
 
     @property
     def host_labels(self) -> list[str]:
         """A merged run's nodes (``node 0``, ``node 1``…), in node order; empty for one node's run."""
-        return [str(h.get("label")) for h in self._hosts()]
+        return self.header.host_labels
 
     def of_host(self, label: str) -> "Run":
         """One node of a merged run as a run of its own (its samples, its ranks' events and
         lines, its host object), so every single-host figure (utilization, dips, verdict)
         applies to it unchanged. RunFileError if the run has no such node."""
-        entry = next((h for h in self._hosts() if h.get("label") == label), None)
-        if entry is None:
+        node_entry = next((node for node in self.header.nodes if node.label == label), None)
+        if node_entry is None:
             raise RunFileError(f"{os.path.basename(self.path)} has no host {label!r}")
-        host = entry.get("host") if isinstance(entry.get("host"), dict) else {}
-        header = dict(self.header, host=host, workload=entry.get("workload", {}))
         mine = lambda records: [r for r in records if r.get("host") == label]  # noqa: E731
-        node = Run(self.path, header, self.samples.of_host(label, host), mine(self.events), mine(self.logs),
-                   mine(self.notices), mine(self.gpu_status), self.end, self.bad_lines, self.cut_last_line)
+        node = Run(self.path, self.header.for_node(node_entry), self.samples.of_host(label, node_entry.host),
+                   mine(self.events), mine(self.logs), mine(self.notices), mine(self.gpu_status), self.end,
+                   self.bad_lines, self.cut_last_line)
         node.columnar = self.columnar
         return node
 
@@ -249,11 +247,11 @@ class Run:
             self.bad_lines += 1
 
 
-def read_header(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+def read_header(path: str | os.PathLike[str]) -> Header | None:
     """The header of a run file (first line only), or None if it is not a readable run file."""
     try:
         with open(path, "rb") as handle:
-            return check_header(orjson.loads(handle.readline()), str(path))
+            return Header.parse(check_header(orjson.loads(handle.readline()), str(path)))
     except (OSError, ValueError, RunFileError):
         return None
 
@@ -351,7 +349,7 @@ class _Intake:
         if self.run is None:
             if record is None and b"\0" in line[:64]:
                 raise RunFileError(f"{os.path.basename(self.path)} is not a devicewatch run file")
-            self.run = Run(self.path, check_header(record, self.path), keep=self._keep)
+            self.run = Run(self.path, Header.parse(check_header(record, self.path)), keep=self._keep)
             return
         if record is None:
             if last:
@@ -635,7 +633,7 @@ class _Discard(list):  # type: ignore[type-arg]
 
 def probe_fields() -> dict[str, Any]:
     """The header's ``fields`` and ``scale``, from the probes that produce the readings."""
-    from .probes import cpu, gpu, process  # here: a reader never needs psutil
+    from ..probes import cpu, gpu, process  # here: a reader never needs psutil
 
     return fields_header(cpu.SYSTEM_FIELDS, cpu.SYSTEM_SCALE, process.PROC_FIELDS, process.PROC_SCALE,
                          gpu.GPU_FIELDS, gpu.GPU_SCALE, gpu.GPU_PROC_FIELDS, gpu.GPU_PROC_SCALE,
