@@ -27,7 +27,7 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 
 from devicewatch.runformat.runfile import RunWriter, compact, probe_fields
-from devicewatch.runformat.samples import trim_common_nulls
+from devicewatch.runformat.schema import trim_common_nulls
 
 DATA_EVERY, DATA_SECONDS = 30.0, 1.0
 NVML_PERIOD = 1 / 6  # the driver buffers a utilization sample about every 1/6 s

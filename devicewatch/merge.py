@@ -29,7 +29,9 @@ from .errors import RunFileError, UsageError
 from .runformat.records import end as end_record
 from .runformat.records import notice
 from .runformat.runfile import Run, RunWriter, compact, load, probe_fields
-from .runformat.samples import MISSING_PERCENT, Encoder, Stored
+from .runformat.encode import as_stored, chunk_lines, join_chunks, python_round, ranges
+from .runformat.samples import MISSING_PERCENT
+from .runformat.schema import NUMBER, PLAIN, TIME, Chunk, Encoder
 
 # A recorder's two clock pairs disagree with the monotonic clock by more than this only when the
 # wall clock was stepped during the run (an NTP step): then the start pair alone aligns it.
@@ -353,137 +355,11 @@ def merge(paths: list[str]) -> Merged:
 
 # -- writing: the samples from their columns, a block at a time -----------------------------
 
-def _round(values: np.ndarray, digits: int) -> np.ndarray:
-    """``round(v, digits)`` of every value exactly as Python rounds a float: to the nearest
-    decimal of the value's exact binary expansion, ties to even. NumPy's ``round`` scales first,
-    and the scaling's own rounding can tip a value lying within an ulp of a tie the other way
-    (``round(0.15, 1)`` is 0.1, ``np.round(0.15, 1)`` 0.2); those few, and values too large for
-    the scaling to be exact, are rounded by Python."""
-    values = np.asarray(values, dtype=np.float64)
-    scale = 10.0 ** digits
-    with np.errstate(invalid="ignore", over="ignore"):
-        scaled = values * scale  # off the exact product by half an ulp at most
-        out = np.rint(scaled) / scale
-        doubt = np.isfinite(values) & ~((np.abs(scaled) < 2.0 ** 50)
-                                        & (np.abs(scaled - np.floor(scaled) - 0.5) > np.abs(np.spacing(scaled))))
-    for i in np.flatnonzero(doubt):
-        out.flat[i] = round(float(values.flat[i]), digits)
-    return out
-
-
-def _stored(values: np.ndarray, scale: int, digits: int) -> np.ndarray:
-    """Readings as the writer's encoder stores them (``samples.Encoder``), NaN for null: divided
-    by their scale and rounded to a whole number, or rounded to ``digits`` decimals."""
-    out = np.asarray(values, dtype=np.float64)
-    with np.errstate(invalid="ignore", over="ignore"):
-        if scale != 1:
-            out = np.rint(out / scale)
-        else:
-            fraction = np.isfinite(out) & (np.floor(out) != out)
-            if fraction.any():
-                out = out.copy()
-                out[fraction] = _round(out[fraction], digits)
-        infinite = np.isinf(out)
-    if infinite.any():
-        out = np.where(infinite, np.nan, out)
-    return out
-
-
-# Whole numbers from this size on are written by ``repr`` in exponent form (``1e+16``): the
-# shortcut below, which writes a whole number as its float without the ``.0``, stops there.
-REPR_EXPONENT = 1e16
-
-
-def _whole(values: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore"):
-        return np.isfinite(values) & (np.floor(values) == values)
-
-
-def _python(values: np.ndarray, exact_below: float = 2.0 ** 63) -> list[Any]:
-    """Values as the encoder leaves them for JSON (nested lists, as ``tolist``): whole numbers as
-    ints, others as floats, NaN and infinities as None. ``exact_below``: whole numbers from this
-    size on stay floats (as a reader's record gives them, which the encoder keeps as they are;
-    and beyond 64 bits, which ``orjson`` cannot write as ints)."""
-    with np.errstate(invalid="ignore"):
-        whole = _whole(values) & (np.abs(values) < min(exact_below, 2.0 ** 63))
-    out = values.astype(object)
-    out[whole] = values[whole].astype(np.int64).tolist()
-    out[~np.isfinite(values)] = None
-    return out.tolist()
-
-
-def _json(values: np.ndarray, exact_below: float = 2.0 ** 63) -> bytes | None:
-    """``values`` as one JSON array the way the encoder's values make it (see ``_python``), in
-    one ``orjson`` call: on ints where all are whole, else on the floats, a whole number's text
-    being its float's without the ``.0`` (a negative zero a zero). None where a whole number is
-    too large for that."""
-    whole = _whole(values)
-    with np.errstate(invalid="ignore"):
-        if (whole & (np.abs(values) >= min(exact_below, REPR_EXPONENT))).any():
-            return None
-    if whole.all():  # the common case: ints are written several times faster than floats
-        return orjson.dumps(values.astype(np.int64), option=orjson.OPT_SERIALIZE_NUMPY)
-    text = orjson.dumps(values + 0.0, option=orjson.OPT_SERIALIZE_NUMPY)
-    return text.replace(b".0,", b",").replace(b".0]", b"]")
-
-
-def _rows(values: np.ndarray) -> list[bytes]:
-    """Each row of ``values`` (samples × …, two or three axes) in JSON without the row's own
-    brackets, as the encoder's values make it (see ``_python``)."""
-    if not len(values):
-        return []
-    text = _json(values) if all(values.shape) else None
-    if text is None:
-        return [orjson.dumps(row)[1:-1] for row in _python(values)]
-    if values.ndim == 2:  # [[1,2],[3,4]]
-        return text[2:-2].split(b"],[")
-    return text[2:-2].replace(b"]],[[", b"]\n[").split(b"\n")  # [[[1,2],[3,4]],[[5,6],[7,8]]]
-
-
-def _scalars(values: np.ndarray, exact_below: float = 2.0 ** 63) -> list[bytes]:
-    """Each value in JSON as the encoder's value makes it (see ``_python``), NaN as null."""
-    if not len(values):
-        return []
-    text = _json(values, exact_below)
-    if text is None:
-        return [orjson.dumps(value) for value in _python(values, exact_below)]
-    return text[1:-1].split(b",")
-
-
-def _flat_rows(values: np.ndarray, owner: np.ndarray, k: int) -> list[bytes]:
-    """Each of ``k`` samples' rows of ``values`` (rows × fields, in sample order; ``owner``: each
-    row's sample) as one flat JSON list without its brackets (``gpu_util``, ``gpu_procs``)."""
-    bounds = np.searchsorted(owner, np.arange(k + 1)) * values.shape[1]
-    flat = values.reshape(-1)
-    if not len(flat):
-        return [b""] * k
-    text = _json(flat)
-    if text is None:
-        numbers = [orjson.dumps(value) for value in _python(flat)]
-        bounds = bounds.tolist()
-        return [b",".join(numbers[a:b]) for a, b in zip(bounds, bounds[1:])]
-    text = text[1:-1]  # cut between the numbers
-    commas = np.flatnonzero(np.frombuffer(text, np.uint8) == ord(","))
-    starts = np.concatenate([[0], commas + 1])
-    ends = np.concatenate([commas, [len(text)]])
-    first, last = bounds[:-1], bounds[1:] - 1
-    cuts = zip(starts[np.minimum(first, len(flat) - 1)].tolist(), ends[np.maximum(last, 0)].tolist(),
-               (last >= first).tolist())
-    return [text[a:b] if some else b"" for a, b, some in cuts]
-
-
-def _ranges(start: np.ndarray, count: np.ndarray) -> np.ndarray:
-    """The indexes ``start[i] … start[i] + count[i] - 1`` for every i, one after another."""
-    total = int(count.sum())
-    before = np.cumsum(count) - count
-    return np.repeat(start - before, count) + np.arange(total)
-
-
 class _NodeSamples:
     """One node's samples on the merged axis, encoded from its columns a block at a time into
     the very records the merge wrote when it took one reader's record (``Samples.record``) per
     sample through the writer's encoder: the same values and the same JSON, and the values as
-    stored (``Stored``), from which the merged run's columns are made."""
+    stored (``schema.Chunk``), from which the merged run's columns are made."""
 
     def __init__(self, node: Node, origin: float, encoder: Encoder):
         samples = node.run.samples
@@ -526,7 +402,7 @@ class _NodeSamples:
         return len(self.t)
 
     def moved(self, t: np.ndarray) -> np.ndarray:
-        return _round(self.shift + t * self.rate, 6)
+        return python_round(self.shift + t * self.rate, 6)
 
     # Where each field the writer stores comes from: the node's reading of that name as a
     # sample's record carries it, or None (null).
@@ -551,10 +427,10 @@ class _NodeSamples:
         out = np.full((*shape, len(sources)), np.nan)
         for j, (source, scale, digits) in enumerate(sources):
             if source is not None:
-                out[..., j] = _stored(source[rows], scale, digits)
+                out[..., j] = as_stored(source[rows], scale, digits)
         return out
 
-    def block(self, idx: np.ndarray) -> tuple[list[bytes], Stored]:
+    def block(self, idx: np.ndarray) -> tuple[list[bytes], Chunk]:
         """Samples ``idx`` of the node (in the order given): their lines and their values as stored."""
         samples, k, gpus = self.samples, len(idx), self.gpus
         t, merged_t = self.t[idx], self.merged_t[idx]
@@ -586,7 +462,7 @@ class _NodeSamples:
             first[:, g] = self.util_base[g] + np.searchsorted(times, after, "right")
             last[:, g] = self.util_base[g] + np.searchsorted(times, until, "right")
         counts = np.where(buffered, np.maximum(last - first, 0), 0).ravel()
-        rows = self.util_index[_ranges(first.ravel(), counts)]
+        rows = self.util_index[ranges(first.ravel(), counts)]
         window = np.repeat(np.arange(k * gpus), counts)
         if not self.util_in_file_order:  # each window's samples in file order, as a mask gives them
             order = np.lexsort((rows, window))
@@ -596,12 +472,12 @@ class _NodeSamples:
         rows, owner = rows[near], owner[near]
         util = np.column_stack([samples.util_gpu[rows].astype(np.float64),
                                 np.rint((self.moved(samples.util_t[rows]) - merged_t[owner]) * 1000),
-                                _stored(samples.util_value[rows], 1, 1)])
+                                as_stored(samples.util_value[rows], 1, 1)])
 
         # Per-process readings: those at the sample's own time, GPU by GPU.
         start = np.searchsorted(self.procs_sorted_t, t, "left")
         counts = np.where(present, np.searchsorted(self.procs_sorted_t, t, "right") - start, 0)
-        rows = _ranges(start, counts)
+        rows = ranges(start, counts)
         if self.procs_index is not None:
             rows = self.procs_index[rows]
         procs_owner = np.repeat(np.arange(k), counts)
@@ -609,104 +485,34 @@ class _NodeSamples:
         rows, procs_owner = rows[mine], procs_owner[mine]
         procs = np.column_stack([samples.procs_gpu[rows].astype(np.float64), self._group("gpu_proc", rows)])
 
-        # The recorder's and the dashboard's CPU (as stored), and the time a slow GPU poll was
-        # asked for (as read: the merge never moved it onto the merged axis); a key is written
-        # where the reading is not missing, null where it is not finite.
-        raw = {key: getattr(samples, key)[idx].astype(np.float64) for key in ("recorder_cpu", "watcher_cpu", "gpus_t")}
-        written = {key: ~np.isnan(values) for key, values in raw.items()}
-        written["gpus_t"] &= present
-        scalars = {key: _stored(raw[key], 1, 1) for key in ("recorder_cpu", "watcher_cpu")}
-        scalars["gpus_t"] = np.where(written["gpus_t"] & np.isfinite(raw["gpus_t"]), raw["gpus_t"], np.nan)
-        stored = Stored(merged_t, cpu, system, proc, present, gpu, (util, owner), (procs, procs_owner), scalars,
-                        [self.label] * k)
-        return self._lines(stored, no_proc, written), stored
+        # The plain columns (schema.PLAIN): a number is written where the reading is not missing
+        # (null where it is not finite), rounded as the encoder rounds it, or as read where it
+        # keeps no digits (a slow GPU poll's time: the merge never moved it onto the merged axis);
+        # a per-core reading as whole numbers.
+        plain, written = {}, {"proc": ~no_proc}
+        for column in PLAIN:
+            if column.codec == TIME:
+                plain[column.name] = merged_t
+            elif column.name == "cpu":
+                plain[column.name] = cpu
+            elif column.codec == NUMBER:
+                raw = getattr(samples, column.name)[idx].astype(np.float64)
+                written[column.name] = ~np.isnan(raw)
+                plain[column.name] = np.where(np.isfinite(raw), raw, np.nan) if column.digits is None \
+                    else as_stored(raw, 1, column.digits)
+            else:
+                with np.errstate(invalid="ignore"):
+                    values = np.rint(getattr(samples, column.name)[idx].astype(np.float64))
+                values[~np.isfinite(values)] = np.nan
+                plain[column.name] = values
+        written["gpus_t"] &= present  # the time of a GPU poll, in a sample that holds one
+        for name, flags in written.items():
+            if name in plain:
+                plain[name] = np.where(flags, plain[name], np.nan)
+        chunk = Chunk(plain, system, proc, present, gpu, (util, owner), (procs, procs_owner), [self.label] * k)
+        return chunk_lines(chunk, written), chunk
 
-    def _lines(self, stored: Stored, no_proc: np.ndarray, written: dict[str, np.ndarray]) -> list[bytes]:
-        """The sample lines holding ``stored``, byte for byte as the writer wrote the records
-        (``samples.Encoder``: keys in ``SAMPLE_KEYS`` order, a GPU row's trailing nulls common
-        to all rows left out). Each array of the block becomes JSON at once, and the lines are
-        joined from their pieces in one go."""
-        k = len(stored.t)
-        if not k:
-            return []
-        present = stored.present.tolist()
-        gpu = [b""] * k
-        if any(present):
-            width = stored.gpu.shape[2]
-            known = (~np.isnan(stored.gpu)).any(axis=1)
-            keep = np.where(known.any(axis=1), width - np.argmax(known[:, ::-1], axis=1), 0)
-            for length in np.unique(keep[stored.present]).tolist():
-                chosen = np.flatnonzero(stored.present & (keep == length))
-                for j, rows in zip(chosen.tolist(), _rows(stored.gpu[chosen, :, :length])):
-                    gpu[j] = rows
-        proc = _rows(stored.proc)
-        for j in np.flatnonzero(no_proc).tolist():
-            proc[j] = b""
-        util, procs = _flat_rows(*stored.util, k), _flat_rows(*stored.procs, k)
-
-        def where(flags: list[bool], text: bytes) -> list[bytes]:
-            return [text if flag else b"" for flag in flags]
-
-        def values(flags: list[bool], texts: list[bytes]) -> list[bytes]:
-            return [text if flag else b"" for flag, text in zip(flags, texts)]
-
-        no = no_proc.tolist()
-        has = {key: (written[key] & stored.present if key == "gpus_t" else written[key]).tolist()
-               for key in ("recorder_cpu", "watcher_cpu", "gpus_t")}
-        pieces: list[list[bytes]] = [
-            [b'{"type":"sample","t":'] * k, orjson.dumps(stored.t, option=orjson.OPT_SERIALIZE_NUMPY)[1:-1].split(b","),
-            [b',"cpu":['] * k, _rows(stored.cpu), [b'],"sys":['] * k, _rows(stored.sys),
-            [b'],"proc":'] * k, [b"null" if n else b"[" for n in no], proc, [b"" if n else b"]" for n in no],
-            where(present, b',"gpu":['), gpu, where(present, b"]"),
-            [b',"gpu_util":[' if text else b"" for text in util], util, [b"]" if text else b"" for text in util],
-            [b',"gpu_procs":[' if text else b"" for text in procs], procs, [b"]" if text else b"" for text in procs],
-            where(has["gpus_t"], b',"gpus_t":'),
-            values(has["gpus_t"], _scalars(stored.scalars["gpus_t"], exact_below=2.0 ** 53)),
-            where(has["recorder_cpu"], b',"recorder_cpu":'),
-            values(has["recorder_cpu"], _scalars(stored.scalars["recorder_cpu"])),
-            where(has["watcher_cpu"], b',"watcher_cpu":'),
-            values(has["watcher_cpu"], _scalars(stored.scalars["watcher_cpu"])),
-            [b',"host":' + orjson.dumps(self.label) + b"}\n"] * k,
-        ]
-        interleaved: list[bytes] = [b""] * (k * len(pieces))
-        for i, column in enumerate(pieces):
-            interleaved[i::len(pieces)] = column
-        return b"".join(interleaved).split(b"\n")[:-1]
-
-
-def _joined(parts: list[tuple[np.ndarray, Stored]], k: int) -> Stored:
-    """The nodes' stored samples of one block as one, row ``at[i]`` of each part at row i."""
-    cores = max(part.cpu.shape[1] for _, part in parts)
-    gpus = max(part.gpu.shape[1] for _, part in parts)
-    first = parts[0][1]
-    cpu = np.full((k, cores), np.nan)
-    gpu = np.full((k, gpus, first.gpu.shape[2]), np.nan)
-    t, system, proc = np.empty(k), np.empty((k, first.sys.shape[1])), np.empty((k, first.proc.shape[1]))
-    present = np.empty(k, bool)
-    scalars = {key: np.empty(k) for key in first.scalars}
-    host: list[Any] = [None] * k
-    util, procs = [], []
-    for at, part in parts:
-        t[at], system[at], proc[at], present[at] = part.t, part.sys, part.proc, part.present
-        cpu[at, :part.cpu.shape[1]] = part.cpu
-        gpu[at, :part.gpu.shape[1]] = part.gpu
-        for key, values in part.scalars.items():
-            scalars[key][at] = values
-        for j, label in zip(at.tolist(), part.host):
-            host[j] = label
-        util.append((part.util[0], at[part.util[1]]))
-        procs.append((part.procs[0], at[part.procs[1]]))
-
-    def rows(pieces: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-        values = np.concatenate([v for v, _ in pieces])
-        owner = np.concatenate([o for _, o in pieces])
-        order = np.argsort(owner, kind="stable")
-        return values[order], owner[order]
-
-    return Stored(t, cpu, system, proc, present, gpu, rows(util), rows(procs), scalars, host)
-
-
-def _blocks(merged: Merged, encoder: Encoder) -> Iterator[tuple[list[dict[str, Any] | bytes], Stored | None]]:
+def _blocks(merged: Merged, encoder: Encoder) -> Iterator[tuple[list[dict[str, Any] | bytes], Chunk | None]]:
     """Every record of the merged run but the end, in file order, a block at a time, with the
     values of the samples among them as stored."""
     nodes = [_NodeSamples(node, merged.origin, encoder) for node in merged.nodes]
@@ -733,7 +539,7 @@ def _blocks(merged: Merged, encoder: Encoder) -> Iterator[tuple[list[dict[str, A
         samples = iter(records)
         block = [next(samples) if is_sample else others[i - total]
                  for i, is_sample in zip(chosen.tolist(), sample.tolist())]
-        yield block, _joined(parts, len(numbers)) if parts else None
+        yield block, join_chunks(parts, len(numbers)) if parts else None
 
 
 def write(merged: Merged, path: str) -> None:

@@ -31,7 +31,8 @@ from typing import Any, BinaryIO, Iterator
 import numpy as np
 import orjson
 
-from .samples import BY_NAME, COLUMNS, MISSING_PERCENT, percent_to_float, whole_percents
+from .samples import MISSING_PERCENT, percent_to_float, whole_percents
+from .schema import BY_NAME, COLUMNS
 
 SUFFIX = ".columns"
 MAGIC = b"DWCOLS\x00\n"

@@ -32,7 +32,8 @@ from . import columnar
 from .. import events as ev
 from ..errors import RunFileError
 from .header import Header
-from .samples import SAMPLE_PREFIX, Encoder, Samples, Stored, fields_header
+from .samples import Samples
+from .schema import SAMPLE_PREFIX, Chunk, Encoder, fields_header
 
 FORMAT = "devicewatch-run"
 SCHEMA = 2          # what the writer writes; the reader reads 1 and 2
@@ -303,6 +304,12 @@ def well_formed(record: dict[str, Any]) -> bool:
     return True
 
 
+def _sample_ok(record: dict[str, Any]) -> bool:
+    """A schema-2 sample has a finite time and its per-core list, if any, is a list."""
+    t = record.get("t")
+    return type(t) in _NUMBER and math.isfinite(t) and record.get("cpu", []).__class__ is list
+
+
 def _parse(line: bytes) -> dict[str, Any] | None:
     try:
         record = orjson.loads(line)
@@ -358,8 +365,7 @@ class _Intake:
                 self.run.bad_lines += 1
             return
         if record.get("type") == "sample" and self.run.samples.compact:
-            t = record.get("t")  # the columns take any other damage as missing values
-            if type(t) not in _NUMBER or not math.isfinite(t) or record.get("cpu", []).__class__ is not list:
+            if not _sample_ok(record):  # the columns take any other damage as missing values
                 self.run.bad_lines += 1
                 return
         elif not well_formed(record):
@@ -483,8 +489,10 @@ class _Columns:
         self.ended = False      # an end record went by: the run is finished
         self.written = 0        # bytes of the journal these columns cover
 
-    def feed(self, line: bytes, kind: Any = None, last: bool = False) -> None:
-        """One line of the journal; ``kind``: its record's type when the writer knows it."""
+    def feed(self, line: bytes, kind: Any = None, last: bool = False, encoded: dict[str, Any] | None = None) -> None:
+        """One line of the journal; ``kind``: its record's type when the writer knows it;
+        ``encoded``: the sample the writer's encoder made, whose values the columns take
+        instead of parsing the line again."""
         if self.intake.run is None:  # the header
             self.intake._take(line, _Discard(), last)
             if self.intake.run is not None:
@@ -499,7 +507,10 @@ class _Columns:
         elif kind is None:
             kind = "sample"
         if kind == "sample":
-            self.intake._take(line, _Discard(), last)
+            if encoded is not None and self.intake.run.samples.compact and _sample_ok(encoded):
+                self.intake.run.samples.add(encoded)
+            else:
+                self.intake._take(line, _Discard(), last)
             self.since += 1
         elif line.strip():
             self.others.append(line)
@@ -508,19 +519,19 @@ class _Columns:
         if self.since >= self.EVERY or self.others_bytes >= self.LINES_BYTES:
             self._spill()
 
-    def feed_stored(self, lines: list[bytes], kinds: list[Any], stored: Stored) -> None:
-        """Lines of the journal in order, whose samples' values ``stored`` holds: the samples'
+    def feed_chunk(self, lines: list[bytes], kinds: list[Any], chunk: Chunk) -> None:
+        """Lines of the journal in order, whose samples' values ``chunk`` holds: the samples'
         columns are made from those values, every other line is fed as ``feed`` feeds it."""
         run = self.intake.run
         assert run is not None
         samples = [kind == "sample" for kind in kinds]
-        if sum(samples) != len(stored.t):
+        if sum(samples) != len(chunk):
             raise ValueError("the stored samples are not those among the lines")
         for line, kind, sample in zip(lines, kinds, samples):
             if not sample:
                 self.feed(line, kind)
-        run.samples.add_stored(stored)
-        self.since += len(stored.t)
+        run.samples.add_chunk(chunk)
+        self.since += len(chunk)
         if self.since >= self.EVERY:
             self._spill()
 
@@ -677,7 +688,10 @@ class RunWriter:
 
     def write(self, record: dict[str, Any]) -> None:
         if record.get("type") == "sample" and "sys" not in record:
-            record = self._encoder.encode(record)
+            encoded = self._encoder.encode(record)
+            data = _dumps(encoded) + b"\n"
+            self._commit(data, lambda columns: columns.feed(data[:-1], "sample", encoded=encoded))
+            return
         self.write_line(record)
 
     def write_line(self, record: dict[str, Any]) -> None:
@@ -685,31 +699,35 @@ class RunWriter:
         data = _dumps(record) + b"\n"
         self._commit(data, lambda columns: columns.feed(data[:-1], record.get("type")))
 
-    def write_records(self, records: Sequence[dict[str, Any] | bytes], stored: Stored | None = None) -> None:
+    def write_records(self, records: Sequence[dict[str, Any] | bytes], chunk: Chunk | None = None) -> None:
         """Several records in file order, in one write; a record given as bytes is a sample line
-        already in the schema-2 layout. ``stored``: the values of the samples among them
+        already in the schema-2 layout. ``chunk``: the values of the samples among them
         (``devicewatch merge`` encodes its samples a block at a time from arrays), from which
         their columns are made instead of decoding their lines again."""
         if not records:
             return
-        lines, kinds = [], []
+        lines, kinds, encoded = [], [], []
         for record in records:
             if isinstance(record, bytes):
                 if not record.startswith(SAMPLE_PREFIX):
                     raise ValueError("a line given as bytes must be a sample")
                 lines.append(record)
                 kinds.append("sample")
+                encoded.append(None)
             else:
-                if record.get("type") == "sample" and "sys" not in record:
+                mine = record.get("type") == "sample" and "sys" not in record
+                if mine:
                     record = self._encoder.encode(record)
                 lines.append(_dumps(record))
                 kinds.append(record.get("type"))
+                encoded.append(record if mine else None)
+
         def feed(columns: _Columns) -> None:
-            if stored is not None:
-                columns.feed_stored(lines, kinds, stored)
+            if chunk is not None:
+                columns.feed_chunk(lines, kinds, chunk)
                 return
-            for line, kind in zip(lines, kinds):
-                columns.feed(line, kind)
+            for line, kind, values in zip(lines, kinds, encoded):
+                columns.feed(line, kind, encoded=values)
 
         self._commit(b"\n".join(lines) + b"\n", feed)
 

@@ -19,7 +19,7 @@ from devicewatch.recorder import Recorder, RecordOptions
 from devicewatch.probes.gpu import GpuProbe
 from devicewatch.runformat.header import Header
 from devicewatch.runformat.runfile import Follower, RunWriter, compact, load
-from devicewatch.runformat.samples import COLUMNS, SAMPLE_LINE
+from devicewatch.runformat.schema import COLUMNS, SAMPLE_LINE
 
 from conftest import ROOT, merged_two_gpu_nodes
 from tests.fakes.nvml import FakeGpu, FakeNVML, FakeProcess
