@@ -138,7 +138,7 @@ def compact_figure(folder: Path) -> None:
     kept = columns.with_name(columns.name + ".kept")
     columns.rename(kept)
     try:
-        wall, peak = _child(["-c", f"from devicewatch.runformat.runfile import compact; compact({str(path)!r})"])
+        wall, peak = _child(["-c", f"from devicewatch.runformat.writer import compact; compact({str(path)!r})"])
     finally:
         kept.replace(columns)
     print(f"compacting a 1 h journal by reading it (an older recording): {wall:.2f}s, peak {peak:.0f} MB", flush=True)

@@ -28,7 +28,8 @@ from . import __version__, events
 from .errors import RunFileError, UsageError
 from .runformat.records import end as end_record
 from .runformat.records import notice
-from .runformat.runfile import Run, RunWriter, compact, load, probe_fields
+from .runformat.runfile import Run, load
+from .runformat.writer import RunWriter, compact, probe_fields
 from .runformat.encode import as_stored, chunk_lines, join_chunks, python_round, ranges
 from .runformat.samples import MISSING_PERCENT
 from .runformat.schema import NUMBER, PLAIN, TIME, Chunk, Encoder

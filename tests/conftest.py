@@ -100,7 +100,7 @@ def merged_by_record(paths: list[str], out: str) -> str:
 
     from devicewatch import events, merge
     from devicewatch.runformat.records import notice
-    from devicewatch.runformat.runfile import RunWriter, compact
+    from devicewatch.runformat.writer import RunWriter, compact
 
     merged = merge.merge(paths)
     records: list[dict[str, Any]] = []

@@ -40,7 +40,7 @@ from ..lifeline import Watchdog, become_subreaper
 from ..probes.cpu import CpuProbe, cpu_model
 from ..probes.gpu import GpuProbe
 from ..probes.process import ProcessTreeProbe, SelfProbe
-from ..runformat.runfile import RunWriter, compact
+from ..runformat.writer import RunWriter, compact
 from .event_channel import EventChannel
 from .gpu_sampler import GPU_POLL_RANGE, GpuSampler, gpu_poll_period
 from .instrumentation import InstrumentationNews

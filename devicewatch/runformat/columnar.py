@@ -31,7 +31,7 @@ from typing import Any, BinaryIO, Iterator
 import numpy as np
 import orjson
 
-from .samples import MISSING_PERCENT, percent_to_float, whole_percents
+from .percent import MISSING_PERCENT, percent_to_float, whole_percents
 from .schema import BY_NAME, COLUMNS
 
 SUFFIX = ".columns"

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from .schema import MIG_KEY, NUMBER, PER_CORE, PLAIN, TIME, Chunk, LINE_KEYS
+from .schema import LINE_KEYS, MIG_KEY, NUMBER, PER_CORE, PLAIN, TIME, Chunk
 
 PLAIN_BY_KEY = {column.wire: column for column in PLAIN}
 

@@ -22,17 +22,25 @@ import orjson
 from .. import nanmath
 from .decode import decode_lines, decode_records, v1_to_rows
 from .header import Header, Host
-from .schema import (BY_NAME, COLUMNS, DIM_BOUND, FAMILY_HOST, FAMILY_TIME, GROUP_COLUMN, NUMBER, PER_CORE_COLUMNS,
-                     PLAIN, ROW, UTIL, V1_FIELDS, Chunk, Column)
+from .percent import PERCENT, percent_to_float, whole_percents
+from .schema import (
+    BY_NAME,
+    COLUMNS,
+    DIM_BOUND,
+    FAMILY_HOST,
+    FAMILY_TIME,
+    GROUP_COLUMN,
+    NUMBER,
+    PER_CORE_COLUMNS,
+    PLAIN,
+    ROW,
+    UTIL,
+    V1_FIELDS,
+    Chunk,
+    Column,
+)
 
 CHUNK = 4096  # samples decoded into arrays at a time: bounds the Python objects alive at once
-
-
-# Per-core readings as whole percents in bytes (``Samples.core_percent``): what marks a missing
-# one, and the key the bytes wait under until asked for.
-MISSING_PERCENT = 255
-PERCENT = "cpu%"
-PERCENT_BLOCK = 1 << 16
 
 
 class Samples:
@@ -529,27 +537,3 @@ def _widen(array: np.ndarray, column: Column, sizes: dict[str, int]) -> np.ndarr
     if any(after for _, after in pad):
         return np.pad(array, pad, constant_values=column.fill)
     return array
-
-
-def whole_percents(cpu: np.ndarray) -> np.ndarray | None:
-    """Per-core readings as bytes (``MISSING_PERCENT`` where missing) when every one is a whole
-    percent, as schema 2 stores them: a quarter of the memory, exact. None otherwise."""
-    percent = np.empty(cpu.shape, np.uint8)
-    for start in range(0, len(cpu), PERCENT_BLOCK):  # a block at a time: no float copy of it all
-        block = cpu[start:start + PERCENT_BLOCK]
-        missing = np.isnan(block)
-        values = np.where(missing, 0, block)
-        if ((values < 0) | (values >= MISSING_PERCENT) | (values != np.floor(values))).any():
-            return None
-        part = values.astype(np.uint8)
-        part[missing] = MISSING_PERCENT
-        percent[start:start + PERCENT_BLOCK] = part
-    return percent
-
-
-def percent_to_float(percent: np.ndarray) -> np.ndarray:
-    """Per-core bytes back to ``cpu``'s floats, NaN where missing."""
-    out = percent.astype(BY_NAME["cpu"].dtype)
-    out[percent == MISSING_PERCENT] = np.nan
-    return out
-

@@ -15,10 +15,12 @@ from hypothesis import strategies as st
 
 from devicewatch import analysis
 from devicewatch.runformat import columnar, runfile
+from devicewatch.runformat import writer as runwriter
 from devicewatch.recorder import Recorder, RecordOptions
 from devicewatch.probes.gpu import GpuProbe
 from devicewatch.runformat.header import Header
-from devicewatch.runformat.runfile import Follower, RunWriter, compact, load
+from devicewatch.runformat.runfile import Follower, load
+from devicewatch.runformat.writer import RunWriter, compact
 from devicewatch.runformat.schema import COLUMNS, SAMPLE_LINE
 
 from conftest import ROOT, merged_two_gpu_nodes
@@ -74,7 +76,7 @@ def generated(tmp_path, name="gen.jsonl", **options):
 def test_a_generated_gpu_run_is_compacted_as_it_is_written_and_agrees_column_by_column(tmp_path, monkeypatch):
     """Buffered utilization, per-process GPU use and GPM fields on every other sample; the
     writer spills a chunk every 100 samples, so the file joins many chunks."""
-    monkeypatch.setattr(runfile._Columns, "EVERY", 100)
+    monkeypatch.setattr(runwriter._Columns, "EVERY", 100)
     path = generated(tmp_path, events=50)
     assert os.path.exists(columnar.path_for(path))  # make_recording ends its run as the recorder does
     fast, slow = load(path), journal(path)
@@ -120,7 +122,7 @@ def test_the_recorder_compacts_its_run_when_it_ends(tmp_path):
 def test_widths_that_grow_and_fractional_percents_are_kept_exact(tmp_path, monkeypatch):
     """A chunk spilled before a third core and a GPU appeared is padded when the file is
     joined; a fractional per-core value keeps ``cpu`` in floats for the whole run."""
-    monkeypatch.setattr(runfile._Columns, "EVERY", 2)
+    monkeypatch.setattr(runwriter._Columns, "EVERY", 2)
     path = tmp_path / "grow.jsonl"
     writer = RunWriter(path, {"host": {"cpu_count": 2, "gpus": []}})
     for i in range(5):

@@ -6,7 +6,7 @@ import json
 
 from devicewatch.runformat import runfile
 from devicewatch.recorder import EVENT_BURST, EventChannel
-from devicewatch.runformat.runfile import RunWriter
+from devicewatch.runformat.writer import RunWriter
 
 
 class Frozen:

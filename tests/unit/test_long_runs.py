@@ -5,7 +5,9 @@ import numpy as np
 from devicewatch import analysis
 from devicewatch.runformat import runfile
 from devicewatch.live.model import RunModel
-from devicewatch.runformat.runfile import Events, Follower, RunWriter, load
+from devicewatch.runformat.runfile import Follower, load
+from devicewatch.runformat.eventlog import Events
+from devicewatch.runformat.writer import RunWriter
 
 
 def _event(t, kind, **fields):

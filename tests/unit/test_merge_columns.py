@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 
 from devicewatch import merge
 from devicewatch.runformat import columnar, runfile
-from devicewatch.runformat.runfile import RunWriter, compact, load
+from devicewatch.runformat import writer as runwriter
+from devicewatch.runformat.runfile import load
+from devicewatch.runformat.writer import RunWriter, compact
 from devicewatch.runformat import encode
 from devicewatch.runformat.schema import Chunk
 
@@ -38,7 +40,7 @@ def assert_merges_as_by_record(tmp_path, paths):
 def block(request, monkeypatch):
     """The merge a block at a time, and in blocks that cut through every node's samples."""
     monkeypatch.setattr(merge, "BLOCK", request.param)
-    monkeypatch.setattr(runfile._Columns, "EVERY", 3)  # the columns spilled every few samples
+    monkeypatch.setattr(runwriter._Columns, "EVERY", 3)  # the columns spilled every few samples
     return request.param
 
 

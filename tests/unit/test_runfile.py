@@ -4,7 +4,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from devicewatch.runformat.runfile import FORMAT, SCHEMA, Follower, RunFileError, RunWriter, load
+from devicewatch.runformat.runfile import FORMAT, SCHEMA, Follower, RunFileError, load
+from devicewatch.runformat.writer import RunWriter
 
 from conftest import write_run
 
