@@ -12,7 +12,7 @@ import numpy as np
 
 from . import events, nanmath
 from .runformat.runfile import NO_END_RECORD, Run
-from .runformat.samples import MISSING_PERCENT
+from .runformat.percent import MISSING_PERCENT
 
 PHASE_KINDS = ("train", "validate", "data", "copy")
 NO_PHASE = "(no phase)"

@@ -31,7 +31,7 @@ from .runformat.records import notice
 from .runformat.runfile import Run, load
 from .runformat.writer import RunWriter, compact, probe_fields
 from .runformat.encode import as_stored, chunk_lines, join_chunks, python_round, ranges
-from .runformat.samples import MISSING_PERCENT
+from .runformat.percent import MISSING_PERCENT
 from .runformat.schema import NUMBER, PLAIN, TIME, Chunk, Encoder
 
 # A recorder's two clock pairs disagree with the monotonic clock by more than this only when the

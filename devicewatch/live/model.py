@@ -29,7 +29,7 @@ from .. import advice as advice_
 from .. import analysis, events
 from ..runformat.downsample import minmax_rows, minmax_rows_bytes
 from ..runformat.runfile import Run
-from ..runformat.samples import MISSING_PERCENT, percent_to_float
+from ..runformat.percent import MISSING_PERCENT, percent_to_float
 from ..safe_text import inert
 
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from devicewatch.analysis import NO_PHASE, Phase, _p95, _percent_counts, _phases_at, _stats_columns, _stats_of_counts
-from devicewatch.runformat.samples import MISSING_PERCENT, percent_to_float, whole_percents
+from devicewatch.runformat.percent import MISSING_PERCENT, percent_to_float, whole_percents
 
 
 def plain_stats_columns(values):

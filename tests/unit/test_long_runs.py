@@ -148,7 +148,7 @@ def test_per_core_bytes_fold_as_their_floats_do():
     reading left out of its bucket, a bucket of missing ones missing, the rows past the last
     whole bucket kept as they are."""
     from devicewatch.runformat.downsample import minmax_rows, minmax_rows_bytes
-    from devicewatch.runformat.samples import MISSING_PERCENT, percent_to_float
+    from devicewatch.runformat.percent import MISSING_PERCENT, percent_to_float
 
     rng = np.random.default_rng(7)
     percent = rng.integers(0, 101, size=(103, 3), dtype=np.uint8)
