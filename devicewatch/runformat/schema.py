@@ -41,7 +41,7 @@ FAMILY_TIME = {ROW: "t", UTIL: "util_t", PROCS: "procs_t"}
 FAMILY_HOST = {ROW: "host", UTIL: "util_host", PROCS: "procs_host"}
 
 # The sizes after the row axis, and what bounds each on one node of a merged run.
-DIM_BOUND = {"cores": "cores", "gpus": "gpus", "clock_cores": "cores"}
+DIM_BOUND = {"cores": "cores", "gpus": "gpus"}
 
 # How a column's value is written in a sample line.
 TIME = "time"          # ``t``: the row's time, as the recorder took it
