@@ -88,6 +88,14 @@ def _fold_factor(rows: int, window: int, limit: int) -> int:
     return max(2, math.ceil(2 * (rows - window) / max(limit - window, 2)))
 
 
+def _held(rows: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """Readings taken now and then (a row of NaN where none was taken), each gap holding the
+    reading before it (``last`` before the first)."""
+    have = ~np.isnan(rows).all(axis=1)
+    index = np.maximum.accumulate(np.where(have, np.arange(len(rows)), -1)) if len(rows) else np.zeros(0, int)
+    return np.where(index[:, None] >= 0, rows[np.maximum(index, 0)], last[None, :])
+
+
 def _bounded(t: np.ndarray, columns: list[np.ndarray], window: int, limit: int
              ) -> tuple[np.ndarray, list[np.ndarray]]:
     """A block of rows too large to keep (a finished run taken at once): the newest ``window``
@@ -182,6 +190,9 @@ class RunModel:
         self.cores = self.machine.cores or 0
         self.t = Column()
         self.cpu: Column | None = None
+        # Each core's clock (MHz) where the run recorded it, held between its readings (once a
+        # second); None where it was not recorded.
+        self.cpu_mhz: Column | None = None
         self.cpu_total = Column()
         self.proc_cpu = Column()
         self.proc_rss = Column()
@@ -270,6 +281,16 @@ class RunModel:
         host_t, host_columns = _bounded(t, others if cpu is None else [cpu, *others], self.WINDOW, self.LIMIT)
         if cpu is None:
             host_columns.insert(0, _bounded_percent(percent[rows], self.WINDOW, self.LIMIT))
+        clocks = c.widths["clock_cores"]
+        if clocks and self.cpu_mhz is None:
+            self.cpu_mhz = Column(clocks)
+            self.cpu_mhz.extend(np.full((self.t.size, clocks), np.nan))
+        if self.cpu_mhz is not None:
+            mhz = c.cpu_mhz[rows]
+            if mhz.shape[1] != self.cpu_mhz.width:
+                mhz = np.full((len(t), self.cpu_mhz.width), np.nan)
+            before = self.cpu_mhz.values[-1] if self.cpu_mhz.size else np.full(self.cpu_mhz.width, np.nan)
+            self.cpu_mhz.extend(_bounded(t, [_held(mhz, before)], self.WINDOW, self.LIMIT)[1][0])
         self.t.extend(host_t)
         for column, values in zip([self.cpu, self.cpu_total, self.proc_cpu, self.proc_rss, self.proc_count,
                                    self.recorder_cpu, self.watcher_cpu], host_columns):
@@ -303,7 +324,8 @@ class RunModel:
                 _fold(track.util_t, [track.util], self.WINDOW, self.LIMIT)
                 _fold(track.t, [track.mem_used, track.power, track.sm_active], self.WINDOW, self.LIMIT)
         _fold(self.t, [self.cpu, self.cpu_total, self.proc_cpu, self.proc_rss, self.proc_count,
-                       self.recorder_cpu, self.watcher_cpu], self.WINDOW, self.LIMIT)
+                       self.recorder_cpu, self.watcher_cpu, *([self.cpu_mhz] if self.cpu_mhz is not None else [])],
+              self.WINDOW, self.LIMIT)
         return True
 
     def _event(self, e: dict[str, Any]) -> None:

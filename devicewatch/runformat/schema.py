@@ -41,7 +41,7 @@ FAMILY_TIME = {ROW: "t", UTIL: "util_t", PROCS: "procs_t"}
 FAMILY_HOST = {ROW: "host", UTIL: "util_host", PROCS: "procs_host"}
 
 # The sizes after the row axis, and what bounds each on one node of a merged run.
-DIM_BOUND = {"cores": "cores", "gpus": "gpus"}
+DIM_BOUND = {"cores": "cores", "gpus": "gpus", "clock_cores": "cores"}
 
 # How a column's value is written in a sample line.
 TIME = "time"          # ``t``: the row's time, as the recorder took it
@@ -124,6 +124,7 @@ COLUMNS = (
     _plain("gpus_t", "f8", NUMBER, note="a slow GPU poll: the sample time it was asked for"),
     _plain("recorder_cpu", "f8", NUMBER, digits=1, note="the recorder's own CPU, % of one core"),
     _plain("watcher_cpu", "f8", NUMBER, digits=1, note="a dashboard following the run, % of one core"),
+    _plain("cpu_mhz", "f4", PER_CORE, ("clock_cores",), note="each core's clock, MHz, once a second where offered"),
     Column("host", "i2", wire="host", codec=TEXT, note="index into host_labels; -1 in one node's run"),
     Column("util_host", "i2", UTIL, wire="host", codec=TEXT),
     Column("procs_host", "i2", PROCS, wire="host", codec=TEXT),

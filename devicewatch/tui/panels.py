@@ -32,6 +32,7 @@ from textual.widget import Widget
 from .drawing import format_seconds
 from .. import advice, analysis
 from ..live.model import RunModel
+from ..render.palette import Palette
 from ..safe_text import inert
 
 BAR_FULL = "█"
@@ -63,6 +64,23 @@ def hosts_text(model: RunModel) -> str:
     shown = model.host
     charts = f"charts {inert(names[shown])} (h: next) · " if shown in names else ""
     return charts + "hosts " + ", ".join(inert(n) for n in names.values())
+
+
+def core_clock(model: RunModel, palette: Palette) -> tuple[np.ndarray | None, Text]:
+    """The per-core panel's clock view: each core's clock as a share of the highest reading of
+    the run (the heat scale's 0-100), and its legend; None and a legend saying why where the
+    run has no clock (the kernel offered neither cpufreq nor /proc/cpuinfo's ``cpu MHz``)."""
+    mhz = model.cpu_mhz.values if model.cpu_mhz is not None else None
+    top = float(np.nanmax(mhz)) if mhz is not None and mhz.size and not np.isnan(mhz).all() else 0.0
+    if mhz is None or top <= 0:
+        return None, Text("per-core clock: not recorded in this run (the kernel offered neither cpufreq nor "
+                          "cpu MHz); showing % busy   f: back", style="grey50")
+    blocks = [(BLOCK, Style(color=colour)) for colour in palette.heat]
+    legend = Text.assemble("clock: 0 ", *blocks, f" {top:.0f} MHz (the run's highest)   f: % busy")
+    return mhz * (100.0 / top), legend
+
+
+BLOCK = "█"
 
 
 def progress_text(model: RunModel, width: int = 30) -> Text:

@@ -93,6 +93,7 @@ class RunScreen(RedrawOnce):
         Binding("right", "pan(1)", "Later", show=False),
         Binding("end", "follow", "Follow the end", show=False),
         Binding("y", "yscale", "Y 0-100/auto"),
+        Binding("f", "core_clock", "Core clock", show=False),
         Binding("l", "toggle_log", "Log", show=False),
         Binding("h", "next_host", "Next host"),
         Binding("t", "try_advice", "Try the advice"),
@@ -129,6 +130,7 @@ class RunScreen(RedrawOnce):
     window: var[float | None] = var(None, init=False)
     pan_offset: var[float] = var(0.0, init=False)   # seconds the view ends before the newest data
     fixed_y: var[bool] = var(True, init=False)
+    core_clock: var[bool] = var(False, init=False)   # the per-core panel shows each core's clock
     paused: var[bool] = var(False, init=False)
     presenter: var[bool] = var(False, init=False)
 
@@ -204,6 +206,9 @@ class RunScreen(RedrawOnce):
         self._redraw_soon()
 
     def watch_fixed_y(self) -> None:
+        self._redraw_soon()
+
+    def watch_core_clock(self) -> None:
         self._redraw_soon()
 
     def watch_paused(self) -> None:
@@ -345,9 +350,15 @@ class RunScreen(RedrawOnce):
             strip = self.query_one("#cores", HeatStrip)
             if 0 < model.cores <= 8:  # a few cores: up to three rows each and the time axis, no blank rows
                 strip.styles.max_height = 3 * model.cores + 1
-            strip.data = HeatInput(view, model.samples_version, palette, t, model.cpu.values)
-        self._set("heat-legend", Text.assemble("colour: ", *[(s.text, s.style) for s in heat_legend(palette)],
-                                               f"   {model.cores} cores"))
+            clock, clock_legend = panels.core_clock(model, palette) if self.core_clock else (None, None)
+            strip.data = HeatInput(view, model.samples_version, palette, t, model.cpu.values) if clock is None \
+                else HeatInput(view, ("clock", model.samples_version), palette, t, clock)
+        else:
+            clock, clock_legend = None, None
+        self.query_one("#cpu-panel").border_title = "CPU: every core, clock" if clock is not None \
+            else "CPU: every core, % busy"
+        self._set("heat-legend", clock_legend if clock_legend is not None else Text.assemble(
+            "colour: ", *[(s.text, s.style) for s in heat_legend(palette)], f"   {model.cores} cores"))
         self.query_one("#cpu-total", AreaChart).data = AreaInput(
             view, model.samples_version, palette, t, model.cpu_total.values, 100.0, "%", overlay)
         self._draw_gpus(model, view, palette, overlay)
@@ -545,6 +556,9 @@ class RunScreen(RedrawOnce):
 
     def action_yscale(self) -> None:
         self.fixed_y = not self.fixed_y
+
+    def action_core_clock(self) -> None:
+        self.core_clock = not self.core_clock
 
     def action_next_host(self) -> None:
         """Charts and verdict of the merged run's next node (each node's samples are its own machine's)."""
