@@ -31,8 +31,8 @@ def v1_to_rows(record: dict[str, Any]) -> dict[str, Any]:
                            if isinstance(pair, list) and len(pair) == 2 for x in (g, *pair)]
         out["gpu_procs"] = [x for g, e in enumerate(entries) for p in (e.get("procs") or ()) if isinstance(p, dict)
                             for x in (g, *(p.get(f) for f in V1_FIELDS["gpu_proc"]))]
-    for key in ("recorder_cpu", "watcher_cpu", "gpus_t"):
-        out[key] = record.get(key)
+    for column in PLAIN[2:]:  # after t and cpu: each by its name, as schema 1 named every field
+        out[column.wire] = record.get(column.probe)  # type: ignore[index]  # a plain column has both keys
     if isinstance(record.get("host"), str):
         out["host"] = record["host"]
     return out
