@@ -19,6 +19,7 @@ demo: setup
 	$(BIN)/devicewatch demo
 
 test: setup
+	$(BIN)/ruff check devicewatch workloads
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 

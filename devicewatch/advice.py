@@ -145,7 +145,7 @@ def _loading_cores(s: analysis.Series, all_phases: list[analysis.Phase]) -> floa
 
 def predict(b: Baseline, knob: str, value: Any) -> float | None:
     """The steps a second the script would make with KNOB=VALUE (None: not predicted)."""
-    if not b.steps_per_s or b.data_wait_share is None and knob != "threads":
+    if not b.steps_per_s or (b.data_wait_share is None and knob != "threads"):
         return None
     step = 1.0 / b.steps_per_s
     wait = step * (b.data_wait_share or 0.0)

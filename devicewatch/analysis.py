@@ -6,7 +6,8 @@ report, the dashboard, compare and export all share the same figures.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 import numpy as np
 

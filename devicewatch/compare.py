@@ -169,7 +169,8 @@ class PhasePair:
 class Comparison:
     a: Side
     b: Side
-    basis: str                  # what the speedup measures: "epochs" (or "segments", "epochs and segments"), "phases" or "whole run"
+    # what the speedup measures: "epochs" (or "segments", "epochs and segments"), "phases" or "whole run"
+    basis: str
     seconds_a: float
     seconds_b: float
     epochs: list[EpochPair]

@@ -22,7 +22,8 @@ from __future__ import annotations
 import json
 import os
 import threading
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from .runformat import records
 from .events import MARKER

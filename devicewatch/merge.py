@@ -15,11 +15,13 @@ Pure: reading and writing go through ``devicewatch.runformat.runfile``; nothing 
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Iterator
+from datetime import datetime, UTC
+from typing import Any
+from collections.abc import Iterator
 
 import numpy as np
 import orjson
@@ -164,7 +166,7 @@ def _node(run: Run) -> Node:
 
 
 def _clock(unix: float) -> str:
-    return datetime.fromtimestamp(unix, timezone.utc).strftime("%H:%M:%S")
+    return datetime.fromtimestamp(unix, UTC).strftime("%H:%M:%S")
 
 
 def _check(nodes: list[Node]) -> None:
@@ -336,7 +338,7 @@ def merge(paths: list[str]) -> Merged:
     workload = first.workload.to_json()
     header = {
         "devicewatch": __version__,
-        "started": datetime.fromtimestamp(origin, timezone.utc).isoformat(timespec="seconds"),
+        "started": datetime.fromtimestamp(origin, UTC).isoformat(timespec="seconds"),
         "started_unix": round(origin, 3),
         "interval": first.interval if first.interval is not None else 0.1,
         "host": host,

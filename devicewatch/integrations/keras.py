@@ -20,12 +20,12 @@ from .zero_code import instrument
 
 
 class DevicewatchCallback(keras.callbacks.Callback):
-    # Extra fields on every event this callback sends ({"source": "auto"} when the
-    # instrumentation added it).
-    event_fields: dict[str, Any] = {}
 
     def __init__(self, lane: str = "main"):
         super().__init__()
+        # Extra fields on every event this callback sends ({"source": "auto"} when the
+        # instrumentation added it).
+        self.event_fields: dict[str, Any] = {}
         self.lane = lane
         self._epoch = 0
         self._training = False

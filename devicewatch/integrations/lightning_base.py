@@ -35,12 +35,12 @@ def scalars(metrics: dict[str, Any]) -> dict[str, float]:
 class LightningPhases:
     """Train and validate phases, run info and per-epoch metrics from a Lightning Trainer."""
 
-    # Extra fields on every event this callback sends ({"source": "auto"} when the
-    # instrumentation added it).
-    event_fields: dict[str, Any] = {}
 
     def __init__(self, lane: str = "main"):
         super().__init__()
+        # Extra fields on every event this callback sends ({"source": "auto"} when the
+        # instrumentation added it).
+        self.event_fields: dict[str, Any] = {}
         self.lane = lane
         self._epoch: int | None = None
         self._phase: str | None = None

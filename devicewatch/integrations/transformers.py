@@ -34,11 +34,11 @@ def _numbers(values: dict[str, Any] | None) -> dict[str, float]:
 
 
 class DevicewatchCallback(TrainerCallback):
-    # Extra fields on every event this callback sends ({"source": "auto"} when the
-    # instrumentation added it).
-    event_fields: dict[str, Any] = {}
 
     def __init__(self, lane: str = "main"):
+        # Extra fields on every event this callback sends ({"source": "auto"} when the
+        # instrumentation added it).
+        self.event_fields: dict[str, Any] = {}
         self.lane = lane
         self._epoch: int | None = None
         self._training = False      # between on_train_begin and on_train_end

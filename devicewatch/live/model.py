@@ -141,7 +141,7 @@ class PhaseArrays:
     names: tuple[str, ...]     # as a lane shows it: ``train 3``
     lanes: np.ndarray          # index into the model's ``lanes``
 
-    def where(self, keep: np.ndarray) -> "PhaseArrays":
+    def where(self, keep: np.ndarray) -> PhaseArrays:
         index = np.flatnonzero(keep)
         return PhaseArrays(self.starts[index], self.ends[index], self.kinds[index],
                            tuple(self.names[i] for i in index), self.lanes[index])

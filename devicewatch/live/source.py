@@ -95,6 +95,7 @@ class Source:
     """A run file being read; ``poll`` returns new records (the run object is kept up to date)."""
 
     live = False
+    stop_requested = False   # a stop was asked of the recorder (live runs only)
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
@@ -162,7 +163,7 @@ def open_replay(path: str) -> ReplaySource:
     return ReplaySource(path)
 
 
-_live_sources: "weakref.WeakSet[LiveSource]" = weakref.WeakSet()
+_live_sources: weakref.WeakSet[LiveSource] = weakref.WeakSet()
 
 
 def _hung_up(signum: int, _frame: Any) -> None:

@@ -17,7 +17,8 @@ import shutil
 import tempfile
 import threading
 import time
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import orjson
 

@@ -10,7 +10,8 @@ the epoch before is recorded as a line of its own. Epoch lines are never dropped
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from ..runformat import records
 from .bound import RateBound

@@ -26,8 +26,9 @@ import socket
 import sys
 import threading
 import time
-from datetime import datetime, timezone
-from typing import Any, Callable, TextIO
+from datetime import datetime, UTC
+from typing import Any, TextIO
+from collections.abc import Callable
 
 import psutil
 
@@ -154,7 +155,7 @@ class Recorder:
         self.start_mono = time.monotonic()
         return {
             "devicewatch": __version__,
-            "started": datetime.fromtimestamp(now, timezone.utc).isoformat(timespec="seconds"),
+            "started": datetime.fromtimestamp(now, UTC).isoformat(timespec="seconds"),
             "started_unix": round(now, 3),
             # The wall-clock/monotonic pair at t = 0, unrounded: `devicewatch merge` aligns
             # several nodes' runs by it (and by the end record's pair).

@@ -7,8 +7,9 @@ in. Recognised, on a line or on a progress bar's carriage-return update:
 * Keras: a line that is only ``Epoch 3/20`` (counted from 1);
 * tqdm bars and Lightning's progress bar: ``Epoch 3:`` or ``Epoch 3/20:`` at the start of a
   line that is a progress bar (``45%|███▌ |``, ``it/s``); a line printed once, such as
-  ``Epoch 3: loss 0.41``, is not taken: many scripts print it when the epoch ENDS (Lightning counts from 0: a run whose first epoch printed is 0 is
-  shifted to count from 1, as every view does);
+  ``Epoch 3: loss 0.41``, is not taken: many scripts print it when the epoch ENDS (Lightning
+  counts from 0: a run whose first epoch printed is 0 is shifted to count from 1, as every view
+  does);
 * Lightning's rich progress bar: ``Epoch 2/9 ━━━━…`` (counted from 0, and 9 is the last index);
 * Hugging Face's log dicts: ``{'loss': 0.9, …, 'epoch': 1.5}`` (the fraction of epochs done: 1.5
   is in the second epoch, 1.0 ends the first).
@@ -22,7 +23,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from .. import events
 from ..runformat import records

@@ -9,7 +9,8 @@ status line, never the recording.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
+from collections.abc import Callable
 
 from ..runformat import records
 

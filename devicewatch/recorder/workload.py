@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from typing import Iterable
+from collections.abc import Iterable
 
 import psutil
 

@@ -142,7 +142,8 @@ def tables(run: Run, summary: dict[str, Any], width: int = DEFAULT_WIDTH) -> lis
         entries = list(phases.values())
         cores = len(entries[0]["cores"])
         gpus = len(entries[0]["gpus"])
-        both = lambda stats: f"{_pct(stats['mean'])} / {_pct(stats['p95'])}"  # noqa: E731
+        def both(stats: dict[str, float]) -> str:
+            return f"{_pct(stats['mean'])} / {_pct(stats['p95'])}"
         columns = [Column("time", [_secs(e["seconds"]) for e in entries]),
                    Column("CPU total", [both(e["cpu_total"]) for e in entries])]
         if cores <= PER_CORE_TEXT_LIMIT:

@@ -26,7 +26,8 @@ from __future__ import annotations
 import mmap
 import os
 import zlib
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO
+from collections.abc import Iterator
 
 import numpy as np
 import orjson

@@ -13,7 +13,8 @@ import time
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
+from collections.abc import Iterable, Sequence
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding

@@ -17,7 +17,8 @@ whole screen), so until the window is full the new columns fall in the wide part
 from __future__ import annotations
 
 import math
-from typing import Callable, ClassVar, Generic, TypeVar
+from typing import ClassVar, Generic, TypeVar
+from collections.abc import Callable
 
 from textual.app import ComposeResult
 from textual.geometry import Region

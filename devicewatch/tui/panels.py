@@ -13,7 +13,8 @@ import math
 import re
 import textwrap
 from dataclasses import dataclass, field
-from typing import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from rich.cells import cell_len
@@ -235,7 +236,7 @@ class EpochRows:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, EpochRows) and self.version == other.version
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # mutable inputs compared by value are not hashable
 
 
 def epoch_rows(model: RunModel, shown: EpochRows | None = None) -> EpochRows:

@@ -104,7 +104,7 @@ class RunScreen(RedrawOnce):
         """The run on a screen has ended: its end record was read (``status``: ok, failed,
         cancelled…) or its recorder stopped without one (``status`` None)."""
 
-        def __init__(self, screen: "RunScreen", status: str | None) -> None:
+        def __init__(self, screen: RunScreen, status: str | None) -> None:
             super().__init__()
             self.screen = screen
             self.status = status
@@ -113,7 +113,7 @@ class RunScreen(RedrawOnce):
         """Try the run's advice: ``command`` (the run's own ``-- COMMAND``) as written and once
         per advised knob (``advised``), as ``devicewatch try`` runs them; the app asks first."""
 
-        def __init__(self, screen: "RunScreen", command: list[str], advised: list[Advice]) -> None:
+        def __init__(self, screen: RunScreen, command: list[str], advised: list[Advice]) -> None:
             super().__init__()
             self.screen = screen
             self.command = command
@@ -123,7 +123,7 @@ class RunScreen(RedrawOnce):
         """Back to the home screen, which this screen was opened without (a replay or a run
         started from the command line: the home screen is built only when wanted)."""
 
-        def __init__(self, screen: "RunScreen") -> None:
+        def __init__(self, screen: RunScreen) -> None:
             super().__init__()
             self.screen = screen
 
@@ -358,7 +358,7 @@ class RunScreen(RedrawOnce):
         self.query_one("#cpu-panel").border_title = "CPU: every core, clock" if clock is not None \
             else "CPU: every core, % busy"
         self._set("heat-legend", clock_legend if clock_legend is not None else Text.assemble(
-            "colour: ", *[(s.text, s.style) for s in heat_legend(palette)], f"   {model.cores} cores"))
+            "colour: ", *[(s.text, s.style or "") for s in heat_legend(palette)], f"   {model.cores} cores"))
         self.query_one("#cpu-total", AreaChart).data = AreaInput(
             view, model.samples_version, palette, t, model.cpu_total.values, 100.0, "%", overlay)
         self._draw_gpus(model, view, palette, overlay)
@@ -474,7 +474,8 @@ class RunScreen(RedrawOnce):
         elif model.run.finished:
             end = model.run.end or {}
             status = end.get("status", "?")
-            state = {"ok": "FINISHED", "trial": "TRIAL OVER", "cancelled": "CANCELLED", "failed": "FAILED"}.get(status, status.upper())
+            state = {"ok": "FINISHED", "trial": "TRIAL OVER", "cancelled": "CANCELLED",
+                     "failed": "FAILED"}.get(status, status.upper())
             style = "bold black on green" if status in ("ok", "trial") else "bold white on red" if status != "cancelled" \
                 else "bold black on yellow"
         elif source.live:
@@ -503,7 +504,7 @@ class RunScreen(RedrawOnce):
         while node is not None and node is not self:
             if not node.display:
                 return False
-            node = node.parent  # type: ignore[assignment]
+            node = node.parent  # type: ignore[assignment]  # a widget's parent is a DOMNode; the walk stops at the screen
         return True
 
     # -- actions -----------------------------------------------------------------------------

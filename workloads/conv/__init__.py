@@ -12,10 +12,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
-from typing import Any
-
-from devicewatch import events
 
 TITLE = "Convolution algorithms head to head: MCMK vs im2col vs im2row vs tiled vs PyTorch; U-Net conv share"
 SOURCE = ("003: shared-memory tiling and multi-GPU data parallelism for U-Net; "

@@ -21,7 +21,8 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from ... import events
 from . import knobs, trial
@@ -173,7 +174,7 @@ class Process:
             if self.trial is not None:
                 self.trial.finish(time.monotonic())
             self.knobs.at_exit()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self.error("devicewatch", "trial", exc)
 
     def say_if_silent(self) -> None:
@@ -183,7 +184,7 @@ class Process:
         if self.live and not self.announced and self.armed:
             try:
                 events.emit(events.INSTRUMENT, state="imported", frameworks=list(self.armed))
-            except Exception:  # noqa: BLE001 - nothing the instrumentation does may reach the script
+            except Exception:
                 pass
 
     def error(self, framework: str, hook: str, exc: BaseException) -> None:
@@ -196,7 +197,7 @@ class Process:
             self.announce()
             detail = f"{hook}: {type(exc).__name__}: {exc}"
             events.emit(events.INSTRUMENT, state="error", framework=framework, detail=detail[:DETAIL_CHARS])
-        except Exception:  # noqa: BLE001 - nothing the instrumentation does may reach the script
+        except Exception:
             pass
 
     def forked(self) -> None:
@@ -234,7 +235,7 @@ def arm(name: str, module: Any) -> None:
 
             framework_hooks.arm(framework, name, module, PROCESS)
         PROCESS.armed_now(framework)
-    except Exception as exc:  # noqa: BLE001 - a framework we cannot hook runs as it is
+    except Exception as exc:
         PROCESS.error(framework, "arm", exc)
 
 
@@ -268,7 +269,7 @@ def own_phases(owner: str) -> None:
         with PROCESS.lock:
             PROCESS.owner = owner
             PROCESS.loop.declare_owner(owner, time.monotonic())
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         PROCESS.error(owner, "own phases", exc)
 
 
@@ -278,7 +279,7 @@ def declared_phase(name: str, epoch: int | None, lane: str = LANE, begin: bool =
     try:
         with PROCESS.lock:
             PROCESS.loop.declared_phase(name, epoch, lane, begin, time.monotonic())
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         PROCESS.error(PROCESS.owner, "phase", exc)
 
 
@@ -290,7 +291,7 @@ def epoch_figures(epoch: int | None) -> dict[str, Any]:
     try:
         with PROCESS.lock:
             return PROCESS.loop.epoch_figures(epoch, time.monotonic())
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         PROCESS.error(PROCESS.owner, "epoch figures", exc)
         return {}
 
