@@ -1049,7 +1049,8 @@ def summarize(run: Run) -> dict[str, Any]:
         "gpu_driver_periods": driver_sample_periods(run),
         "hosts": run.host_labels,
         "per_host": per_host,
-        "alignment": (run.header.raw.get("alignment") or {}).get("text") if isinstance(run.header.raw.get("alignment"), dict) else None,
+        "alignment": (run.header.raw.get("alignment") or {}).get("text")
+        if isinstance(run.header.raw.get("alignment"), dict) else None,
         "stragglers": straggler_rows(run, all_phases),
         "notices": [n.get("message") for n in run.notices],
         "recorder_cpu_mean": _stats(s.recorder_cpu)["mean"],

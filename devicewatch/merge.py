@@ -15,7 +15,6 @@ Pure: reading and writing go through ``devicewatch.runformat.runfile``; nothing 
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
 from dataclasses import dataclass, field
@@ -24,12 +23,10 @@ from typing import Any
 from collections.abc import Iterator
 
 import numpy as np
-import orjson
 
 from . import __version__, events
 from .errors import RunFileError, UsageError
-from .runformat.records import end as end_record
-from .runformat.records import notice
+from .runformat import records as build
 from .runformat.runfile import Run, load
 from .runformat.writer import RunWriter, compact, probe_fields
 from .runformat.encode import as_stored, chunk_lines, join_chunks, python_round, ranges
@@ -134,7 +131,8 @@ def _pair(record: dict[str, Any] | None) -> tuple[float, float] | None:
     if not isinstance(clock, dict):
         return None
     unix, mono = clock.get("unix"), clock.get("mono")
-    if type(unix) in (int, float) and type(mono) in (int, float):
+    if isinstance(unix, (int, float)) and isinstance(mono, (int, float)) and not isinstance(unix, bool) \
+            and not isinstance(mono, bool):
         return float(unix), float(mono)
     return None
 
@@ -322,10 +320,10 @@ def merge(paths: list[str]) -> Merged:
             records.append(record)
             places.append(place)
             place += 1
-    records.append(notice(0.0, f"merged {len(nodes)} nodes; alignment: {align['text']}", "info"))
+    records.append(build.notice(0.0, f"merged {len(nodes)} nodes; alignment: {align['text']}", "info"))
     for node in nodes:
         if node.status != "ok":
-            records.append(notice(round(node.end_unix - origin, 6), f"{node.label} ended {node.status}: {node.reason}",
+            records.append(build.notice(round(node.end_unix - origin, 6), f"{node.label} ended {node.status}: {node.reason}",
                                   host=node.label))
     places += range(place, place + len(records) - len(places))
     order = sorted(range(len(records)), key=lambda i: records[i]["t"])  # stable: places rise with i
@@ -351,7 +349,7 @@ def merge(paths: list[str]) -> Merged:
     duration = round(max(n.end_unix for n in nodes) - origin, 6)
     worst = max(nodes, key=lambda n: STATUS_ORDER.index(n.status) if n.status in STATUS_ORDER else 0)
     end = worst.run.end or {}
-    records.append(end_record(duration, worst.status, end.get("exit_code", 0 if worst.status == "ok" else 1),
+    records.append(build.end(duration, worst.status, end.get("exit_code", 0 if worst.status == "ok" else 1),
                               end.get("signal"), "; ".join(f"{n.label}: {n.reason}" for n in nodes)))
     return Merged(header, records, nodes, align, origin, places, first_sample)
 

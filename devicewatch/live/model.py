@@ -28,6 +28,7 @@ import numpy as np
 from .. import advice as advice_
 from .. import analysis, events
 from ..runformat.downsample import minmax_rows, minmax_rows_bytes
+from ..runformat.eventlog import Events
 from ..runformat.runfile import Run
 from ..runformat.percent import MISSING_PERCENT, percent_to_float
 from ..safe_text import inert
@@ -270,26 +271,28 @@ class RunModel:
         if self.cpu is None:
             self.cores = (percent if percent is not None else c.cpu).shape[1] or self.cores
             self.cpu = Column(max(self.cores, 1))
-        if percent is not None and len(t) > self.LIMIT and percent.shape[1] == self.cpu.width:
+        cpu_width = self.cpu.values.shape[1]
+        if percent is not None and len(t) > self.LIMIT and percent.shape[1] == cpu_width:
             cpu = None  # folded from its bytes below
         else:
             cpu = c.cpu[rows]
-            if cpu.shape[1] != self.cpu.width:
-                cpu = np.full((len(t), self.cpu.width), np.nan)
+            if cpu.shape[1] != cpu_width:
+                cpu = np.full((len(t), cpu_width), np.nan)
         others = [c.cpu_total[rows], c.proc("cpu")[rows], c.proc("rss")[rows], c.proc("count")[rows],
                   c.recorder_cpu[rows], c.watcher_cpu[rows]]
         host_t, host_columns = _bounded(t, others if cpu is None else [cpu, *others], self.WINDOW, self.LIMIT)
-        if cpu is None:
+        if cpu is None and percent is not None:
             host_columns.insert(0, _bounded_percent(percent[rows], self.WINDOW, self.LIMIT))
         clocks = c.widths["clock_cores"]
         if clocks and self.cpu_mhz is None:
             self.cpu_mhz = Column(clocks)
             self.cpu_mhz.extend(np.full((self.t.size, clocks), np.nan))
         if self.cpu_mhz is not None:
+            width = self.cpu_mhz.values.shape[1]
             mhz = c.cpu_mhz[rows]
-            if mhz.shape[1] != self.cpu_mhz.width:
-                mhz = np.full((len(t), self.cpu_mhz.width), np.nan)
-            before = self.cpu_mhz.values[-1] if self.cpu_mhz.size else np.full(self.cpu_mhz.width, np.nan)
+            if mhz.shape[1] != width:
+                mhz = np.full((len(t), width), np.nan)
+            before = self.cpu_mhz.values[-1] if self.cpu_mhz.size else np.full(width, np.nan)
             self.cpu_mhz.extend(_bounded(t, [_held(mhz, before)], self.WINDOW, self.LIMIT)[1][0])
         self.t.extend(host_t)
         for column, values in zip([self.cpu, self.cpu_total, self.proc_cpu, self.proc_rss, self.proc_count,
@@ -427,7 +430,7 @@ class RunModel:
             # The changed epochs' phases and epoch events, as a run of their own: analysis
             # reads the metrics from the run's events, and need not scan all of them.
             part = Run(self.run.path, self.run.header, self.run.samples,
-                       [e for epoch in changed for e in self._epoch_events.get(epoch, ())])
+                       Events([e for epoch in changed for e in self._epoch_events.get(epoch, ())]))
             for row in analysis.epochs(part, [p for epoch in changed for p in by_epoch[epoch]]):
                 self._rows[row.epoch] = (keys[row.epoch], row)
         for gone in self._rows.keys() - keys.keys():

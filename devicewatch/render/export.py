@@ -204,7 +204,7 @@ def sample_columns(run: Run) -> dict[str, Any]:
     labels = np.empty(len(c.t), dtype=np.object_)
     labels[:] = ""
     for p in analysis.phases(run):  # the phases active at each sample, in name order
-        lo, hi = np.searchsorted(c.t, p.start, side="left"), np.searchsorted(c.t, p.end, side="right")  # type: ignore[call-overload]  # numpy's stubs refuse a Python float needle
+        lo, hi = np.searchsorted(c.t, p.start, side="left"), np.searchsorted(c.t, p.end, side="right")
         labels[lo:hi] = [_add_name(x, p.name) for x in labels[lo:hi]] if hi - lo < 2 else \
             _add_names(labels[lo:hi], p.name)
     columns["phases"] = labels

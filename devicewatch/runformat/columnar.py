@@ -96,7 +96,7 @@ class Spill:
         index["lines"] = (offset, len(blob)) if lines else (offset, -1)
         for array in data:
             if array.nbytes:
-                self.file.write(memoryview(array.reshape(-1)).cast("B"))
+                self.file.write(array.reshape(-1).data.cast("B"))
         self.file.write(blob)
         self.size = offset + len(blob)
         self.chunks.append(index)

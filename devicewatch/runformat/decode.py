@@ -32,7 +32,7 @@ def v1_to_rows(record: dict[str, Any]) -> dict[str, Any]:
         out["gpu_procs"] = [x for g, e in enumerate(entries) for p in (e.get("procs") or ()) if isinstance(p, dict)
                             for x in (g, *(p.get(f) for f in V1_FIELDS["gpu_proc"]))]
     for column in PLAIN[2:]:  # after t and cpu: each by its name, as schema 1 named every field
-        out[column.wire] = record.get(column.probe)  # type: ignore[index]  # a plain column has both keys
+        out[column.line_key] = record.get(column.probe_key)
     if isinstance(record.get("host"), str):
         out["host"] = record["host"]
     return out
@@ -157,7 +157,7 @@ def decode_records(records: list[dict[str, Any]], fields: dict[str, list[str]], 
     ``widths``: the sizes seen before (the chunk is at least as wide)."""
     plain: dict[str, np.ndarray] = {}
     for column in PLAIN:
-        key = column.wire
+        key = column.line_key
         if column.codec == TIME:
             plain[column.name] = np.array([r[key] for r in records], dtype=float)
         elif column.codec == NUMBER:
@@ -203,13 +203,13 @@ def decode_lines(lines: list[bytes], fields: dict[str, list[str]], widths: dict[
     matches = [SAMPLE_LINE.fullmatch(line) for line in lines]
     if None in matches:
         return None
-    spans = dict(zip(SPANS, zip(*(m.groups() for m in matches))))  # type: ignore[union-attr]  # none is None
+    spans = dict(zip(SPANS, zip(*(m.groups() for m in matches if m is not None))))
     k = len(lines)
     gpus = widths["gpus"]
     try:
         plain: dict[str, np.ndarray] = {}
         for column in PLAIN:
-            span = spans[column.wire]  # type: ignore[index]  # a plain column's key is its own
+            span = spans[column.line_key]
             if column.codec == TIME:
                 t = _numbers(span)
                 if len(t) != k or np.isnan(t).any():

@@ -10,6 +10,7 @@ numbers as integers, as the encoder's values come out of ``orjson``.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -128,7 +129,7 @@ def flat_rows_json(values: np.ndarray, owner: np.ndarray, k: int) -> list[bytes]
     if text is None:
         numbers = [orjson.dumps(value) for value in as_python(flat)]
         bounds = bounds.tolist()
-        return [b",".join(numbers[a:b]) for a, b in zip(bounds, bounds[1:])]
+        return [b",".join(numbers[a:b]) for a, b in itertools.pairwise(bounds)]
     text = text[1:-1]  # cut between the numbers
     commas = np.flatnonzero(np.frombuffer(text, np.uint8) == ord(","))
     starts = np.concatenate([[0], commas + 1])
@@ -171,7 +172,8 @@ def chunk_lines(chunk: Chunk, written: dict[str, np.ndarray]) -> list[bytes]:
         name = key.encode()
         column = PLAIN_BY_KEY.get(key)
         if column is not None and column.codec == TIME:
-            pieces += [[b',"' + name + b'":'] * k, orjson.dumps(chunk.plain[column.name], option=orjson.OPT_SERIALIZE_NUMPY)[1:-1].split(b",")]
+            times = orjson.dumps(chunk.plain[column.name], option=orjson.OPT_SERIALIZE_NUMPY)[1:-1].split(b",")
+            pieces += [[b',"' + name + b'":'] * k, times]
         elif column is not None and column.codec == PER_CORE:
             array = chunk.plain[column.name]
             flags = [True] * k if column.required else (~np.isnan(array).all(axis=1)).tolist() if array.shape[1] else [False] * k
@@ -230,7 +232,8 @@ def join_chunks(parts: list[tuple[np.ndarray, Chunk]], k: int) -> Chunk:
     for at, part in parts:
         system[at], proc[at], present[at] = part.sys, part.proc, part.present
         for name, array in part.plain.items():
-            plain[name][(at, *(slice(0, n) for n in array.shape[1:]))] = array
+            index: Any = (at, *(slice(0, n) for n in array.shape[1:]))
+            plain[name][index] = array
         gpu[at, :part.gpu.shape[1]] = part.gpu
         for j, label in zip(at.tolist(), part.host):
             host[j] = label

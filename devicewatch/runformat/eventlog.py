@@ -5,14 +5,15 @@ from __future__ import annotations
 import zlib
 from bisect import bisect_right
 from collections.abc import Sequence
-from typing import Any, Iterable, Iterator
+from typing import Any
+from collections.abc import Iterable, Iterator
 
 import orjson
 
 from .. import events as ev
 
 
-class Events(Sequence):  # type: ignore[type-arg]
+class Events(Sequence[dict[str, Any]]):
     """A run's events in file order, as a sequence of dicts, stored so that a million do not
     cost a million dicts.
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 # The per-device arrays of a schema-2 sample, whose field order and units the header declares.
 GROUPS = ("sys", "proc", "gpu", "gpu_proc")
@@ -42,7 +43,7 @@ class GpuInfo:
     mem_total: float | None = None   # bytes
 
     @classmethod
-    def parse(cls, value: Any, position: int) -> "GpuInfo":
+    def parse(cls, value: Any, position: int) -> GpuInfo:
         gpu = _dict(value)
         index = gpu.get("index")
         name = gpu.get("name")
@@ -66,9 +67,9 @@ class Host:
     raw: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), compare=False, repr=False)
 
     @classmethod
-    def parse(cls, value: Any) -> "Host":
+    def parse(cls, value: Any) -> Host:
         host = _dict(value)
-        gpus = host.get("gpus") if isinstance(host.get("gpus"), list) else []
+        gpus: list[Any] = host["gpus"] if isinstance(host.get("gpus"), list) else []
         cores = host.get("cpu_count")
         return cls(_text(host.get("hostname")), _text(host.get("os")), _text(host.get("python")),
                    _text(host.get("cpu_model")), cores if type(cores) is int and cores > 0 else 0,
@@ -89,7 +90,7 @@ class Workload:
     raw: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), compare=False, repr=False)
 
     @classmethod
-    def parse(cls, value: Any) -> "Workload":
+    def parse(cls, value: Any) -> Workload:
         workload = _dict(value)
 
         def strings(key: str) -> tuple[str, ...]:
@@ -111,7 +112,7 @@ class Clock:
     mono: float
 
     @classmethod
-    def parse(cls, value: Any) -> "Clock | None":
+    def parse(cls, value: Any) -> Clock | None:
         clock = _dict(value)
         unix, mono = _number(clock.get("unix")), _number(clock.get("mono"))
         return None if unix is None or mono is None else cls(unix, mono)
@@ -125,7 +126,7 @@ class Instrument:
     reason: str | None = None
 
     @classmethod
-    def parse(cls, value: Any) -> "Instrument | None":
+    def parse(cls, value: Any) -> Instrument | None:
         instrument = value if isinstance(value, dict) else None
         if instrument is None or not isinstance(instrument.get("offered"), bool):
             return None
@@ -163,7 +164,7 @@ class Header:
     raw: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), compare=False, repr=False)
 
     @classmethod
-    def parse(cls, record: Mapping[str, Any]) -> "Header":
+    def parse(cls, record: Mapping[str, Any]) -> Header:
         """The header of a record that ``runfile.check_header`` accepted (any dict parses)."""
         record = dict(record)
         schema = record.get("schema")
@@ -175,7 +176,7 @@ class Header:
                                                   for x in groups[group])
                                      for group in GROUPS if isinstance(groups.get(group), list)})
 
-        hosts = record.get("hosts") if isinstance(record.get("hosts"), list) else []
+        hosts: list[Any] = record["hosts"] if isinstance(record.get("hosts"), list) else []
         nodes = tuple(Node(str(h.get("label")), Host.parse(h.get("host")), Workload.parse(h.get("workload")),
                            MappingProxyType(dict(h))) for h in hosts if isinstance(h, dict))
         return cls(schema if type(schema) is int else 1, _text(record.get("devicewatch")), _text(record.get("started")),
@@ -188,7 +189,7 @@ class Header:
         """The record as read (with what ``for_node`` replaced), for a file or ``--json``."""
         return dict(self.raw)
 
-    def for_node(self, node: Node) -> "Header":
+    def for_node(self, node: Node) -> Header:
         """The header of one node of a merged run: its own machine and workload."""
         raw = dict(self.raw, host=node.host.to_json(), workload=node.workload.to_json())
         return replace(self, host=node.host, workload=node.workload, raw=MappingProxyType(raw))

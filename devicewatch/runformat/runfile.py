@@ -20,7 +20,8 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import orjson
 
@@ -29,7 +30,7 @@ from . import columnar
 from .eventlog import Events
 from .header import Header
 from .samples import Samples
-from .schema import SAMPLE_PREFIX
+from .schema import SAMPLE_PREFIX, valid_sample
 
 FORMAT = "devicewatch-run"
 SCHEMA = 2          # what the writer writes; the reader reads 1 and 2
@@ -105,7 +106,7 @@ class Run:
         """A merged run's nodes (``node 0``, ``node 1``…), in node order; empty for one node's run."""
         return self.header.host_labels
 
-    def of_host(self, label: str) -> "Run":
+    def of_host(self, label: str) -> Run:
         """One node of a merged run as a run of its own (its samples, its ranks' events and
         lines, its host object), so every single-host figure (utilization, dips, verdict)
         applies to it unchanged. RunFileError if the run has no such node."""
@@ -114,7 +115,7 @@ class Run:
             raise RunFileError(f"{os.path.basename(self.path)} has no host {label!r}")
         mine = lambda records: [r for r in records if r.get("host") == label]  # noqa: E731
         node = Run(self.path, self.header.for_node(node_entry), self.samples.of_host(label, node_entry.host),
-                   mine(self.events), mine(self.logs), mine(self.notices), mine(self.gpu_status), self.end,
+                   Events(mine(self.events)), mine(self.logs), mine(self.notices), mine(self.gpu_status), self.end,
                    self.bad_lines, self.cut_last_line)
         node.columnar = self.columnar
         return node
@@ -168,7 +169,7 @@ def check_header(record: Any, path: str) -> dict[str, Any]:
         raise RunFileError(
             f"{name} was written by a newer devicewatch (schema {schema}; this one reads up to {SCHEMA})")
     for key, kinds, what in HEADER_FIELDS:
-        if key in record and not isinstance(record[key], kinds) or isinstance(record.get(key), bool):
+        if (key in record and not isinstance(record[key], kinds)) or isinstance(record.get(key), bool):
             raise RunFileError(f"{name} has a damaged header: {key} is not {what}")
     return record
 
@@ -194,7 +195,7 @@ RECORD_FIELDS: dict[str, tuple[tuple[str, Any], ...]] = {
 
 def well_formed(record: dict[str, Any]) -> bool:
     """The record's time is a finite number and its known fields have their types (or null)."""
-    t = record.get("t")
+    t: Any = record.get("t")
     if type(t) not in _NUMBER or not math.isfinite(t):
         return False
     for key, kinds in RECORD_FIELDS.get(record.get("type"), ()):  # type: ignore[arg-type]
@@ -202,12 +203,6 @@ def well_formed(record: dict[str, Any]) -> bool:
         if value is not None and (not isinstance(value, kinds) or isinstance(value, bool)):
             return False
     return True
-
-
-def _sample_ok(record: dict[str, Any]) -> bool:
-    """A schema-2 sample has a finite time and its per-core list, if any, is a list."""
-    t = record.get("t")
-    return type(t) in _NUMBER and math.isfinite(t) and record.get("cpu", []).__class__ is list
 
 
 def _parse(line: bytes) -> dict[str, Any] | None:
@@ -265,7 +260,7 @@ class _Intake:
                 self.run.bad_lines += 1
             return
         if record.get("type") == "sample" and self.run.samples.compact:
-            if not _sample_ok(record):  # the columns take any other damage as missing values
+            if not valid_sample(record):  # the columns take any other damage as missing values
                 self.run.bad_lines += 1
                 return
         elif not well_formed(record):
@@ -292,7 +287,7 @@ class Follower(_Intake):
     def close(self) -> None:
         self._file.close()
 
-    def __enter__(self) -> "Follower":
+    def __enter__(self) -> Follower:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -366,11 +361,11 @@ def load_columns(path: str | os.PathLike[str]) -> Run | None:
         run.cut_last_line = cut
         run.columnar = True
         return run
-    except Exception:  # noqa: BLE001 - a damaged columnar form only means reading the journal
+    except Exception:
         return None
 
 
-class _Discard(list):  # type: ignore[type-arg]
+class _Discard(list[Any]):
     """A list that keeps nothing: ``load`` needs the run, not the records one by one."""
 
     def append(self, item: Any) -> None:

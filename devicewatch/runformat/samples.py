@@ -14,7 +14,8 @@ trimming, selecting one node of a merged run, the accessors and the columnar fil
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterator
+from typing import Any
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import orjson
@@ -38,6 +39,7 @@ from .schema import (
     V1_FIELDS,
     Chunk,
     Column,
+    valid_sample,
 )
 
 CHUNK = 4096  # samples decoded into arrays at a time: bounds the Python objects alive at once
@@ -84,7 +86,7 @@ class Samples:
         self._cols: dict[str, np.ndarray] = self._empty()
         # Columns made when first asked for: a node's rows of a merged run, per-core percents
         # stored as bytes (the columnar file).
-        self._later: dict[str, Callable[[], np.ndarray]] = {}
+        self._later: dict[str, Callable[[], Any]] = {}
         self._percent: np.ndarray | None = None
         # Each GPU's ``util`` series with the rows it was made from: the dashboard's model and
         # the analysis both ask for it (a day of 8 GPUs: 0.4 s each time).
@@ -159,8 +161,7 @@ class Samples:
                 record = orjson.loads(line)
             except (orjson.JSONDecodeError, RecursionError):
                 record = None
-            t = record.get("t") if isinstance(record, dict) else None
-            if type(t) not in (int, float) or not math.isfinite(t) or record.get("cpu", []).__class__ is not list:
+            if not isinstance(record, dict) or not valid_sample(record):
                 self.bad += 1
                 continue
             records.append(record)
@@ -272,7 +273,7 @@ class Samples:
                 "host_labels": list(self.host_labels), "total": self.total, "bad": self.bad}
 
     @classmethod
-    def from_columns(cls, header: Header, state: dict[str, Any], arrays: dict[str, np.ndarray]) -> "Samples":
+    def from_columns(cls, header: Header, state: dict[str, Any], arrays: dict[str, np.ndarray]) -> Samples:
         """Samples whose columns are ``arrays`` (memory-mapped from the columnar file), checked
         against the layout; ``cpu`` may be whole percents in bytes (``core_percent``), made
         into ``cpu`` when first read. ValueError if anything does not fit."""
@@ -327,6 +328,15 @@ class Samples:
             self._cols[key] = self._later.pop(key)()
         return self._cols[key]
 
+    def __getattr__(self, name: str) -> np.ndarray:
+        """A column that is not a field group's by its name (``samples.t``, ``samples.util_gpu``,
+        ``samples.cpu_mhz``…: every one ``COLUMNS`` declares); a field group's columns are read
+        by field (``samples.gpu("util")``)."""
+        column = BY_NAME.get(name)
+        if column is None or column.group is not None:
+            raise AttributeError(name)
+        return self._col(name)
+
     def columns(self) -> dict[str, np.ndarray]:
         """Every array by its key (``t``, ``cpu``, ``gpu.util``…), in ``COLUMNS`` order."""
         return {key: self._col(key) for key, _, _ in self.layout()}
@@ -342,7 +352,7 @@ class Samples:
         """Rows no longer kept (``keep``): row ``i`` here is row ``dropped + i`` of the run."""
         return self.total - len(self)
 
-    def of_host(self, label: str, host: Host | None = None) -> "Samples":
+    def of_host(self, label: str, host: Host | None = None) -> Samples:
         """One node of a merged run: its rows, buffered samples and per-process readings as
         Samples of their own (each column selected by mask when first read, nothing decoded
         again). ``host``, the node's host object, narrows the core and GPU columns to that
@@ -486,9 +496,9 @@ class Samples:
             if column.codec == NUMBER:
                 value = num(self._col(column.name)[i])
                 if value is not None:
-                    out[column.probe] = value  # type: ignore[index]  # a plain column has a probe key
+                    out[column.probe_key] = value
             elif not np.isnan(row := self._col(column.name)[i]).all():
-                out[column.probe] = [num(c) for c in row]  # type: ignore[index]
+                out[column.probe_key] = [num(c) for c in row]
         host = int(self._col("host")[i])
         if host >= 0:
             out["host"] = self.host_labels[host]
@@ -507,13 +517,6 @@ class Samples:
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return (self.record(i) for i in range(len(self)))
 
-
-# The plain columns as properties (``samples.t``, ``samples.util_gpu``…); a field group's
-# columns are read by name (``samples.gpu("util")``).
-for _column in COLUMNS:
-    if _column.group is None:
-        setattr(Samples, _column.name, property(lambda self, key=_column.name: self._col(key)))
-del _column
 
 
 def _host_index(labels: list[str], label: Any) -> int:

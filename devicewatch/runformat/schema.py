@@ -57,7 +57,8 @@ DERIVED = "derived"    # not stored in a schema-2 line: made by the reader
 _NUM = rb"(-?[0-9][0-9.eE+-]*)"
 _LIST = rb"\[([-0-9.eE+,nul]*)\]"
 # Each codec's value as the writer writes it, one capture group (``SAMPLE_LINE``).
-PATTERNS = {TIME: _NUM, NUMBER: _NUM, PER_CORE: _LIST, GROUP: rb"(?:\[([-0-9.eE+,nul]*)\]|null)", GPU_ROWS: rb"\[((?:\[[-0-9.eE+,nul]*\],?)*)\]",
+PATTERNS = {TIME: _NUM, NUMBER: _NUM, PER_CORE: _LIST, GROUP: rb"(?:\[([-0-9.eE+,nul]*)\]|null)",
+            GPU_ROWS: rb"\[((?:\[[-0-9.eE+,nul]*\],?)*)\]",
             BUFFERED: _LIST, GPU_PROCS: _LIST, TEXT: rb'"([^"\\\x00-\x1f]*)"'}
 
 
@@ -87,6 +88,20 @@ class Column:
         """What stands for a value not recorded (a core or GPU a sample did not have)."""
         kind = np.dtype(self.dtype).kind
         return False if kind == "b" else (-1 if kind == "i" else np.nan)
+
+    @property
+    def line_key(self) -> str:
+        """The sample line's key of a column stored under one (every plain column)."""
+        if self.wire is None:
+            raise ValueError(f"{self.name} is not stored in a sample line")
+        return self.wire
+
+    @property
+    def probe_key(self) -> str:
+        """The probe record's key of a column read from one (every plain column)."""
+        if self.probe is None:
+            raise ValueError(f"{self.name} is not read from a probe")
+        return self.probe
 
     def keys(self, fields: dict[str, list[str]]) -> list[str]:
         """The names its arrays are kept under: the column's, or ``gpu.util``, ``gpu.mem_used``…"""
@@ -216,6 +231,13 @@ def trim_common_nulls(rows: list[list[Any]]) -> list[list[Any]]:
     return [row[:keep] for row in rows] if keep < len(rows[0]) else rows
 
 
+def valid_sample(record: dict[str, Any]) -> bool:
+    """A sample whose time is a finite number and whose per-core list, if any, is a list: any
+    other damage is read as missing values, this is a bad line."""
+    t: Any = record.get("t")
+    return t.__class__ in (int, float) and math.isfinite(t) and record.get("cpu", []).__class__ is list
+
+
 def encode_plain(column: Column, value: Any) -> Any:
     """A plain column's value as its line stores it; None where the key is left out."""
     if column.codec == PER_CORE:
@@ -244,9 +266,9 @@ class Encoder:
         t = record["t"]
         values: dict[str, Any] = {}
         for column in PLAIN:
-            value = encode_plain(column, record.get(column.probe))  # type: ignore[arg-type]  # plain: never None
+            value = encode_plain(column, record.get(column.probe_key))
             if value is not None:
-                values[column.wire] = value  # type: ignore[index]
+                values[column.line_key] = value
         values["sys"] = self._row("sys", flat(record))
         proc = record.get("proc")
         values["proc"] = self._row("proc", proc) if isinstance(proc, dict) else None

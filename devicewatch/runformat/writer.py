@@ -14,7 +14,8 @@ import json
 import os
 import threading
 from collections.abc import Sequence
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import orjson
 
@@ -27,9 +28,8 @@ from .runfile import (
     _Intake,
     _open,
     _parse,
-    _sample_ok,
 )
-from .schema import SAMPLE_PREFIX, Chunk, Encoder, fields_header
+from .schema import SAMPLE_PREFIX, Chunk, Encoder, fields_header, valid_sample
 
 
 class _Columns:
@@ -69,7 +69,7 @@ class _Columns:
         elif kind is None:
             kind = "sample"
         if kind == "sample":
-            if encoded is not None and self.intake.run.samples.compact and _sample_ok(encoded):
+            if encoded is not None and self.intake.run.samples.compact and valid_sample(encoded):
                 self.intake.run.samples.add(encoded)
             else:
                 self.intake._take(line, _Discard(), last)
@@ -261,7 +261,9 @@ class RunWriter:
         their columns are made instead of decoding their lines again."""
         if not records:
             return
-        lines, kinds, encoded = [], [], []
+        lines: list[bytes] = []
+        kinds: list[Any] = []
+        encoded: list[dict[str, Any] | None] = []
         for record in records:
             if isinstance(record, bytes):
                 if not record.startswith(SAMPLE_PREFIX):
@@ -295,7 +297,7 @@ class RunWriter:
             if self._columns is not None:
                 try:
                     feed(self._columns)
-                except Exception:  # noqa: BLE001 - the columns are a copy: they never stop the journal
+                except Exception:
                     self._drop_columns()
 
     def _append(self, data: bytes) -> None:
@@ -322,5 +324,5 @@ class RunWriter:
                         self._columns.written = self._written
                         _keep_built(self.path, self._columns)
                         self._columns = None
-                    except Exception:  # noqa: BLE001 - compact reads the journal instead
+                    except Exception:
                         self._drop_columns()

@@ -14,7 +14,6 @@ import re
 import textwrap
 from dataclasses import dataclass, field
 from collections.abc import Hashable, Iterable, Sequence
-from typing import Any
 
 import numpy as np
 from rich.cells import cell_len
