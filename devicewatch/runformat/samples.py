@@ -9,6 +9,10 @@ analysis, report, export and the dashboard work on arrays and never on one dict 
 The columns are declared once, in ``schema.COLUMNS``: decoding (``decode.py``), joining,
 trimming, selecting one node of a merged run, the accessors and the columnar file
 (``columnar.py``) all follow it.
+
+A little over 500 lines, on purpose: ``Samples`` is one object whose paths (lines and records
+pending, blocks, columns made when first read, widths, a node's selection) share its state;
+cut in two, each half would reach into the other's.
 """
 
 from __future__ import annotations
