@@ -123,11 +123,12 @@ COLUMNS = (
     _plain("cpu", "f4", PER_CORE, ("cores",), required=True, note="% busy per core"),
     Column("cpu_total", "f8", note="% of all cores: stored in schema 1, the mean of cpu since"),
     Column("sys", "f8", group="sys", wire="sys", codec=GROUP, required=True, note="the machine: frequency, memory"),
-    Column("proc", "f8", group="proc", wire="proc", codec=GROUP, required=True, note="the workload's process tree"),
-    Column("gpu_present", "?", wire="gpu", codec=GPU_ROWS, note="the sample holds a GPU poll"),
+    Column("proc", "f8", group="proc", wire="proc", codec=GROUP, probe="proc", required=True,
+           note="the workload's process tree"),
+    Column("gpu_present", "?", wire="gpu", codec=GPU_ROWS, probe="gpus", note="the sample holds a GPU poll"),
     # GPU readings and per-process use in single precision: a day of 8 GPUs is 0.4 GB less,
     # and every stored value (whole MiB, tenths of a percent) is exact in it or near enough.
-    Column("gpu", "f4", dims=("gpus",), group="gpu", wire="gpu", codec=GPU_ROWS),
+    Column("gpu", "f4", dims=("gpus",), group="gpu", wire="gpu", codec=GPU_ROWS, probe="gpus"),
     Column("util_buffered", "?", dims=("gpus",), wire="gpu_util", codec=BUFFERED,
            note="the sample carried buffered samples of that GPU"),
     Column("util_t", "f8", UTIL, wire="gpu_util", codec=BUFFERED, note="the driver's buffered utilization samples"),
@@ -140,7 +141,7 @@ COLUMNS = (
     _plain("recorder_cpu", "f8", NUMBER, digits=1, note="the recorder's own CPU, % of one core"),
     _plain("watcher_cpu", "f8", NUMBER, digits=1, note="a dashboard following the run, % of one core"),
     _plain("cpu_mhz", "f4", PER_CORE, ("clock_cores",), note="each core's clock, MHz, once a second where offered"),
-    Column("host", "i2", wire="host", codec=TEXT, note="index into host_labels; -1 in one node's run"),
+    Column("host", "i2", wire="host", codec=TEXT, probe="host", note="index into host_labels; -1 in one node's run"),
     Column("util_host", "i2", UTIL, wire="host", codec=TEXT),
     Column("procs_host", "i2", PROCS, wire="host", codec=TEXT),
 )
@@ -270,9 +271,9 @@ class Encoder:
             if value is not None:
                 values[column.line_key] = value
         values["sys"] = self._row("sys", flat(record))
-        proc = record.get("proc")
+        proc = record.get(BY_NAME["proc"].probe_key)
         values["proc"] = self._row("proc", proc) if isinstance(proc, dict) else None
-        gpus = record.get("gpus")
+        gpus = record.get(BY_NAME["gpu"].probe_key)
         if isinstance(gpus, list):
             entries = [g if isinstance(g, dict) else {} for g in gpus]
             values["gpu"] = trim_common_nulls([self._row("gpu", g) for g in entries])
@@ -288,8 +289,9 @@ class Encoder:
                    if isinstance(instance, dict)]
             if mig:
                 values[MIG_KEY] = mig
-        if isinstance(record.get("host"), str):  # a merged run: which node's machine this is
-            values["host"] = record["host"]
+        host = record.get(BY_NAME["host"].probe_key)
+        if isinstance(host, str):  # a merged run: which node's machine this is
+            values["host"] = host
         # In LINE_KEYS order, the order the chunked decoder's pattern expects.
         return {"type": "sample", **{key: values[key] for key in LINE_KEYS if key in values}}
 
