@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import advice as advice_
+from .analysis import advice as advice_
 from . import analysis, events
 from .errors import UsageError
 from .integrations.zero_code import TRIAL_VAR, VARY_VAR

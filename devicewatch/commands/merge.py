@@ -29,6 +29,6 @@ def run(args: argparse.Namespace) -> int:
                       for n in merged.nodes)
     print(f"merged {nodes} into {args.output}")
     print(f"alignment: {merged.alignment['text']}")
-    for line in straggler_lines(analysis.straggler_rows(runfile.load(args.output))):
+    for line in straggler_lines(analysis.straggler_figures(runfile.load(args.output))):
         print(line)
     return 0

@@ -46,7 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import advice, trials
+    from .. import trials
+    from ..analysis import advice
 
     command = list(args.command)
     if command and command[0] == "--":

@@ -19,19 +19,19 @@ import itertools
 import math
 import re
 import time
-from bisect import bisect_left, insort
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from .. import advice as advice_
 from .. import analysis, events
+from ..analysis import advice as advice_
+from ..phase_kinds import KINDS
 from ..runformat.downsample import minmax_rows, minmax_rows_bytes
 from ..runformat.eventlog import Events
-from ..runformat.runfile import Run
 from ..runformat.percent import MISSING_PERCENT, percent_to_float
-from ..safe_text import inert
+from ..runformat.runfile import Run
+from ..safe_text import inert, inert_keeping_colours
 
 
 class Column:
@@ -153,13 +153,6 @@ class PhaseArrays:
 _versions = itertools.count(1)
 
 
-KINDS = (*analysis.PHASE_KINDS, "other")   # a phase's kind as a number: its place here
-
-
-def _number(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else np.nan
-
-
 @dataclass
 class GpuTrack:
     name: str
@@ -224,11 +217,8 @@ class RunModel:
         self._phases_version = -1
         self._open: list[int] = []  # indices of phases not yet ended
         self._ends = np.zeros(0)    # the phases' ends as paired (the open ones stretched on top)
-        # Phases paired as their events arrive (``analysis.phases`` pairs a whole run): per
-        # source, [workload's own, parsed from stdout], the tracker and the ended phases in order.
-        self._trackers = (events.PhaseTracker(), events.PhaseTracker())
-        self._ended: tuple[list[analysis.Phase], list[analysis.Phase]] = ([], [])
-        self._own_phases = False  # the workload sent phases itself: stdout epochs are ignored
+        # Phases paired as their events arrive, by the pairer ``analysis.phases`` feeds a whole run.
+        self._pairer = analysis.PhasePairer()
         # Epoch rows by epoch, each with what it was computed from (its phases, its epoch events
         # so far): only an epoch whose phases or metrics changed is computed again.
         self._rows: dict[int, tuple[tuple[Any, ...], analysis.EpochRow]] = {}
@@ -340,12 +330,7 @@ class RunModel:
         elif kind == events.EPOCH and isinstance(e.get("epoch"), int):
             self._epoch_events.setdefault(e["epoch"], []).append(e)
         self.open_phases.take(e)
-        if kind in (events.PHASE_BEGIN, events.PHASE_END):
-            stdout = int(e.get("source") == "stdout")
-            self._own_phases = self._own_phases or (kind == events.PHASE_BEGIN and not stdout)
-            begin = self._trackers[stdout].take(e)
-            if begin is not None:
-                insort(self._ended[stdout], analysis.phase_from(begin, float(e["t"])), key=analysis.phase_order)
+        self._pairer.take(e)
 
     def add_marker(self, label: str) -> float:
         """A marker dropped on the screen at the newest time; returns that time."""
@@ -360,10 +345,25 @@ class RunModel:
         return self.open_phases.current
 
     def take_logs(self) -> list[str]:
-        """Log lines not yet shown."""
+        """Log lines not yet shown, their colours kept (SGR), anything else a terminal acts on inert."""
         new = self.run.logs[self.logs_taken:]
         self.logs_taken = len(self.run.logs)
-        return [("! " if r.get("stream") == "stderr" else "") + inert(r.get("line", "")) for r in new]
+        return [_shown_line(r) for r in new]
+
+    def open_line(self) -> str | None:
+        """The output's line not yet ended, as it stands (a bar being redrawn, ``loading...``)."""
+        record = self.run.open_line
+        return None if record is None else _shown_line(record)
+
+    def workload_state(self) -> str | None:
+        """``waiting for input`` or ``stopped`` while the recorder says so, else None."""
+        if self.run.end is not None:
+            return None
+        for notice in reversed(self.run.notices):
+            state = notice.get("state")
+            if isinstance(state, str):
+                return None if state == "running" else inert(state)
+        return None
 
     # -- derived -----------------------------------------------------------------------------
 
@@ -387,19 +387,9 @@ class RunModel:
                 self.phases_version = next(_versions)
             return
         self._phases_version = self.events_version
-        source = 0 if self._own_phases else 1
-        end = self.run.duration
-        phases = list(self._ended[source])  # the same list analysis.phases gives, paired once
-        still_open = [analysis.phase_from(b, max(end, float(b["t"])), True)
-                      for b in self._trackers[source].open_phases()]
-        for p in still_open:
-            insort(phases, p, key=analysis.phase_order)
-        self._open = []
-        for p in still_open:
-            i = bisect_left(phases, analysis.phase_order(p), key=analysis.phase_order)
-            while phases[i] is not p:
-                i += 1
-            self._open.append(i)
+        phases = self._pairer.phases(self.run.duration)  # the same list analysis.phases gives
+        self._open = [i for i, p in enumerate(phases) if p.open]
+        still_open = [phases[i] for i in self._open]
         self.phases = phases
         rows = self._refresh_epochs(phases)
         if rows != self.epoch_rows:
@@ -498,3 +488,7 @@ class RunModel:
                 return str(status.get("reason") or "GPU sampling unavailable")
             return None
         return self.machine.header.host.gpu_reason or None
+
+
+def _shown_line(record: dict[str, Any]) -> str:
+    return ("! " if record.get("stream") == "stderr" else "") + inert_keeping_colours(record.get("line", ""))

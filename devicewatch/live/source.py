@@ -183,6 +183,9 @@ def end_runs_on_hangup() -> None:
         signal.signal(signal.SIGHUP, _hung_up)
 
 
+TERMINAL_SIZE = (24, 80)   # a terminal's usual size, for the moment before the panel is laid out
+
+
 class LiveSource(Source):
     """A recorder subprocess writing into the runs folder, followed as it writes.
 
@@ -203,11 +206,13 @@ class LiveSource(Source):
         self.stop_requested = False
         self._stderr = tempfile.TemporaryFile()
         self._started = 0.0
+        # (rows, columns) of the workload's terminal until the output panel says its own size.
+        self.terminal_size = TERMINAL_SIZE
         _live_sources.add(self)
 
     def recorder_argv(self, watcher_pid: int) -> list[str]:
         return record_argv(str(self.path), self.target, self.interval, self.gpu, quiet=True, control=True,
-                           watcher_pid=watcher_pid)
+                           watcher_pid=watcher_pid, terminal=self.terminal_size)
 
     def start(self) -> None:
         # Its own session: closing the terminal hangs up the dashboard, not the recording.
@@ -271,6 +276,17 @@ class LiveSource(Source):
         """Leave the run recording when the dashboard goes (the user chose so)."""
         if self.running:
             self._command(control.detach_line())
+
+    def send_input(self, text: str) -> bool:
+        """Keys typed into the workload's terminal; False if it cannot take them."""
+        return self.running and self._command(control.input_lines(text))
+
+    def resize(self, rows: int, columns: int) -> None:
+        """The workload's terminal (the output panel) has a new size."""
+        if (rows, columns) != self.terminal_size:
+            self.terminal_size = (rows, columns)
+            if self.running:
+                self._command(control.resize_line(rows, columns))
 
     def send_marker(self, label: str) -> bool:
         """Ask the recorder to write a marker; False if it cannot take one."""

@@ -15,8 +15,9 @@ in. Recognised, on a line or on a progress bar's carriage-return update:
   is in the second epoch, 1.0 ends the first).
 
 Each new epoch number closes the previous epoch's phase (name ``epoch``, ``source: "stdout"``)
-and opens the next; the run's end closes the last. Once the workload reports through events
-of its own, nothing more is written here: its phases are better than these.
+and opens the next; the run's end closes the last. Once the workload says its phases itself
+(its run info, or a phase of its own), nothing more is written here: its phases are better
+than these (``phase_source``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import re
 from typing import Any
 from collections.abc import Callable
 
-from .. import events
+from .. import events, phase_source
 from ..runformat import records
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -62,7 +63,7 @@ def parse(text: str) -> tuple[int, int | None, bool] | None:
 class StdoutEpochs:
     """Follows the printed epoch and writes its phases while the workload reports none.
 
-    ``reported()`` says whether the workload reports through events of its own; ``on_epoch``
+    ``reported()`` says whether the workload says its phases itself; ``on_epoch``
     learns every epoch printed (the status line shows it either way).
     """
 
@@ -108,4 +109,4 @@ class StdoutEpochs:
 
     def _write_phase(self, kind: str, epoch: int, **extra: Any) -> None:
         self._write(records.event(self._t(), kind, name="epoch", epoch=epoch, **extra,
-                                  lane=events.DEFAULT_LANE, source="stdout"))
+                                  lane=events.DEFAULT_LANE, source=phase_source.PRINTED))

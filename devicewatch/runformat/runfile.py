@@ -57,6 +57,7 @@ class Run:
     end: dict[str, Any] | None = None
     bad_lines: int = 0          # lines in the middle that were not valid records
     cut_last_line: bool = False  # the final line was incomplete (a crash mid-write)
+    open_line: dict[str, Any] | None = None   # the output's line not yet ended (a partial log record)
 
     keep: int | None = None     # samples kept (the newest); None keeps them all
     columnar: bool = False      # read from the columnar form beside the journal (``columnar.py``)
@@ -138,7 +139,12 @@ class Run:
                 return
             self.events.append(record, line)
         elif kind == "log":
-            self.logs.append(record)
+            if record.get("partial") is True:   # a line as it stood: the stream's next log record replaces it
+                self.open_line = record
+            else:
+                self.logs.append(record)
+                if self.open_line is not None and self.open_line.get("stream") == record.get("stream"):
+                    self.open_line = None
         elif kind == "notice":
             self.notices.append(record)
         elif kind == "gpu_status":

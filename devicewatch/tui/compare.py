@@ -38,7 +38,7 @@ from .charts import AreaChart, HeatStrip, PhaseLanes
 from .drawing import AreaInput, HeatInput, View
 from .panels import RenderedTable
 from .redraw import RedrawOnce
-from .run_screen import lanes_input, overlay_of
+from .model_inputs import lanes_input, overlay_of
 
 # The sections of ``render.compare_text`` in the order the view shows them; presenter mode keeps
 # only the epochs (their data wait included) and the idle time.

@@ -24,7 +24,7 @@ from rich.segment import Segment
 from rich.style import Style
 
 from .. import nanmath
-from ..live.model import KINDS
+from ..phase_kinds import KINDS
 from ..render.palette import NORMAL, PRESENTER, Palette
 from ..safe_text import inert
 

@@ -26,14 +26,15 @@ from textual.widget import Widget
 from textual.widgets import Footer
 
 from .. import analysis
-from ..advice import Advice
+from ..analysis.advice import Advice
 from ..live.model import RunModel
 from ..live.source import LiveSource, Source
 from ..render.palette import NORMAL, PRESENTER, Palette
 from ..runformat.runfile import RunFileError
 from . import panels
 from .charts import AreaChart, HeatStrip, LineChart, PhaseLanes
-from .drawing import AreaInput, HeatInput, LanesInput, LinesInput, Overlay, View, format_seconds, heat_legend
+from .drawing import AreaInput, HeatInput, LinesInput, Overlay, View, format_seconds, heat_legend
+from .model_inputs import lanes_input, overlay_of
 from .redraw import RedrawOnce
 
 WINDOWS: list[float | None] = [10, 30, 60, 120, 300, 600, 1800, None]  # seconds; None: whole run
@@ -67,20 +68,6 @@ def _title(widget: Widget, title: str) -> None:
         widget.border_title = title
 
 
-def overlay_of(model: RunModel) -> Overlay:
-    """The shading of the model's first lane, its epoch lines and markers."""
-    main = model.main_lane_phases()
-    markers = np.array([m[0] for m in model.all_markers], float)
-    return Overlay(main.starts, main.ends, main.kinds, model.boundaries, markers, model.phases_version)
-
-
-def lanes_input(model: RunModel, view: View, palette: Palette, overlay: Overlay) -> LanesInput:
-    """Every lane of the model (``main`` when there is none yet) with epoch lines and markers."""
-    phases = model.phase_arrays
-    return LanesInput(view, model.phases_version, palette, tuple(model.lanes) or ("main",), phases.starts,
-                      phases.ends, phases.kinds, phases.names, phases.lanes, overlay.lines_only())
-
-
 class RunScreen(RedrawOnce):
     BINDINGS = [
         Binding("s", "stop", "Stop run"),
@@ -97,6 +84,7 @@ class RunScreen(RedrawOnce):
         Binding("l", "toggle_log", "Log", show=False),
         Binding("h", "next_host", "Next host"),
         Binding("t", "try_advice", "Try the advice"),
+        Binding("i", "type_into", "Type into the workload"),
         Binding("escape", "back", "Back", show=False),
     ]
 
@@ -143,7 +131,9 @@ class RunScreen(RedrawOnce):
         self.gpu_charts: list[AreaChart] = []
         self.sm_charts: list[LineChart] = []
         self._new_lines: list[str] = []
+        self._open_line: str | None = None   # the output's line not yet ended, as the panel shows it
         self._log_written = -1e9
+        self._workload_state: str | None = None
         self._slow_at = -1e9
         self._error_noted = False
         self._saw_finished = False
@@ -272,7 +262,7 @@ class RunScreen(RedrawOnce):
             self.post_message(self.Finished(self, None))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "stop":  # only a run that is still recording can be stopped
+        if action in ("stop", "type_into"):  # only a run that is still recording can be stopped, or typed into
             return isinstance(self.source, LiveSource) and self.source.running
         if action == "next_host":  # a merged run's charts show one node at a time
             return self.model is not None and len(self.model.run.host_labels) > 1
@@ -390,14 +380,22 @@ class RunScreen(RedrawOnce):
                 bars.border_title = f"{analysis.units_text(analysis.unit(rows.rows))}: time per phase"
         self._new_lines += model.take_logs()
         self._write_log(force or not self.source.running)
+        state = model.workload_state()
+        if not self.source.running:
+            self._stop_typing()
+        if state != self._workload_state:
+            self._workload_state = state
+            self.query_one("#log").border_title = "workload output" + (f" · {state}" if state else "")
 
     def _write_log(self, force: bool) -> None:
-        """Append the waiting log lines, at most every ``LOG_EVERY`` seconds while live: each
-        write scrolls the panel, which repaints all of it."""
+        """Append the waiting log lines (and show the line not yet ended as it stands), at most
+        every ``LOG_EVERY`` seconds while live: each write scrolls the panel, which repaints all of it."""
         now = time.monotonic()
-        if self._new_lines and (force or now - self._log_written >= LOG_EVERY):
-            self.query_one("#log", panels.OutputLog).write_lines(self._new_lines)
+        open_line = self.model.open_line() if self.model is not None else None
+        if (self._new_lines or open_line != self._open_line) and (force or now - self._log_written >= LOG_EVERY):
+            self.query_one("#log", panels.OutputLog).write_lines(self._new_lines, open_line)
             self._new_lines = []
+            self._open_line = open_line
             self._log_written = now
 
     def _draw_gpus(self, model: RunModel, view: View, palette: Palette, overlay: Overlay) -> None:
@@ -516,6 +514,27 @@ class RunScreen(RedrawOnce):
             self._redraw_soon()
         else:
             self.notify("no run to stop")
+
+    def action_type_into(self) -> None:
+        """The output panel becomes the workload's terminal: keys go to the workload until Escape."""
+        log = self.query_one("#log", panels.OutputLog)
+        log.typing = True
+        log.border_subtitle = "typing into the workload · Esc to stop"
+        log.focus()
+
+    def _stop_typing(self) -> None:
+        log = self.query_one("#log", panels.OutputLog)
+        if log.typing:
+            log.typing = False
+            log.border_subtitle = ""
+
+    def on_output_log_typed(self, message: panels.OutputLog.Typed) -> None:
+        if not (isinstance(self.source, LiveSource) and self.source.send_input(message.text)):
+            self.notify("the workload is not running: nothing was typed into it", severity="warning")
+
+    def on_output_log_sized(self, message: panels.OutputLog.Sized) -> None:
+        if isinstance(self.source, LiveSource):
+            self.source.resize(message.rows, message.columns)
 
     def action_marker(self) -> None:
         if self.model is None:

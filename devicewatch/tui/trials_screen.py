@@ -32,7 +32,7 @@ from textual.message import Message
 from textual.reactive import var
 from textual.widgets import Footer
 
-from .. import advice as advice_
+from ..analysis import advice as advice_
 from .. import trials
 from ..errors import RecorderError, RunFileError
 from ..live.model import RunModel
@@ -44,7 +44,7 @@ from .charts import AreaChart
 from .drawing import AreaInput, View, format_seconds
 from .panels import RenderedTable, TextPanel
 from .redraw import RedrawOnce
-from .run_screen import overlay_of
+from .model_inputs import overlay_of
 
 TRY_SECONDS = 10.0   # the measured window of a trial started from the dashboard
 TRY_WARMUP = 10      # optimizer steps before it

@@ -15,8 +15,9 @@ import pytest
 
 pytest.importorskip("textual")
 
-from devicewatch import advice, trials  # noqa: E402
-from devicewatch.runformat import runfile
+from devicewatch import trials  # noqa: E402
+from devicewatch.analysis import advice  # noqa: E402
+from devicewatch.runformat import runfile  # noqa: E402
 from devicewatch.trials import load_set as load_trials  # noqa: E402
 from devicewatch.errors import UsageError  # noqa: E402
 from devicewatch.live.source import open_replay  # noqa: E402

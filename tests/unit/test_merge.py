@@ -185,8 +185,8 @@ def test_one_host_of_a_merged_run_is_that_nodes_run_exactly(tmp_path):
 
 def test_report_of_a_merged_run_gives_each_node_its_own_devices_and_verdict(tmp_path):
     out, a, b = merged_two_gpu_nodes(tmp_path)
-    summary = analysis.summarize(load(out))
-    own = [analysis.summarize(load(path)) for path in (a, b)]
+    summary = analysis.summarize(load(out)).to_json()
+    own = [analysis.summarize(load(path)).to_json() for path in (a, b)]
     assert [h["host"] for h in summary["per_host"]] == ["node 0", "node 1"]
     assert [h["hostname"] for h in summary["per_host"]] == ["abox", "bbox"]
     for host, alone in zip(summary["per_host"], own):

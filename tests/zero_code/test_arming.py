@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 # What the script prints at its end: the frameworks armed in this process, and any hook's error.
 REPORT = """
 import json, sys
-instrument = sys.modules.get("devicewatch.integrations.zero_code.instrument")
+instrument = sys.modules.get("devicewatch.integrations.zero_code.process_state")
 print(json.dumps({"armed": sorted(instrument.PROCESS.armed) if instrument else [],
                   "errors": sorted(instrument.PROCESS.errors) if instrument else []}))
 """

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from devicewatch import advice
+from devicewatch.analysis import advice
 from devicewatch.runformat import runfile
 
 from conftest import write_run

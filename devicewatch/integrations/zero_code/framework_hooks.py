@@ -15,7 +15,7 @@ import inspect
 from typing import Any
 from collections.abc import Callable
 
-from .instrument import Process, event_fields, own_phases
+from .process_state import PROCESS, Process, event_fields, own_phases
 
 
 def arm(framework: str, name: str, module: Any, process: Process) -> None:
@@ -52,8 +52,6 @@ def _wrap(process: Process, framework: str, owner: type, method: str,
 
 
 def _announce(owner: str) -> None:
-    from .instrument import PROCESS
-
     PROCESS.announce()
     own_phases(owner)
 

@@ -48,7 +48,7 @@ import weakref
 from typing import Any
 from collections.abc import Callable
 
-from .instrument import Process
+from .process_state import Process
 
 _monotonic = time.monotonic
 get_ident = threading.get_ident
@@ -75,6 +75,7 @@ def arm(tf: Any, process: Process) -> None:
     hooks.wrap(GradientTape, "gradient", hooks.counted_gradient)
     hooks.wrap(Optimizer, "apply_gradients", hooks.counted_apply)
     _HOOKS = hooks
+    process.fit_measured = measures_fit
     atexit.register(hooks.at_exit)
     trainer = sys.modules.get(KERAS_TRAINER)
     if trainer is not None:  # else the start-up hook arms it once it has run (``keras_trainer``)

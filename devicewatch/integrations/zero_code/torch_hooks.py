@@ -32,7 +32,7 @@ import time
 from typing import Any
 from collections.abc import Callable
 
-from .instrument import Process
+from .process_state import Process
 
 _monotonic = time.monotonic
 get_ident = threading.get_ident

@@ -33,7 +33,7 @@ def _wanted():
             and os.environ.get(_SWITCH_VAR, "").strip().lower() not in _SWITCHED_OFF)
 
 
-class _Watcher:
+class _Watcher(object):
     """An import hook that finds nothing itself: when a watched module is about to be
     imported, the other finders find it, and its loader is wrapped so that the framework is
     armed once the module has run. A name is done only when its module has really been
@@ -78,7 +78,7 @@ class _Watcher:
                 self.executed(name, module)
 
 
-class _Arming:
+class _Arming(object):
     """The module's own loader, which then arms the framework. The module gets its own loader
     back before it runs, so nothing in it can tell."""
 
@@ -135,7 +135,7 @@ def _say_error(name, exc):
 
         line = json.dumps({"kind": "instrument", "mono": time.monotonic(), "pid": os.getpid(),
                            "state": "error", "framework": name.split(".")[0],
-                           "detail": f"loading devicewatch: {type(exc).__name__}: {exc}"[:300]})
+                           "detail": ("loading devicewatch: %s: %s" % (type(exc).__name__, exc))[:300]})
         fd = os.open(os.environ[_EVENTS_VAR], os.O_WRONLY | os.O_NONBLOCK)
         try:
             os.write(fd, (line + "\n").encode())
