@@ -18,7 +18,7 @@ import time
 
 from bench.make_recording import generate as make
 from devicewatch import analysis
-from devicewatch.runfile import load
+from devicewatch.runformat.runfile import load
 
 SECONDS, RATE, CORES, GPUS = 3600, 10, 64, 8
 

@@ -25,7 +25,7 @@ import tempfile
 import numpy as np
 
 from bench.bench_recorder import interval_errors_ms, record
-from devicewatch.runfile import load
+from devicewatch.runformat.runfile import load
 
 PRESSURES = {
     # name: (script, what it does at scale 1)

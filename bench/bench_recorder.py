@@ -21,7 +21,7 @@ import time
 import numpy as np
 import psutil
 
-from devicewatch.runfile import load
+from devicewatch.runformat.runfile import load
 
 SATURATE = """
 import multiprocessing as mp, time
@@ -56,7 +56,7 @@ def record(workload: list[str], out: str, measure_from: float, measure_to: float
 def interval_errors_ms(run) -> np.ndarray:
     """How far each gap between consecutive samples is from the interval, in milliseconds."""
     times = np.array([s["t"] for s in run.samples])
-    return np.abs(np.diff(times) - run.header["interval"]) * 1000
+    return np.abs(np.diff(times) - run.header.interval) * 1000
 
 
 def main() -> None:

@@ -27,7 +27,7 @@ import threading
 from typing import Any
 from collections.abc import Callable
 
-from . import records
+from .runformat import records
 from .events import MARKER
 
 MAX_LABEL = 200

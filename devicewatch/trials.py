@@ -26,7 +26,7 @@ from . import analysis, events
 from .errors import UsageError
 from .integrations.zero_code import TRIAL_VAR, VARY_VAR
 from .recorder import RecordOptions, record
-from .runfile import Run, load
+from .runformat.runfile import Run, load
 
 TRIALS_FILE = "trials.json"
 LIMIT_FLOOR = 120.0    # seconds: the least a trial may take before it is stopped unmeasured

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .. import events
-from ..runfile import Run
+from ..runformat.runfile import Run
 from .epoch_rows import data_wait, epochs
 from .pairing import Phase, phases
 from .utilization import Series, series

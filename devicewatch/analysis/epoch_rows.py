@@ -9,7 +9,7 @@ from typing import Any
 from collections.abc import Iterable
 
 from .. import events
-from ..runfile import Run
+from ..runformat.runfile import Run
 from .pairing import AUTO_SOURCE, STDOUT_SOURCE, WAIT_PHASE, Phase, phases, union_length
 
 # The per-epoch metric with the exact seconds the training loop was blocked in its DataLoader
@@ -254,7 +254,7 @@ def data_wait_unmeasured(run: Run, rows: list[EpochRow], all_phases: list[Phase]
 
 def _not_instrumented(run: Run, summary: dict[str, Any] | None) -> str:
     """Why the zero-code instrumentation measured nothing, from the end record, else the header."""
-    offered = run.header.get("instrument")
+    offered = run.header.raw.get("instrument")
     if summary is not None:
         return f"zero-code instrumentation not active ({summary.get('reason') or 'no reason recorded'})"
     if isinstance(offered, dict) and not offered.get("offered"):

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..runfile import Run
+from ..runformat.runfile import Run
 from .pairing import NO_PHASE, Phase, phases
 from .utilization import Series, series
 from .wording import gpu_label

@@ -12,7 +12,7 @@ from typing import Any
 
 from .. import events, phase_source
 from ..phase_kinds import kind_of
-from ..runfile import Run
+from ..runformat.runfile import Run
 
 NO_PHASE = "(no phase)"
 

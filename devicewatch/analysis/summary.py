@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..runfile import Run
+from ..runformat.runfile import Run
 from .epoch_rows import (
     EPOCH_UNIT,
     DataWait,
@@ -235,19 +235,19 @@ def summarize(run: Run) -> Summary:
     devices, v, hosts = run_judgement(run, s, all_phases)
     wait = data_wait(rows)
     unmeasured = data_wait_unmeasured(run, rows, all_phases)
-    alignment = run.header.get("alignment")
+    alignment = run.header.raw.get("alignment")
     return Summary(
         file=run.path,
         workload=run.title,
-        command=run.header.get("workload", {}).get("command"),
-        started=run.header.get("started"),
+        command=run.header.raw.get("workload", {}).get("command"),
+        started=run.header.raw.get("started"),
         duration=round(run.duration, 3),
         status=run.end.get("status") if run.end else "unknown",
         status_text=status_text(run),
         exit_code=run.end.get("exit_code") if run.end else None,
         ended_abruptly=run.ended_abruptly,
         instrumentation=instrumentation_text(run),
-        host=run.header.get("host", {}),
+        host=run.header.raw.get("host", {}),
         run_info=run_info(run),
         gpu=GpuState(bool(run.gpu_status and run.gpu_status[0].get("available")),
                      run.gpu_status[0].get("reason") if run.gpu_status else None),

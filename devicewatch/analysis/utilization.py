@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from .. import nanmath
-from ..runfile import Run
-from ..samples import MISSING_PERCENT
+from ..runformat.runfile import Run
+from ..runformat.percent import MISSING_PERCENT
 from .pairing import NO_PHASE, Phase, phases, union_length
 
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import events
-from ..runfile import Run
-from ..samples import MISSING_PERCENT
+from ..runformat.runfile import Run
+from ..runformat.percent import MISSING_PERCENT
 from .epoch_rows import DataWait, data_wait, epochs
 from .idle import IDLE_THRESHOLD, DeviceIdle, device_idle
 from .pairing import Phase, lane_overlap, phases, union_length
@@ -303,7 +303,7 @@ def host_figures(run: Run) -> list[HostFigures]:
     for label in run.host_labels:
         node = run.of_host(label)
         s, node_phases = series(node), phases(node)
-        out.append(HostFigures(label, node.header.get("host", {}).get("hostname"), len(node.samples),
+        out.append(HostFigures(label, node.header.raw.get("host", {}).get("hostname"), len(node.samples),
                                stats(s.cpu_total)["mean"], device_idle(node, s, node_phases),
                                verdict(node, s, node_phases)))
     return out

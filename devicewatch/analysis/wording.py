@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import events
-from ..runfile import NO_END_RECORD, Run
+from ..runformat.runfile import NO_END_RECORD, Run
 
 
 def run_info(run: Run) -> dict[str, Any]:
@@ -40,7 +40,7 @@ def instrumentation_text(run: Run) -> str | None:
     """What the zero-code instrumentation did, in one line (from the header's ``instrument``
     and the end record's): ``active in 2 processes (torch, lightning)``, or why not. None for a
     run recorded before it existed."""
-    offered = run.header.get("instrument")
+    offered = run.header.raw.get("instrument")
     summary = run.end.get("instrument") if run.end else None
     if not isinstance(summary, dict):
         if not isinstance(offered, dict):

@@ -23,7 +23,7 @@ from ..compare import comparison, to_dict
 from ..errors import DevicewatchError, UsageError
 from ..recorder import check_interval, record_argv
 from ..render.compare_text import print_comparison
-from ..runfile import load
+from ..runformat.runfile import load
 
 NAME = "compare"
 HELP = "two runs side by side (dashboard, --text table or --json)"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from .. import analysis, merge, runfile
+from .. import analysis, merge
+from ..runformat import runfile
 from ..render.report import straggler_lines
 from ..errors import UsageError
 

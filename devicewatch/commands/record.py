@@ -18,7 +18,7 @@ def run(args: argparse.Namespace) -> int:
     # needs the recorder (psutil, the probes) and the report's tables (rich).
     from ..recorder import RecordOptions, record
     from ..render.report import report_text
-    from ..runfile import load
+    from ..runformat.runfile import load
 
     target = registry.resolve(args.target)
     if os.path.isdir(args.record):

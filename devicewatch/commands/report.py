@@ -7,7 +7,7 @@ import json
 import sys
 
 from ..analysis import summarize
-from ..runfile import load
+from ..runformat.runfile import load
 
 NAME = "report"
 HELP = "epochs, phase times, utilization, verdict"

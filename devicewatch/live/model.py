@@ -26,10 +26,11 @@ import numpy as np
 
 from .. import analysis, events
 from ..analysis import advice as advice_
-from ..downsample import minmax_rows, minmax_rows_bytes
 from ..phase_kinds import KINDS
-from ..runfile import Run
-from ..samples import MISSING_PERCENT, percent_to_float
+from ..runformat.downsample import minmax_rows, minmax_rows_bytes
+from ..runformat.eventlog import Events
+from ..runformat.percent import MISSING_PERCENT, percent_to_float
+from ..runformat.runfile import Run
 from ..safe_text import inert, inert_keeping_colours
 
 
@@ -86,6 +87,14 @@ def _fold(t: Column, others: list[Column], window: int, limit: int) -> None:
 
 def _fold_factor(rows: int, window: int, limit: int) -> int:
     return max(2, math.ceil(2 * (rows - window) / max(limit - window, 2)))
+
+
+def _held(rows: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """Readings taken now and then (a row of NaN where none was taken), each gap holding the
+    reading before it (``last`` before the first)."""
+    have = ~np.isnan(rows).all(axis=1)
+    index = np.maximum.accumulate(np.where(have, np.arange(len(rows)), -1)) if len(rows) else np.zeros(0, int)
+    return np.where(index[:, None] >= 0, rows[np.maximum(index, 0)], last[None, :])
 
 
 def _bounded(t: np.ndarray, columns: list[np.ndarray], window: int, limit: int
@@ -175,6 +184,9 @@ class RunModel:
         self.cores = self.machine.cores or 0
         self.t = Column()
         self.cpu: Column | None = None
+        # Each core's clock (MHz) where the run recorded it, held between its readings (once a
+        # second); None where it was not recorded.
+        self.cpu_mhz: Column | None = None
         self.cpu_total = Column()
         self.proc_cpu = Column()
         self.proc_rss = Column()
@@ -249,17 +261,29 @@ class RunModel:
         if self.cpu is None:
             self.cores = (percent if percent is not None else c.cpu).shape[1] or self.cores
             self.cpu = Column(max(self.cores, 1))
-        if percent is not None and len(t) > self.LIMIT and percent.shape[1] == self.cpu.width:
+        cpu_width = self.cpu.values.shape[1]
+        if percent is not None and len(t) > self.LIMIT and percent.shape[1] == cpu_width:
             cpu = None  # folded from its bytes below
         else:
             cpu = c.cpu[rows]
-            if cpu.shape[1] != self.cpu.width:
-                cpu = np.full((len(t), self.cpu.width), np.nan)
+            if cpu.shape[1] != cpu_width:
+                cpu = np.full((len(t), cpu_width), np.nan)
         others = [c.cpu_total[rows], c.proc("cpu")[rows], c.proc("rss")[rows], c.proc("count")[rows],
                   c.recorder_cpu[rows], c.watcher_cpu[rows]]
         host_t, host_columns = _bounded(t, others if cpu is None else [cpu, *others], self.WINDOW, self.LIMIT)
-        if cpu is None:
+        if cpu is None and percent is not None:
             host_columns.insert(0, _bounded_percent(percent[rows], self.WINDOW, self.LIMIT))
+        clocks = c.widths["clock_cores"]
+        if clocks and self.cpu_mhz is None:
+            self.cpu_mhz = Column(clocks)
+            self.cpu_mhz.extend(np.full((self.t.size, clocks), np.nan))
+        if self.cpu_mhz is not None:
+            width = self.cpu_mhz.values.shape[1]
+            mhz = c.cpu_mhz[rows]
+            if mhz.shape[1] != width:
+                mhz = np.full((len(t), width), np.nan)
+            before = self.cpu_mhz.values[-1] if self.cpu_mhz.size else np.full(width, np.nan)
+            self.cpu_mhz.extend(_bounded(t, [_held(mhz, before)], self.WINDOW, self.LIMIT)[1][0])
         self.t.extend(host_t)
         for column, values in zip([self.cpu, self.cpu_total, self.proc_cpu, self.proc_rss, self.proc_count,
                                    self.recorder_cpu, self.watcher_cpu], host_columns):
@@ -293,7 +317,8 @@ class RunModel:
                 _fold(track.util_t, [track.util], self.WINDOW, self.LIMIT)
                 _fold(track.t, [track.mem_used, track.power, track.sm_active], self.WINDOW, self.LIMIT)
         _fold(self.t, [self.cpu, self.cpu_total, self.proc_cpu, self.proc_rss, self.proc_count,
-                       self.recorder_cpu, self.watcher_cpu], self.WINDOW, self.LIMIT)
+                       self.recorder_cpu, self.watcher_cpu, *([self.cpu_mhz] if self.cpu_mhz is not None else [])],
+              self.WINDOW, self.LIMIT)
         return True
 
     def _event(self, e: dict[str, Any]) -> None:
@@ -395,7 +420,7 @@ class RunModel:
             # The changed epochs' phases and epoch events, as a run of their own: analysis
             # reads the metrics from the run's events, and need not scan all of them.
             part = Run(self.run.path, self.run.header, self.run.samples,
-                       [e for epoch in changed for e in self._epoch_events.get(epoch, ())])
+                       Events([e for epoch in changed for e in self._epoch_events.get(epoch, ())]))
             for row in analysis.epochs(part, [p for epoch in changed for p in by_epoch[epoch]]):
                 self._rows[row.epoch] = (keys[row.epoch], row)
         for gone in self._rows.keys() - keys.keys():
@@ -462,8 +487,7 @@ class RunModel:
             if not status.get("available"):
                 return str(status.get("reason") or "GPU sampling unavailable")
             return None
-        reason = self.machine.header.get("host", {}).get("gpu_reason")
-        return str(reason) if reason else None
+        return self.machine.header.host.gpu_reason or None
 
 
 def _shown_line(record: dict[str, Any]) -> str:

@@ -22,7 +22,8 @@ from typing import Any
 from .. import control
 from ..recorder import TERMINAL_CLOSED, record_argv
 from ..registry import Target
-from ..runfile import Follower, Run, RunFileError, load_columns, read_header
+from ..runformat.header import Header
+from ..runformat.runfile import Follower, Run, RunFileError, load_columns, read_header
 
 
 def run_file_name(runs_dir: str, label: str, now: float | None = None) -> Path:
@@ -54,12 +55,11 @@ def recent_runs(runs_dir: str, limit: int = 30) -> list[Path]:
     return files[:limit]
 
 
-def _workload_key(header: dict[str, Any]) -> tuple[Any, ...]:
+def _workload_key(header: Header) -> tuple[Any, ...]:
     """What makes two runs "the same workload": its name, or the command for ``-- COMMAND`` runs."""
-    workload = header.get("workload") or {}
-    if workload.get("name"):
-        return ("name", workload["name"])
-    return ("command", tuple(workload.get("command") or ()))
+    if header.workload.name:
+        return ("name", header.workload.name)
+    return ("command", header.workload.command)
 
 
 def previous_run(path: str | Path, folder: str | Path | None = None) -> Path | None:
@@ -70,7 +70,7 @@ def previous_run(path: str | Path, folder: str | Path | None = None) -> Path | N
     if header is None:
         return None
     key = _workload_key(header)
-    started = header.get("started_unix")
+    started = header.started_unix
     best: tuple[float, Path] | None = None
     for candidate in Path(folder or path.parent).glob("*.jsonl"):
         if not candidate.is_file() or candidate.resolve() == path.resolve():
@@ -78,11 +78,11 @@ def previous_run(path: str | Path, folder: str | Path | None = None) -> Path | N
         other = read_header(candidate)
         if other is None or _workload_key(other) != key:
             continue
-        when = other.get("started_unix")
-        if not isinstance(when, (int, float)) or not isinstance(started, (int, float)) or when >= started:
+        when = other.started_unix
+        if when is None or started is None or when >= started:
             continue
         if best is None or when > best[0]:
-            best = (float(when), candidate)
+            best = (when, candidate)
     return best[1] if best else None
 
 

@@ -22,7 +22,8 @@ from collections.abc import Callable
 
 import orjson
 
-from .. import events, records
+from .. import events
+from ..runformat import records
 from .bound import QUIET, RateBound
 
 MAX_EVENT_LINE = 1024 * 1024     # an event line longer than this is dropped unread

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .. import records
+from ..runformat import records
 from .bound import RateBound
 from .stdout_epochs import StdoutEpochs
 from .terminal import Terminal

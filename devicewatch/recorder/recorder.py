@@ -43,7 +43,8 @@ from collections.abc import Callable
 
 import psutil
 
-from .. import __version__, events, phase_source, records
+from .. import __version__, events, phase_source
+from ..runformat import records
 from ..active_runs import announce
 from ..errors import RecorderError, UsageError
 from ..integrations import zero_code
@@ -51,7 +52,7 @@ from ..lifeline import Watchdog, become_subreaper
 from ..probes.cpu import CpuProbe, cpu_model
 from ..probes.gpu import GpuProbe
 from ..probes.process import ProcessTreeProbe, SelfProbe
-from ..runfile import RunWriter, compact
+from ..runformat.writer import RunWriter, compact
 from .event_channel import EventChannel
 from .gpu_sampler import GPU_POLL_RANGE, GpuSampler, gpu_poll_period
 from .input_relay import InputRelay

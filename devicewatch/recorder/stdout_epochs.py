@@ -27,7 +27,8 @@ import re
 from typing import Any
 from collections.abc import Callable
 
-from .. import events, phase_source, records
+from .. import events, phase_source
+from ..runformat import records
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 KERAS = re.compile(r"^\s*Epoch (\d+)/(\d+)\s*$")

@@ -16,7 +16,7 @@ import threading
 from typing import Any, TextIO
 from collections.abc import Callable
 
-from .. import records
+from ..runformat import records
 
 
 def status_text(t: float, epoch: int | None, epochs: int | None, phase: str | None,

@@ -18,8 +18,9 @@ from typing import Any
 from collections.abc import Iterable
 from xml.sax.saxutils import escape
 
-from .. import analysis, downsample, events
-from ..runfile import Run
+from .. import analysis, events
+from ..runformat import downsample
+from ..runformat.runfile import Run
 from ..safe_text import csv_cell
 from .palette import PRINT
 
@@ -84,7 +85,7 @@ def perfetto(run: Run) -> dict[str, Any]:
         trace = _process(run, PID, f"devicewatch: {run.title}")
     return {"traceEvents": trace, "displayTimeUnit": "ms",
             "otherData": {"source": "devicewatch", "file": run.path, "workload": run.title,
-                          "started": run.header.get("started"), "duration_s": round(run.duration, 3)}}
+                          "started": run.header.started, "duration_s": round(run.duration, 3)}}
 
 
 def _process(run: Run, pid: int, name: str) -> list[dict[str, Any]]:
@@ -203,7 +204,7 @@ def sample_columns(run: Run) -> dict[str, Any]:
     labels = np.empty(len(c.t), dtype=np.object_)
     labels[:] = ""
     for p in analysis.phases(run):  # the phases active at each sample, in name order
-        lo, hi = np.searchsorted(c.t, p.start, side="left"), np.searchsorted(c.t, p.end, side="right")  # type: ignore[call-overload]  # numpy's stubs refuse a Python float needle
+        lo, hi = np.searchsorted(c.t, p.start, side="left"), np.searchsorted(c.t, p.end, side="right")
         labels[lo:hi] = [_add_name(x, p.name) for x in labels[lo:hi]] if hi - lo < 2 else \
             _add_names(labels[lo:hi], p.name)
     columns["phases"] = labels

@@ -9,12 +9,14 @@ from __future__ import annotations
 import io
 from typing import Any
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 
 from .. import analysis
 from ..analysis import advice
-from ..runfile import Run
+from ..analysis.utilization import active_mask
+from ..runformat.runfile import Run
 from ..safe_text import inert
 from .fit import DEFAULT_WIDTH, PER_CORE_TEXT_LIMIT, Column, fit, output_width
 
@@ -66,6 +68,27 @@ def epoch_tables(summary: analysis.Summary, width: int) -> list[Any]:
     columns.append(Column("no phase", [_secs(row.untracked) for row in rows]))
     columns += [Column(m, [_cell(row.metrics.get(m)) for row in rows]) for m in metric_names if m not in repeated]
     return fit(title, [Column(unit, [str(row.epoch) for row in rows])], columns, width)
+
+
+def phase_clocks(run: Run, names: list[str]) -> list[str] | None:
+    """Each phase's mean core clock in MHz (every core's readings while it was active, as its
+    utilization counts samples), "-" where it had none; None where the run recorded no clock."""
+    mhz = run.samples.cpu_mhz
+    if not mhz.size or np.isnan(mhz).all():
+        return None
+    read = ~np.isnan(mhz).all(axis=1)
+    t, mean = run.samples.t[read], np.nanmean(mhz[read], axis=1)
+    intervals: dict[str, list[tuple[float, float]]] = {}
+    for phase in analysis.phases(run):
+        intervals.setdefault(phase.name, []).append((phase.start, phase.end))
+    active = {name: active_mask(t, spans) for name, spans in intervals.items()}  # the analysis's rule
+    outside = ~np.logical_or.reduce(list(active.values())) if active else np.ones(len(t), bool)
+    cells = []
+    for name in names:
+        chosen = mean[active[name] if name in active else outside]
+        cells.append(f"{chosen.mean():.0f}" if chosen.size else "-")
+    return cells
+
 
 
 def tables(run: Run, summary: analysis.Summary, width: int = DEFAULT_WIDTH) -> list[Any]:
@@ -121,6 +144,9 @@ def tables(run: Run, summary: analysis.Summary, width: int = DEFAULT_WIDTH) -> l
         if cores <= PER_CORE_TEXT_LIMIT:
             columns += [Column(f"core {c}", [both(e["cores"][c]) for e in entries]) for c in range(cores)]
         columns += [Column(f"GPU {g}", [both(e["gpus"][g]) for e in entries]) for g in range(gpus)]
+        clocks = phase_clocks(run, list(phases))
+        if clocks is not None:
+            columns.append(Column("clock MHz", clocks))
         out += fit("Utilization per phase (mean / p95)", [Column("phase", list(phases), "left", wrap=True)],
                    columns, width)
         if cores > PER_CORE_TEXT_LIMIT:

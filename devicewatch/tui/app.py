@@ -25,7 +25,7 @@ from .. import trials
 from ..errors import UsageError
 from ..live.source import LiveSource, Source, end_runs_on_hangup, open_replay, previous_run
 from ..registry import Target
-from ..runfile import Run, RunFileError, load
+from ..runformat.runfile import Run, RunFileError, load
 from ..safe_text import markup
 from .compare import CompareScreen, open_compare
 from .dialogs import ConfirmTrials, QuitDuringRun

@@ -32,7 +32,7 @@ from ..beside import Beside
 from ..live.model import RunModel
 from ..render import compare_text
 from ..render.palette import NORMAL, PRESENTER, Palette
-from ..runfile import Run, RunFileError, load
+from ..runformat.runfile import Run, RunFileError, load
 from ..safe_text import inert, markup
 from .charts import AreaChart, HeatStrip, PhaseLanes
 from .drawing import AreaInput, HeatInput, View

@@ -14,7 +14,6 @@ import re
 import textwrap
 from dataclasses import dataclass, field
 from collections.abc import Hashable, Iterable, Sequence
-from typing import Any
 
 import numpy as np
 from rich.console import RenderableType
@@ -35,6 +34,7 @@ from .drawing import format_seconds
 from .. import analysis
 from ..analysis import advice
 from ..live.model import RunModel
+from ..render.palette import Palette
 from ..safe_text import inert
 
 BAR_FULL = "█"
@@ -59,17 +59,30 @@ TITLE_MAX = 60  # characters of the run's title in the status line
 def hosts_text(model: RunModel) -> str:
     """A merged run's nodes and their host names (header ``hosts``), the node the charts show
     first: ``charts node 1=beta (h: next) · hosts node 0=alpha, node 1=beta``; "" for one host."""
-    hosts = model.run.header.get("hosts")
-    if not isinstance(hosts, list) or len(hosts) < 2:
+    nodes = model.run.header.nodes
+    if len(nodes) < 2:
         return ""
-    names = {}
-    for entry in hosts:
-        if isinstance(entry, dict):
-            host: dict[str, Any] = entry["host"] if isinstance(entry.get("host"), dict) else {}
-            names[str(entry.get("label", "?"))] = f"{entry.get('label', '?')}={host.get('hostname', '?')}"
+    names = {node.label: f"{node.label}={node.host.hostname or '?'}" for node in nodes}
     shown = model.host
     charts = f"charts {inert(names[shown])} (h: next) · " if shown in names else ""
     return charts + "hosts " + ", ".join(inert(n) for n in names.values())
+
+
+def core_clock(model: RunModel, palette: Palette) -> tuple[np.ndarray | None, Text]:
+    """The per-core panel's clock view: each core's clock as a share of the highest reading of
+    the run (the heat scale's 0-100), and its legend; None and a legend saying why where the
+    run has no clock (the kernel offered neither cpufreq nor /proc/cpuinfo's ``cpu MHz``)."""
+    mhz = model.cpu_mhz.values if model.cpu_mhz is not None else None
+    top = float(np.nanmax(mhz)) if mhz is not None and mhz.size and not np.isnan(mhz).all() else 0.0
+    if mhz is None or top <= 0:
+        return None, Text("per-core clock: not recorded in this run (the kernel offered neither cpufreq nor "
+                          "cpu MHz); showing % busy   f: back", style="grey50")
+    blocks = [(BLOCK, Style(color=colour)) for colour in palette.heat]
+    legend = Text.assemble("clock: 0 ", *blocks, f" {top:.0f} MHz (the run's highest)   f: % busy")
+    return mhz * (100.0 / top), legend
+
+
+BLOCK = "█"
 
 
 def progress_text(model: RunModel, width: int = 30) -> Text:

@@ -30,7 +30,7 @@ from ..analysis.advice import Advice
 from ..live.model import RunModel
 from ..live.source import LiveSource, Source
 from ..render.palette import NORMAL, PRESENTER, Palette
-from ..runfile import RunFileError
+from ..runformat.runfile import RunFileError
 from . import panels
 from .charts import AreaChart, HeatStrip, LineChart, PhaseLanes
 from .drawing import AreaInput, HeatInput, LinesInput, Overlay, View, format_seconds, heat_legend
@@ -80,6 +80,7 @@ class RunScreen(RedrawOnce):
         Binding("right", "pan(1)", "Later", show=False),
         Binding("end", "follow", "Follow the end", show=False),
         Binding("y", "yscale", "Y 0-100/auto"),
+        Binding("f", "core_clock", "Core clock", show=False),
         Binding("l", "toggle_log", "Log", show=False),
         Binding("h", "next_host", "Next host"),
         Binding("t", "try_advice", "Try the advice"),
@@ -117,6 +118,7 @@ class RunScreen(RedrawOnce):
     window: var[float | None] = var(None, init=False)
     pan_offset: var[float] = var(0.0, init=False)   # seconds the view ends before the newest data
     fixed_y: var[bool] = var(True, init=False)
+    core_clock: var[bool] = var(False, init=False)   # the per-core panel shows each core's clock
     paused: var[bool] = var(False, init=False)
     presenter: var[bool] = var(False, init=False)
 
@@ -196,6 +198,9 @@ class RunScreen(RedrawOnce):
     def watch_fixed_y(self) -> None:
         self._redraw_soon()
 
+    def watch_core_clock(self) -> None:
+        self._redraw_soon()
+
     def watch_paused(self) -> None:
         self._redraw_soon()
 
@@ -271,12 +276,11 @@ class RunScreen(RedrawOnce):
         model = self.model
         if model is None:
             return None
-        workload = model.run.header.get("workload") or {}
-        command = workload.get("command")
+        workload = model.run.header.workload
         advised = [a for a in model.advice if a.knob is not None]
-        if workload.get("name") or not isinstance(command, list) or not command or not advised:
+        if workload.name or not workload.command or not advised:
             return None
-        return [str(word) for word in command], advised
+        return list(workload.command), advised
 
     # -- drawing -----------------------------------------------------------------------------
 
@@ -336,9 +340,15 @@ class RunScreen(RedrawOnce):
             strip = self.query_one("#cores", HeatStrip)
             if 0 < model.cores <= 8:  # a few cores: up to three rows each and the time axis, no blank rows
                 strip.styles.max_height = 3 * model.cores + 1
-            strip.data = HeatInput(view, model.samples_version, palette, t, model.cpu.values)
-        self._set("heat-legend", Text.assemble("colour: ", *[(s.text, s.style or "") for s in heat_legend(palette)],
-                                               f"   {model.cores} cores"))
+            clock, clock_legend = panels.core_clock(model, palette) if self.core_clock else (None, None)
+            strip.data = HeatInput(view, model.samples_version, palette, t, model.cpu.values) if clock is None \
+                else HeatInput(view, ("clock", model.samples_version), palette, t, clock)
+        else:
+            clock, clock_legend = None, None
+        self.query_one("#cpu-panel").border_title = "CPU: every core, clock" if clock is not None \
+            else "CPU: every core, % busy"
+        self._set("heat-legend", clock_legend if clock_legend is not None else Text.assemble(
+            "colour: ", *[(s.text, s.style or "") for s in heat_legend(palette)], f"   {model.cores} cores"))
         self.query_one("#cpu-total", AreaChart).data = AreaInput(
             view, model.samples_version, palette, t, model.cpu_total.values, 100.0, "%", overlay)
         self._draw_gpus(model, view, palette, overlay)
@@ -566,6 +576,9 @@ class RunScreen(RedrawOnce):
 
     def action_yscale(self) -> None:
         self.fixed_y = not self.fixed_y
+
+    def action_core_clock(self) -> None:
+        self.core_clock = not self.core_clock
 
     def action_next_host(self) -> None:
         """Charts and verdict of the merged run's next node (each node's samples are its own machine's)."""

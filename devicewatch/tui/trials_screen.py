@@ -38,7 +38,7 @@ from ..errors import RecorderError, RunFileError
 from ..live.model import RunModel
 from ..live.source import ReplaySource, open_replay
 from ..render.palette import NORMAL, PRESENTER
-from ..runfile import Run, load
+from ..runformat.runfile import Run, load
 from ..safe_text import inert, markup
 from .charts import AreaChart
 from .drawing import AreaInput, View, format_seconds

@@ -8,7 +8,7 @@ import stat
 
 import pytest
 
-from devicewatch import runfile
+from devicewatch.runformat import runfile
 
 from .conftest import PY, no_traceback, run_recorder, script
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from devicewatch import compare, runfile
+from devicewatch import compare
+from devicewatch.runformat import runfile
 from devicewatch import analysis
 
 ROOT = Path(__file__).resolve().parents[2]

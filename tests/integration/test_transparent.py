@@ -27,7 +27,7 @@ from collections.abc import Callable
 import psutil
 import pytest
 
-from devicewatch import runfile
+from devicewatch.runformat import runfile
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = str(Path(__file__).resolve().parent / "scripts" / "terminal_probe.py")

@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from devicewatch import analysis
-from devicewatch.runfile import load
+from devicewatch.runformat.runfile import load
 
 from conftest import write_run
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from devicewatch import analysis, events, phase_source
 from devicewatch.live.model import RunModel
-from devicewatch.runfile import load
+from devicewatch.runformat.runfile import load
 
 from conftest import write_run
 

@@ -225,7 +225,7 @@ def test_the_instrumentations_news_sum_up_in_the_end_record():
 
 def test_the_report_says_what_the_instrumentation_did_in_one_line():
     from devicewatch import analysis
-    from devicewatch.runfile import Run
+    from devicewatch.runformat.runfile import Run
 
     def run(header: dict, end: dict | None) -> Run:
         return Run("x.jsonl", {"interval": 0.1, "host": {}, "workload": {}, **header}, end=end)

@@ -14,7 +14,8 @@ import sys
 
 import pytest
 
-from devicewatch import analysis, compare, runfile
+from devicewatch import analysis, compare
+from devicewatch.runformat import runfile
 from devicewatch.render.compare_text import comparison_text
 from devicewatch.render.report import report_text
 from tests.conftest import ROOT, devicewatch, write_run

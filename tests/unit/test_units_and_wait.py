@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 
-from devicewatch import analysis, compare, runfile
+from devicewatch import analysis, compare
+from devicewatch.runformat import runfile
 from devicewatch.render.compare_text import comparison_text
 from devicewatch.render.report import report_text
 from tests.conftest import write_run

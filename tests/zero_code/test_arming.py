@@ -103,7 +103,7 @@ def test_a_framework_a_pth_file_imported_before_the_hook_existed_is_armed(tmp_pa
 def test_not_active_names_what_was_found_and_never_claims_no_training(tmp_path):
     """A script that imports torch but trains outside the hooks' sight (here: none at all), and
     prints Keras-style epoch lines: the reason names torch and the epochs read from the output."""
-    from devicewatch import runfile
+    from devicewatch.runformat import runfile
 
     from test_scripts import run_devicewatch
 

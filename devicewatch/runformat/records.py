@@ -1,6 +1,6 @@
 """Builders of the run file's records (other than the header and samples), one per type.
 
-Each returns the dict ``runfile.RunWriter.write`` takes, with the fields docs/run-format.md
+Each returns the dict ``writer.RunWriter.write`` takes, with the fields docs/run-format.md
 documents, so a record's shape is spelled in one place rather than as a literal wherever one
 is written (the recorder's parts, the control channel, ``devicewatch merge``).
 """
