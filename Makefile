@@ -20,6 +20,7 @@ demo: setup
 
 test: setup
 	$(BIN)/ruff check devicewatch workloads
+	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
