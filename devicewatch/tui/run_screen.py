@@ -345,8 +345,10 @@ class RunScreen(RedrawOnce):
                 else HeatInput(view, ("clock", model.samples_version), palette, t, clock)
         else:
             clock, clock_legend = None, None
-        self.query_one("#cpu-panel").border_title = "CPU: every core, clock" if clock is not None \
-            else "CPU: every core, % busy"
+        title = "CPU: every core, clock" if clock is not None else "CPU: every core, % busy"
+        panel = self.query_one("#cpu-panel")
+        if panel.border_title != title:   # setting it, even to the same text, repaints the whole panel
+            panel.border_title = title
         self._set("heat-legend", clock_legend if clock_legend is not None else Text.assemble(
             "colour: ", *[(s.text, s.style or "") for s in heat_legend(palette)], f"   {model.cores} cores"))
         self.query_one("#cpu-total", AreaChart).data = AreaInput(
