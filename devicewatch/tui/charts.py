@@ -5,18 +5,17 @@ A chart's ``data`` is a reactive holding its typed input (``AreaInput``, ``Lines
 setting an equal one does nothing. A new input, or a new size, draws a new grid; the chart
 keeps the previous one and repaints only the cells that differ.
 
-Textual repaints a changed line whole, and its cost grows with the line's width and its runs of
-one style (a shaded chart has hundreds). Once a live window is full, only its newest step changes
-from one tick to the next, so a live chart shows its grid in two parts side by side: its newest
-columns (``LIVE_PART`` of the plot, more than a step) in a narrow part of their own, the settled
-ones beside it. Between two steps of the window only the narrow part's lines are repainted.
-The parts keep their widths while the chart is live (resizing them is a layout pass of the
-whole screen), so until the window is full the new columns fall in the wide part.
+Textual repaints a changed line of a widget whole, and its cost grows with the line's Segments
+(a shaded chart has a run of one style per phase it shows, a heat strip one per cell). New
+samples change only the newest few columns, so a chart shows its grid in tiles side by side:
+its label columns, then the plot in ``TILES`` parts of nearly equal width. A tick repaints the
+lines of the one or two tiles holding the changed columns, wherever they are in the window (a
+live window still filling, a whole run growing, or a full window between two of its steps);
+the rest of the chart is not touched. The tiles' widths change only with the chart's.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Callable, ClassVar, Generic, TypeVar
 
 from textual.app import ComposeResult
@@ -30,14 +29,15 @@ from .drawing import (AXIS, AreaInput, ChartInput, Grid, HeatInput, LanesInput, 
 
 InputT = TypeVar("InputT", bound=ChartInput)
 
-# The share of a live chart's plot in its narrow part: a live window moves in steps of 1/20 of
-# its width, so between steps the new columns (and the one they may fill in) fall inside it.
-LIVE_PART = 1 / 16
+# Tiles of the plot: more make a tick's repainted lines shorter (fewer Segments for the compositor
+# to cut and the terminal to be sent), but every frame asks each widget its lines.
+TILES = 8
+
 
 class ChartPart(Widget):
     """Columns of a chart's grid, as strips built once per changed row."""
 
-    DEFAULT_CSS = "ChartPart { height: 1fr; width: 1fr; }"
+    DEFAULT_CSS = "ChartPart { height: 1fr; width: 0; }"
 
     def __init__(self, classes: str | None = None):
         super().__init__(classes=classes)
@@ -74,10 +74,7 @@ class ChartPart(Widget):
 class Chart(Widget, Generic[InputT]):
     """Base: draws ``data`` at the widget's size whenever either changes."""
 
-    DEFAULT_CSS = """
-    Chart { height: 1fr; layout: horizontal; }
-    Chart > ChartPart.-live { width: 0; }
-    """
+    DEFAULT_CSS = "Chart { height: 1fr; layout: horizontal; }"
     draw: ClassVar[Callable[..., Grid]]
 
     data: reactive[InputT | None] = reactive(None, repaint=False, init=False)
@@ -86,11 +83,12 @@ class Chart(Widget, Generic[InputT]):
         super().__init__(id=id, classes=classes)
         self._grid: Grid | None = None
         self._drawn_size: tuple[int, int] | None = None
+        self._edges: list[int] = []
         self.rebuilds = 0   # grids drawn: a test's sign that the chart has drawn
 
     def compose(self) -> ComposeResult:
-        yield ChartPart()
-        yield ChartPart(classes="-live")
+        for _ in range(TILES + 1):
+            yield ChartPart()
 
     def watch_data(self) -> None:
         self._draw()
@@ -99,11 +97,10 @@ class Chart(Widget, Generic[InputT]):
         self._draw()
 
     @staticmethod
-    def _split(data: ChartInput, width: int) -> int:
-        """The first column of the narrow part of a live chart; its width when not live."""
-        if data.view.live_from is None:
-            return width
-        return width - min(math.ceil((width - AXIS) * LIVE_PART) + 1, width - AXIS)
+    def tile_edges(width: int) -> list[int]:
+        """Where the tiles of a chart ``width`` columns wide begin and end: the labels, then the plot."""
+        plot = max(width - AXIS, 0)
+        return [0, *(AXIS + plot * i // TILES for i in range(TILES + 1))]
 
     def _draw(self) -> None:
         width, height = self.size
@@ -114,12 +111,14 @@ class Chart(Widget, Generic[InputT]):
         changes = grid.changes(self._grid) if self._drawn_size == (width, height) else None
         self._grid, self._drawn_size = grid, (width, height)
         self.rebuilds += 1
-        settled, live = self.query(ChartPart)
-        split = self._split(data, width)
-        if live.styles.width is None or live.styles.width.value != width - split:
-            live.styles.width = width - split  # a layout pass: only when the chart goes live or not
-        settled.show(grid, 0, split, changes)
-        live.show(grid, split, width, changes)
+        edges = self.tile_edges(width)
+        tiles = self.query(ChartPart)
+        if edges != self._edges:  # a layout pass: only when the chart's width changed
+            self._edges = edges
+            for tile, x0, x1 in zip(tiles, edges, edges[1:]):
+                tile.styles.width = x1 - x0
+        for tile, x0, x1 in zip(tiles, edges, edges[1:]):
+            tile.show(grid, x0, x1, changes)
 
     def text(self) -> list[str]:
         """The rows drawn last, as text (what a test reads)."""

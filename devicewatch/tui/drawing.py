@@ -101,7 +101,7 @@ class Grid:
         ids = self.styles[y, start:]
         if not ids.size:
             return []
-        return (np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) + start).tolist()
+        return [start, *(np.flatnonzero(ids[1:] != ids[:-1]) + (start + 1)).tolist()]
 
     def segments(self, y: int, starts: list[int] | None = None) -> list[Segment]:
         """Row ``y`` as segments, neighbouring cells of one style merged into one segment
@@ -185,6 +185,15 @@ class View:
         return (round(self.t0, 3), round(self.t1, 3))
 
 
+def _run_starts(values: np.ndarray) -> np.ndarray:
+    """Where each run of equal neighbours begins: ``np.r_[True, values[1:] != values[:-1]]``
+    without ``np.r_``, which costs more than the comparison itself on a chart's few hundred columns."""
+    starts = np.empty(values.size, dtype=bool)
+    starts[:1] = True
+    np.not_equal(values[1:], values[:-1], out=starts[1:])
+    return np.flatnonzero(starts)
+
+
 def per_column(t: np.ndarray, values: np.ndarray, view: View, width: int, fill: bool = True) -> np.ndarray:
     """Mean of ``values`` (rows, or rows × k) in each of ``width`` time columns; NaN where none.
 
@@ -202,7 +211,7 @@ def per_column(t: np.ndarray, values: np.ndarray, view: View, width: int, fill: 
     cols = np.clip(view.columns(t[lo:hi], width), 0, width - 1)
     vals = values[lo:hi]
     valid = ~np.isnan(vals)
-    starts = np.flatnonzero(np.r_[True, cols[1:] != cols[:-1]])
+    starts = _run_starts(cols)
     sums = np.add.reduceat(np.where(valid, vals, 0.0), starts, axis=0)
     counts = np.add.reduceat(valid.astype(float), starts, axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -247,7 +256,7 @@ class Overlay:
     def shading(self, view: View, width: int) -> np.ndarray:
         """For each column, the kind (``kind_codes``) of the last span covering it; -1 where none does."""
         owner = _span_columns(self.starts, self.ends, view, width)
-        return np.r_[self.kinds, -1][owner]
+        return np.append(self.kinds, -1)[owner]
 
     def edges(self, view: View, width: int) -> np.ndarray:
         return _marks(self.boundaries, view, width)
@@ -269,7 +278,8 @@ def _span_columns(starts: np.ndarray, ends: np.ndarray, view: View, width: int) 
         return owner
     a, b = a[visible], b[visible]
     lengths = b - a + 1
-    columns = np.repeat(a - np.r_[0, np.cumsum(lengths)[:-1]], lengths) + np.arange(lengths.sum())
+    before = np.cumsum(lengths) - lengths   # cells of the spans before each
+    columns = np.repeat(a - before, lengths) + np.arange(lengths.sum())
     np.maximum.at(owner, columns, np.repeat(visible, lengths))  # later spans (higher index) win
     return owner
 
@@ -472,7 +482,8 @@ def draw_lines(data: LinesInput, width: int, height: int) -> Grid:
     for s, (t, values) in enumerate(data.series):
         col = per_column(t, values, view, plot_w * 2)
         dot = np.where(np.isnan(col), -1, np.clip(np.round(col / top * (dots_h - 1)), 0, dots_h - 1)).astype(int)
-        previous = np.r_[-1, dot[:-1]]
+        previous = np.empty_like(dot)
+        previous[0], previous[1:] = -1, dot[:-1]
         joined = (previous >= 0) & (dot >= 0)
         low = np.where(joined, np.minimum(previous, dot), dot)
         high = np.where(joined, np.maximum(previous, dot), dot)
@@ -587,7 +598,7 @@ def draw_lanes(data: LanesInput, width: int, height: int) -> Grid:
         mine = np.flatnonzero(data.lane_of == y)
         starts, ends = data.starts[mine], data.ends[mine]
         owner = _span_columns(starts, ends, view, plot_w)
-        colour = np.r_[data.kinds[mine] + 1, 0][owner]   # owner -1 picks the trailing 0: no phase
+        colour = np.append(data.kinds[mine] + 1, 0)[owner]   # owner -1 picks the trailing 0: no phase
         names = np.full(plot_w, " ", dtype="<U1")
         a = np.maximum(np.floor((starts - view.t0) / span * plot_w), 0).astype(np.int64)
         b = np.minimum(np.floor((ends - view.t0) / span * plot_w), plot_w - 1).astype(np.int64)
