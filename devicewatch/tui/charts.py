@@ -8,10 +8,11 @@ keeps the previous one and repaints only the cells that differ.
 Textual repaints a changed line of a widget whole, and its cost grows with the line's Segments
 (a shaded chart has a run of one style per phase it shows, a heat strip one per cell). New
 samples change only the newest few columns, so a chart shows its grid in tiles side by side:
-its label columns, then the plot in ``TILES`` parts of nearly equal width. A tick repaints the
-lines of the one or two tiles holding the changed columns, wherever they are in the window (a
-live window still filling, a whole run growing, or a full window between two of its steps);
-the rest of the chart is not touched. The tiles' widths change only with the chart's.
+its label columns, then the plot in ``TILES`` parts of nearly equal width (once it shows a
+live window: a replay draws each chart in one part). A tick repaints the lines of the one or
+two tiles holding the changed columns, wherever they are in the window (a live window still
+filling, a whole run growing, or a full window between two of its steps); the rest of the chart
+is not touched. The tiles' widths change only with the chart's.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ TILES = 8
 class ChartPart(Widget):
     """Columns of a chart's grid, as strips built once per changed row."""
 
-    DEFAULT_CSS = "ChartPart { height: 1fr; width: 0; }"
+    DEFAULT_CSS = "ChartPart { height: 1fr; width: 1fr; }"
 
     def __init__(self, classes: str | None = None):
         super().__init__(classes=classes)
@@ -62,8 +63,8 @@ class ChartPart(Widget):
                 row = self._rows[y] = part.row(y, self._rows[y], a)
                 self._strips[y] = Strip(row.segments, width)
                 regions.append(Region(a, y, b - a, 1))
-        if regions:
-            self.refresh(*regions)
+        if regions:  # one region: Textual repaints a changed line of the tile whole anyway
+            self.refresh(Region.from_union(regions))
 
     def render_line(self, y: int) -> Strip:
         if y < len(self._strips):
@@ -76,6 +77,8 @@ class Chart(Widget, Generic[InputT]):
 
     DEFAULT_CSS = "Chart { height: 1fr; layout: horizontal; }"
     draw: ClassVar[Callable[..., Grid]]
+    # Whether ``draw`` takes the previous grid and draws only the columns that changed.
+    draws_changes: ClassVar[bool] = False
 
     data: reactive[InputT | None] = reactive(None, repaint=False, init=False)
 
@@ -84,11 +87,13 @@ class Chart(Widget, Generic[InputT]):
         self._grid: Grid | None = None
         self._drawn_size: tuple[int, int] | None = None
         self._edges: list[int] = []
+        # One part until the chart first shows a live window; then its label columns and TILES
+        # parts of the plot (a replay never pays for the widgets: dozens of charts open at once).
+        self._tiles = [ChartPart()]
         self.rebuilds = 0   # grids drawn: a test's sign that the chart has drawn
 
     def compose(self) -> ComposeResult:
-        for _ in range(TILES + 1):
-            yield ChartPart()
+        yield from self._tiles
 
     def watch_data(self) -> None:
         self._draw()
@@ -96,9 +101,11 @@ class Chart(Widget, Generic[InputT]):
     def on_resize(self) -> None:
         self._draw()
 
-    @staticmethod
-    def tile_edges(width: int) -> list[int]:
-        """Where the tiles of a chart ``width`` columns wide begin and end: the labels, then the plot."""
+    def tile_edges(self, width: int) -> list[int]:
+        """Where the parts of the chart begin and end: the whole grid in one part, or the labels
+        and then the plot in ``TILES`` parts."""
+        if len(self._tiles) == 1:
+            return [0, width]
         plot = max(width - AXIS, 0)
         return [0, *(AXIS + plot * i // TILES for i in range(TILES + 1))]
 
@@ -107,17 +114,26 @@ class Chart(Widget, Generic[InputT]):
         data = self.data
         if data is None or width <= AXIS or height <= 0 or not self.is_mounted:
             return
-        grid = type(self).draw(data, width, height)
-        changes = grid.changes(self._grid) if self._drawn_size == (width, height) else None
+        same_size = self._drawn_size == (width, height)
+        if self.draws_changes and same_size:
+            grid = type(self).draw(data, width, height, self._grid)
+            if grid is self._grid:  # no visible cell changed
+                return
+        else:
+            grid = type(self).draw(data, width, height)
+        changes = grid.changes(self._grid) if same_size else None
         self._grid, self._drawn_size = grid, (width, height)
         self.rebuilds += 1
+        if data.view.live_from is not None and len(self._tiles) == 1:
+            more = [ChartPart() for _ in range(TILES)]
+            self._tiles += more
+            self.mount_all(more)
         edges = self.tile_edges(width)
-        tiles = self.query(ChartPart)
-        if edges != self._edges:  # a layout pass: only when the chart's width changed
+        if edges != self._edges and len(self._tiles) > 1:  # a layout pass: only when the tiled chart's width changed
             self._edges = edges
-            for tile, x0, x1 in zip(tiles, edges, edges[1:]):
+            for tile, x0, x1 in zip(self._tiles, edges, edges[1:]):
                 tile.styles.width = x1 - x0
-        for tile, x0, x1 in zip(tiles, edges, edges[1:]):
+        for tile, x0, x1 in zip(self._tiles, edges, edges[1:]):
             tile.show(grid, x0, x1, changes)
 
     def text(self) -> list[str]:
@@ -129,6 +145,7 @@ class AreaChart(Chart[AreaInput]):
     """One series as a filled area of eighth blocks over phase shading, with epoch lines."""
 
     draw = staticmethod(draw_area)
+    draws_changes = True
 
 
 class LineChart(Chart[LinesInput]):
@@ -142,6 +159,7 @@ class HeatStrip(Chart[HeatInput]):
     (half blocks) or groups of cores averaged when there are many."""
 
     draw = staticmethod(draw_heat)
+    draws_changes = True
 
 
 class PhaseLanes(Chart[LanesInput]):
