@@ -19,6 +19,8 @@ demo: setup
 	$(BIN)/devicewatch demo
 
 test: setup
+	$(BIN)/ruff check devicewatch workloads
+	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 

@@ -18,7 +18,7 @@ import time
 
 from bench.make_recording import generate as make
 from devicewatch import analysis
-from devicewatch.runfile import load
+from devicewatch.runformat.runfile import load
 
 SECONDS, RATE, CORES, GPUS = 3600, 10, 64, 8
 
@@ -46,7 +46,7 @@ def main() -> None:
         done = time.perf_counter()
         timings.append((loaded - started, done - loaded, done - started))
     best = min(timings, key=lambda x: x[2])
-    print(f"samples {len(run.samples)}, epochs {len(summary['epochs'])}, verdict: {summary['verdict']['label']}, "
+    print(f"samples {len(run.samples)}, epochs {len(summary.epochs)}, verdict: {summary.verdict.label}, "
           f"read from {'the columnar form' if run.columnar else 'the journal'}")
     print(f"load {best[0]:.2f}s + analyse {best[1]:.2f}s = {best[2]:.2f}s (best of {args.repeats})")
     if not args.keep:

@@ -38,7 +38,7 @@ from pathlib import Path
 import psutil
 
 from bench.bench_dashboard import COLUMNS, ROWS, PtyDashboard, finished, newest_run, stop_and_quit, wait_for
-from devicewatch import runfile
+from devicewatch.runformat import runfile
 
 WORKLOADS = {"pipeline": ["pipeline", "--epochs", "30"], "demo": ["demo", "--epochs", "200"]}
 BTOP_UPDATE_MS = 100

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import psutil
 
-from devicewatch import runfile
+from devicewatch.runformat import runfile
 
 ROOT = Path(__file__).resolve().parent.parent
 COLUMNS, ROWS = 200, 50

@@ -33,7 +33,7 @@ import psutil
 
 from devicewatch.probes.gpu import GpuProbe
 from devicewatch.recorder import gpu_poll_period
-from devicewatch.runfile import load
+from devicewatch.runformat.runfile import load
 
 
 def fake_module(gpus: int, latency: float) -> Any:
@@ -116,7 +116,7 @@ def recorder(gpus: int, latency: float, seconds: float) -> None:
     cpu = 100.0 * (cpu_end - cpu_start) / (wall_end - wall_start)
     run = load(out)
     times = np.array([s["t"] for s in run.samples])
-    errors_ms = np.abs(np.diff(times) - run.header["interval"]) * 1000
+    errors_ms = np.abs(np.diff(times) - run.header.interval) * 1000
     with_gpus = sum("gpus" in s for s in run.samples)
     late = sum("gpus_t" in s for s in run.samples)
     print(f"recorder at 10 Hz with {gpus} fake GPUs (polled every {gpu_poll_period(gpus):g} s), "

@@ -74,7 +74,7 @@ def _merge(root: Path, paths: list[Path], out: Path, limit: float | None = None)
 
 def _check(out: Path, paths: list[Path]) -> int:
     """The merged run holds every node's samples and is read from its columnar form."""
-    code = ("import sys; from devicewatch.runfile import load; "
+    code = ("import sys; from devicewatch.runformat.runfile import load; "
             "run = load(sys.argv[1]); nodes = [load(p) for p in sys.argv[2:]]; "
             "assert run.columnar and run.host_labels == [f'node {k}' for k in range(len(nodes))]; "
             "assert len(run.samples) == sum(len(n.samples) for n in nodes); print(len(run.samples))")
@@ -88,7 +88,7 @@ def _check(out: Path, paths: list[Path]) -> int:
 def _record_cost(root: Path, path: Path) -> float:
     """Seconds one ``Samples.record`` took in ``root``'s devicewatch, on ``path`` (median of 9
     samples spread over the run)."""
-    code = ("import sys, time, statistics; from devicewatch.runfile import load; "
+    code = ("import sys, time, statistics; from devicewatch.runformat.runfile import load; "
             "s = load(sys.argv[1]).samples; n = len(s); times = []\n"
             "for i in range(1, 10):\n"
             "    t0 = time.perf_counter(); s.record(i * n // 10); times.append(time.perf_counter() - t0)\n"

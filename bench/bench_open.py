@@ -36,7 +36,7 @@ def _child(kind: str, paths: list[str]) -> None:
     import psutil
 
     began = psutil.Process().create_time()
-    from devicewatch import runfile
+    from devicewatch.runformat import runfile
     from devicewatch.live.source import open_replay
     from devicewatch.tui.app import DashboardApp, DashboardSettings
     from devicewatch.tui.charts import HeatStrip

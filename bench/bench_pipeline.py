@@ -134,7 +134,7 @@ def _moments(run) -> dict[str, list[dict]]:
 
 def why(workload_args: list[str]) -> int:
     """Record serial and overlapped and say, per kind of moment, who had the cores."""
-    from devicewatch import runfile
+    from devicewatch.runformat import runfile
 
     for variant in ("serial", "overlapped"):
         with tempfile.TemporaryDirectory() as tmp:
@@ -152,7 +152,7 @@ def why(workload_args: list[str]) -> int:
         for what, samples in sorted(_moments(run).items()):
             busy = statistics.mean(s["cpu_total"] for s in samples)
             mine = statistics.mean(s.get("proc", {}).get("cpu", 0.0) for s in samples) / 100
-            seconds = len(samples) * run.header.get("interval", 0.1)
+            seconds = len(samples) * (run.header.interval or 0.1)
             print(f"  {what:36} {seconds:7.1f} {busy:12.0f}% {mine:15.2f}")
     return 0
 

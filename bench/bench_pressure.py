@@ -8,9 +8,11 @@ recorder CPU is reported so that the cost of each path is visible). Measured fro
 with bench_recorder's ``record`` and ``interval_errors_ms``. Notices the recorder wrote (what
 a bound left out) are printed too.
 
-    python -m bench.bench_pressure [--seconds 20] [--scale 1.0]
+    python -m bench.bench_pressure [--seconds 20] [--scale 1.0] [--only NAME] [--terminal]
 
 ``--scale 0.05`` runs every pressure at a twentieth of its size, for a quick check.
+``--terminal`` gives the workload a pseudo-terminal (as the dashboard does, and headless in a
+terminal) instead of pipes: the output flood then goes through it.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import tempfile
 import numpy as np
 
 from bench.bench_recorder import interval_errors_ms, record
-from devicewatch.runfile import load
+from devicewatch.runformat.runfile import load
 
 PRESSURES = {
     # name: (script, what it does at scale 1)
@@ -80,6 +82,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0, help="length of each recording")
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of each pressure's size")
     parser.add_argument("--only", choices=sorted(PRESSURES), help="run one pressure")
+    parser.add_argument("--terminal", action="store_true", help="the workload on a pseudo-terminal, not pipes")
     args = parser.parse_args()
     folder = tempfile.mkdtemp(prefix="bench-pressure-")
     for name, (source, size, what) in PRESSURES.items():
@@ -90,13 +93,14 @@ def main() -> None:
             f.write(source)
         amount = max(1, int(size * args.scale)) if size else 0
         out = os.path.join(folder, f"{name}.jsonl")
-        cpu = record([sys.executable, script, str(amount), str(args.seconds)], out, 2.0, args.seconds - 1.0)
+        cpu = record([sys.executable, script, str(amount), str(args.seconds)], out, 2.0, args.seconds - 1.0,
+                     ("--terminal", "80x24") if args.terminal else ())
         run = load(out)
         errors = interval_errors_ms(run)
         print(f"{name}: {amount or 'unbounded'} {what}: recorder {cpu:.1f}% of one core; interval error "
               f"p50 {np.percentile(errors, 50):.1f} ms, p99 {np.percentile(errors, 99):.1f} ms, "
               f"max {errors.max():.1f} ms over {len(errors)} intervals (budget p99 20 ms); "
-              f"{len(run.events)} events, {len(run.logs)} log lines")
+              f"{len(run.events)} events, {len(run.logs)} log lines" + (" (pseudo-terminal)" if args.terminal else ""))
         for notice in run.notices:
             print(f"  notice: {notice.get('message')}")
         os.unlink(out)

@@ -21,7 +21,7 @@ import time
 import numpy as np
 import psutil
 
-from devicewatch.runfile import load
+from devicewatch.runformat.runfile import load
 
 SATURATE = """
 import multiprocessing as mp, time
@@ -38,10 +38,12 @@ if __name__ == "__main__":
 """
 
 
-def record(workload: list[str], out: str, measure_from: float, measure_to: float) -> float:
-    """Record WORKLOAD; return the recorder's CPU (% of one core) between the two instants."""
-    recorder = subprocess.Popen([sys.executable, "-m", "devicewatch", "--record", out, "--quiet", "--", *workload],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def record(workload: list[str], out: str, measure_from: float, measure_to: float,
+           options: tuple[str, ...] = ()) -> float:
+    """Record WORKLOAD; return the recorder's CPU (% of one core) between the two instants.
+    OPTIONS: more of the recorder's (``--terminal 80x24``: the workload on a pseudo-terminal)."""
+    recorder = subprocess.Popen([sys.executable, "-m", "devicewatch", "--record", out, "--quiet", *options,
+                                 "--", *workload], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     proc = psutil.Process(recorder.pid)
     time.sleep(measure_from)
     cpu_start, wall_start = sum(proc.cpu_times()[:2]), time.monotonic()
@@ -54,7 +56,7 @@ def record(workload: list[str], out: str, measure_from: float, measure_to: float
 def interval_errors_ms(run) -> np.ndarray:
     """How far each gap between consecutive samples is from the interval, in milliseconds."""
     times = np.array([s["t"] for s in run.samples])
-    return np.abs(np.diff(times) - run.header["interval"]) * 1000
+    return np.abs(np.diff(times) - run.header.interval) * 1000
 
 
 def main() -> None:

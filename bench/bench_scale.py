@@ -138,7 +138,7 @@ def compact_figure(folder: Path) -> None:
     kept = columns.with_name(columns.name + ".kept")
     columns.rename(kept)
     try:
-        wall, peak = _child(["-c", f"from devicewatch.runfile import compact; compact({str(path)!r})"])
+        wall, peak = _child(["-c", f"from devicewatch.runformat.writer import compact; compact({str(path)!r})"])
     finally:
         kept.replace(columns)
     print(f"compacting a 1 h journal by reading it (an older recording): {wall:.2f}s, peak {peak:.0f} MB", flush=True)
@@ -160,7 +160,7 @@ def _follow(source: Path, folder: Path, minutes: float, memory: bool) -> dict[fl
 
     from devicewatch.live.model import RunModel
     from devicewatch.live.source import LIVE_KEEP
-    from devicewatch.runfile import Follower
+    from devicewatch.runformat.runfile import Follower
 
     lines = source.read_bytes().split(b"\n")
     growing = folder / "growing.jsonl"

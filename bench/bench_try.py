@@ -29,7 +29,7 @@ SCRIPT = ROOT / "tests" / "zero_code" / "trial_scripts" / "sleepy_dataset.py"
 
 def one(steps: int) -> tuple[float, float, list[float]]:
     """(wall seconds of the whole command, seconds of its trials, each trial's seconds)."""
-    from devicewatch import runfile
+    from devicewatch.runformat import runfile
 
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "trials"

@@ -136,7 +136,7 @@ def record(script: Path, out: Path, steps: int, epochs: int, mode: str = "whole"
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     if result.returncode != 0:
         raise SystemExit(f"the recorded loop failed: {result.stderr[-2000:]}")
-    from devicewatch import runfile
+    from devicewatch.runformat import runfile
 
     logs = [log["line"] for log in runfile.load(out).logs if log.get("stream") == "stdout"]
     return [float(v) for v in logs[-1].split()]

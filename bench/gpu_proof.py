@@ -239,7 +239,8 @@ def check_recording(path: Path, device: str, epochs: bool, rehearse: bool,
     """Read one recording with devicewatch's reader and check what the proof relies on."""
     import numpy as np
 
-    from devicewatch import analysis, runfile
+    from devicewatch import analysis
+    from devicewatch.runformat import runfile
     from devicewatch.errors import RunFileError
 
     try:
@@ -432,7 +433,7 @@ def figures(runs: dict[str, Any], plan: Plan, nvml_text: str | None) -> list[Row
                 continue
             s = analysis.series(run)
             cpu = s.recorder_cpu[np.isfinite(s.recorder_cpu)]
-            gaps = np.abs(np.diff(s.t) - float(run.header.get("interval", INTERVAL))) * 1000
+            gaps = np.abs(np.diff(s.t) - (run.header.interval or INTERVAL)) * 1000
             if len(cpu) and len(gaps):
                 parts.append((name, float(cpu.mean()), float(np.percentile(gaps, 99)), s.gpus))
         if not parts:
@@ -492,9 +493,9 @@ def figures(runs: dict[str, Any], plan: Plan, nvml_text: str | None) -> list[Row
 def machine(runs: dict[str, Any]) -> str:
     for run in runs.values():
         if run is not None:
-            host = run.header.get("host", {})
+            host = run.header.host
             gpus = ", ".join(run.gpu_names) or "no GPU sampled"
-            return f"{host.get('cpu_model', '?')}, {host.get('cpu_count', '?')} cores; {gpus}"
+            return f"{host.cpu_model or '?'}, {host.cpu_count or '?'} cores; {gpus}"
     return "no recording"
 
 
@@ -634,7 +635,7 @@ def run_steps(plan: Plan, only: set[str], out: Path, env: dict[str, str],
 
 def load_others(out: Path, plan: Plan, runs: dict[str, Any]) -> dict[str, Any]:
     """Recordings in DIR from an earlier call (``--only``), read for the figures without checks."""
-    from devicewatch import runfile
+    from devicewatch.runformat import runfile
     from devicewatch.errors import RunFileError
 
     others: dict[str, Any] = {}

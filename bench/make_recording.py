@@ -13,7 +13,7 @@ run of N torchrun nodes as ``devicewatch merge`` writes one; with ``--node K``, 
 file of such a job instead, as its recorder writes it around that node's torchrun (its own
 hostname and clock pairs, one rank per GPU with torchrun's identity in every event), the
 input of ``devicewatch merge``; ``--killed`` leaves out its end record, as a recorder killed
-outright does. The run ends as the recorder ends one: ``runfile.compact`` writes its columnar
+outright does. The run ends as the recorder ends one: ``writer.compact`` writes its columnar
 form beside it.
 """
 
@@ -26,8 +26,8 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
-from devicewatch.runfile import RunWriter, compact, probe_fields
-from devicewatch.samples import trim_common_nulls
+from devicewatch.runformat.writer import RunWriter, compact, probe_fields
+from devicewatch.runformat.schema import trim_common_nulls
 
 DATA_EVERY, DATA_SECONDS = 30.0, 1.0
 NVML_PERIOD = 1 / 6  # the driver buffers a utilization sample about every 1/6 s

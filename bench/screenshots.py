@@ -74,7 +74,7 @@ async def shoot(path: Path | None, name: str, presenter: bool = False, size: tup
 
 
 async def shoot_compare(path_a: Path, path_b: Path, name: str) -> None:
-    from devicewatch import runfile
+    from devicewatch.runformat import runfile
     from devicewatch.tui.app import DashboardApp
 
     app = DashboardApp(compare=(runfile.load(path_a), runfile.load(path_b)))

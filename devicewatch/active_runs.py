@@ -19,7 +19,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 FOLDER_VAR = "DEVICEWATCH_RUNTIME_DIR"   # where announcements go, if not the default
 

@@ -10,7 +10,8 @@ process ends, holding a quitting dashboard for the second or two the figures of 
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Generic, TypeVar
+from collections.abc import Callable
 
 T = TypeVar("T")
 
@@ -27,11 +28,11 @@ class Beside(Generic[T]):
     def _run(self, work: Callable[..., T], args: tuple[Any, ...]) -> None:
         try:
             self._result = work(*args)
-        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for the result
+        except BaseException as exc:
             self._error = exc
 
     def result(self) -> T:
         self._thread.join()
         if self._error is not None:
             raise self._error
-        return self._result  # type: ignore[return-value]
+        return self._result  # type: ignore[return-value]  # set by the thread, which has finished

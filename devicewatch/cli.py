@@ -60,9 +60,19 @@ def top_parser() -> CommandParser:
     # Left out of --help on purpose (docs/reliability.md): the dashboard and tests use them.
     options.add_argument("--watcher-pid", type=int, help=argparse.SUPPRESS)
     options.add_argument("--grace", type=_grace, default=3.0, help=argparse.SUPPRESS)
+    options.add_argument("--terminal", type=_terminal, help=argparse.SUPPRESS)   # COLSxROWS: the dashboard's panel
     parser.add_argument("words", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)  # the command and its own
     parser.set_defaults(**{k: None for k in DEFAULTS})
     return parser
+
+
+def _terminal(value: str) -> tuple[int, int]:
+    from .recorder.pseudo_terminal import parse_size
+
+    size = parse_size(value)
+    if size is None:
+        raise UsageError(f"--terminal needs COLUMNSxROWS (120x40), not {value!r}")
+    return size
 
 
 def _grace(value: str) -> float:

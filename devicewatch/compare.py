@@ -14,7 +14,7 @@ from typing import Any
 
 from . import analysis
 from .beside import Beside
-from .runfile import Run
+from .runformat.runfile import Run
 
 
 
@@ -74,7 +74,7 @@ class Side:
 
 def command_of(run: Run) -> str:
     """How the run's workload was asked for: a registered name and its arguments, else the command."""
-    workload = run.header.get("workload", {})
+    workload = run.header.raw.get("workload", {})
     if workload.get("name"):
         return " ".join([workload["name"], *map(shlex.quote, workload.get("args", []))])
     return " ".join(map(shlex.quote, workload.get("command", []))) or run.title
@@ -169,7 +169,8 @@ class PhasePair:
 class Comparison:
     a: Side
     b: Side
-    basis: str                  # what the speedup measures: "epochs" (or "segments", "epochs and segments"), "phases" or "whole run"
+    # what the speedup measures: "epochs" (or "segments", "epochs and segments"), "phases" or "whole run"
+    basis: str
     seconds_a: float
     seconds_b: float
     epochs: list[EpochPair]
@@ -220,10 +221,10 @@ def _basis(a: Side, b: Side) -> tuple[str, float, float]:
 def _notes(a: Side, b: Side, basis: str) -> list[str]:
     notes = []
     by_units = bool(a.epochs and b.epochs)   # the basis is the epochs (or segments)
-    name_a, name_b = a.run.header.get("workload", {}).get("name"), b.run.header.get("workload", {}).get("name")
+    name_a, name_b = a.run.header.raw.get("workload", {}).get("name"), b.run.header.raw.get("workload", {}).get("name")
     if name_a != name_b:
         notes.append(f"different workloads: A runs {a.run.title}, B runs {b.run.title}")
-    host_a, host_b = a.run.header.get("host", {}), b.run.header.get("host", {})
+    host_a, host_b = a.run.header.raw.get("host", {}), b.run.header.raw.get("host", {})
     if host_a.get("hostname") != host_b.get("hostname") or host_a.get("cpu_model") != host_b.get("cpu_model"):
         notes.append(f"recorded on different machines: A on {host_a.get('hostname', '?')} "
                      f"({host_a.get('cpu_model', '?')}), B on {host_b.get('hostname', '?')} "
@@ -267,7 +268,7 @@ def _notes(a: Side, b: Side, basis: str) -> list[str]:
             notes.append(f"{s.label} did not finish normally: {s.status}")
         if len(s.run.samples) < 2:
             notes.append(f"{s.label} has {len(s.run.samples)} samples: too few for utilization figures")
-    interval_a, interval_b = a.run.header.get("interval"), b.run.header.get("interval")
+    interval_a, interval_b = a.run.header.raw.get("interval"), b.run.header.raw.get("interval")
     if interval_a != interval_b:
         notes.append(f"sampled at different intervals ({interval_a}s and {interval_b}s)")
     return notes

@@ -8,7 +8,9 @@ is one command, a JSON object:
   the recorder's clock;
 * ``{"kind": "stop", "reason": "..."}``: cancel the workload, the end record saying why (the
   dashboard's terminal was closed, say);
-* ``{"kind": "detach"}``: the user chose to quit the dashboard and keep recording.
+* ``{"kind": "detach"}``: the user chose to quit the dashboard and keep recording;
+* ``{"kind": "input", "text": "..."}``: keys typed into the workload's terminal (UTF-8);
+* ``{"kind": "resize", "rows": R, "columns": C}``: the output panel, the workload's terminal, changed size.
 
 End of input means the dashboard has gone, however it went (quit, crash, a closed terminal, a
 killed session): unless it detached first, the run is cancelled with the reason
@@ -22,14 +24,16 @@ from __future__ import annotations
 import json
 import os
 import threading
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
-from . import records
+from .runformat import records
 from .events import MARKER
 
 MAX_LABEL = 200
 MAX_LINE = 4096
-STOP, DETACH = "stop", "detach"
+STOP, DETACH, INPUT, RESIZE = "stop", "detach", "input", "resize"
+MAX_INPUT = 512      # characters of typed input in one command (a paste comes as several)
 DASHBOARD_GONE = "the dashboard went away (closed or crashed)"
 
 
@@ -46,6 +50,17 @@ def stop_line(reason: str) -> bytes:
 def detach_line() -> bytes:
     """The command that leaves the run recording when the dashboard goes."""
     return (json.dumps({"kind": DETACH}) + "\n").encode()
+
+
+def input_lines(text: str) -> bytes:
+    """Command lines that pass TEXT to the workload's terminal, as typed."""
+    return b"".join((json.dumps({"kind": INPUT, "text": text[i:i + MAX_INPUT]}) + "\n").encode()
+                    for i in range(0, len(text), MAX_INPUT))
+
+
+def resize_line(rows: int, columns: int) -> bytes:
+    """The command that gives the workload's terminal a new size."""
+    return (json.dumps({"kind": RESIZE, "rows": rows, "columns": columns}) + "\n").encode()
 
 
 def parse_command(line: bytes) -> dict[str, Any] | None:
@@ -66,13 +81,19 @@ def parse_command(line: bytes) -> dict[str, Any] | None:
         return {"kind": STOP, "reason": reason[:MAX_LABEL] if isinstance(reason, str) and reason else None}
     if kind == DETACH:
         return {"kind": DETACH}
+    if kind == INPUT and isinstance(command.get("text"), str):
+        return {"kind": INPUT, "text": command["text"][:MAX_INPUT]}
+    if kind == RESIZE and all(type(command.get(k)) is int and 0 < command[k] <= 10000 for k in ("rows", "columns")):
+        return {"kind": RESIZE, "rows": command["rows"], "columns": command["columns"]}
     return None
 
 
 def follow(fd: int, write: Callable[[dict[str, Any]], None], clock: Callable[[], float],
-           cancel: Callable[[str], None]) -> threading.Thread:
+           cancel: Callable[[str], None], send_input: Callable[[bytes], None] = lambda _data: None,
+           resize: Callable[[tuple[int, int]], None] = lambda _size: None) -> threading.Thread:
     """Read commands from file descriptor ``fd`` on a daemon thread: markers are ``write``n,
-    a stop or the dashboard's going ``cancel`` the run (with the reason).
+    a stop or the dashboard's going ``cancel`` the run (with the reason), typed keys are
+    ``send_input``, a new size of the workload's terminal is ``resize``d (rows, columns).
 
     Plain ``os.read`` rather than a buffered file: a daemon thread parked inside a buffered
     reader makes the interpreter abort at exit, while one parked in ``os.read`` is harmless.
@@ -96,6 +117,10 @@ def follow(fd: int, write: Callable[[dict[str, Any]], None], clock: Callable[[],
                         write(records.event(clock(), MARKER, label=command["label"], source="dashboard"))
                     elif command["kind"] == STOP:
                         cancel(command["reason"] or DASHBOARD_GONE)
+                    elif command["kind"] == INPUT:
+                        send_input(command["text"].encode("utf-8", errors="replace"))
+                    elif command["kind"] == RESIZE:
+                        resize((command["rows"], command["columns"]))
                     else:
                         detached = True
                         write(records.notice(clock(), "the dashboard quit and left the run recording", level="info"))

@@ -30,7 +30,8 @@ import math
 import os
 import threading
 import time
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 ENV_VAR = "DEVICEWATCH_EVENTS"
 DEFAULT_LANE = "main"

@@ -21,15 +21,16 @@ import os
 import signal
 import subprocess
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 
 try:
-    _libc: ctypes.CDLL | None = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    _prctl = _libc.prctl
+    _loaded = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    _prctl = _loaded.prctl
     _prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    _libc: ctypes.CDLL | None = _loaded
 except (OSError, AttributeError):
     _libc = None
 

@@ -10,7 +10,7 @@ file onto wall-clock time by the (wall clock, monotonic) pairs its recorder wrot
   and ``rank``;
 - the header lists the hosts and states the alignment error the merge assumes.
 
-Pure: reading and writing go through ``devicewatch.runfile``; nothing here draws anything.
+Pure: reading and writing go through ``devicewatch.runformat.runfile``; nothing here draws anything.
 """
 
 from __future__ import annotations
@@ -18,16 +18,20 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Iterator
+from datetime import datetime, UTC
+from typing import Any
+from collections.abc import Iterator
 
 import numpy as np
-import orjson
 
 from . import __version__, events
 from .errors import RunFileError, UsageError
-from .runfile import Run, RunWriter, compact, load, probe_fields
-from .samples import MISSING_PERCENT, Encoder, Stored
+from .runformat import records as build
+from .runformat.runfile import Run, load
+from .runformat.writer import RunWriter, compact, probe_fields
+from .runformat.encode import join_chunks
+from .runformat.reencode import Reencoder
+from .runformat.schema import Chunk, Encoder
 
 # A recorder's two clock pairs disagree with the monotonic clock by more than this only when the
 # wall clock was stepped during the run (an NTP step): then the start pair alone aligns it.
@@ -62,7 +66,7 @@ class Node:
 
     @property
     def hostname(self) -> str:
-        return str(self.run.header.get("host", {}).get("hostname", "?"))
+        return self.run.header.host.hostname or "?"
 
     def unix(self, t: float) -> float:
         return self.start_unix + t * self.rate
@@ -127,14 +131,15 @@ def _pair(record: dict[str, Any] | None) -> tuple[float, float] | None:
     if not isinstance(clock, dict):
         return None
     unix, mono = clock.get("unix"), clock.get("mono")
-    if type(unix) in (int, float) and type(mono) in (int, float):
+    if isinstance(unix, (int, float)) and isinstance(mono, (int, float)) and not isinstance(unix, bool) \
+            and not isinstance(mono, bool):
         return float(unix), float(mono)
     return None
 
 
 def _node(run: Run) -> Node:
     name = os.path.basename(run.path)
-    if "hosts" in run.header:
+    if run.header.nodes:
         raise RunFileError(f"{name} is already a merged run; merge the nodes' own files")
     ranks, groups, local, jobs, worlds = _identity(run)
     if not ranks:
@@ -142,23 +147,24 @@ def _node(run: Run) -> Node:
                            "record each node's torchrun, with a script that uses devicewatch.events")
     if len(jobs) > 1 or len(worlds) > 1:
         raise RunFileError(f"{name} holds ranks of more than one job: {', '.join(sorted(jobs)) or worlds}")
-    start = _pair(run.header)
+    clock = run.header.clock
+    start = (clock.unix, clock.mono) if clock is not None else None
     end = _pair(run.end)
     rate = 1.0
     if start is not None and end is not None and end[1] > start[1]:
         measured = (end[0] - start[0]) / (end[1] - start[1])
         if abs(measured - 1.0) <= MAX_RATE_ERROR:
             rate = measured
-    start_unix = start[0] if start else float(run.header.get("started_unix", 0.0))
+    start_unix = start[0] if start else (run.header.started_unix or 0.0)
     label = f"node {groups[0]}" if len(groups) == 1 else \
-        ("nodes " + ",".join(map(str, groups)) if groups else str(run.header.get("host", {}).get("hostname", name)))
+        ("nodes " + ",".join(map(str, groups)) if groups else (run.header.host.hostname or name))
     return Node(run, label, groups[0] if len(groups) == 1 else None, ranks, local,
                 next(iter(jobs), None), next(iter(worlds), None), start_unix, rate,
                 start[1] if start else None, [p for p in (start, end) if p is not None])
 
 
 def _clock(unix: float) -> str:
-    return datetime.fromtimestamp(unix, timezone.utc).strftime("%H:%M:%S")
+    return datetime.fromtimestamp(unix, UTC).strftime("%H:%M:%S")
 
 
 def _check(nodes: list[Node]) -> None:
@@ -230,9 +236,6 @@ def _span(seconds: float) -> str:
 # Records written at a time: the samples among them are encoded from the columns together, and
 # no more records than this are alive as dicts at once.
 BLOCK = 8192
-# The system readings a sample's record carries (``Samples.record``), the merge's input before
-# it worked on columns: any other system field of the probes was written as null.
-SYSTEM_READINGS = ("freq_mhz", "mem_used", "mem_total", "mem_swap_used", "mem_swap_total")
 
 
 def _lane(rank: int, lane: Any) -> str:
@@ -281,8 +284,8 @@ def _others(node: Node, origin: float) -> Iterator[dict[str, Any]]:
 
 def _host_entry(node: Node, origin: float) -> dict[str, Any]:
     return {"label": node.label, "file": node.name, "group_rank": node.group_rank, "ranks": node.ranks,
-            "host": node.run.header.get("host", {}), "workload": node.run.header.get("workload", {}),
-            "interval": node.run.header.get("interval"), "offset": round(node.start_unix - origin, 6),
+            "host": node.run.header.host.to_json(), "workload": node.run.header.workload.to_json(),
+            "interval": node.run.header.interval, "offset": round(node.start_unix - origin, 6),
             "rate": node.rate, "status": node.status, "reason": node.reason}
 
 
@@ -314,12 +317,11 @@ def merge(paths: list[str]) -> Merged:
             records.append(record)
             places.append(place)
             place += 1
-    records.append({"type": "notice", "t": 0.0, "level": "info",
-                    "message": f"merged {len(nodes)} nodes; alignment: {align['text']}"})
+    records.append(build.notice(0.0, f"merged {len(nodes)} nodes; alignment: {align['text']}", "info"))
     for node in nodes:
         if node.status != "ok":
-            records.append({"type": "notice", "t": round(node.end_unix - origin, 6), "level": "warning",
-                            "host": node.label, "message": f"{node.label} ended {node.status}: {node.reason}"})
+            records.append(build.notice(round(node.end_unix - origin, 6), f"{node.label} ended {node.status}: {node.reason}",
+                                  host=node.label))
     places += range(place, place + len(records) - len(places))
     order = sorted(range(len(records)), key=lambda i: records[i]["t"])  # stable: places rise with i
     records = [records[i] for i in order]
@@ -327,13 +329,13 @@ def merge(paths: list[str]) -> Merged:
 
     first = nodes[0].run.header
     hostnames = list(dict.fromkeys(n.hostname for n in nodes))
-    host = dict(first.get("host", {}), hostname=", ".join(hostnames))
-    workload = dict(first.get("workload", {}))
+    host = dict(first.host.to_json(), hostname=", ".join(hostnames))
+    workload = first.workload.to_json()
     header = {
         "devicewatch": __version__,
-        "started": datetime.fromtimestamp(origin, timezone.utc).isoformat(timespec="seconds"),
+        "started": datetime.fromtimestamp(origin, UTC).isoformat(timespec="seconds"),
         "started_unix": round(origin, 3),
-        "interval": first.get("interval", 0.1),
+        "interval": first.interval if first.interval is not None else 0.1,
         "host": host,
         "workload": workload,
         "hosts": [_host_entry(n, origin) for n in nodes],
@@ -344,372 +346,18 @@ def merge(paths: list[str]) -> Merged:
     duration = round(max(n.end_unix for n in nodes) - origin, 6)
     worst = max(nodes, key=lambda n: STATUS_ORDER.index(n.status) if n.status in STATUS_ORDER else 0)
     end = worst.run.end or {}
-    records.append({"type": "end", "t": duration, "status": worst.status,
-                    "exit_code": end.get("exit_code", 0 if worst.status == "ok" else 1),
-                    "signal": end.get("signal"), "duration": duration,
-                    "reason": "; ".join(f"{n.label}: {n.reason}" for n in nodes)})
+    records.append(build.end(duration, worst.status, end.get("exit_code", 0 if worst.status == "ok" else 1),
+                              end.get("signal"), "; ".join(f"{n.label}: {n.reason}" for n in nodes)))
     return Merged(header, records, nodes, align, origin, places, first_sample)
 
 
 # -- writing: the samples from their columns, a block at a time -----------------------------
 
-def _round(values: np.ndarray, digits: int) -> np.ndarray:
-    """``round(v, digits)`` of every value exactly as Python rounds a float: to the nearest
-    decimal of the value's exact binary expansion, ties to even. NumPy's ``round`` scales first,
-    and the scaling's own rounding can tip a value lying within an ulp of a tie the other way
-    (``round(0.15, 1)`` is 0.1, ``np.round(0.15, 1)`` 0.2); those few, and values too large for
-    the scaling to be exact, are rounded by Python."""
-    values = np.asarray(values, dtype=np.float64)
-    scale = 10.0 ** digits
-    with np.errstate(invalid="ignore", over="ignore"):
-        scaled = values * scale  # off the exact product by half an ulp at most
-        out = np.rint(scaled) / scale
-        doubt = np.isfinite(values) & ~((np.abs(scaled) < 2.0 ** 50)
-                                        & (np.abs(scaled - np.floor(scaled) - 0.5) > np.abs(np.spacing(scaled))))
-    for i in np.flatnonzero(doubt):
-        out.flat[i] = round(float(values.flat[i]), digits)
-    return out
-
-
-def _stored(values: np.ndarray, scale: int, digits: int) -> np.ndarray:
-    """Readings as the writer's encoder stores them (``samples.Encoder``), NaN for null: divided
-    by their scale and rounded to a whole number, or rounded to ``digits`` decimals."""
-    out = np.asarray(values, dtype=np.float64)
-    with np.errstate(invalid="ignore", over="ignore"):
-        if scale != 1:
-            out = np.rint(out / scale)
-        else:
-            fraction = np.isfinite(out) & (np.floor(out) != out)
-            if fraction.any():
-                out = out.copy()
-                out[fraction] = _round(out[fraction], digits)
-        infinite = np.isinf(out)
-    if infinite.any():
-        out = np.where(infinite, np.nan, out)
-    return out
-
-
-# Whole numbers from this size on are written by ``repr`` in exponent form (``1e+16``): the
-# shortcut below, which writes a whole number as its float without the ``.0``, stops there.
-REPR_EXPONENT = 1e16
-
-
-def _whole(values: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore"):
-        return np.isfinite(values) & (np.floor(values) == values)
-
-
-def _python(values: np.ndarray, exact_below: float = 2.0 ** 63) -> list[Any]:
-    """Values as the encoder leaves them for JSON (nested lists, as ``tolist``): whole numbers as
-    ints, others as floats, NaN and infinities as None. ``exact_below``: whole numbers from this
-    size on stay floats (as a reader's record gives them, which the encoder keeps as they are;
-    and beyond 64 bits, which ``orjson`` cannot write as ints)."""
-    with np.errstate(invalid="ignore"):
-        whole = _whole(values) & (np.abs(values) < min(exact_below, 2.0 ** 63))
-    out = values.astype(object)
-    out[whole] = values[whole].astype(np.int64).tolist()
-    out[~np.isfinite(values)] = None
-    return out.tolist()
-
-
-def _json(values: np.ndarray, exact_below: float = 2.0 ** 63) -> bytes | None:
-    """``values`` as one JSON array the way the encoder's values make it (see ``_python``), in
-    one ``orjson`` call: on ints where all are whole, else on the floats, a whole number's text
-    being its float's without the ``.0`` (a negative zero a zero). None where a whole number is
-    too large for that."""
-    whole = _whole(values)
-    with np.errstate(invalid="ignore"):
-        if (whole & (np.abs(values) >= min(exact_below, REPR_EXPONENT))).any():
-            return None
-    if whole.all():  # the common case: ints are written several times faster than floats
-        return orjson.dumps(values.astype(np.int64), option=orjson.OPT_SERIALIZE_NUMPY)
-    text = orjson.dumps(values + 0.0, option=orjson.OPT_SERIALIZE_NUMPY)
-    return text.replace(b".0,", b",").replace(b".0]", b"]")
-
-
-def _rows(values: np.ndarray) -> list[bytes]:
-    """Each row of ``values`` (samples × …, two or three axes) in JSON without the row's own
-    brackets, as the encoder's values make it (see ``_python``)."""
-    if not len(values):
-        return []
-    text = _json(values) if all(values.shape) else None
-    if text is None:
-        return [orjson.dumps(row)[1:-1] for row in _python(values)]
-    if values.ndim == 2:  # [[1,2],[3,4]]
-        return text[2:-2].split(b"],[")
-    return text[2:-2].replace(b"]],[[", b"]\n[").split(b"\n")  # [[[1,2],[3,4]],[[5,6],[7,8]]]
-
-
-def _scalars(values: np.ndarray, exact_below: float = 2.0 ** 63) -> list[bytes]:
-    """Each value in JSON as the encoder's value makes it (see ``_python``), NaN as null."""
-    if not len(values):
-        return []
-    text = _json(values, exact_below)
-    if text is None:
-        return [orjson.dumps(value) for value in _python(values, exact_below)]
-    return text[1:-1].split(b",")
-
-
-def _flat_rows(values: np.ndarray, owner: np.ndarray, k: int) -> list[bytes]:
-    """Each of ``k`` samples' rows of ``values`` (rows × fields, in sample order; ``owner``: each
-    row's sample) as one flat JSON list without its brackets (``gpu_util``, ``gpu_procs``)."""
-    bounds = np.searchsorted(owner, np.arange(k + 1)) * values.shape[1]
-    flat = values.reshape(-1)
-    if not len(flat):
-        return [b""] * k
-    text = _json(flat)
-    if text is None:
-        numbers = [orjson.dumps(value) for value in _python(flat)]
-        bounds = bounds.tolist()
-        return [b",".join(numbers[a:b]) for a, b in zip(bounds, bounds[1:])]
-    text = text[1:-1]  # cut between the numbers
-    commas = np.flatnonzero(np.frombuffer(text, np.uint8) == ord(","))
-    starts = np.concatenate([[0], commas + 1])
-    ends = np.concatenate([commas, [len(text)]])
-    first, last = bounds[:-1], bounds[1:] - 1
-    cuts = zip(starts[np.minimum(first, len(flat) - 1)].tolist(), ends[np.maximum(last, 0)].tolist(),
-               (last >= first).tolist())
-    return [text[a:b] if some else b"" for a, b, some in cuts]
-
-
-def _ranges(start: np.ndarray, count: np.ndarray) -> np.ndarray:
-    """The indexes ``start[i] … start[i] + count[i] - 1`` for every i, one after another."""
-    total = int(count.sum())
-    before = np.cumsum(count) - count
-    return np.repeat(start - before, count) + np.arange(total)
-
-
-class _NodeSamples:
-    """One node's samples on the merged axis, encoded from its columns a block at a time into
-    the very records the merge wrote when it took one reader's record (``Samples.record``) per
-    sample through the writer's encoder: the same values and the same JSON, and the values as
-    stored (``Stored``), from which the merged run's columns are made."""
-
-    def __init__(self, node: Node, origin: float, encoder: Encoder):
-        samples = node.run.samples
-        self.samples = samples
-        self.label = node.label
-        self.shift, self.rate = node.start_unix - origin, node.rate
-        self.t = samples.t
-        self.merged_t = self.moved(self.t)
-        self.gpus = samples.gpus
-        self.percent = samples.core_percent()  # whole percents as bytes: no float copy of every core
-        group_sources = {"sys": self._system, "proc": self._proc, "gpu": self._gpu, "gpu_proc": self._gpu_proc}
-        self.sources = {group: [(group_sources[group](name), scale, digits) for name, scale, digits
-                                in zip(encoder.fields[group], encoder.scale[group], encoder.digits[group])]
-                        for group in group_sources}
-        self.proc_readings = [samples.proc(name) for name in samples.fields["proc"]]
-        # The driver's buffered samples of each GPU by time, each GPU's after the one before, and
-        # the per-process readings by time, then GPU, then file order (a sample's are one run):
-        # orders a recorder writes them in already, so no sort is needed and no index kept.
-        util_t, util_gpu = samples.util_t, samples.util_gpu
-        rows_type = np.int32 if len(util_t) < 2 ** 31 else np.int64
-        index, times, self.util_base, self.util_in_file_order = [], [], [0], True
-        for g in range(self.gpus):
-            rows = np.flatnonzero(util_gpu == g).astype(rows_type)
-            at = util_t[rows]
-            if not (at[1:] >= at[:-1]).all():
-                order = np.argsort(at, kind="stable")
-                rows, at = rows[order], at[order]
-                self.util_in_file_order = False
-            index.append(rows)
-            times.append(at)
-            self.util_base.append(self.util_base[-1] + len(rows))
-        self.util_index = np.concatenate(index) if index else np.zeros(0, rows_type)
-        self.util_sorted_t = np.concatenate(times) if times else np.zeros(0)
-        procs_t, procs_gpu = samples.procs_t, samples.procs_gpu
-        ordered = ((procs_t[1:] > procs_t[:-1]) | ((procs_t[1:] == procs_t[:-1]) & (procs_gpu[1:] >= procs_gpu[:-1]))).all()
-        self.procs_index = None if ordered else np.lexsort((np.arange(len(procs_t)), procs_gpu, procs_t))
-        self.procs_sorted_t = procs_t if self.procs_index is None else procs_t[self.procs_index]
-
-    def __len__(self) -> int:
-        return len(self.t)
-
-    def moved(self, t: np.ndarray) -> np.ndarray:
-        return _round(self.shift + t * self.rate, 6)
-
-    # Where each field the writer stores comes from: the node's reading of that name as a
-    # sample's record carries it, or None (null).
-    def _system(self, name: str) -> np.ndarray | None:
-        if name == "mem_total" or (name in SYSTEM_READINGS and name in self.samples.fields["sys"]):
-            return self.samples.sys(name)
-        return None
-
-    def _proc(self, name: str) -> np.ndarray | None:
-        return self.samples.proc(name) if name in self.samples.fields["proc"] else None
-
-    def _gpu(self, name: str) -> np.ndarray | None:
-        return self.samples.gpu(name) if name in self.samples.gpu_fields else None
-
-    def _gpu_proc(self, name: str) -> np.ndarray | None:
-        return self.samples.procs(name) if name in self.samples.fields["gpu_proc"] else None
-
-    def _group(self, group: str, rows: np.ndarray) -> np.ndarray:
-        """The group's stored values for these rows (of samples, or of per-process readings)."""
-        sources = self.sources[group]
-        shape = (len(rows), *(() if group in ("sys", "proc", "gpu_proc") else (self.gpus,)))
-        out = np.full((*shape, len(sources)), np.nan)
-        for j, (source, scale, digits) in enumerate(sources):
-            if source is not None:
-                out[..., j] = _stored(source[rows], scale, digits)
-        return out
-
-    def block(self, idx: np.ndarray) -> tuple[list[bytes], Stored]:
-        """Samples ``idx`` of the node (in the order given): their lines and their values as stored."""
-        samples, k, gpus = self.samples, len(idx), self.gpus
-        t, merged_t = self.t[idx], self.merged_t[idx]
-        if self.percent is not None:
-            whole = self.percent[idx]
-            cpu = whole.astype(np.float64)
-            cpu[whole == MISSING_PERCENT] = np.nan
-        else:
-            with np.errstate(invalid="ignore"):
-                cpu = np.rint(samples.cpu[idx].astype(np.float64))
-            cpu[~np.isfinite(cpu)] = np.nan
-        system = self._group("sys", idx)
-        proc = self._group("proc", idx)
-        # A sample whose process readings are all missing has none (``"proc": null``).
-        no_proc = np.isnan(np.array([reading[idx] for reading in self.proc_readings]).reshape(-1, k)).all(axis=0)
-        proc[no_proc] = np.nan
-        present = samples.gpu_present[idx]
-        gpu = self._group("gpu", idx)
-        gpu[~present] = np.nan
-
-        # The driver's buffered samples a sample's record carries: those of each GPU it drained,
-        # after the node's sample before it and up to its own time.
-        buffered = samples.util_buffered[idx, :gpus] & present[:, None]
-        after = np.where(idx > 0, self.t[np.maximum(idx - 1, 0)], -np.inf)
-        until = t + 1e-9
-        first, last = np.zeros((k, gpus), np.int64), np.zeros((k, gpus), np.int64)
-        for g in range(gpus):
-            times = self.util_sorted_t[self.util_base[g]:self.util_base[g + 1]]
-            first[:, g] = self.util_base[g] + np.searchsorted(times, after, "right")
-            last[:, g] = self.util_base[g] + np.searchsorted(times, until, "right")
-        counts = np.where(buffered, np.maximum(last - first, 0), 0).ravel()
-        rows = self.util_index[_ranges(first.ravel(), counts)]
-        window = np.repeat(np.arange(k * gpus), counts)
-        if not self.util_in_file_order:  # each window's samples in file order, as a mask gives them
-            order = np.lexsort((rows, window))
-            rows, window = rows[order], window[order]
-        owner = window // max(gpus, 1)
-        near = np.abs(samples.util_t[rows] - t[owner]) < 1e9
-        rows, owner = rows[near], owner[near]
-        util = np.column_stack([samples.util_gpu[rows].astype(np.float64),
-                                np.rint((self.moved(samples.util_t[rows]) - merged_t[owner]) * 1000),
-                                _stored(samples.util_value[rows], 1, 1)])
-
-        # Per-process readings: those at the sample's own time, GPU by GPU.
-        start = np.searchsorted(self.procs_sorted_t, t, "left")
-        counts = np.where(present, np.searchsorted(self.procs_sorted_t, t, "right") - start, 0)
-        rows = _ranges(start, counts)
-        if self.procs_index is not None:
-            rows = self.procs_index[rows]
-        procs_owner = np.repeat(np.arange(k), counts)
-        mine = samples.procs_gpu[rows] < gpus
-        rows, procs_owner = rows[mine], procs_owner[mine]
-        procs = np.column_stack([samples.procs_gpu[rows].astype(np.float64), self._group("gpu_proc", rows)])
-
-        # The recorder's and the dashboard's CPU (as stored), and the time a slow GPU poll was
-        # asked for (as read: the merge never moved it onto the merged axis); a key is written
-        # where the reading is not missing, null where it is not finite.
-        raw = {key: getattr(samples, key)[idx].astype(np.float64) for key in ("recorder_cpu", "watcher_cpu", "gpus_t")}
-        written = {key: ~np.isnan(values) for key, values in raw.items()}
-        written["gpus_t"] &= present
-        scalars = {key: _stored(raw[key], 1, 1) for key in ("recorder_cpu", "watcher_cpu")}
-        scalars["gpus_t"] = np.where(written["gpus_t"] & np.isfinite(raw["gpus_t"]), raw["gpus_t"], np.nan)
-        stored = Stored(merged_t, cpu, system, proc, present, gpu, (util, owner), (procs, procs_owner), scalars,
-                        [self.label] * k)
-        return self._lines(stored, no_proc, written), stored
-
-    def _lines(self, stored: Stored, no_proc: np.ndarray, written: dict[str, np.ndarray]) -> list[bytes]:
-        """The sample lines holding ``stored``, byte for byte as the writer wrote the records
-        (``samples.Encoder``: keys in ``SAMPLE_KEYS`` order, a GPU row's trailing nulls common
-        to all rows left out). Each array of the block becomes JSON at once, and the lines are
-        joined from their pieces in one go."""
-        k = len(stored.t)
-        if not k:
-            return []
-        present = stored.present.tolist()
-        gpu = [b""] * k
-        if any(present):
-            width = stored.gpu.shape[2]
-            known = (~np.isnan(stored.gpu)).any(axis=1)
-            keep = np.where(known.any(axis=1), width - np.argmax(known[:, ::-1], axis=1), 0)
-            for length in np.unique(keep[stored.present]).tolist():
-                chosen = np.flatnonzero(stored.present & (keep == length))
-                for j, rows in zip(chosen.tolist(), _rows(stored.gpu[chosen, :, :length])):
-                    gpu[j] = rows
-        proc = _rows(stored.proc)
-        for j in np.flatnonzero(no_proc).tolist():
-            proc[j] = b""
-        util, procs = _flat_rows(*stored.util, k), _flat_rows(*stored.procs, k)
-
-        def where(flags: list[bool], text: bytes) -> list[bytes]:
-            return [text if flag else b"" for flag in flags]
-
-        def values(flags: list[bool], texts: list[bytes]) -> list[bytes]:
-            return [text if flag else b"" for flag, text in zip(flags, texts)]
-
-        no = no_proc.tolist()
-        has = {key: (written[key] & stored.present if key == "gpus_t" else written[key]).tolist()
-               for key in ("recorder_cpu", "watcher_cpu", "gpus_t")}
-        pieces: list[list[bytes]] = [
-            [b'{"type":"sample","t":'] * k, orjson.dumps(stored.t, option=orjson.OPT_SERIALIZE_NUMPY)[1:-1].split(b","),
-            [b',"cpu":['] * k, _rows(stored.cpu), [b'],"sys":['] * k, _rows(stored.sys),
-            [b'],"proc":'] * k, [b"null" if n else b"[" for n in no], proc, [b"" if n else b"]" for n in no],
-            where(present, b',"gpu":['), gpu, where(present, b"]"),
-            [b',"gpu_util":[' if text else b"" for text in util], util, [b"]" if text else b"" for text in util],
-            [b',"gpu_procs":[' if text else b"" for text in procs], procs, [b"]" if text else b"" for text in procs],
-            where(has["gpus_t"], b',"gpus_t":'),
-            values(has["gpus_t"], _scalars(stored.scalars["gpus_t"], exact_below=2.0 ** 53)),
-            where(has["recorder_cpu"], b',"recorder_cpu":'),
-            values(has["recorder_cpu"], _scalars(stored.scalars["recorder_cpu"])),
-            where(has["watcher_cpu"], b',"watcher_cpu":'),
-            values(has["watcher_cpu"], _scalars(stored.scalars["watcher_cpu"])),
-            [b',"host":' + orjson.dumps(self.label) + b"}\n"] * k,
-        ]
-        interleaved: list[bytes] = [b""] * (k * len(pieces))
-        for i, column in enumerate(pieces):
-            interleaved[i::len(pieces)] = column
-        return b"".join(interleaved).split(b"\n")[:-1]
-
-
-def _joined(parts: list[tuple[np.ndarray, Stored]], k: int) -> Stored:
-    """The nodes' stored samples of one block as one, row ``at[i]`` of each part at row i."""
-    cores = max(part.cpu.shape[1] for _, part in parts)
-    gpus = max(part.gpu.shape[1] for _, part in parts)
-    first = parts[0][1]
-    cpu = np.full((k, cores), np.nan)
-    gpu = np.full((k, gpus, first.gpu.shape[2]), np.nan)
-    t, system, proc = np.empty(k), np.empty((k, first.sys.shape[1])), np.empty((k, first.proc.shape[1]))
-    present = np.empty(k, bool)
-    scalars = {key: np.empty(k) for key in first.scalars}
-    host: list[Any] = [None] * k
-    util, procs = [], []
-    for at, part in parts:
-        t[at], system[at], proc[at], present[at] = part.t, part.sys, part.proc, part.present
-        cpu[at, :part.cpu.shape[1]] = part.cpu
-        gpu[at, :part.gpu.shape[1]] = part.gpu
-        for key, values in part.scalars.items():
-            scalars[key][at] = values
-        for j, label in zip(at.tolist(), part.host):
-            host[j] = label
-        util.append((part.util[0], at[part.util[1]]))
-        procs.append((part.procs[0], at[part.procs[1]]))
-
-    def rows(pieces: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-        values = np.concatenate([v for v, _ in pieces])
-        owner = np.concatenate([o for _, o in pieces])
-        order = np.argsort(owner, kind="stable")
-        return values[order], owner[order]
-
-    return Stored(t, cpu, system, proc, present, gpu, rows(util), rows(procs), scalars, host)
-
-
-def _blocks(merged: Merged, encoder: Encoder) -> Iterator[tuple[list[dict[str, Any] | bytes], Stored | None]]:
+def _blocks(merged: Merged, encoder: Encoder) -> Iterator[tuple[list[dict[str, Any] | bytes], Chunk | None]]:
     """Every record of the merged run but the end, in file order, a block at a time, with the
     values of the samples among them as stored."""
-    nodes = [_NodeSamples(node, merged.origin, encoder) for node in merged.nodes]
+    nodes = [Reencoder(node.run.samples, node.label, node.start_unix - merged.origin, node.rate, encoder)
+             for node in merged.nodes]
     others = merged.records[:-1]
     total = sum(map(len, nodes))
     first = np.cumsum([0] + [len(n) for n in nodes])
@@ -733,7 +381,7 @@ def _blocks(merged: Merged, encoder: Encoder) -> Iterator[tuple[list[dict[str, A
         samples = iter(records)
         block = [next(samples) if is_sample else others[i - total]
                  for i, is_sample in zip(chosen.tolist(), sample.tolist())]
-        yield block, _joined(parts, len(numbers)) if parts else None
+        yield block, join_chunks(parts, len(numbers)) if parts else None
 
 
 def write(merged: Merged, path: str) -> None:

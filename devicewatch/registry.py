@@ -11,6 +11,8 @@ import importlib
 import importlib.util
 import sys
 from dataclasses import dataclass
+from typing import NoReturn
+
 from .errors import UnknownWorkload, UsageError
 
 NAMES = ("demo", "training", "pipeline", "conv")
@@ -77,9 +79,9 @@ def resolve(argv: list[str]) -> Target:
         raise UsageError(f"unknown option {name} (devicewatch options go before the workload)")
     info = get(name)
 
-    def refuse(message: str) -> None:
+    def refuse(message: str) -> NoReturn:
         raise UsageError(f"{name}: {message} (see devicewatch workloads)")
 
-    info.parser.error = refuse  # type: ignore[method-assign]
+    info.parser.error = refuse  # type: ignore[method-assign]  # argparse's own way to fail is replaced, not extended
     info.parser.parse_args(args)  # --help of the workload prints and exits here
     return Target(name, args, info.command(args))

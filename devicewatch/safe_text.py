@@ -47,6 +47,20 @@ def inert(value: Any, newlines: bool = False) -> str:
     return _CONTROL.sub(_visible, text)
 
 
+_SGR = re.compile(r"\x1b\[[0-9;:]*m")   # select graphic rendition: colours, bold, underline
+
+
+def inert_keeping_colours(value: Any) -> str:
+    """``value`` made inert as ``inert`` does, but for its colour and style sequences (SGR),
+    kept for a view that draws them as a terminal would (the workload's output panel)."""
+    text = value if isinstance(value, str) else str(value)
+    if text.isprintable():
+        return text
+    kept = _SGR.findall(text)
+    parts = [inert(part) for part in _SGR.split(text)]
+    return "".join(part + sgr for part, sgr in zip(parts, kept + [""]))
+
+
 def markup(value: Any) -> str:
     """``value`` for a place that reads rich or Textual markup (border titles, notify)."""
     text = re.sub(r"(\\*)\[", lambda m: m.group(1) * 2 + "\\[", inert(value))

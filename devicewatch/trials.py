@@ -16,16 +16,17 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
+from collections.abc import Callable
 
 import numpy as np
 
-from . import advice as advice_
+from .analysis import advice as advice_
 from . import analysis, events
 from .errors import UsageError
 from .integrations.zero_code import TRIAL_VAR, VARY_VAR
 from .recorder import RecordOptions, record
-from .runfile import Run, load
+from .runformat.runfile import Run, load
 
 TRIALS_FILE = "trials.json"
 LIMIT_FLOOR = 120.0    # seconds: the least a trial may take before it is stopped unmeasured
@@ -247,8 +248,8 @@ STOPPED_BY = "the trial's limit"   # a cancel for this reason ends one trial, no
 
 def run_set(command: list[str], variants: list[Variant], budget: dict[str, Any], folder: str,
             runner: Callable[..., Run] = run_trial, stop: Callable[[], str | None] = lambda: None,
-            on_trial: Callable[[int, int, Variant, float | None, str], None] = lambda *a: None,
-            on_result: Callable[[int, TrialResult, Run, TrialSet], None] = lambda *a: None,
+            on_trial: Callable[[int, int, Variant, float | None, str], object] = lambda *a: None,
+            on_result: Callable[[int, TrialResult, Run, TrialSet], object] = lambda *a: None,
             into: TrialSet | None = None) -> TrialSet:
     """The trials of a set, one after another: the script as written (VARIANTS[0]) first; each
     variant predicted from its figures before it runs, measured after. Given only the script as

@@ -99,7 +99,8 @@ def merged_by_record(paths: list[str], out: str) -> str:
     import re
 
     from devicewatch import events, merge
-    from devicewatch.runfile import RunWriter, compact
+    from devicewatch.runformat.records import notice
+    from devicewatch.runformat.writer import RunWriter, compact
 
     merged = merge.merge(paths)
     records: list[dict[str, Any]] = []
@@ -141,8 +142,8 @@ def merged_by_record(paths: list[str], out: str) -> str:
                     "message": f"merged {len(merged.nodes)} nodes; alignment: {merged.alignment['text']}"})
     for node in merged.nodes:
         if node.status != "ok":
-            records.append({"type": "notice", "t": round(node.end_unix - merged.origin, 6), "level": "warning",
-                            "host": node.label, "message": f"{node.label} ended {node.status}: {node.reason}"})
+            records.append(notice(round(node.end_unix - merged.origin, 6),
+                                  f"{node.label} ended {node.status}: {node.reason}", host=node.label))
     records.sort(key=lambda r: r["t"])
     # The end: the worst of the nodes' statuses, the longest node's end on the merged axis.
     worst = max(merged.nodes, key=lambda n: merge.STATUS_ORDER.index(n.status))

@@ -11,7 +11,7 @@ import errno
 import os
 import signal
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 DISK_FULL = 74   # EX_IOERR: the output could not be written (disk full, file size limit)
 

@@ -28,7 +28,7 @@ class CommandParser(argparse.ArgumentParser):
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         kwargs.setdefault("allow_abbrev", False)  # --rec is not --record: no guessing
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]  # argparse's keyword arguments, passed through
 
     def error(self, message: str) -> NoReturn:
         if self.prog == "devicewatch":
@@ -53,7 +53,7 @@ def gpu_switch(value: str) -> bool:
     return value == "on"
 
 
-def add_sampling_options(parser: argparse.ArgumentParser, default: object = None) -> None:
+def add_sampling_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup, default: object = None) -> None:
     """--interval and --gpu: how a recorder samples (the top level and `run` both take them)."""
     parser.add_argument("--interval", type=check_interval, metavar="SECONDS", default=default,
                         help="sampling period (default 0.1)")
@@ -61,13 +61,13 @@ def add_sampling_options(parser: argparse.ArgumentParser, default: object = None
                         help="sample NVIDIA GPUs through NVML (default on; off on machines without)")
 
 
-def add_instrument_option(parser: argparse.ArgumentParser, default: object = None) -> None:
+def add_instrument_option(parser: argparse.ArgumentParser | argparse._ArgumentGroup, default: object = None) -> None:
     parser.add_argument("--no-instrument", action="store_true", default=default,
                         help="run a Python workload without the zero-code instrumentation (its train/"
                              "validate phases, epochs and data wait); also DEVICEWATCH_INSTRUMENT=0")
 
 
-def add_dashboard_options(parser: argparse.ArgumentParser, default: object = None) -> None:
+def add_dashboard_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup, default: object = None) -> None:
     parser.add_argument("--runs-dir", metavar="DIR", default=default,
                         help="where the dashboard records its runs (default ./runs)")
     parser.add_argument("--presenter", action="store_true", default=default,

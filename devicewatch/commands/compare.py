@@ -23,7 +23,7 @@ from ..compare import comparison, to_dict
 from ..errors import DevicewatchError, UsageError
 from ..recorder import check_interval, record_argv
 from ..render.compare_text import print_comparison
-from ..runfile import load
+from ..runformat.runfile import load
 
 NAME = "compare"
 HELP = "two runs side by side (dashboard, --text table or --json)"
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         if args.options_a is not None or args.options_b is not None or args.out or args.pair_interval:
             raise UsageError("compare: --a, --b, --out and --interval go with --pair WORKLOAD")
         if len(args.files) == 1 and trials_file(args.files[0]) is not None:
-            return _show_trials(args, trials_file(args.files[0]))  # type: ignore[arg-type]
+            return _show_trials(args, trials_file(args.files[0]))  # type: ignore[arg-type]  # trials_file is not None: checked on the line above
         if len(args.files) != 2:
             raise UsageError(f"compare: give two run files, A and B, or a folder of devicewatch try "
                              f"(got {len(args.files)} files)")

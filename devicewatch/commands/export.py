@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..render import export
-from ..runfile import load
+from ..runformat.runfile import load
 
 NAME = "export"
 HELP = "a run as a Perfetto trace, CSV or Parquet tables, or an SVG chart"

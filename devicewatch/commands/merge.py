@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from .. import analysis, merge, runfile
+from .. import analysis, merge
+from ..runformat import runfile
 from ..render.report import straggler_lines
 from ..errors import UsageError
 
@@ -28,6 +29,6 @@ def run(args: argparse.Namespace) -> int:
                       for n in merged.nodes)
     print(f"merged {nodes} into {args.output}")
     print(f"alignment: {merged.alignment['text']}")
-    for line in straggler_lines(analysis.straggler_rows(runfile.load(args.output))):
+    for line in straggler_lines(analysis.straggler_figures(runfile.load(args.output))):
         print(line)
     return 0

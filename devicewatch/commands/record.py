@@ -18,7 +18,7 @@ def run(args: argparse.Namespace) -> int:
     # needs the recorder (psutil, the probes) and the report's tables (rich).
     from ..recorder import RecordOptions, record
     from ..render.report import report_text
-    from ..runfile import load
+    from ..runformat.runfile import load
 
     target = registry.resolve(args.target)
     if os.path.isdir(args.record):
@@ -26,7 +26,8 @@ def run(args: argparse.Namespace) -> int:
     options = RecordOptions(output=args.record, command=target.command, workload=target.workload,
                             workload_args=target.args, interval=args.interval, gpu=args.gpu,
                             echo=not args.quiet, watcher_pid=args.watcher_pid, control=args.control,
-                            grace=args.grace, overwrite=args.overwrite, instrument=not args.no_instrument)
+                            grace=args.grace, overwrite=args.overwrite, instrument=not args.no_instrument,
+                            terminal=args.terminal)
     code = record(options)
     summary = report_text(load(options.output))  # as wide as `report` makes it: the terminal's, or COLUMNS
     try:

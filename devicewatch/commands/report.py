@@ -7,7 +7,7 @@ import json
 import sys
 
 from ..analysis import summarize
-from ..runfile import load
+from ..runformat.runfile import load
 
 NAME = "report"
 HELP = "epochs, phase times, utilization, verdict"
@@ -28,11 +28,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     recording = load(args.file)
     if args.json:
-        from ..advice import shown
+        from ..analysis.advice import shown
 
         summary = summarize(recording)
-        summary["advice"] = [a.to_json() for a in shown(recording)]
-        print(json.dumps(summary, indent=2, default=str))
+        figures = dict(summary.to_json(), advice=[a.to_json() for a in shown(recording)])
+        print(json.dumps(figures, indent=2, default=str))
         return 0
     from ..render.report import report_text  # rich and plotext: not for --json
 

@@ -23,7 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Run COMMAND (a training script, unchanged) for a short trial as written, then once per variant: "
         "a DataLoader's num_workers, pin_memory, persistent_workers or prefetch_factor, or the operator "
         "threads, set from outside by the zero-code instrumentation (nothing that changes the model's "
-        "arithmetic), or the num_parallel_calls of tf.data maps a script left sequential (map_parallel). Each trial is a warm-up of optimizer steps, then --steps steps or --seconds seconds "
+        "arithmetic), or the num_parallel_calls of tf.data maps a script left sequential (map_parallel). "
+        "Each trial is a warm-up of optimizer steps, then --steps steps or --seconds seconds "
         "measured, then the process is ended on purpose. Without --vary, the variants are what the advice "
         "of the first trial names (devicewatch report shows the same advice). Each variant's steps/s is "
         "predicted from the first trial's figures before it runs, and measured beside it after.")
@@ -45,7 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import advice, trials
+    from .. import trials
+    from ..analysis import advice
 
     command = list(args.command)
     if command and command[0] == "--":

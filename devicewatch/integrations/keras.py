@@ -15,25 +15,18 @@ from typing import Any
 
 import keras
 
-from .. import events
-from .zero_code import instrument
+from .phase_speaker import PhaseSpeaker
 
 
-class DevicewatchCallback(keras.callbacks.Callback):
-    # Extra fields on every event this callback sends ({"source": "auto"} when the
-    # instrumentation added it).
-    event_fields: dict[str, Any] = {}
-
+class DevicewatchCallback(PhaseSpeaker, keras.callbacks.Callback):
     def __init__(self, lane: str = "main"):
-        super().__init__()
-        self.lane = lane
+        super().__init__(lane)
         self._epoch = 0
         self._training = False
         self._validating = False
 
     def _phase(self, name: str, begin: bool) -> None:
-        (events.phase_begin if begin else events.phase_end)(name, self._epoch, self.lane, **self.event_fields)
-        instrument.declared_phase(name, self._epoch, self.lane, begin)
+        self.say_phase(name, self._epoch, begin)
 
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
         params = getattr(self, "params", None) or {}
@@ -45,7 +38,7 @@ class DevicewatchCallback(keras.callbacks.Callback):
             info["steps_per_epoch"] = params["steps"]
         if model is not None and model.built:
             info["params"] = int(model.count_params())
-        events.emit(events.RUN_INFO, info=info, **self.event_fields)
+        self.say_run_info(info)
 
     def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self._epoch = epoch + 1  # Keras counts from 0, its progress lines from 1
@@ -68,8 +61,7 @@ class DevicewatchCallback(keras.callbacks.Callback):
         if self._training:  # no validation this epoch
             self._phase("train", begin=False)
             self._training = False
-        metrics = {**self.epoch_metrics(logs or {}), **instrument.epoch_figures(self._epoch)}
-        events.emit(events.EPOCH, epoch=self._epoch, metrics=metrics, **self.event_fields)
+        self.say_epoch(self._epoch, {**self.epoch_metrics(logs or {}), **self.measured(self._epoch)})
 
     def epoch_metrics(self, logs: dict[str, Any]) -> dict[str, float]:
         """What the epoch event carries: Keras's numeric logs. A subclass may add its own."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 try:
     import lightning.pytorch as pl
 except ImportError:  # the older package name, same API
-    import pytorch_lightning as pl  # type: ignore[no-redef]
+    import pytorch_lightning as pl  # type: ignore[no-redef]  # the older package name of the same module
 
 from .lightning_base import LightningPhases
 

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import events
-from .zero_code import instrument
+from .phase_speaker import PhaseSpeaker
 
 
 def scalars(metrics: dict[str, Any]) -> dict[str, float]:
@@ -32,16 +31,11 @@ def scalars(metrics: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-class LightningPhases:
+class LightningPhases(PhaseSpeaker):
     """Train and validate phases, run info and per-epoch metrics from a Lightning Trainer."""
 
-    # Extra fields on every event this callback sends ({"source": "auto"} when the
-    # instrumentation added it).
-    event_fields: dict[str, Any] = {}
-
     def __init__(self, lane: str = "main"):
-        super().__init__()
-        self.lane = lane
+        super().__init__(lane)
         self._epoch: int | None = None
         self._phase: str | None = None
         self._in_epoch = False
@@ -49,13 +43,11 @@ class LightningPhases:
     def _begin(self, name: str, epoch: int | None) -> None:
         self._end()
         self._phase, self._epoch = name, epoch
-        events.phase_begin(name, epoch, self.lane, **self.event_fields)
-        instrument.declared_phase(name, epoch, self.lane, begin=True)
+        self.say_phase(name, epoch, begin=True)
 
     def _end(self) -> None:
         if self._phase is not None:
-            events.phase_end(self._phase, self._epoch, self.lane, **self.event_fields)
-            instrument.declared_phase(self._phase, self._epoch, self.lane, begin=False)
+            self.say_phase(self._phase, self._epoch, begin=False)
             self._phase = None
 
     def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
@@ -69,7 +61,7 @@ class LightningPhases:
             info["epochs"] = trainer.max_epochs
         if trainer.world_size > 1:
             info["world_size"] = trainer.world_size
-        events.emit(events.RUN_INFO, info=info, **self.event_fields)
+        self.say_run_info(info)
 
     def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
         self._in_epoch = True
@@ -93,8 +85,7 @@ class LightningPhases:
         self._end()
         self._in_epoch = False
         epoch = trainer.current_epoch + 1
-        metrics = {**scalars(trainer.callback_metrics), **instrument.epoch_figures(epoch)}
-        events.emit(events.EPOCH, epoch=epoch, metrics=metrics, **self.event_fields)
+        self.say_epoch(epoch, {**scalars(trainer.callback_metrics), **self.measured(epoch)})
 
     def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
         self._end()

@@ -21,8 +21,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from .. import events
-from .zero_code import instrument
+from .phase_speaker import PhaseSpeaker
 
 
 def _numbers(values: dict[str, Any] | None) -> dict[str, float]:
@@ -33,28 +32,23 @@ def _numbers(values: dict[str, Any] | None) -> dict[str, float]:
     return out
 
 
-class DevicewatchCallback(TrainerCallback):
-    # Extra fields on every event this callback sends ({"source": "auto"} when the
-    # instrumentation added it).
-    event_fields: dict[str, Any] = {}
-
+class DevicewatchCallback(PhaseSpeaker, TrainerCallback):
     def __init__(self, lane: str = "main"):
-        self.lane = lane
+        super().__init__(lane)
         self._epoch: int | None = None
         self._training = False      # between on_train_begin and on_train_end
         self._in_train_phase = False
         self._train_ended_at = 0.0
         self._logs: dict[str, float] = {}
 
-    def _send(self, kind: str, name: str, epoch: int | None, at: float) -> None:
-        events.emit(kind, name=name, epoch=epoch, lane=self.lane, mono=at, **self.event_fields)
-        instrument.declared_phase(name, epoch, self.lane, begin=kind == events.PHASE_BEGIN)
+    def _send(self, begin: bool, name: str, epoch: int | None, at: float) -> None:
+        self.say_phase(name, epoch, begin, at)
 
     def _end_train(self, at: float) -> None:
         if self._in_train_phase:
             self._in_train_phase = False
             self._train_ended_at = at
-            self._send(events.PHASE_END, "train", self._epoch, at)
+            self._send(False, "train", self._epoch, at)
 
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
         self._training = True
@@ -70,12 +64,12 @@ class DevicewatchCallback(TrainerCallback):
             info["epochs"] = int(epochs) if float(epochs).is_integer() else float(epochs)
         if model is not None:
             info["params"] = int(sum(p.numel() for p in model.parameters()))
-        events.emit(events.RUN_INFO, info=info, **self.event_fields)
+        self.say_run_info(info)
 
     def on_epoch_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._epoch = int(state.epoch or 0) + 1  # the Trainer counts from 0, its progress from 1
         self._in_train_phase = True
-        self._send(events.PHASE_BEGIN, "train", self._epoch, time.monotonic())
+        self._send(True, "train", self._epoch, time.monotonic())
 
     def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         """Kept for the next epoch event: the Trainer logs an epoch's loss after its
@@ -88,11 +82,11 @@ class DevicewatchCallback(TrainerCallback):
         self._logs = {}
         metrics.pop("epoch", None)  # the Trainer's fractional epoch: the event has its own
         if epoch is not None and metrics:
-            events.emit(events.EPOCH, epoch=epoch, metrics=metrics, **self.event_fields)
+            self.say_epoch(epoch, metrics)
 
     def on_epoch_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._end_train(time.monotonic())
-        self._epoch_event(self._epoch, instrument.epoch_figures(self._epoch))
+        self._epoch_event(self._epoch, self.measured(self._epoch))
 
     def on_evaluate(self, args: Any, state: Any, control: Any, metrics: dict[str, Any] | None = None,
                     **kwargs: Any) -> None:
@@ -105,11 +99,11 @@ class DevicewatchCallback(TrainerCallback):
         began = max(now - float(runtime), self._train_ended_at)
         if resume:  # an evaluation between steps: training stopped for it
             self._end_train(began)
-        self._send(events.PHASE_BEGIN, "validate", epoch, began)
-        self._send(events.PHASE_END, "validate", epoch, now)
+        self._send(True, "validate", epoch, began)
+        self._send(False, "validate", epoch, now)
         if resume:
             self._in_train_phase = True
-            self._send(events.PHASE_BEGIN, "train", self._epoch, now)
+            self._send(True, "train", self._epoch, now)
         self._epoch_event(epoch, _numbers(metrics))
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:

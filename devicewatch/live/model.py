@@ -19,18 +19,19 @@ import itertools
 import math
 import re
 import time
-from bisect import bisect_left, insort
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from .. import advice as advice_
 from .. import analysis, events
-from ..downsample import minmax_rows, minmax_rows_bytes
-from ..runfile import Run
-from ..samples import MISSING_PERCENT, percent_to_float
-from ..safe_text import inert
+from ..analysis import advice as advice_
+from ..phase_kinds import KINDS
+from ..runformat.downsample import minmax_rows, minmax_rows_bytes
+from ..runformat.eventlog import Events
+from ..runformat.percent import MISSING_PERCENT, percent_to_float
+from ..runformat.runfile import Run
+from ..safe_text import inert, inert_keeping_colours
 
 
 class Column:
@@ -88,6 +89,14 @@ def _fold_factor(rows: int, window: int, limit: int) -> int:
     return max(2, math.ceil(2 * (rows - window) / max(limit - window, 2)))
 
 
+def _held(rows: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """Readings taken now and then (a row of NaN where none was taken), each gap holding the
+    reading before it (``last`` before the first)."""
+    have = ~np.isnan(rows).all(axis=1)
+    index = np.maximum.accumulate(np.where(have, np.arange(len(rows)), -1)) if len(rows) else np.zeros(0, int)
+    return np.where(index[:, None] >= 0, rows[np.maximum(index, 0)], last[None, :])
+
+
 def _bounded(t: np.ndarray, columns: list[np.ndarray], window: int, limit: int
              ) -> tuple[np.ndarray, list[np.ndarray]]:
     """A block of rows too large to keep (a finished run taken at once): the newest ``window``
@@ -133,7 +142,7 @@ class PhaseArrays:
     names: tuple[str, ...]     # as a lane shows it: ``train 3``
     lanes: np.ndarray          # index into the model's ``lanes``
 
-    def where(self, keep: np.ndarray) -> "PhaseArrays":
+    def where(self, keep: np.ndarray) -> PhaseArrays:
         index = np.flatnonzero(keep)
         return PhaseArrays(self.starts[index], self.ends[index], self.kinds[index],
                            tuple(self.names[i] for i in index), self.lanes[index])
@@ -142,13 +151,6 @@ class PhaseArrays:
 # Versions are drawn from one counter for every model, so that two models (another node of a
 # merged run, the other side of a comparison) never show the same version of different data.
 _versions = itertools.count(1)
-
-
-KINDS = (*analysis.PHASE_KINDS, "other")   # a phase's kind as a number: its place here
-
-
-def _number(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else np.nan
 
 
 @dataclass
@@ -182,6 +184,9 @@ class RunModel:
         self.cores = self.machine.cores or 0
         self.t = Column()
         self.cpu: Column | None = None
+        # Each core's clock (MHz) where the run recorded it, held between its readings (once a
+        # second); None where it was not recorded.
+        self.cpu_mhz: Column | None = None
         self.cpu_total = Column()
         self.proc_cpu = Column()
         self.proc_rss = Column()
@@ -212,11 +217,8 @@ class RunModel:
         self._phases_version = -1
         self._open: list[int] = []  # indices of phases not yet ended
         self._ends = np.zeros(0)    # the phases' ends as paired (the open ones stretched on top)
-        # Phases paired as their events arrive (``analysis.phases`` pairs a whole run): per
-        # source, [workload's own, parsed from stdout], the tracker and the ended phases in order.
-        self._trackers = (events.PhaseTracker(), events.PhaseTracker())
-        self._ended: tuple[list[analysis.Phase], list[analysis.Phase]] = ([], [])
-        self._own_phases = False  # the workload sent phases itself: stdout epochs are ignored
+        # Phases paired as their events arrive, by the pairer ``analysis.phases`` feeds a whole run.
+        self._pairer = analysis.PhasePairer()
         # Epoch rows by epoch, each with what it was computed from (its phases, its epoch events
         # so far): only an epoch whose phases or metrics changed is computed again.
         self._rows: dict[int, tuple[tuple[Any, ...], analysis.EpochRow]] = {}
@@ -259,17 +261,29 @@ class RunModel:
         if self.cpu is None:
             self.cores = (percent if percent is not None else c.cpu).shape[1] or self.cores
             self.cpu = Column(max(self.cores, 1))
-        if percent is not None and len(t) > self.LIMIT and percent.shape[1] == self.cpu.width:
+        cpu_width = self.cpu.values.shape[1]
+        if percent is not None and len(t) > self.LIMIT and percent.shape[1] == cpu_width:
             cpu = None  # folded from its bytes below
         else:
             cpu = c.cpu[rows]
-            if cpu.shape[1] != self.cpu.width:
-                cpu = np.full((len(t), self.cpu.width), np.nan)
+            if cpu.shape[1] != cpu_width:
+                cpu = np.full((len(t), cpu_width), np.nan)
         others = [c.cpu_total[rows], c.proc("cpu")[rows], c.proc("rss")[rows], c.proc("count")[rows],
                   c.recorder_cpu[rows], c.watcher_cpu[rows]]
         host_t, host_columns = _bounded(t, others if cpu is None else [cpu, *others], self.WINDOW, self.LIMIT)
-        if cpu is None:
+        if cpu is None and percent is not None:
             host_columns.insert(0, _bounded_percent(percent[rows], self.WINDOW, self.LIMIT))
+        clocks = c.widths["clock_cores"]
+        if clocks and self.cpu_mhz is None:
+            self.cpu_mhz = Column(clocks)
+            self.cpu_mhz.extend(np.full((self.t.size, clocks), np.nan))
+        if self.cpu_mhz is not None:
+            width = self.cpu_mhz.values.shape[1]
+            mhz = c.cpu_mhz[rows]
+            if mhz.shape[1] != width:
+                mhz = np.full((len(t), width), np.nan)
+            before = self.cpu_mhz.values[-1] if self.cpu_mhz.size else np.full(width, np.nan)
+            self.cpu_mhz.extend(_bounded(t, [_held(mhz, before)], self.WINDOW, self.LIMIT)[1][0])
         self.t.extend(host_t)
         for column, values in zip([self.cpu, self.cpu_total, self.proc_cpu, self.proc_rss, self.proc_count,
                                    self.recorder_cpu, self.watcher_cpu], host_columns):
@@ -303,7 +317,8 @@ class RunModel:
                 _fold(track.util_t, [track.util], self.WINDOW, self.LIMIT)
                 _fold(track.t, [track.mem_used, track.power, track.sm_active], self.WINDOW, self.LIMIT)
         _fold(self.t, [self.cpu, self.cpu_total, self.proc_cpu, self.proc_rss, self.proc_count,
-                       self.recorder_cpu, self.watcher_cpu], self.WINDOW, self.LIMIT)
+                       self.recorder_cpu, self.watcher_cpu, *([self.cpu_mhz] if self.cpu_mhz is not None else [])],
+              self.WINDOW, self.LIMIT)
         return True
 
     def _event(self, e: dict[str, Any]) -> None:
@@ -315,12 +330,7 @@ class RunModel:
         elif kind == events.EPOCH and isinstance(e.get("epoch"), int):
             self._epoch_events.setdefault(e["epoch"], []).append(e)
         self.open_phases.take(e)
-        if kind in (events.PHASE_BEGIN, events.PHASE_END):
-            stdout = int(e.get("source") == "stdout")
-            self._own_phases = self._own_phases or (kind == events.PHASE_BEGIN and not stdout)
-            begin = self._trackers[stdout].take(e)
-            if begin is not None:
-                insort(self._ended[stdout], analysis.phase_from(begin, float(e["t"])), key=analysis.phase_order)
+        self._pairer.take(e)
 
     def add_marker(self, label: str) -> float:
         """A marker dropped on the screen at the newest time; returns that time."""
@@ -335,10 +345,25 @@ class RunModel:
         return self.open_phases.current
 
     def take_logs(self) -> list[str]:
-        """Log lines not yet shown."""
+        """Log lines not yet shown, their colours kept (SGR), anything else a terminal acts on inert."""
         new = self.run.logs[self.logs_taken:]
         self.logs_taken = len(self.run.logs)
-        return [("! " if r.get("stream") == "stderr" else "") + inert(r.get("line", "")) for r in new]
+        return [_shown_line(r) for r in new]
+
+    def open_line(self) -> str | None:
+        """The output's line not yet ended, as it stands (a bar being redrawn, ``loading...``)."""
+        record = self.run.open_line
+        return None if record is None else _shown_line(record)
+
+    def workload_state(self) -> str | None:
+        """``waiting for input`` or ``stopped`` while the recorder says so, else None."""
+        if self.run.end is not None:
+            return None
+        for notice in reversed(self.run.notices):
+            state = notice.get("state")
+            if isinstance(state, str):
+                return None if state == "running" else inert(state)
+        return None
 
     # -- derived -----------------------------------------------------------------------------
 
@@ -362,19 +387,9 @@ class RunModel:
                 self.phases_version = next(_versions)
             return
         self._phases_version = self.events_version
-        source = 0 if self._own_phases else 1
-        end = self.run.duration
-        phases = list(self._ended[source])  # the same list analysis.phases gives, paired once
-        still_open = [analysis.phase_from(b, max(end, float(b["t"])), True)
-                      for b in self._trackers[source].open_phases()]
-        for p in still_open:
-            insort(phases, p, key=analysis.phase_order)
-        self._open = []
-        for p in still_open:
-            i = bisect_left(phases, analysis.phase_order(p), key=analysis.phase_order)
-            while phases[i] is not p:
-                i += 1
-            self._open.append(i)
+        phases = self._pairer.phases(self.run.duration)  # the same list analysis.phases gives
+        self._open = [i for i, p in enumerate(phases) if p.open]
+        still_open = [phases[i] for i in self._open]
         self.phases = phases
         rows = self._refresh_epochs(phases)
         if rows != self.epoch_rows:
@@ -405,7 +420,7 @@ class RunModel:
             # The changed epochs' phases and epoch events, as a run of their own: analysis
             # reads the metrics from the run's events, and need not scan all of them.
             part = Run(self.run.path, self.run.header, self.run.samples,
-                       [e for epoch in changed for e in self._epoch_events.get(epoch, ())])
+                       Events([e for epoch in changed for e in self._epoch_events.get(epoch, ())]))
             for row in analysis.epochs(part, [p for epoch in changed for p in by_epoch[epoch]]):
                 self._rows[row.epoch] = (keys[row.epoch], row)
         for gone in self._rows.keys() - keys.keys():
@@ -472,5 +487,8 @@ class RunModel:
             if not status.get("available"):
                 return str(status.get("reason") or "GPU sampling unavailable")
             return None
-        reason = self.machine.header.get("host", {}).get("gpu_reason")
-        return str(reason) if reason else None
+        return self.machine.header.host.gpu_reason or None
+
+
+def _shown_line(record: dict[str, Any]) -> str:
+    return ("! " if record.get("stream") == "stderr" else "") + inert_keeping_colours(record.get("line", ""))

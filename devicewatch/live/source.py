@@ -22,7 +22,8 @@ from typing import Any
 from .. import control
 from ..recorder import TERMINAL_CLOSED, record_argv
 from ..registry import Target
-from ..runfile import Follower, Run, RunFileError, load_columns, read_header
+from ..runformat.header import Header
+from ..runformat.runfile import Follower, Run, RunFileError, load_columns, read_header
 
 
 def run_file_name(runs_dir: str, label: str, now: float | None = None) -> Path:
@@ -54,12 +55,11 @@ def recent_runs(runs_dir: str, limit: int = 30) -> list[Path]:
     return files[:limit]
 
 
-def _workload_key(header: dict[str, Any]) -> tuple[Any, ...]:
+def _workload_key(header: Header) -> tuple[Any, ...]:
     """What makes two runs "the same workload": its name, or the command for ``-- COMMAND`` runs."""
-    workload = header.get("workload") or {}
-    if workload.get("name"):
-        return ("name", workload["name"])
-    return ("command", tuple(workload.get("command") or ()))
+    if header.workload.name:
+        return ("name", header.workload.name)
+    return ("command", header.workload.command)
 
 
 def previous_run(path: str | Path, folder: str | Path | None = None) -> Path | None:
@@ -70,7 +70,7 @@ def previous_run(path: str | Path, folder: str | Path | None = None) -> Path | N
     if header is None:
         return None
     key = _workload_key(header)
-    started = header.get("started_unix")
+    started = header.started_unix
     best: tuple[float, Path] | None = None
     for candidate in Path(folder or path.parent).glob("*.jsonl"):
         if not candidate.is_file() or candidate.resolve() == path.resolve():
@@ -78,11 +78,11 @@ def previous_run(path: str | Path, folder: str | Path | None = None) -> Path | N
         other = read_header(candidate)
         if other is None or _workload_key(other) != key:
             continue
-        when = other.get("started_unix")
-        if not isinstance(when, (int, float)) or not isinstance(started, (int, float)) or when >= started:
+        when = other.started_unix
+        if when is None or started is None or when >= started:
             continue
         if best is None or when > best[0]:
-            best = (float(when), candidate)
+            best = (when, candidate)
     return best[1] if best else None
 
 
@@ -95,6 +95,7 @@ class Source:
     """A run file being read; ``poll`` returns new records (the run object is kept up to date)."""
 
     live = False
+    stop_requested = False   # a stop was asked of the recorder (live runs only)
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
@@ -162,7 +163,7 @@ def open_replay(path: str) -> ReplaySource:
     return ReplaySource(path)
 
 
-_live_sources: "weakref.WeakSet[LiveSource]" = weakref.WeakSet()
+_live_sources: weakref.WeakSet[LiveSource] = weakref.WeakSet()
 
 
 def _hung_up(signum: int, _frame: Any) -> None:
@@ -180,6 +181,9 @@ def end_runs_on_hangup() -> None:
     record could not say that the terminal closed."""
     if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
         signal.signal(signal.SIGHUP, _hung_up)
+
+
+TERMINAL_SIZE = (24, 80)   # a terminal's usual size, for the moment before the panel is laid out
 
 
 class LiveSource(Source):
@@ -202,11 +206,13 @@ class LiveSource(Source):
         self.stop_requested = False
         self._stderr = tempfile.TemporaryFile()
         self._started = 0.0
+        # (rows, columns) of the workload's terminal until the output panel says its own size.
+        self.terminal_size = TERMINAL_SIZE
         _live_sources.add(self)
 
     def recorder_argv(self, watcher_pid: int) -> list[str]:
         return record_argv(str(self.path), self.target, self.interval, self.gpu, quiet=True, control=True,
-                           watcher_pid=watcher_pid)
+                           watcher_pid=watcher_pid, terminal=self.terminal_size)
 
     def start(self) -> None:
         # Its own session: closing the terminal hangs up the dashboard, not the recording.
@@ -270,6 +276,17 @@ class LiveSource(Source):
         """Leave the run recording when the dashboard goes (the user chose so)."""
         if self.running:
             self._command(control.detach_line())
+
+    def send_input(self, text: str) -> bool:
+        """Keys typed into the workload's terminal; False if it cannot take them."""
+        return self.running and self._command(control.input_lines(text))
+
+    def resize(self, rows: int, columns: int) -> None:
+        """The workload's terminal (the output panel) has a new size."""
+        if (rows, columns) != self.terminal_size:
+            self.terminal_size = (rows, columns)
+            if self.running:
+                self._command(control.resize_line(rows, columns))
 
     def send_marker(self, label: str) -> bool:
         """Ask the recorder to write a marker; False if it cannot take one."""

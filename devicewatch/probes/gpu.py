@@ -29,11 +29,13 @@ GPU instance under MIG). Where GPM is missing, the reason is kept in ``gpm_reaso
 from __future__ import annotations
 
 import ctypes
+import itertools
 import statistics
 import struct
 import time
 from collections import deque
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 NVML_VALUE_FIELDS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
 MIB = 1 << 20
@@ -380,7 +382,7 @@ class GpuProbe:
             out.append([round(stamp / 1e6 - run_start_unix, 3), float(getattr(sample.sampleValue, field))])
         if self.util_period[index] is None and len(stamps) > PERIOD_AFTER:
             ordered = list(stamps)
-            period = statistics.median(b - a for a, b in zip(ordered, ordered[1:])) / 1e6
+            period = statistics.median(b - a for a, b in itertools.pairwise(ordered)) / 1e6
             self.util_period[index] = round(period, 4)
             self._news.append({"kind": "util_period", "index": index, "seconds": self.util_period[index]})
         return out
@@ -407,7 +409,7 @@ class GpuProbe:
         self._last_proc_seen[index] = newest
         out = []
         for pid in sorted(set(used) | set(sums)):
-            acc = sums.get(pid)
+            acc = sums.get(pid)  # type: ignore[assignment]  # None: a process seen only in the memory list
             out.append({"pid": pid, "mem": used.get(pid),
                         "util": round(acc[0] / acc[2], 1) if acc else None,
                         "mem_util": round(acc[1] / acc[2], 1) if acc else None})

@@ -13,6 +13,28 @@ from .stdout_epochs import StdoutEpochs
 from .terminal import Terminal
 from .workload import Workload
 
-__all__ = ["CANCELLED", "TERMINAL_CLOSED", "Drops", "EVENT_BURST", "EVENT_RATE", "EventChannel", "GpuSampler", "INTERVAL_RANGE", "LOG_BURST",
-           "LOG_RATE", "MAX_LOG_LINE", "OutputPump", "RateBound", "RecordOptions", "Recorder", "StdoutEpochs",
-           "Terminal", "Workload", "check_interval", "claim", "gpu_poll_period", "record", "record_argv"]
+__all__ = [
+           "CANCELLED",
+           "EVENT_BURST",
+           "EVENT_RATE",
+           "INTERVAL_RANGE",
+           "LOG_BURST",
+           "LOG_RATE",
+           "MAX_LOG_LINE",
+           "TERMINAL_CLOSED",
+           "Drops",
+           "EventChannel",
+           "GpuSampler",
+           "OutputPump",
+           "RateBound",
+           "RecordOptions",
+           "Recorder",
+           "StdoutEpochs",
+           "Terminal",
+           "Workload",
+           "check_interval",
+           "claim",
+           "gpu_poll_period",
+           "record",
+           "record_argv",
+]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 QUIET = 1.0    # seconds without a drop that end a run of drops (and bring its notice)
 EVERY = 5.0    # seconds: while dropping, a notice at least this often

@@ -17,11 +17,13 @@ import shutil
 import tempfile
 import threading
 import time
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import orjson
 
-from .. import events, records
+from .. import events
+from ..runformat import records
 from .bound import QUIET, RateBound
 
 MAX_EVENT_LINE = 1024 * 1024     # an event line longer than this is dropped unread

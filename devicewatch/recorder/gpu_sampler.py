@@ -66,7 +66,7 @@ class GpuSampler:
                 self._cond.wait_for(lambda: self._stopping or self._asked is not None)
                 if self._stopping:
                     return
-                t, pids = self._asked  # type: ignore[misc]
+                t, pids = self._asked  # type: ignore[misc]  # not None once woken without stopping
             gpus = self._probe.sample(pids, self._start_unix)
             news = self._probe.take_news()
             with self._cond:

@@ -29,6 +29,7 @@ class RecordOptions:
     overwrite: bool = False           # replace an existing recording at ``output``
     environment: dict[str, str] = field(default_factory=dict)  # added to the workload's (a trial's variant)
     trial: bool = False               # a trial of ``devicewatch try``: ended once its window is measured
+    terminal: tuple[int, int] | None = None  # (rows, columns): a pseudo-terminal for a dashboard's panel
 
 
 def check_interval(value: str | float) -> float:
@@ -45,7 +46,8 @@ def check_interval(value: str | float) -> float:
 
 def record_argv(output: str, target: Target, interval: float | None = None, gpu: bool | None = None,
                 quiet: bool = False, control: bool = False, watcher_pid: int | None = None,
-                instrument: bool = True, overwrite: bool = False) -> list[str]:
+                instrument: bool = True, overwrite: bool = False,
+                terminal: tuple[int, int] | None = None) -> list[str]:
     """The command line of a headless recorder: the one way devicewatch starts another recorder
     (the dashboard's live runs, ``compare --pair``)."""
     argv = [sys.executable, "-m", "devicewatch", "--record", str(output)]
@@ -57,6 +59,8 @@ def record_argv(output: str, target: Target, interval: float | None = None, gpu:
         + ["--overwrite"] * overwrite
     if watcher_pid is not None:
         argv += ["--watcher-pid", str(watcher_pid)]
+    if terminal is not None:
+        argv += ["--terminal", f"{terminal[1]}x{terminal[0]}"]
     if target.workload:
         return argv + [target.workload, *target.args]
     return argv + ["--", *target.command]

@@ -10,10 +10,20 @@ run file; the work is handed to parts, each testable without a subprocess:
   workload's output, bounded, and epochs from what it prints;
 * ``GpuSampler`` (gpu_sampler.py): NVML polls on their own thread;
 * ``Terminal`` (terminal.py): echo and the status line;
+* ``PseudoTerminal`` and ``RawMode`` (pseudo_terminal.py): the workload's terminal, where there is one;
+* ``InputRelay`` (input_relay.py): the workload's standard input;
 * ``RateBound`` (bound.py): the one rate bound of events and output.
 
-Four threads feed one ``RunWriter``: the sampler (the main thread, on a drift-free schedule),
-the two output pumps and the event channel's reader.
+Threads feed one ``RunWriter``: the sampler (the main thread, on a drift-free schedule), the
+output pumps (one per pipe; one for a pseudo-terminal) and the event channel's reader; the
+input relay writes to the workload only.
+
+The workload is given what the recorder was given, as far as it can be passed on (``_start``):
+headless with a terminal, a pseudo-terminal copied from it for each of its standard streams
+that is a terminal (stdout and stderr then share it, as on any terminal), pipes for the others;
+in a pipe or CI, pipes; in the dashboard, a pseudo-terminal the size of the output panel. Its
+standard input is the recorder's, relayed (keys typed, or a pipe and its end); the dashboard's
+keys come through the control channel.
 """
 
 from __future__ import annotations
@@ -23,15 +33,18 @@ import os
 import platform
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
-from datetime import datetime, timezone
-from typing import Any, Callable, TextIO
+from datetime import datetime, UTC
+from typing import Any, TextIO
+from collections.abc import Callable
 
 import psutil
 
-from .. import __version__, events, records
+from .. import __version__, events, phase_source
+from ..runformat import records
 from ..active_runs import announce
 from ..errors import RecorderError, UsageError
 from ..integrations import zero_code
@@ -39,15 +52,17 @@ from ..lifeline import Watchdog, become_subreaper
 from ..probes.cpu import CpuProbe, cpu_model
 from ..probes.gpu import GpuProbe
 from ..probes.process import ProcessTreeProbe, SelfProbe
-from ..runfile import RunWriter, compact
+from ..runformat.writer import RunWriter, compact
 from .event_channel import EventChannel
 from .gpu_sampler import GPU_POLL_RANGE, GpuSampler, gpu_poll_period
+from .input_relay import InputRelay
 from .instrumentation import InstrumentationNews
 from .options import RecordOptions
 from .output import OutputPump
+from .pseudo_terminal import PseudoTerminal, RawMode, terminal_size
 from .stdout_epochs import StdoutEpochs
 from .terminal import Terminal, status_text
-from .workload import Workload
+from .workload import RUNNING, STOPPED, WAITING_FOR_INPUT, Workload
 
 STATUS_EVERY = 0.5               # seconds between updates of the terminal status line
 CANCELLED = "cancelled by the user"
@@ -87,7 +102,7 @@ class Recorder:
         self._trial_over = False           # a trial's window measured: the workload is ended on purpose
         self._write_failed: OSError | None = None
         self._phases = events.PhaseTracker()
-        self._speaks = False               # the workload reports through events (not only instrumentation news)
+        self._speaks = False               # the workload says its phases itself (``phase_source``)
         self._epoch: int | None = None     # for the status line: from events, else from output
         self._epochs: int | None = None
         self._last_sample: dict[str, Any] = {}
@@ -98,13 +113,14 @@ class Recorder:
         self.instrumentation = InstrumentationNews(zero_code.offered(options.command, os.environ, options.instrument))
         self.terminal = Terminal(self.out, self.err, options.echo, options.status_line, self._write, self._t)
         self.stdout_epochs = StdoutEpochs(self._write, self._t, lambda: self._speaks, self._printed_epoch)
+        self.pty: PseudoTerminal | None = None
+        self.input: InputRelay | None = None
+        self._raw_mode: RawMode | None = None
+        self._interrupts = 0               # Ctrl-C typed into the workload's terminal
+        self._state = RUNNING              # the workload's, as last said in the run file
+        self._state_seen = RUNNING         # ... and as last looked up (said once seen twice)
 
     # -- public ---------------------------------------------------------------------------
-
-    @property
-    def process(self) -> Any:
-        """The workload's Popen, once started."""
-        return self.workload.process if self.workload else None
 
     def cancel(self, reason: str = CANCELLED) -> None:
         """Ask for the workload to be stopped, saying why in the end record (the first reason
@@ -112,6 +128,50 @@ class Recorder:
         if not self._cancel_requested.is_set():
             self._cancel_reason = reason
         self._cancel_requested.set()
+
+    def terminal_resized(self, size: tuple[int, int] | None = None) -> None:
+        """Our terminal (or the dashboard's panel) changed size: the workload's follows."""
+        if self.pty is None:
+            return
+        size = size or terminal_size(_fileno(self.out))
+        if size is not None:
+            self.pty.resize(*size)
+
+    def send_input(self, data: bytes) -> None:
+        """Keys for the workload (the dashboard's, through the control channel)."""
+        if self.input is not None:
+            self.input.send(data)
+
+    def _typed_interrupt(self) -> None:
+        """A Ctrl-C typed into the workload's terminal: its terminal signals it, as without
+        devicewatch; the second one cancels the run as a Ctrl-C to the recorder does."""
+        self._interrupts += 1
+        if self._interrupts >= 2:
+            self.cancel(CANCELLED)
+
+    def _typed_suspend(self) -> None:
+        """A Ctrl-Z typed into the workload's terminal. The workload leads a session of its own,
+        and POSIX discards a terminal's SIGTSTP to such a group (an "orphaned" one) unless it is
+        caught: the recorder stops it with SIGSTOP, as its terminal would have with SIGTSTP.
+        As a shell's job, the recorder stops too and gives the user's terminal back; ``fg`` (the
+        shell's SIGCONT) brings both back. Without a shell's job control, the workload stays
+        stopped and is shown so (a second Ctrl-C still ends it)."""
+        workload = self.workload
+        if workload is None:
+            return
+        if not _catches(workload.pid, signal.SIGTSTP):
+            _signal_group(workload.pid, signal.SIGSTOP)
+        raw = self._raw_mode
+        if raw is None or not raw.job_controlled():
+            return
+        self._state = self._state_seen = STOPPED   # said now: the recorder does not sample while stopped
+        self._write(records.notice(self._t(), "the workload is stopped (Ctrl-Z); devicewatch too, until fg",
+                                   level="info", state=STOPPED))
+        raw.restore()
+        os.killpg(os.getpgrp(), signal.SIGTSTP)   # returns once the shell continues the job
+        raw.enter()
+        _signal_group(workload.pid, signal.SIGCONT)
+        self.terminal_resized()
 
     def run(self) -> int:
         """Record until the workload ends; returns the workload's exit status."""
@@ -138,6 +198,7 @@ class Recorder:
             finally:
                 self.watchdog.release()
         finally:
+            self._release_terminal()
             channel.close()
             self.gpu.stop()
             self.writer.close()
@@ -153,7 +214,7 @@ class Recorder:
         self.start_mono = time.monotonic()
         return {
             "devicewatch": __version__,
-            "started": datetime.fromtimestamp(now, timezone.utc).isoformat(timespec="seconds"),
+            "started": datetime.fromtimestamp(now, UTC).isoformat(timespec="seconds"),
             "started_unix": round(now, 3),
             # The wall-clock/monotonic pair at t = 0, unrounded: `devicewatch merge` aligns
             # several nodes' runs by it (and by the end record's pair).
@@ -181,10 +242,9 @@ class Recorder:
     def _on_event(self, record: dict[str, Any]) -> None:
         """What the coordinator follows of the workload's events: its phases and its epoch.
 
-        A workload that sends events (run info comes first, from a callback or the zero-code
-        instrumentation once it sees training) will say its phases better than its output can:
-        printed epochs are then left alone. The instrumentation's news that it is loaded does
-        not count: it comes from any Python process, training or not."""
+        A workload that says its phases itself (its run info, or a phase of its own) says them
+        better than its output can: printed epochs are then left alone (``phase_source``, the
+        rule analysis and the live model follow too)."""
         self._phases.take(record)
         kind = record["kind"]
         if kind == events.INSTRUMENT:
@@ -194,8 +254,7 @@ class Recorder:
                 self._trial_over = True
                 self.workload.end_without_interrupt()
                 self.cancel(TRIAL_OVER)
-        else:
-            self._speaks = True
+        self._speaks = self._speaks or phase_source.speaks_for_its_phases(record)
         if kind == events.PHASE_BEGIN:
             if isinstance(record.get("epoch"), int):
                 self._epoch = record["epoch"]
@@ -227,11 +286,12 @@ class Recorder:
         self.workload = workload = Workload(options.command, self._workload_environment(channel.path),
                                             channel.path, options.grace)
         try:
-            process = workload.start()
+            process, outputs = self._start(workload)
         except OSError as exc:
             message = f"cannot start {options.command[0]}: {exc.strerror or exc}"
             self._write(records.notice(self._t(), message, level="error"))
             self._write(records.end(self._t(), "error", 127, None, message))
+            self._release_terminal()
             raise RecorderError(message) from None
 
         self.watchdog.watch_group(process.pid)
@@ -240,8 +300,9 @@ class Recorder:
                                 exclude={p for p in (self.watchdog.pid,) if p})
         me = SelfProbe(os.getpid())
         watcher = SelfProbe(options.watcher_pid) if options.watcher_pid else None
-        pumps = [(OutputPump("stdout", self._write, self._t, self.terminal, self.stdout_epochs), process.stdout),
-                 (OutputPump("stderr", self._write, self._t, self.terminal, self.stdout_epochs), process.stderr)]
+        pumps = [(OutputPump(stream, self._write, self._t, self.terminal, self.stdout_epochs,
+                             terminal_newlines=is_terminal), pipe)
+                 for stream, pipe, is_terminal in outputs]
         readers = [threading.Thread(target=pump.pump, args=(pipe,), name=pump.stream, daemon=True)
                    for pump, pipe in pumps]
         for thread in readers:
@@ -250,7 +311,8 @@ class Recorder:
         if options.control:
             from .. import control
 
-            control.follow(sys.stdin.fileno(), self._write, self._t, self.cancel)
+            control.follow(sys.stdin.fileno(), self._write, self._t, self.cancel,
+                           send_input=self.send_input, resize=self.terminal_resized)
 
         if self.gpu.available:
             self._gpu_every = gpu_poll_period(len(self.gpu.devices))
@@ -267,10 +329,88 @@ class Recorder:
             workload.end(alive, tree.pids())
         for thread in readers:
             thread.join(timeout=5)
+        self._release_terminal()
         channel.finish()
         self.stdout_epochs.close()
         self._finish(exit_code, cancelled)
         return exit_code
+
+    def _start(self, workload: Workload) -> tuple[subprocess.Popen[bytes], list[tuple[str, Any, bool]]]:
+        """Launch the workload with its standard streams wired (see the module's docstring);
+        returns it and its outputs to pump: (stream name, readable file, a pseudo-terminal's)."""
+        options = self.options
+        stdin_tty, stdout_tty, stderr_tty = (_isatty(0), _isatty(_fileno(self.out)), _isatty(_fileno(self.err)))
+        if options.terminal is not None:                       # the dashboard's output panel
+            self.pty = PseudoTerminal(size=options.terminal)
+            in_tty, out_tty, err_tty = True, True, True
+        elif options.echo and not options.control and not options.trial and stdout_tty:
+            self.pty = PseudoTerminal(like=_fileno(self.out))   # headless in a terminal
+            in_tty, out_tty, err_tty = stdin_tty, True, stderr_tty
+            self.terminal.workload_owns_terminal()
+        else:                                                  # a pipe, CI, a trial
+            in_tty = out_tty = err_tty = False
+        pty = self.pty
+        slave = pty.slave if pty is not None else -1
+        # Input: a trial and a background recorder read none (a terminal would stop a background
+        # reader with SIGTTIN); the control channel's input comes as commands.
+        read_stdin = not options.trial and not options.control and (not stdin_tty or RawMode.foreground(0))
+        stdin: Any = slave if in_tty else subprocess.PIPE if (read_stdin or options.control) else subprocess.DEVNULL
+        terminal_fd = next((fd for fd, on in enumerate((in_tty, out_tty, err_tty)) if on), None)
+        try:
+            process = workload.start(stdin=stdin, stdout=slave if out_tty else subprocess.PIPE,
+                                     stderr=slave if err_tty else subprocess.PIPE, terminal_fd=terminal_fd)
+        except OSError:
+            if pty is not None:
+                pty.close()
+                self.pty = None
+            raise
+        outputs: list[tuple[str, Any, bool]] = []
+        if pty is not None:   # stdout (and stderr, where it is a terminal too): one stream, as on a terminal
+            pty.child_started()
+            outputs.append(("stdout", open(pty.master, "rb", closefd=False), True))
+        if process.stdout is not None:
+            outputs.append(("stdout", process.stdout, False))
+        if process.stderr is not None:
+            outputs.append(("stderr", process.stderr, False))
+        if in_tty and pty is not None:
+            self.input = InputRelay(pty.master, owns_fd=False, interrupt_char=pty.interrupt_char,
+                                    on_interrupt=self._typed_interrupt, suspend_char=pty.suspend_char,
+                                    on_suspend=self._typed_suspend)
+            if stdin_tty and options.terminal is None and read_stdin:
+                self._raw_mode = RawMode(0)
+                if self._raw_mode.enter():
+                    self.input.follow(0)
+        elif process.stdin is not None:
+            fd = os.dup(process.stdin.fileno())   # the relay's to close at the end of input
+            process.stdin.close()
+            process.stdin = None
+            self.input = InputRelay(fd, owns_fd=True)
+            if read_stdin:
+                self.input.follow(0)
+        return process, outputs
+
+    def _release_terminal(self) -> None:
+        """The user's terminal as it was; the workload's terminal closed."""
+        if self.input is not None:
+            self.input.close()
+        if self._raw_mode is not None:
+            self._raw_mode.restore()
+        if self.pty is not None:
+            self.pty.close()
+
+    def _follow_state(self) -> None:
+        """Say in the run file when the workload waits for input or is stopped, and when it runs
+        again; a state is said once it was seen on two looks in a row (a read that blocks for an
+        instant is no waiting)."""
+        assert self.workload is not None
+        state = self.workload.state(self.workload.known_pids)
+        seen, self._state_seen = self._state_seen, state
+        if state != seen or state == self._state:
+            return
+        self._state = state
+        message = {WAITING_FOR_INPUT: "the workload is waiting for input", STOPPED: "the workload is stopped",
+                   RUNNING: "the workload runs again"}[state]
+        self._write(records.notice(self._t(), message, level="info", state=state))
 
     def _sample_until_exit(self, tree: ProcessTreeProbe, me: SelfProbe, watcher: SelfProbe | None) -> int:
         assert self.workload is not None
@@ -294,6 +434,7 @@ class Recorder:
                 self.workload.cancel_step(now, tree.pids())
             if now - last_status >= STATUS_EVERY:
                 last_status = now
+                self._follow_state()
                 self._show_status()
 
     def _sample(self, tree: ProcessTreeProbe, me: SelfProbe, watcher: SelfProbe | None) -> dict[str, Any]:
@@ -356,6 +497,8 @@ class Recorder:
             status, reason = "trial", TRIAL_OVER
         elif cancelled:
             status, reason = "cancelled", self._cancel_reason
+        elif self._interrupts:   # a Ctrl-C typed into its terminal, which the workload then ended on
+            status, reason = "cancelled", CANCELLED
         elif exit_code == 0:
             status, reason = "ok", "the workload finished"
         else:
@@ -370,6 +513,36 @@ class Recorder:
         if self._write_failed is not None:
             raise RecorderError(f"writing {self.options.output} failed: {self._write_failed.strerror}; "
                                 "the workload was stopped and the file holds everything up to then")
+
+
+def _catches(pid: int, sig: int) -> bool:
+    """Process PID has a handler for SIG (/proc/PID/status, SigCgt)."""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith("SigCgt:"):
+                    return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _fileno(stream: Any) -> int:
+    try:
+        return int(stream.fileno())
+    except (AttributeError, OSError, ValueError):   # a test's StringIO
+        return -1
+
+
+def _isatty(fd: int) -> bool:
+    return fd >= 0 and os.isatty(fd)
 
 
 def claim(path: str, overwrite: bool = False) -> int:
@@ -413,6 +586,8 @@ def record(options: RecordOptions, on_start: Callable[[Recorder], None] | None =
     on_main = threading.current_thread() is threading.main_thread()
     previous = {sig: signal.signal(sig, handle) for sig in CANCEL_SIGNALS
                 if on_main and (signal.getsignal(sig) is not signal.SIG_IGN or sig != signal.SIGHUP)}
+    if on_main:   # our terminal resized: the workload's pseudo-terminal follows
+        previous[signal.SIGWINCH] = signal.signal(signal.SIGWINCH, lambda _s, _f: recorder.terminal_resized())
     try:
         if on_start:
             on_start(recorder)

@@ -7,24 +7,28 @@ in. Recognised, on a line or on a progress bar's carriage-return update:
 * Keras: a line that is only ``Epoch 3/20`` (counted from 1);
 * tqdm bars and Lightning's progress bar: ``Epoch 3:`` or ``Epoch 3/20:`` at the start of a
   line that is a progress bar (``45%|███▌ |``, ``it/s``); a line printed once, such as
-  ``Epoch 3: loss 0.41``, is not taken: many scripts print it when the epoch ENDS (Lightning counts from 0: a run whose first epoch printed is 0 is
-  shifted to count from 1, as every view does);
+  ``Epoch 3: loss 0.41``, is not taken: many scripts print it when the epoch ENDS (Lightning
+  counts from 0: a run whose first epoch printed is 0 is shifted to count from 1, as every view
+  does);
 * Lightning's rich progress bar: ``Epoch 2/9 ━━━━…`` (counted from 0, and 9 is the last index);
 * Hugging Face's log dicts: ``{'loss': 0.9, …, 'epoch': 1.5}`` (the fraction of epochs done: 1.5
   is in the second epoch, 1.0 ends the first).
 
 Each new epoch number closes the previous epoch's phase (name ``epoch``, ``source: "stdout"``)
-and opens the next; the run's end closes the last. Once the workload reports through events
-of its own, nothing more is written here: its phases are better than these.
+and opens the next; the run's end closes the last. Once the workload says its phases itself
+(its run info, or a phase of its own), nothing more is written here: its phases are better
+than these (``phase_source``).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
-from .. import events, records
+from .. import events, phase_source
+from ..runformat import records
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 KERAS = re.compile(r"^\s*Epoch (\d+)/(\d+)\s*$")
@@ -59,7 +63,7 @@ def parse(text: str) -> tuple[int, int | None, bool] | None:
 class StdoutEpochs:
     """Follows the printed epoch and writes its phases while the workload reports none.
 
-    ``reported()`` says whether the workload reports through events of its own; ``on_epoch``
+    ``reported()`` says whether the workload says its phases itself; ``on_epoch``
     learns every epoch printed (the status line shows it either way).
     """
 
@@ -105,4 +109,4 @@ class StdoutEpochs:
 
     def _write_phase(self, kind: str, epoch: int, **extra: Any) -> None:
         self._write(records.event(self._t(), kind, name="epoch", epoch=epoch, **extra,
-                                  lane=events.DEFAULT_LANE, source="stdout"))
+                                  lane=events.DEFAULT_LANE, source=phase_source.PRINTED))

@@ -1,7 +1,11 @@
 """The headless recorder's terminal: the workload's output echoed, and a status line below it.
 
-Both write to the same terminal from different threads (the output pumps echo, the sampler
-shows the status), so one lock orders them and an echoed line first clears the status line.
+The output is echoed as the workload wrote it, bytes as they come. Both write to the same
+terminal from different threads (the output pumps echo, the sampler shows the status), so one
+lock orders them, echoed output first clears the status line, and the status line is shown
+only where the workload left the cursor at the start of a line (below a line it has not ended,
+it would be written into it). While the workload owns the terminal (a pseudo-terminal: it may
+draw anywhere on the screen) there is no status line at all.
 A terminal that goes away (a closed window, EIO, a viewer that quit) ends the echo or the
 status line, never the recording.
 """
@@ -9,9 +13,10 @@ status line, never the recording.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
+from collections.abc import Callable
 
-from .. import records
+from ..runformat import records
 
 
 def status_text(t: float, epoch: int | None, epochs: int | None, phase: str | None,
@@ -39,24 +44,36 @@ class Terminal:
         self._write, self._t = write, t
         self._lock = threading.Lock()
         self._shown = False
+        self._line_open = False          # the workload's last echoed byte did not end a line
 
     @property
     def echoing(self) -> bool:
         return self._echo
 
-    def echo(self, stream: str, text: str) -> None:
-        """One line of the workload's output, to our stdout or stderr as it came."""
-        if not self._echo:
+    def echo_bytes(self, stream: str, data: bytes) -> None:
+        """The workload's output as it came, to our stdout or stderr."""
+        if not self._echo or not data:
             return
         try:
             with self._lock:
                 self._clear()
                 target = self._out if stream == "stdout" else self._err
-                target.write(text + "\n")
-                target.flush()
+                binary = getattr(target, "buffer", None)
+                if binary is not None:
+                    target.flush()
+                    binary.write(data)
+                    binary.flush()
+                else:  # a text-only stream (a test's StringIO)
+                    target.write(data.decode("utf-8", errors="replace"))
+                    target.flush()
+                self._line_open = not data.endswith(b"\n")
         except (OSError, ValueError) as exc:  # our terminal or viewer went away: record on
             self._echo = False
             self._write(records.notice(self._t(), f"stopped echoing the workload's output: {exc}"))
+
+    def workload_owns_terminal(self) -> None:
+        """The workload draws on our terminal through its pseudo-terminal: no status line."""
+        self._status_line = False
 
     def wants_status(self) -> bool:
         if self._status_line is None:
@@ -70,6 +87,8 @@ class Terminal:
         if not self.wants_status():
             return
         with self._lock:
+            if self._line_open:
+                return
             try:
                 self._err.write("\r\x1b[K[devicewatch] " + text)
                 self._err.flush()

@@ -7,21 +7,32 @@ so a process that left the group (``setsid``) is reached too. A cancel escalates
 training script's KeyboardInterrupt handler can save its work), SIGTERM one grace period later,
 SIGKILL one more grace period later. Descendants still alive when the workload itself has
 exited are ended: none is left orphaned.
+
+Its standard streams are what the recorder was given, as far as a recorder can pass them on
+(recorder.py decides): a pseudo-terminal where the user has a terminal, pipes elsewhere; its
+input the recorder's own, relayed. Whether it waits on that input, or was stopped, is looked up
+in /proc (``state``).
 """
 
 from __future__ import annotations
 
 import os
+import platform
 import signal
 import subprocess
-from typing import Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import psutil
 
 from ..events import ENV_VAR
 from ..lifeline import die_with_parent
+from .pseudo_terminal import take_controlling_terminal
 
 CANCEL_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
+# The read system calls by number (/proc/PID/syscall), where the kernel has them.
+READ_CALLS = {"x86_64": {0, 19}, "aarch64": {63, 65}}.get(platform.machine(), set())
+WAITING_FOR_INPUT, STOPPED, RUNNING = "waiting for input", "stopped", "running"
 
 
 def exit_status(returncode: int) -> int:
@@ -37,15 +48,50 @@ class Workload:
         self.command, self.env, self.marker, self.grace = command, env, marker, grace
         self.process: subprocess.Popen[bytes] | None = None
         self.known_pids: set[int] = set()   # every descendant a sample has seen
+        self.input_names: set[str] = set()   # what its standard input is (/proc/PID/fd names)
         self._cancel_stage = 0
         self._cancel_at = 0.0
 
-    def start(self) -> subprocess.Popen[bytes]:
-        """Launch; OSError if the command cannot be started."""
+    def start(self, stdin: Any = subprocess.PIPE, stdout: Any = subprocess.PIPE, stderr: Any = subprocess.PIPE,
+              terminal_fd: int | None = None) -> subprocess.Popen[bytes]:
+        """Launch with these standard streams (``terminal_fd``: which of its 0, 1, 2 is a
+        pseudo-terminal, to become its controlling terminal); OSError if it cannot be started."""
+        lifeline = die_with_parent()
+
+        def prepare() -> None:
+            if lifeline is not None:
+                lifeline()
+            if terminal_fd is not None:
+                take_controlling_terminal(terminal_fd)
+
         self.process = subprocess.Popen(
-            self.command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=self.env, start_new_session=True, close_fds=True, preexec_fn=die_with_parent())
+            self.command, stdin=stdin, stdout=stdout, stderr=stderr, env=self.env, start_new_session=True,
+            close_fds=True, preexec_fn=prepare)
+        given = self.process.stdin.fileno() if self.process.stdin is not None else stdin
+        name = _fd_name(given) if isinstance(given, int) and given >= 0 else None
+        self.input_names = {name} if name else set()
         return self.process
+
+    def state(self, pids: Iterable[int]) -> str:
+        """``stopped`` (SIGSTOP, SIGTSTP), ``waiting for input`` (blocked reading its terminal or
+        its standard input, in the kernel's own words: /proc/PID/syscall), else ``running``; the
+        state of the workload's first process in PIDS (its own first) that is not running."""
+        for pid in [self.pid, *(p for p in pids if p != self.pid)][:64]:
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as handle:
+                    status = handle.read().rsplit(b")", 1)[1].split()[0]
+                if status in (b"T", b"t"):
+                    return STOPPED
+                if status != b"S" or not READ_CALLS or not self.input_names:
+                    continue
+                with open(f"/proc/{pid}/syscall", "rb") as handle:
+                    call = handle.read().split()
+                if len(call) > 1 and call[0].isdigit() and int(call[0]) in READ_CALLS \
+                        and os.readlink(f"/proc/{pid}/fd/{int(call[1], 16)}") in self.input_names:
+                    return WAITING_FOR_INPUT
+            except (OSError, ValueError, IndexError):
+                continue
+        return RUNNING
 
     @property
     def pid(self) -> int:
@@ -133,3 +179,11 @@ class Workload:
             _gone, alive = psutil.wait_procs(alive, timeout=self.grace)
             if not alive:
                 break
+
+
+def _fd_name(fd: int) -> str | None:
+    """What file descriptor FD of this process is, in /proc's words (``/dev/pts/3``, ``pipe:[…]``)."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None

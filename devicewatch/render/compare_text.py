@@ -57,7 +57,7 @@ class Section:
     def table(self) -> Table:
         table = Table(title=self.title, title_justify="left", caption_justify="left")
         for column in [*self.key, *self.columns]:
-            table.add_column(column.header, justify=column.justify)  # type: ignore[arg-type]
+            table.add_column(column.header, justify=column.justify)  # type: ignore[arg-type]  # rich's justify is a Literal; ours is one of its values
         for row in zip(*[c.cells for c in [*self.key, *self.columns]]):
             table.add_row(*row)
         if self.lines:
@@ -79,8 +79,9 @@ def _specs(c: Comparison) -> dict[str, Section]:
             rows.append((analysis.units_text(c.a.unit), f"{len(c.a.epochs)} in {_secs(c.a.epoch_seconds)}",
                          f"{len(c.b.epochs)} in {_secs(c.b.epoch_seconds)}"))
         else:
-            rows.append((c.units, *(f"{analysis.units_text(s.unit, len(s.epochs))} in {_secs(s.epoch_seconds)}"
-                                    for s in (c.a, c.b))))
+            a_units, b_units = (f"{analysis.units_text(s.unit, len(s.epochs))} in {_secs(s.epoch_seconds)}"
+                                for s in (c.a, c.b))
+            rows.append((c.units, a_units, b_units))
     rows.append(("machine", f"{c.a.cores} cores" + "".join(f"; {g}" for g in c.a.gpu_names),
                  f"{c.b.cores} cores" + "".join(f"; {g}" for g in c.b.gpu_names)))
     for key in ("framework", "device", "params", "data"):
@@ -148,22 +149,23 @@ def _epoch_sections(c: Comparison) -> dict[str, Section]:
     heading = (analysis.units_text(c.a.unit).capitalize() if c.a.unit == c.b.unit
                else f"{analysis.units_text(c.a.unit).capitalize()} of A beside {analysis.units_text(c.b.unit)} "
                     "of B, paired by number: not the same work")
-    columns = [Column("A total", [_secs(p.a and p.a.total) for p in pairs]),
-               Column("B total", [_secs(p.b and p.b.total) for p in pairs]),
+    columns = [Column("A total", [_secs(p.a.total if p.a else None) for p in pairs]),
+               Column("B total", [_secs(p.b.total if p.b else None) for p in pairs]),
                Column("Δ total", [_signed(p.delta("total")) for p in pairs]),
-               Column("Δ %", ["-" if p.change() is None else f"{p.change() * 100:+.0f}%"  # type: ignore[operator]
+               Column("Δ %", ["-" if p.change() is None else f"{p.change() * 100:+.0f}%"  # type: ignore[operator]  # change() is not None there
                               for p in pairs])]
     explained = "Δ = B − A; each phase: A / B, lanes merged"
     if any(r.data_wait is not None for p in pairs for r in (p.a, p.b) if r is not None):
-        columns += [Column("loop A / B", [f"{_secs((p.a and p.a.train_loop) or None)} / "
-                                          f"{_secs((p.b and p.b.train_loop) or None)}" for p in pairs]),
+        columns += [Column("loop A / B", [f"{_secs((p.a.train_loop if p.a else None) or None)} / "
+                                          f"{_secs((p.b.train_loop if p.b else None) or None)}" for p in pairs]),
                     Column("data wait A → B", [f"{_share(p.loop_wait_share('a'))} → {_share(p.loop_wait_share('b'))}"
                                                for p in pairs])]
         explained += f"; {analysis.LOOP_WAIT_LEGEND}"
-    columns += [Column(n, [f"{_secs(p.a and p.a.phases.get(n))} / {_secs(p.b and p.b.phases.get(n))}"
+    columns += [Column(n, [f"{_secs(p.a.phases.get(n) if p.a else None)} / {_secs(p.b.phases.get(n) if p.b else None)}"
                            for p in pairs]) for n in names]
-    columns.append(Column("A / B in no phase", [f"{_secs(p.a and p.a.untracked)} / {_secs(p.b and p.b.untracked)}"
-                                                for p in pairs]))
+    columns.append(Column("A / B in no phase",
+                          [f"{_secs(p.a.untracked if p.a else None)} / {_secs(p.b.untracked if p.b else None)}"
+                           for p in pairs]))
     steps = any(p.steps(w) is not None for p in pairs for w in "ab")
     if steps:
         columns.append(Column("steps A / B", [f"{_fmt(p.steps('a'))} / {_fmt(p.steps('b'))}" for p in pairs]))

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import csv
 import math
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 from xml.sax.saxutils import escape
 
-from .. import analysis, downsample, events
-from ..runfile import Run
+from .. import analysis, events
+from ..runformat import downsample
+from ..runformat.runfile import Run
 from ..safe_text import csv_cell
 from .palette import PRINT
 
@@ -27,6 +29,10 @@ PID = 1
 
 
 # -- tracks ---------------------------------------------------------------------------------
+
+# An SVG chart's lines (label, times, values, colour, width) and its band (times, low, high).
+_Series = list[tuple[str, list[float], list[float], str, float]]
+_Band = tuple[list[float], list[float], list[float]]
 
 def assign_tracks(spans: Iterable[tuple[float, float]]) -> list[int]:
     """Give each span a track index so that no two spans on one track overlap.
@@ -52,7 +58,7 @@ def assign_tracks(spans: Iterable[tuple[float, float]]) -> list[int]:
 
 
 def _us(seconds: float) -> int:
-    return int(round(seconds * 1_000_000))
+    return round(seconds * 1_000_000)
 
 
 def _finite(value: Any) -> bool:
@@ -79,13 +85,14 @@ def perfetto(run: Run) -> dict[str, Any]:
         trace = _process(run, PID, f"devicewatch: {run.title}")
     return {"traceEvents": trace, "displayTimeUnit": "ms",
             "otherData": {"source": "devicewatch", "file": run.path, "workload": run.title,
-                          "started": run.header.get("started"), "duration_s": round(run.duration, 3)}}
+                          "started": run.header.started, "duration_s": round(run.duration, 3)}}
 
 
 def _process(run: Run, pid: int, name: str) -> list[dict[str, Any]]:
     """One machine's tracks, as trace events of process ``pid``."""
     trace: list[dict[str, Any]] = []
-    meta = lambda name, tid, args: {"name": name, "ph": "M", "pid": pid, "tid": tid, "args": args}  # noqa: E731
+    def meta(name: str, tid: int, args: dict[str, Any]) -> dict[str, Any]:
+        return {"name": name, "ph": "M", "pid": pid, "tid": tid, "args": args}
     trace.append(meta("process_name", 0, {"name": name}))
 
     c = run.samples
@@ -194,9 +201,10 @@ def sample_columns(run: Run) -> dict[str, Any]:
         columns[f"gpu{g}_util"] = util[:, g]
         columns[f"gpu{g}_mem_used"] = mem[:, g]
         columns[f"gpu{g}_power_w"] = power[:, g]
-    labels = np.full(len(c.t), "", dtype=object)
+    labels = np.empty(len(c.t), dtype=np.object_)
+    labels[:] = ""
     for p in analysis.phases(run):  # the phases active at each sample, in name order
-        lo, hi = np.searchsorted(c.t, p.start, "left"), np.searchsorted(c.t, p.end, "right")
+        lo, hi = np.searchsorted(c.t, p.start, side="left"), np.searchsorted(c.t, p.end, side="right")
         labels[lo:hi] = [_add_name(x, p.name) for x in labels[lo:hi]] if hi - lo < 2 else \
             _add_names(labels[lo:hi], p.name)
     columns["phases"] = labels
@@ -298,7 +306,9 @@ CORE_LINE_LIMIT = 16   # more cores than this: draw the spread (min to max) inst
 
 def _reduce(t: list[float], v: list[float], buckets: int) -> tuple[list[float], list[float]]:
     """At most two points (min and max, in time order) per bucket, so dips survive downsampling."""
-    rt, rv = downsample.minmax(t, v, buckets)
+    import numpy as np
+
+    rt, rv = downsample.minmax(np.asarray(t), np.asarray(v), buckets)
     return rt.tolist(), rv.tolist()
 
 
@@ -312,7 +322,7 @@ def svg(run: Run, width: int = 1200) -> str:
     left, right, top = 70, 20, 50
     plot_w = width - left - right
     chart_h, gap = 200, 40
-    charts: list[tuple[str, list[tuple[str, list[float], list[float], str, float]], tuple[list[float], list[float], list[float]] | None]] = []
+    charts: list[tuple[str, _Series, _Band | None]] = []
 
     def clean(ts: Iterable[float], vs: Iterable[float]) -> tuple[list[float], list[float]]:
         pairs = [(a, b) for a, b in zip(ts, vs) if math.isfinite(a) and math.isfinite(b)]
@@ -403,8 +413,8 @@ def svg(run: Run, width: int = 1200) -> str:
             if not lt:
                 continue
             rt, rv = _reduce(lt, lv, plot_w // 2)
-            points = " ".join(f"{x(a):.1f},{y(b):.1f}" for a, b in zip(rt, rv))
-            parts.append(f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="{stroke}">'
+            path = " ".join(f"{x(a):.1f},{y(b):.1f}" for a, b in zip(rt, rv))
+            parts.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="{stroke}">'
                          f'<title>{escape(name)}</title></polyline>')
         parts.append('</g>')
 

@@ -78,7 +78,7 @@ def fit(title: str, key: list[Column], columns: list[Column], width: int) -> lis
     for i, group in enumerate(groups or [[]]):
         table = Table(title=title if i == 0 else f"{title.split(' (')[0]}, continued", title_justify="left")
         for column in [*key, *group]:
-            table.add_column(column.header, justify=column.justify,  # type: ignore[arg-type]
+            table.add_column(column.header, justify=column.justify,  # type: ignore[arg-type]  # rich's justify is a Literal; ours is one of its values
                              no_wrap=not column.wrap, overflow="fold")
         rows = max([len(c.cells) for c in [*key, *group]] or [0])
         for r in range(rows):

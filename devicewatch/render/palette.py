@@ -1,7 +1,7 @@
 """The colours of every view: the dashboard's two looks and the light look of exported SVG.
 
 One palette, so a phase has the same hue wherever it is drawn; ``phase`` has a colour for each
-of ``analysis.PHASE_KINDS`` and for "other".
+of ``phase_kinds.KINDS`` (``other`` included).
 """
 
 from __future__ import annotations

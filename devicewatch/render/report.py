@@ -9,11 +9,14 @@ from __future__ import annotations
 import io
 from typing import Any
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from .. import advice, analysis
-from ..runfile import Run
+from .. import analysis
+from ..analysis import advice
+from ..analysis.utilization import active_mask
+from ..runformat.runfile import Run
 from ..safe_text import inert
 from .fit import DEFAULT_WIDTH, PER_CORE_TEXT_LIMIT, Column, fit, output_width
 
@@ -26,13 +29,13 @@ def _secs(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}s"
 
 
-def straggler_lines(rows: list[dict[str, Any]], unit: str = analysis.EPOCH_UNIT) -> list[str]:
-    """One line per epoch (or segment, UNIT) of a merged run (``analysis.straggler_rows``): the
+def straggler_lines(rows: list[analysis.StragglerFigures], unit: str = analysis.EPOCH_UNIT) -> list[str]:
+    """One line per epoch (or segment, UNIT) of a merged run (``Summary.stragglers``): the
     rank that finished last and how long the others waited for it."""
     lines = []
     for row in rows:
-        waits = ", ".join(f"rank {r} {w:.3f}s" for r, w in row["waited"].items())
-        lines.append(f"{unit} {row['epoch']}: rank {row['last_rank']} finished last; waited: {waits}")
+        waits = ", ".join(f"rank {r} {w:.3f}s" for r, w in row.waited.items())
+        lines.append(f"{unit} {row.epoch}: rank {row.last_rank} finished last; waited: {waits}")
     return lines
 
 
@@ -44,147 +47,165 @@ def _share(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
 
 
-def epoch_tables(summary: dict[str, Any], width: int) -> list[Any]:
+def epoch_tables(summary: analysis.Summary, width: int) -> list[Any]:
     """The epoch table (titled segments for a run of segments): the total, then where the data
     wait is measured the training loop's seconds and the share of them spent waiting (what the
     verdict judges: a loop that mostly waited shows its time, not "train 0.0s"), every phase's
     seconds, then the workload's own metrics but those that repeat a phase; what does not fit
     goes on in a further table."""
-    rows = summary["epochs"]
-    unit = summary.get("unit", analysis.EPOCH_UNIT)
-    names = list(dict.fromkeys(n for row in rows for n in row.get("phase_seconds", {})))
-    metric_names = list(dict.fromkeys(m for row in rows for m in row["metrics"]))
+    rows = summary.epochs
+    unit = summary.unit
+    names = list(dict.fromkeys(n for row in rows for n in row.phase_seconds))
+    metric_names = list(dict.fromkeys(m for row in rows for m in row.metrics))
     repeated = analysis.repeated_metrics(names, metric_names)
-    columns = [Column("total", [_secs(row["total"]) for row in rows])]
+    columns = [Column("total", [_secs(row.total) for row in rows])]
     title = f"{unit.capitalize()}s (seconds in each phase, lanes merged)"
-    if any(row.get("data_wait") is not None for row in rows):
-        columns += [Column("loop", [_secs(row.get("train_loop") or None) for row in rows]),
-                    Column("data wait", [_share(row.get("loop_wait_share")) for row in rows])]
+    if any(row.data_wait is not None for row in rows):
+        columns += [Column("loop", [_secs(row.train_loop or None) for row in rows]),
+                    Column("data wait", [_share(row.loop_wait_share) for row in rows])]
         title = f"{unit.capitalize()}s ({analysis.LOOP_WAIT_LEGEND}; seconds per phase, lanes merged)"
-    columns += [Column(n, [_secs(row.get("phase_seconds", {}).get(n)) for row in rows]) for n in names]
-    columns.append(Column("no phase", [_secs(_untracked(row)) for row in rows]))
-    columns += [Column(m, [_cell(row["metrics"].get(m)) for row in rows]) for m in metric_names if m not in repeated]
-    return fit(title, [Column(unit, [str(row["epoch"]) for row in rows])], columns, width)
+    columns += [Column(n, [_secs(row.phase_seconds.get(n)) for row in rows]) for n in names]
+    columns.append(Column("no phase", [_secs(row.untracked) for row in rows]))
+    columns += [Column(m, [_cell(row.metrics.get(m)) for row in rows]) for m in metric_names if m not in repeated]
+    return fit(title, [Column(unit, [str(row.epoch) for row in rows])], columns, width)
 
 
-def _untracked(row: dict[str, Any]) -> float:
-    if row.get("untracked") is not None:
-        return float(row["untracked"])
-    spent = row.get("phase_seconds", {})
-    return max(0.0, row["total"] - sum(spent.values())) if spent else row["other"]
+def phase_clocks(run: Run, names: list[str]) -> list[str] | None:
+    """Each phase's mean core clock in MHz (every core's readings while it was active, as its
+    utilization counts samples), "-" where it had none; None where the run recorded no clock."""
+    mhz = run.samples.cpu_mhz
+    if not mhz.size or np.isnan(mhz).all():
+        return None
+    read = ~np.isnan(mhz).all(axis=1)
+    t, mean = run.samples.t[read], np.nanmean(mhz[read], axis=1)
+    intervals: dict[str, list[tuple[float, float]]] = {}
+    for phase in analysis.phases(run):
+        intervals.setdefault(phase.name, []).append((phase.start, phase.end))
+    active = {name: active_mask(t, spans) for name, spans in intervals.items()}  # the analysis's rule
+    outside = ~np.logical_or.reduce(list(active.values())) if active else np.ones(len(t), bool)
+    cells = []
+    for name in names:
+        chosen = mean[active[name] if name in active else outside]
+        cells.append(f"{chosen.mean():.0f}" if chosen.size else "-")
+    return cells
 
 
-def tables(run: Run, summary: dict[str, Any], width: int = DEFAULT_WIDTH) -> list[Any]:
+
+def tables(run: Run, summary: analysis.Summary, width: int = DEFAULT_WIDTH) -> list[Any]:
     """The report as rich renderables laid out for WIDTH; shared with the recorder's
     end-of-run summary."""
     out: list[Any] = []
-    if summary["status"] not in ("ok", "trial", "cancelled") and not summary["lanes"]:
+    if summary.status not in ("ok", "trial", "cancelled") and not summary.lanes:
         # It failed before its first phase: what it said, and how it ended; its utilization
         # would describe the start-up only, and a verdict on it would mislead.
         error = analysis.last_error_line(run)
         if error:
             out.append(f"error: {error}")
-        out.append(f"status: {summary['status_text']} after {summary['duration']:.1f}s, before its first phase")
+        out.append(f"status: {summary.status_text} after {summary.duration:.1f}s, before its first phase")
         return out
     head = Table.grid(padding=(0, 2))
     head.add_column(style="bold", no_wrap=True)
     head.add_column(overflow="fold")  # a long path or option list wraps; nothing is cut
-    host = summary["host"]
-    status = summary["status_text"]
-    head.add_row("run", f"{summary['workload']}  {run.path}")
-    head.add_row("status", status)
-    head.add_row("duration", f"{summary['duration']:.1f}s, {summary['samples']} samples")
+    host = summary.host
+    head.add_row("run", f"{summary.workload}  {run.path}")
+    head.add_row("status", summary.status_text)
+    head.add_row("duration", f"{summary.duration:.1f}s, {summary.samples} samples")
     head.add_row("host", f"{host.get('cpu_model', '?')}, {host.get('cpu_count', '?')} cores"
                  + "".join(f"; {g.get('name')}" for g in host.get("gpus", [])))
-    gpu = summary["gpu"]
-    head.add_row("GPU", "sampled" if gpu["available"] else f"not sampled: {gpu['reason'] or 'unknown'}")
-    if summary["instrumentation"]:
-        head.add_row("zero-code", summary["instrumentation"])
-    if summary["run_info"]:
-        head.add_row("workload info", ", ".join(f"{k}={v}" for k, v in summary["run_info"].items()))
-    if summary["recorder_cpu_mean"] is not None:
-        head.add_row("watching cost", f"recorder {summary['recorder_cpu_mean']:.1f}% of one core")
-    if gpu["available"]:
-        for g, period in enumerate(summary["gpu_driver_periods"]):
+    gpu = summary.gpu
+    head.add_row("GPU", "sampled" if gpu.available else f"not sampled: {gpu.reason or 'unknown'}")
+    if summary.instrumentation:
+        head.add_row("zero-code", summary.instrumentation)
+    if summary.run_info:
+        head.add_row("workload info", ", ".join(f"{k}={v}" for k, v in summary.run_info.items()))
+    if summary.recorder_cpu_mean is not None:
+        head.add_row("watching cost", f"recorder {summary.recorder_cpu_mean:.1f}% of one core")
+    if gpu.available:
+        for g, period in enumerate(summary.gpu_driver_periods):
             head.add_row(f"GPU {g} rate", analysis.driver_rate_text(period))
-    if summary["hosts"]:
-        head.add_row("hosts", f"{', '.join(map(str, summary['hosts']))} (merged; {summary['alignment']})")
+    if summary.hosts:
+        head.add_row("hosts", f"{', '.join(map(str, summary.hosts))} (merged; {summary.alignment})")
     out.append(head)
 
-    if summary["epochs"]:
+    if summary.epochs:
         out += epoch_tables(summary, width)
-        if summary.get("data_wait_unmeasured"):
-            out.append(summary["data_wait_unmeasured"]["text"])
+        if summary.data_wait_unmeasured:
+            out.append(summary.data_wait_unmeasured.text)
 
-    phases = summary["phases"]
+    phases = summary.phases
     if phases:
         entries = list(phases.values())
         cores = len(entries[0]["cores"])
         gpus = len(entries[0]["gpus"])
-        both = lambda stats: f"{_pct(stats['mean'])} / {_pct(stats['p95'])}"  # noqa: E731
+        def both(stats: dict[str, float]) -> str:
+            return f"{_pct(stats['mean'])} / {_pct(stats['p95'])}"
         columns = [Column("time", [_secs(e["seconds"]) for e in entries]),
                    Column("CPU total", [both(e["cpu_total"]) for e in entries])]
         if cores <= PER_CORE_TEXT_LIMIT:
             columns += [Column(f"core {c}", [both(e["cores"][c]) for e in entries]) for c in range(cores)]
         columns += [Column(f"GPU {g}", [both(e["gpus"][g]) for e in entries]) for g in range(gpus)]
+        clocks = phase_clocks(run, list(phases))
+        if clocks is not None:
+            columns.append(Column("clock MHz", clocks))
         out += fit("Utilization per phase (mean / p95)", [Column("phase", list(phases), "left", wrap=True)],
                    columns, width)
         if cores > PER_CORE_TEXT_LIMIT:
             out.append(f"{cores} cores: per-core columns are in --json only")
 
-    if summary["devices"]:
-        devices = summary["devices"]
+    if summary.devices:
+        devices = summary.devices
         out += fit(f"Idle time and dips (below {analysis.DIP_THRESHOLD:.0f}%)",
-                   [Column("device", [d["device"] for d in devices], "left", wrap=True)],
-                   [Column("mean", [_pct(d["mean"]) for d in devices]),
-                    Column("idle", [f"{d['idle_fraction']:.0%}" for d in devices]),
-                    Column("dips", [str(d["dips"]) for d in devices]),
-                    Column("dip time", [_secs(d["dip_seconds"]) for d in devices]),
-                    Column("dips fall in", [", ".join(d["dip_phases"]) or "-" for d in devices], "left", wrap=True)],
+                   [Column("device", [d.device for d in devices], "left", wrap=True)],
+                   [Column("mean", [_pct(d.mean) for d in devices]),
+                    Column("idle", [f"{d.idle_fraction:.0%}" for d in devices]),
+                    Column("dips", [str(d.dips) for d in devices]),
+                    Column("dip time", [_secs(d.dip_seconds) for d in devices]),
+                    Column("dips fall in", [", ".join(d.dip_phases) or "-" for d in devices], "left", wrap=True)],
                    width)
 
-    if summary["per_host"]:
-        hosts = summary["per_host"]
-        busiest = [max(h["devices"], key=lambda d: d["mean"], default=None) for h in hosts]
-        out += fit("Per host (each node's own samples and ranks)", [Column("host", [h["host"] for h in hosts], "left")],
-                   [Column("machine", [str(h["hostname"] or "?") for h in hosts], "left", wrap=True),
-                    Column("samples", [str(h["samples"]) for h in hosts]),
-                    Column("CPU total", [_pct(h["cpu_mean"]) for h in hosts]),
-                    Column("busiest device", [f"{b['device']} {_pct(b['mean'])}, {b['dips']} dips" if b else "-"
+    if summary.per_host:
+        hosts = summary.per_host
+        busiest = [max(h.devices, key=lambda d: d.mean, default=None) for h in hosts]
+        out += fit("Per host (each node's own samples and ranks)", [Column("host", [h.host for h in hosts], "left")],
+                   [Column("machine", [str(h.hostname or "?") for h in hosts], "left", wrap=True),
+                    Column("samples", [str(h.samples) for h in hosts]),
+                    Column("CPU total", [_pct(h.cpu_mean) for h in hosts]),
+                    Column("busiest device", [f"{b.device} {_pct(b.mean)}, {b.dips} dips" if b else "-"
                                               for b in busiest], "left", wrap=True),
-                    Column("verdict", [h["verdict"]["label"] for h in hosts], "left", wrap=True)], width)
+                    Column("verdict", [h.verdict.label for h in hosts], "left", wrap=True)], width)
 
-    if len(summary["lanes"]) > 1:
-        overlap = summary["overlap"]
-        out.append(f"Lanes {', '.join(summary['lanes'])}: two or more lanes active "
+    if len(summary.lanes) > 1:
+        overlap = summary.overlap
+        out.append(f"Lanes {', '.join(summary.lanes)}: two or more lanes active "
                    f"{overlap['overlap_fraction']:.0%} of the busy time ({overlap['overlap_seconds']:.1f}s)")
 
-    if summary["results"]:
-        results = summary["results"]
+    if summary.results:
+        results = summary.results
         keys = list(dict.fromkeys(k for r in results for k in r if k != "name"))
         out += fit("Results", [Column("name", [str(r["name"]) for r in results], "left", wrap=True)],
                    [Column(k, [_cell(r.get(k)) for r in results]) for k in keys], width)
 
-    if summary["stragglers"]:
-        out.append(f"Stragglers (the rank that finished each {summary['unit']} last, and how long the others waited):")
-        out += ["  " + line for line in straggler_lines(summary["stragglers"], summary["unit"])]
+    if summary.stragglers:
+        out.append(f"Stragglers (the rank that finished each {summary.unit} last, and how long the others waited):")
+        out += ["  " + line for line in straggler_lines(summary.stragglers, summary.unit)]
 
-    for notice in summary["notices"][:10]:
+    for notice in summary.notices[:10]:
         out.append(f"note: {notice}")
-    if summary["per_host"]:
-        out += [f"verdict {h['host']}: {h['verdict']['text']}" for h in summary["per_host"]]
+    if summary.per_host:
+        out += [f"verdict {h.host}: {h.verdict.text}" for h in summary.per_host]
     else:
-        out.append(f"verdict: {summary['verdict']['text']}")
+        out.append(f"verdict: {summary.verdict.text}")
         out += ["advice: " + advice.text(a) for a in advice.shown(run)]
     return out
 
 
-def timeline_chart(run: Run, width: int = 100, height: int = 18) -> str:
-    """Utilization over time with epoch boundaries, as plotext text (no colour codes)."""
+def timeline_chart(run: Run, width: int = 100, height: int = 18, summary: analysis.Summary | None = None) -> str:
+    """Utilization over time with epoch boundaries, as plotext text (no colour codes); from
+    SUMMARY's series and epochs where the report has them already."""
     import plotext as plt
 
-    s = analysis.series(run)
-    all_phases = analysis.phases(run)
+    summary = analysis.summarize(run) if summary is None else summary
+    s = summary.series
     plt.clear_figure()
     plt.plotsize(width, height)
     plt.theme("clear")
@@ -193,11 +214,10 @@ def timeline_chart(run: Run, width: int = 100, height: int = 18) -> str:
     for g in range(s.gpus):
         if s.gpu_t[g].size:
             plt.plot(s.gpu_t[g].tolist(), s.gpu_util[g].tolist(), label=f"GPU {g} %", marker="braille")
-    rows = analysis.epochs(run, all_phases)
-    for start in sorted({e.start for e in rows}):
+    for start in sorted({e.start for e in summary.epoch_rows}):
         plt.vertical_line(start)
     plt.ylim(0, 100)
-    plt.xlabel(f"seconds (vertical lines: {analysis.unit(rows)} starts)")
+    plt.xlabel(f"seconds (vertical lines: {summary.unit} starts)")
     plt.title(f"Utilization: {run.title}")
     return plt.build()
 
@@ -215,7 +235,7 @@ def report_text(run: Run, chart: bool = False, width: int | None = None) -> str:
     text = "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())  # rich pads to the width
     if chart and run.samples:
         try:
-            text += "\n" + timeline_chart(run, width=min(width, 120)) + "\n"
+            text += "\n" + timeline_chart(run, width=min(width, 120), summary=summary) + "\n"
         except (ImportError, AttributeError) as exc:  # plotext 6 dropped the API used here
             text += f"\n(timeline not drawn: this plotext lacks it: {exc})\n"
     return inert(text, newlines=True)  # the output has no escape codes of its own

@@ -13,7 +13,8 @@ import time
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
+from collections.abc import Iterable, Sequence
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -24,7 +25,7 @@ from .. import trials
 from ..errors import UsageError
 from ..live.source import LiveSource, Source, end_runs_on_hangup, open_replay, previous_run
 from ..registry import Target
-from ..runfile import Run, RunFileError, load
+from ..runformat.runfile import Run, RunFileError, load
 from ..safe_text import markup
 from .compare import CompareScreen, open_compare
 from .dialogs import ConfirmTrials, QuitDuringRun

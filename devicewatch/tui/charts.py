@@ -17,7 +17,8 @@ is not touched. The tiles' widths change only with the chart's.
 
 from __future__ import annotations
 
-from typing import Callable, ClassVar, Generic, TypeVar
+from typing import ClassVar, Generic, TypeVar
+from collections.abc import Callable
 
 from textual.app import ComposeResult
 from textual.geometry import Region

@@ -32,13 +32,13 @@ from ..beside import Beside
 from ..live.model import RunModel
 from ..render import compare_text
 from ..render.palette import NORMAL, PRESENTER, Palette
-from ..runfile import Run, RunFileError, load
+from ..runformat.runfile import Run, RunFileError, load
 from ..safe_text import inert, markup
 from .charts import AreaChart, HeatStrip, PhaseLanes
 from .drawing import AreaInput, HeatInput, View
 from .panels import RenderedTable
 from .redraw import RedrawOnce
-from .run_screen import lanes_input, overlay_of
+from .model_inputs import lanes_input, overlay_of
 
 # The sections of ``render.compare_text`` in the order the view shows them; presenter mode keeps
 # only the epochs (their data wait included) and the idle time.
@@ -167,7 +167,7 @@ class CompareScreen(RedrawOnce):
         (``post_message`` is thread-safe; a screen closed meanwhile takes nothing)."""
         try:
             c = compare.comparison(self.runs["A"], self.runs["B"])
-        except Exception as exc:  # noqa: BLE001 - said on the screen
+        except Exception as exc:
             self.post_message(self.Failed(exc))
         else:
             self.post_message(self.Compared(c))
@@ -249,9 +249,9 @@ class CompareScreen(RedrawOnce):
         if self.align == "epoch":
             starts = {label: self.epoch_start(label, self.epoch) for label in self.models}
             if all(s is not None for s in starts.values()):
-                lead = max(starts.values())  # type: ignore[type-var]
-                span = max(lead + durations[k] - starts[k] for k in starts)  # type: ignore[operator]
-                return {k: View(starts[k] - lead, starts[k] - lead + span)  # type: ignore[operator]
+                lead = max(starts.values())  # type: ignore[type-var]  # no None left: epoch_start of every run was checked above
+                span = max(lead + durations[k] - starts[k] for k in starts)  # type: ignore[operator]  # as above
+                return {k: View(starts[k] - lead, starts[k] - lead + span)  # type: ignore[operator]  # as above
                         for k in starts}
         span = max(durations.values())
         return {label: View(0.0, span) for label in self.models}

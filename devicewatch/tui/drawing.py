@@ -16,14 +16,15 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from dataclasses import dataclass, field, replace
-from typing import Any, Hashable, Sequence
+from typing import Any
+from collections.abc import Hashable, Sequence
 
 import numpy as np
 from rich.segment import Segment
 from rich.style import Style
 
 from .. import nanmath
-from ..live.model import KINDS
+from ..phase_kinds import KINDS
 from ..render.palette import NORMAL, PRESENTER, Palette
 from ..safe_text import inert
 
@@ -80,7 +81,7 @@ class Grid:
     state: np.ndarray | None = None
 
     @staticmethod
-    def blank(rows: int, width: int, style: Style | None = None) -> "Grid":
+    def blank(rows: int, width: int, style: Style | None = None) -> Grid:
         return Grid(np.full((rows, width), " ", dtype="<U1"), np.full((rows, width), style_id(style), dtype=np.int32))
 
     @property
@@ -91,7 +92,7 @@ class Grid:
     def width(self) -> int:
         return int(self.chars.shape[1]) if self.chars.ndim == 2 else 0
 
-    def columns(self, x0: int, x1: int) -> "Grid":
+    def columns(self, x0: int, x1: int) -> Grid:
         """Columns ``[x0, x1)`` of every row (a view, not a copy)."""
         return Grid(self.chars[:, x0:x1], self.styles[:, x0:x1])
 
@@ -122,7 +123,7 @@ class Grid:
         ends = starts[1:] + [self.width]
         return [Segment(text[a - first:b - first], _STYLES[ids[a]]) for a, b in zip(starts, ends)]
 
-    def row(self, y: int, before: "Row | None" = None, x0: int = 0) -> "Row":
+    def row(self, y: int, before: Row | None = None, x0: int = 0) -> Row:
         """Row ``y``'s runs and segments. With ``before``, that row as it was drawn when only
         cells from ``x0`` on have changed since: the runs that end before ``x0`` are kept, with
         their segments, and only the rest are built (from the run holding the cell left of
@@ -134,7 +135,7 @@ class Grid:
         starts = before.starts[:keep] + self.runs(y, before.starts[keep])
         return Row(starts, before.segments[:keep] + self.segments(y, starts[keep:]))
 
-    def changes(self, before: "Grid | None") -> list[tuple[int, int, int]] | None:
+    def changes(self, before: Grid | None) -> list[tuple[int, int, int]] | None:
         """``(row, x0, x1)`` for each row whose cells ``[x0, x1)`` differ from ``before``; None
         when the two grids are not the same shape (everything changed)."""
         if before is None or before.chars.shape != self.chars.shape:
@@ -193,7 +194,7 @@ class View:
         return np.floor((times - self.t0) / span * width).astype(int)
 
     def column(self, time: float, width: int) -> int:
-        return int(math.floor((time - self.t0) / max(self.t1 - self.t0, 1e-9) * width))
+        return math.floor((time - self.t0) / max(self.t1 - self.t0, 1e-9) * width)
 
     def key(self) -> tuple[float, float]:
         return (round(self.t0, 3), round(self.t1, 3))
@@ -258,12 +259,12 @@ class Overlay:
 
     @staticmethod
     def of(spans: Sequence[tuple[float, float, str]], boundaries: Sequence[float], markers: Sequence[float],
-           version: Hashable = 0) -> "Overlay":
+           version: Hashable = 0) -> Overlay:
         return Overlay(np.array([s[0] for s in spans], float), np.array([s[1] for s in spans], float),
                        kind_codes([s[2] for s in spans]), np.asarray(boundaries, float), np.asarray(markers, float),
                        version)
 
-    def lines_only(self) -> "Overlay":
+    def lines_only(self) -> Overlay:
         """Epoch lines and markers without the shading (the charts that show every lane)."""
         return Overlay(boundaries=self.boundaries, markers=self.markers, version=self.version)
 
@@ -350,13 +351,13 @@ class ChartInput:
     version: Hashable
     palette: Palette
 
-    def signature(self) -> tuple[Hashable, ...]:
+    def signature(self) -> tuple[Any, ...]:
         return (type(self), self.version, self.view.key(), self.palette is PRESENTER)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ChartInput) and self.signature() == other.signature()
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # mutable inputs compared by value are not hashable
 
 
 @dataclass(frozen=True, eq=False)
@@ -674,6 +675,26 @@ def draw_lanes(data: LanesInput, width: int, height: int) -> Grid:
     return grid
 
 
-__all__ = ["AXIS", "AreaInput", "ChartInput", "Grid", "HeatInput", "LanesInput", "LinesInput",
-           "NORMAL", "Overlay", "PRESENTER", "Row", "View", "draw_area", "draw_heat", "draw_lanes", "draw_lines",
-           "format_seconds", "heat_legend", "per_column", "style_id", "style_of"]
+__all__ = [
+    "AXIS",
+    "NORMAL",
+    "PRESENTER",
+    "AreaInput",
+    "ChartInput",
+    "Grid",
+    "HeatInput",
+    "LanesInput",
+    "LinesInput",
+    "Overlay",
+    "Row",
+    "View",
+    "draw_area",
+    "draw_heat",
+    "draw_lanes",
+    "draw_lines",
+    "format_seconds",
+    "heat_legend",
+    "per_column",
+    "style_id",
+    "style_of",
+]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from rich.markup import escape
 from textual.app import ComposeResult
@@ -19,6 +19,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Button, Checkbox, Footer, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
@@ -57,10 +58,10 @@ def arguments_from(parser: argparse.ArgumentParser, values: dict[str, Any]) -> l
         elif value not in (None, "") and str(value) != str(action.default):
             args += [option, str(value)]
 
-    def refuse(message: str) -> None:
+    def refuse(message: str) -> NoReturn:
         raise OptionError(message)
 
-    parser.error = refuse  # type: ignore[method-assign]
+    parser.error = refuse  # type: ignore[method-assign]  # argparse's own way to fail is replaced, not extended
     try:
         parser.parse_args(args)
     except SystemExit:
@@ -191,7 +192,7 @@ class HomeScreen(Screen[None]):
             f"[b]{info.name}[/b]: {info.title}" + (f"\n[dim]recreates {info.source}[/]" if info.source else ""))
         form = self.query_one("#form", VerticalScroll)
         await form.remove_children()
-        widgets = []
+        widgets: list[Widget] = []
         for action in form_actions(info.parser):
             name_ = max(action.option_strings, key=len) if action.option_strings else action.dest
             help_text = (action.help or "").replace("%(default)s", str(action.default))

@@ -19,7 +19,7 @@ class RedrawOnce(Screen[None]):
         raise NotImplementedError
 
     def _follow_presenter(self, presenter: bool) -> None:
-        self.presenter = presenter  # type: ignore[attr-defined]
+        self.presenter = presenter
 
     def _redraw_soon(self) -> None:
         """One redraw after the current handler, however many attributes it changed."""

@@ -26,14 +26,15 @@ from textual.widget import Widget
 from textual.widgets import Footer
 
 from .. import analysis
-from ..advice import Advice
+from ..analysis.advice import Advice
 from ..live.model import RunModel
 from ..live.source import LiveSource, Source
 from ..render.palette import NORMAL, PRESENTER, Palette
-from ..runfile import RunFileError
+from ..runformat.runfile import RunFileError
 from . import panels
 from .charts import AreaChart, HeatStrip, LineChart, PhaseLanes
-from .drawing import AreaInput, HeatInput, LanesInput, LinesInput, Overlay, View, format_seconds, heat_legend
+from .drawing import AreaInput, HeatInput, LinesInput, Overlay, View, format_seconds, heat_legend
+from .model_inputs import lanes_input, overlay_of
 from .redraw import RedrawOnce
 
 WINDOWS: list[float | None] = [10, 30, 60, 120, 300, 600, 1800, None]  # seconds; None: whole run
@@ -67,20 +68,6 @@ def _title(widget: Widget, title: str) -> None:
         widget.border_title = title
 
 
-def overlay_of(model: RunModel) -> Overlay:
-    """The shading of the model's first lane, its epoch lines and markers."""
-    main = model.main_lane_phases()
-    markers = np.array([m[0] for m in model.all_markers], float)
-    return Overlay(main.starts, main.ends, main.kinds, model.boundaries, markers, model.phases_version)
-
-
-def lanes_input(model: RunModel, view: View, palette: Palette, overlay: Overlay) -> LanesInput:
-    """Every lane of the model (``main`` when there is none yet) with epoch lines and markers."""
-    phases = model.phase_arrays
-    return LanesInput(view, model.phases_version, palette, tuple(model.lanes) or ("main",), phases.starts,
-                      phases.ends, phases.kinds, phases.names, phases.lanes, overlay.lines_only())
-
-
 class RunScreen(RedrawOnce):
     BINDINGS = [
         Binding("s", "stop", "Stop run"),
@@ -93,9 +80,11 @@ class RunScreen(RedrawOnce):
         Binding("right", "pan(1)", "Later", show=False),
         Binding("end", "follow", "Follow the end", show=False),
         Binding("y", "yscale", "Y 0-100/auto"),
+        Binding("f", "core_clock", "Core clock", show=False),
         Binding("l", "toggle_log", "Log", show=False),
         Binding("h", "next_host", "Next host"),
         Binding("t", "try_advice", "Try the advice"),
+        Binding("i", "type_into", "Type into the workload"),
         Binding("escape", "back", "Back", show=False),
     ]
 
@@ -103,7 +92,7 @@ class RunScreen(RedrawOnce):
         """The run on a screen has ended: its end record was read (``status``: ok, failed,
         cancelled…) or its recorder stopped without one (``status`` None)."""
 
-        def __init__(self, screen: "RunScreen", status: str | None) -> None:
+        def __init__(self, screen: RunScreen, status: str | None) -> None:
             super().__init__()
             self.screen = screen
             self.status = status
@@ -112,7 +101,7 @@ class RunScreen(RedrawOnce):
         """Try the run's advice: ``command`` (the run's own ``-- COMMAND``) as written and once
         per advised knob (``advised``), as ``devicewatch try`` runs them; the app asks first."""
 
-        def __init__(self, screen: "RunScreen", command: list[str], advised: list[Advice]) -> None:
+        def __init__(self, screen: RunScreen, command: list[str], advised: list[Advice]) -> None:
             super().__init__()
             self.screen = screen
             self.command = command
@@ -122,13 +111,14 @@ class RunScreen(RedrawOnce):
         """Back to the home screen, which this screen was opened without (a replay or a run
         started from the command line: the home screen is built only when wanted)."""
 
-        def __init__(self, screen: "RunScreen") -> None:
+        def __init__(self, screen: RunScreen) -> None:
             super().__init__()
             self.screen = screen
 
     window: var[float | None] = var(None, init=False)
     pan_offset: var[float] = var(0.0, init=False)   # seconds the view ends before the newest data
     fixed_y: var[bool] = var(True, init=False)
+    core_clock: var[bool] = var(False, init=False)   # the per-core panel shows each core's clock
     paused: var[bool] = var(False, init=False)
     presenter: var[bool] = var(False, init=False)
 
@@ -141,7 +131,9 @@ class RunScreen(RedrawOnce):
         self.gpu_charts: list[AreaChart] = []
         self.sm_charts: list[LineChart] = []
         self._new_lines: list[str] = []
+        self._open_line: str | None = None   # the output's line not yet ended, as the panel shows it
         self._log_written = -1e9
+        self._workload_state: str | None = None
         self._slow_at = -1e9
         self._error_noted = False
         self._saw_finished = False
@@ -206,6 +198,9 @@ class RunScreen(RedrawOnce):
     def watch_fixed_y(self) -> None:
         self._redraw_soon()
 
+    def watch_core_clock(self) -> None:
+        self._redraw_soon()
+
     def watch_paused(self) -> None:
         self._redraw_soon()
 
@@ -267,7 +262,7 @@ class RunScreen(RedrawOnce):
             self.post_message(self.Finished(self, None))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "stop":  # only a run that is still recording can be stopped
+        if action in ("stop", "type_into"):  # only a run that is still recording can be stopped, or typed into
             return isinstance(self.source, LiveSource) and self.source.running
         if action == "next_host":  # a merged run's charts show one node at a time
             return self.model is not None and len(self.model.run.host_labels) > 1
@@ -281,12 +276,11 @@ class RunScreen(RedrawOnce):
         model = self.model
         if model is None:
             return None
-        workload = model.run.header.get("workload") or {}
-        command = workload.get("command")
+        workload = model.run.header.workload
         advised = [a for a in model.advice if a.knob is not None]
-        if workload.get("name") or not isinstance(command, list) or not command or not advised:
+        if workload.name or not workload.command or not advised:
             return None
-        return [str(word) for word in command], advised
+        return list(workload.command), advised
 
     # -- drawing -----------------------------------------------------------------------------
 
@@ -329,7 +323,7 @@ class RunScreen(RedrawOnce):
                 self._try_offered = offered
                 self.refresh_bindings()
         view = self._view()
-        # The text lines (status, progress, verdict, legend) and the bottom row (workload
+        # The text lines (status, progress, verdict) and the bottom row (workload
         # charts, cost, epochs, log) change every tick too, but are read at a glance:
         # refreshing them once a second keeps most frames down to the changed columns of the
         # top charts instead of the whole screen.
@@ -341,15 +335,21 @@ class RunScreen(RedrawOnce):
             self._set("status", self._status(model, view))
             self._set("progress", panels.progress_text(model, 40 if self.presenter else 30))
             self._set("verdict", panels.verdict_text(model, try_key=self._try_offered))
-            self._set("heat-legend", Text.assemble("colour: ", *[(s.text, s.style) for s in heat_legend(palette)],
-                                                   f"   {model.cores} cores"))
         overlay = overlay_of(model)
         t = model.t.values
         if model.cpu is not None:
             strip = self.query_one("#cores", HeatStrip)
             if 0 < model.cores <= 8:  # a few cores: up to three rows each and the time axis, no blank rows
                 strip.styles.max_height = 3 * model.cores + 1
-            strip.data = HeatInput(view, model.samples_version, palette, t, model.cpu.values)
+            clock, clock_legend = panels.core_clock(model, palette) if self.core_clock else (None, None)
+            strip.data = HeatInput(view, model.samples_version, palette, t, model.cpu.values) if clock is None \
+                else HeatInput(view, ("clock", model.samples_version), palette, t, clock)
+        else:
+            clock, clock_legend = None, None
+        self.query_one("#cpu-panel").border_title = "CPU: every core, clock" if clock is not None \
+            else "CPU: every core, % busy"
+        self._set("heat-legend", clock_legend if clock_legend is not None else Text.assemble(
+            "colour: ", *[(s.text, s.style or "") for s in heat_legend(palette)], f"   {model.cores} cores"))
         self.query_one("#cpu-total", AreaChart).data = AreaInput(
             view, model.samples_version, palette, t, model.cpu_total.values, 100.0, "%", overlay)
         self._draw_gpus(model, view, palette, overlay)
@@ -381,14 +381,22 @@ class RunScreen(RedrawOnce):
                 bars.border_title = f"{analysis.units_text(analysis.unit(rows.rows))}: time per phase"
         self._new_lines += model.take_logs()
         self._write_log(force or not self.source.running)
+        state = model.workload_state()
+        if not self.source.running:
+            self._stop_typing()
+        if state != self._workload_state:
+            self._workload_state = state
+            self.query_one("#log").border_title = "workload output" + (f" · {state}" if state else "")
 
     def _write_log(self, force: bool) -> None:
-        """Append the waiting log lines, at most every ``LOG_EVERY`` seconds while live: each
-        write scrolls the panel, which repaints all of it."""
+        """Append the waiting log lines (and show the line not yet ended as it stands), at most
+        every ``LOG_EVERY`` seconds while live: each write scrolls the panel, which repaints all of it."""
         now = time.monotonic()
-        if self._new_lines and (force or now - self._log_written >= LOG_EVERY):
-            self.query_one("#log", panels.OutputLog).write_lines(self._new_lines)
+        open_line = self.model.open_line() if self.model is not None else None
+        if (self._new_lines or open_line != self._open_line) and (force or now - self._log_written >= LOG_EVERY):
+            self.query_one("#log", panels.OutputLog).write_lines(self._new_lines, open_line)
             self._new_lines = []
+            self._open_line = open_line
             self._log_written = now
 
     def _draw_gpus(self, model: RunModel, view: View, palette: Palette, overlay: Overlay) -> None:
@@ -465,7 +473,8 @@ class RunScreen(RedrawOnce):
         elif model.run.finished:
             end = model.run.end or {}
             status = end.get("status", "?")
-            state = {"ok": "FINISHED", "trial": "TRIAL OVER", "cancelled": "CANCELLED", "failed": "FAILED"}.get(status, status.upper())
+            state = {"ok": "FINISHED", "trial": "TRIAL OVER", "cancelled": "CANCELLED",
+                     "failed": "FAILED"}.get(status, status.upper())
             style = "bold black on green" if status in ("ok", "trial") else "bold white on red" if status != "cancelled" \
                 else "bold black on yellow"
         elif source.live:
@@ -494,7 +503,7 @@ class RunScreen(RedrawOnce):
         while node is not None and node is not self:
             if not node.display:
                 return False
-            node = node.parent  # type: ignore[assignment]
+            node = node.parent  # type: ignore[assignment]  # a widget's parent is a DOMNode; the walk stops at the screen
         return True
 
     # -- actions -----------------------------------------------------------------------------
@@ -506,6 +515,27 @@ class RunScreen(RedrawOnce):
             self._redraw_soon()
         else:
             self.notify("no run to stop")
+
+    def action_type_into(self) -> None:
+        """The output panel becomes the workload's terminal: keys go to the workload until Escape."""
+        log = self.query_one("#log", panels.OutputLog)
+        log.typing = True
+        log.border_subtitle = "typing into the workload · Esc to stop"
+        log.focus()
+
+    def _stop_typing(self) -> None:
+        log = self.query_one("#log", panels.OutputLog)
+        if log.typing:
+            log.typing = False
+            log.border_subtitle = ""
+
+    def on_output_log_typed(self, message: panels.OutputLog.Typed) -> None:
+        if not (isinstance(self.source, LiveSource) and self.source.send_input(message.text)):
+            self.notify("the workload is not running: nothing was typed into it", severity="warning")
+
+    def on_output_log_sized(self, message: panels.OutputLog.Sized) -> None:
+        if isinstance(self.source, LiveSource):
+            self.source.resize(message.rows, message.columns)
 
     def action_marker(self) -> None:
         if self.model is None:
@@ -547,6 +577,9 @@ class RunScreen(RedrawOnce):
 
     def action_yscale(self) -> None:
         self.fixed_y = not self.fixed_y
+
+    def action_core_clock(self) -> None:
+        self.core_clock = not self.core_clock
 
     def action_next_host(self) -> None:
         """Charts and verdict of the merged run's next node (each node's samples are its own machine's)."""

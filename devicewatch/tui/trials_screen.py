@@ -20,7 +20,8 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from rich.table import Table
 from rich.text import Text
@@ -31,19 +32,19 @@ from textual.message import Message
 from textual.reactive import var
 from textual.widgets import Footer
 
-from .. import advice as advice_
+from ..analysis import advice as advice_
 from .. import trials
 from ..errors import RecorderError, RunFileError
 from ..live.model import RunModel
 from ..live.source import ReplaySource, open_replay
 from ..render.palette import NORMAL, PRESENTER
-from ..runfile import Run, load
+from ..runformat.runfile import Run, load
 from ..safe_text import inert, markup
 from .charts import AreaChart
 from .drawing import AreaInput, View, format_seconds
 from .panels import RenderedTable, TextPanel
 from .redraw import RedrawOnce
-from .run_screen import overlay_of
+from .model_inputs import overlay_of
 
 TRY_SECONDS = 10.0   # the measured window of a trial started from the dashboard
 TRY_WARMUP = 10      # optimizer steps before it
@@ -73,7 +74,7 @@ class TrialsRun:
     (posting is thread-safe; no widget is touched from here). The set is saved as trials.json in
     ``folder`` when the trials end, however they end."""
 
-    def __init__(self, screen: "TrialsScreen", command: list[str], variants: list[trials.Variant],
+    def __init__(self, screen: TrialsScreen, command: list[str], variants: list[trials.Variant],
                  budget: dict[str, Any], folder: str, runner: Runner):
         self.screen = screen
         self.command, self.variants, self.budget, self.folder = command, variants, budget, folder
@@ -111,7 +112,7 @@ class TrialsRun:
                 stop=lambda: self._stop,
                 on_trial=lambda index, of, variant, predicted, path: post(TrialsScreen.TrialStarted(index, predicted, path)),
                 on_result=lambda index, result, run, so_far: post(TrialsScreen.TrialMeasured(index, result, run)))
-        except Exception as exc:  # noqa: BLE001 - said on the screen; what was measured is saved
+        except Exception as exc:
             self.trial_set.stopped = f"the trials stopped: {type(exc).__name__}: {exc}"
             post(TrialsScreen.TrialsFailed(exc))
             try:
@@ -190,7 +191,7 @@ class TrialsScreen(RedrawOnce):
             self.trial_set = trial_set
 
     def __init__(self, trial_set: trials.TrialSet, folder: str, rows: list[Row],
-                 run: Callable[["TrialsScreen"], TrialsRun] | None = None):
+                 run: Callable[[TrialsScreen], TrialsRun] | None = None):
         super().__init__()
         self.trial_set = trial_set
         self.folder = folder
@@ -203,7 +204,7 @@ class TrialsScreen(RedrawOnce):
         self._follower: Any = None  # the timer that reads the running trial's file
 
     @classmethod
-    def saved(cls, trial_set: trials.TrialSet, folder: str) -> "TrialsScreen":
+    def saved(cls, trial_set: trials.TrialSet, folder: str) -> TrialsScreen:
         """A set ``devicewatch try`` saved: each variant's chart from its run file."""
         rows = []
         for result in trial_set.results:
@@ -217,7 +218,7 @@ class TrialsScreen(RedrawOnce):
 
     @classmethod
     def running(cls, command: list[str], variants: list[trials.Variant], budget: dict[str, Any], folder: str,
-                runner: Runner) -> "TrialsScreen":
+                runner: Runner) -> TrialsScreen:
         """Trials to run now, one after another; the view follows them."""
         return cls(trials.TrialSet(command, budget), folder, [Row(v) for v in variants],
                    lambda screen: TrialsRun(screen, command, variants, budget, folder, runner))

@@ -16,7 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from devicewatch import cli, runfile
+from devicewatch import cli
+from devicewatch.runformat import runfile
 
 from .conftest import PY, child_env
 

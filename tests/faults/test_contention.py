@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from devicewatch import runfile
+from devicewatch.runformat import runfile
 from devicewatch.errors import RunFileError
 
 from .conftest import PY, alive, child_env, recorder_argv, has_event, no_traceback, read_pids, reap, run_recorder, script, \

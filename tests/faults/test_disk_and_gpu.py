@@ -10,7 +10,7 @@ import subprocess
 import psutil
 import pynvml
 
-from devicewatch import runfile
+from devicewatch.runformat import runfile
 from devicewatch.probes.gpu import GpuProbe
 from devicewatch.recorder import Recorder, RecordOptions
 from tests.fakes.nvml import FakeGpu, FakeNVML
@@ -70,7 +70,7 @@ def test_gpu_failing_mid_run_is_noted_and_the_rest_goes_on(tmp_path):
     code = Recorder(options, gpu_probe=probe, out=io.StringIO(), err=io.StringIO()).run()
     assert code == 0
     run = runfile.load(out)
-    assert run.header["host"]["gpus"][0]["name"] == "Fake GPU"
+    assert run.header.host.gpus[0].name == "Fake GPU"
     assert [s["available"] for s in run.gpu_status] == [True, False]
     assert run.gpu_status[1]["reason"] == "NVML error: GPU is lost"
     # Without the driver's buffer the average is read once per poll, and GPUs are polled

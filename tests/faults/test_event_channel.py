@@ -11,7 +11,7 @@ import threading
 
 import psutil
 
-from devicewatch import runfile
+from devicewatch.runformat import runfile
 from devicewatch.recorder import EVENT_BURST, EVENT_RATE
 
 from .conftest import INTERVAL, PY, no_traceback, reap, script, start_recorder  # noqa: F401

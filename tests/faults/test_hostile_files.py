@@ -17,7 +17,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from devicewatch import compare, runfile, safe_text
+from devicewatch import compare, safe_text
+from devicewatch.runformat import runfile
 from devicewatch.render import export
 from devicewatch.render.compare_text import comparison_text
 from devicewatch.render.report import report_text

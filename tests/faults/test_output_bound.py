@@ -3,7 +3,8 @@ and the run file says exactly how much was left out; Keras's epoch lines are nev
 
 from __future__ import annotations
 
-from devicewatch import analysis, recorder, runfile
+from devicewatch import analysis, recorder
+from devicewatch.runformat import runfile
 
 from .conftest import PY, run_recorder
 

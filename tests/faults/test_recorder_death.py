@@ -8,7 +8,7 @@ import signal
 import subprocess
 import time
 
-from devicewatch import runfile
+from devicewatch.runformat import runfile
 
 from .conftest import GRACE, PY, alive, child_env, read_pids, reap, recorder_argv, recording_in_epoch_two, \
     script, start_recorder, wait_for  # noqa: F401  (reap is a fixture)

@@ -10,7 +10,7 @@ import time
 
 import psutil
 
-from devicewatch import runfile
+from devicewatch.runformat import runfile
 
 from .conftest import PY, alive, child_env, no_traceback, read_pids, reap, recorder_argv, \
     recording_in_epoch_two, records, run_recorder, script, start_recorder, wait_for  # noqa: F401  (reap is a fixture)
@@ -138,7 +138,7 @@ def test_paths_with_spaces_and_non_ascii(tmp_path):
     no_traceback(err)
     assert code == 0
     run = runfile.load(out)
-    assert run.header["workload"]["command"][1:] == [str(workload), "α β", "--flag=ü"]
+    assert run.header.workload.command[1:] == (str(workload), "α β", "--flag=ü")
     assert [log["line"] for log in run.logs] == ['["\\u03b1 \\u03b2", "--flag=\\u00fc"]']
     shown = _report(out)
     assert shown.returncode == 0, shown.stderr

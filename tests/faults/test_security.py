@@ -8,7 +8,7 @@ import stat
 
 import pytest
 
-from devicewatch import runfile
+from devicewatch.runformat import runfile
 
 from .conftest import PY, no_traceback, run_recorder, script
 
@@ -47,10 +47,10 @@ def test_event_fifo_is_private_and_removed_after_the_run(tmp_path):
 def test_recorder_descriptors_are_not_inherited(tmp_path):
     out, seen = _inside_view(tmp_path)
     targets = seen["fds"]
-    # 0 is /dev/null, 1 and 2 the recorder's pipes; one more is the listing of /proc/self/fd.
+    # 0, 1 and 2 are the recorder's pipes (its stdin relayed into 0); one more is the listing of /proc/self/fd.
     others = {fd: target for fd, target in targets.items() if fd not in ("0", "1", "2")}
     assert all(target.startswith("/proc/") for target in others.values()), targets
-    assert targets["0"] == os.devnull
+    assert targets["0"].startswith("pipe:")
     assert targets["1"].startswith("pipe:") and targets["2"].startswith("pipe:")
     assert str(out) not in targets.values() and seen["events"] not in targets.values()
 

@@ -20,7 +20,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from devicewatch import control, runfile
+from devicewatch import control
+from devicewatch.runformat import runfile
 
 from .conftest import PY, ROOT, child_env, recorder_argv, start_recorder
 

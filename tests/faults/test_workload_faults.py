@@ -6,7 +6,7 @@ import os
 import signal
 import time
 
-from devicewatch import runfile
+from devicewatch.runformat import runfile
 
 from .conftest import PY, alive, no_traceback, read_pids, reap, recording_in_epoch_two, run_recorder, \
     script, start_recorder  # noqa: F401  (reap is a fixture)

@@ -17,7 +17,8 @@ from conftest import command
 from devicewatch import compare
 from devicewatch.errors import UsageError
 from devicewatch.render.compare_text import comparison_text
-from devicewatch.runfile import RunFileError, RunWriter, load
+from devicewatch.runformat.runfile import RunFileError, load
+from devicewatch.runformat.writer import RunWriter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -159,7 +159,7 @@ def test_keras_callback_reports_train_and_validate_phases(tmp_path):
     result = devicewatch("--record", str(out), "--quiet", "--", sys.executable, str(work), timeout=300)
     assert result.returncode == 0, result.stderr
     from devicewatch import analysis
-    from devicewatch.runfile import load
+    from devicewatch.runformat.runfile import load
 
     run = load(out)
     phases = [(p.name, p.epoch) for p in analysis.phases(run)]

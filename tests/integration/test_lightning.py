@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from devicewatch import analysis, runfile
+from devicewatch import analysis
+from devicewatch.runformat import runfile
 
 from conftest import devicewatch
 

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from devicewatch import analysis, merge, runfile
+from devicewatch import analysis, merge
+from devicewatch.runformat import runfile
 from devicewatch.commands import merge as merge_command
 
 from conftest import ROOT, devicewatch, merged_by_record
@@ -99,8 +100,8 @@ def check_merged(tmp_path: Path, files: list[str]) -> runfile.Run:
         (f"rank {r}", "train", e) for r in (0, 1) for e in range(1, EPOCHS + 1)}
     assert not any(p.open for p in all_phases)
     # the two recorders share this machine's monotonic clock: the error is measured, sub-millisecond
-    assert run.header["alignment"]["hosts"] == 1
-    assert 0 <= run.header["alignment"]["same_host_error_s"] < 1e-3
+    assert run.header.raw["alignment"]["hosts"] == 1
+    assert 0 <= run.header.raw["alignment"]["same_host_error_s"] < 1e-3
     assert [e.epoch for e in analysis.epochs(run, all_phases)] == [1, 2, 3]
     rows = analysis.stragglers(run, all_phases)
     assert [r.epoch for r in rows] == [1, 2, 3]

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from devicewatch import analysis
-from devicewatch.runfile import load
+from devicewatch.runformat.runfile import load
 
 from conftest import ROOT, devicewatch
 

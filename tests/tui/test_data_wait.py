@@ -8,7 +8,8 @@ pytest.importorskip("textual")
 
 from textual.geometry import Region  # noqa: E402
 
-from devicewatch import analysis, runfile  # noqa: E402
+from devicewatch import analysis  # noqa: E402
+from devicewatch.runformat import runfile
 from devicewatch.live.source import open_replay  # noqa: E402
 from devicewatch.tui.app import DashboardApp, DashboardSettings  # noqa: E402
 from tests.conftest import first_frame, until, write_run  # noqa: E402

@@ -14,7 +14,8 @@ import pytest
 
 pytest.importorskip("textual")
 
-from devicewatch import runfile  # noqa: E402
+from devicewatch.runformat import runfile  # noqa: E402
+from devicewatch.runformat import writer as runwriter  # noqa: E402
 from devicewatch.registry import Target  # noqa: E402
 from devicewatch.tui.app import DashboardApp, DashboardSettings  # noqa: E402
 from devicewatch.tui.home_screen import HomeScreen, OptionError, arguments_from  # noqa: E402
@@ -39,7 +40,7 @@ def make_gpu_run(path: Path) -> Path:
     host = {"hostname": "synthetic", "cpu_model": "synthetic", "cpu_count": 4, "mem_total": 2**34,
             "gpus": [{"index": 0, "name": "Synthetic GPU", "uuid": None, "mem_total": 16 * 2**30}],
             "gpu_driver": "0", "gpu_reason": None}
-    writer = runfile.RunWriter(path, {"devicewatch": "test", "started": "2026-01-01T00:00:00+00:00",
+    writer = runwriter.RunWriter(path, {"devicewatch": "test", "started": "2026-01-01T00:00:00+00:00",
                                       "started_unix": 0.0, "interval": 0.1, "host": host,
                                       "workload": {"name": "synthetic", "args": [], "command": ["synthetic"]}})
     writer.write({"type": "gpu_status", "t": 0.0, "available": True, "reason": None, "devices": 1})

@@ -15,7 +15,8 @@ pytest.importorskip("textual")
 
 from textual.geometry import Region  # noqa: E402
 
-from devicewatch import runfile  # noqa: E402
+from devicewatch.runformat import runfile  # noqa: E402
+from devicewatch.runformat import writer as runwriter  # noqa: E402
 from devicewatch.tui.app import DashboardApp, DashboardSettings  # noqa: E402
 from devicewatch.tui.charts import HeatStrip  # noqa: E402
 from devicewatch.live.source import previous_run  # noqa: E402
@@ -43,7 +44,7 @@ def write_small_run(path: Path, lead: float, train: float, validate: float, work
     """A 2-core run: ``lead`` seconds of start-up, then EPOCHS epochs of train and validate."""
     host = {"hostname": "test", "cpu_model": "test", "cpu_count": 2, "mem_total": 2**33, "gpus": [],
             "gpu_driver": None, "gpu_reason": "no GPU in this test"}
-    writer = runfile.RunWriter(path, {"devicewatch": "test", "started": "2026-01-01T00:00:00+00:00",
+    writer = runwriter.RunWriter(path, {"devicewatch": "test", "started": "2026-01-01T00:00:00+00:00",
                                       "started_unix": started, "interval": 0.1, "host": host,
                                       "workload": {"name": workload, "args": [], "command": [workload]}})
     writer.write({"type": "event", "t": 0.0, "kind": "run_info", "info": {"epochs": EPOCHS}})

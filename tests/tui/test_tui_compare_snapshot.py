@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("pytest_textual_snapshot")
 
-from devicewatch import runfile  # noqa: E402
+from devicewatch.runformat import runfile  # noqa: E402
 from devicewatch.tui.app import DashboardApp, DashboardSettings  # noqa: E402
 from tests.conftest import settle  # noqa: E402
 

@@ -17,6 +17,7 @@ from devicewatch.tui.app import DashboardApp, DashboardSettings  # noqa: E402
 from devicewatch.tui.compare import CompareScreen  # noqa: E402
 from devicewatch.tui.home_screen import HomeScreen, example_recordings  # noqa: E402
 from devicewatch.live.model import ordered_lanes  # noqa: E402
+from devicewatch.runformat.header import Header  # noqa: E402
 from devicewatch.tui.panels import hosts_text  # noqa: E402
 from devicewatch.tui.run_screen import RunScreen  # noqa: E402
 from tests.conftest import first_frame, until, write_run  # noqa: E402
@@ -108,12 +109,12 @@ def test_rank_lanes_are_drawn_in_rank_order_and_hosts_named():
         host = None
 
         class run:
-            header = {"hosts": [{"label": "node 0", "host": {"hostname": "alpha"}},
-                                {"label": "node 1", "host": {"hostname": "beta"}}]}
+            header = Header.parse({"hosts": [{"label": "node 0", "host": {"hostname": "alpha"}},
+                                             {"label": "node 1", "host": {"hostname": "beta"}}]})
     assert hosts_text(Model) == "hosts node 0=alpha, node 1=beta"  # type: ignore[arg-type]
     Model.host = "node 1"
     assert hosts_text(Model) == "charts node 1=beta (h: next) · hosts node 0=alpha, node 1=beta"  # type: ignore[arg-type]
-    Model.run.header = {"host": {"hostname": "solo"}}
+    Model.run.header = Header.parse({"host": {"hostname": "solo"}})
     assert hosts_text(Model) == ""  # type: ignore[arg-type]
 
 
@@ -165,7 +166,7 @@ async def test_the_demo_story_runs_serial_then_overlapped_then_compares(tmp_path
             await pilot.pause(0.2)
             screen = app.screen
             if isinstance(screen, RunScreen):  # named by its variant once its file is open
-                step = f"run {screen.model.run.header['workload']['args'][1]}" if screen.model else None
+                step = f"run {screen.model.run.header.workload.args[1]}" if screen.model else None
             else:
                 step = type(screen).__name__
             if step and (not seen or seen[-1] != step):

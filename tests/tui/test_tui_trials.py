@@ -15,7 +15,9 @@ import pytest
 
 pytest.importorskip("textual")
 
-from devicewatch import advice, runfile, trials  # noqa: E402
+from devicewatch import trials  # noqa: E402
+from devicewatch.analysis import advice  # noqa: E402
+from devicewatch.runformat import runfile  # noqa: E402
 from devicewatch.trials import load_set as load_trials  # noqa: E402
 from devicewatch.errors import UsageError  # noqa: E402
 from devicewatch.live.source import open_replay  # noqa: E402
@@ -424,7 +426,7 @@ async def test_t_runs_real_trials_of_an_unchanged_script_in_a_thread_beside_the_
     script as written and the advised num_workers=2, a short window each."""
     monkeypatch.chdir(tmp_path)   # the script writes training.log where it runs
     record = write_trial(tmp_path / "run.jsonl", steps_per_s=10.0, share=0.75)
-    header = dict(record.header, workload={"name": None, "args": [], "command": [sys.executable, str(SLEEPY)]})
+    header = dict(record.header.to_json(), workload={"name": None, "args": [], "command": [sys.executable, str(SLEEPY)]})
     write_run(tmp_path / "run.jsonl", trial_records(steps_per_s=10.0, share=0.75), header=header,
               end={"type": "end", "t": 2.0, "status": "ok", "exit_code": 0, "signal": None, "duration": 2.0,
                    "reason": "the workload finished"})

@@ -1,9 +1,11 @@
 """Analysis on literal runs; every expected figure is worked out by hand in the comments."""
 
+import dataclasses
+
 import pytest
 
 from devicewatch import analysis
-from devicewatch.runfile import load
+from devicewatch.runformat.runfile import load
 
 from conftest import write_run
 
@@ -128,10 +130,16 @@ def test_lane_overlap(tmp_path):
 def test_summarize_is_plain_data(tmp_path):
     import json
 
-    summary = analysis.summarize(two_epoch_run(tmp_path, gpu=[50] * 13))
-    json.dumps(summary)  # must serialize
-    assert [e["epoch"] for e in summary["epochs"]] == [1, 2]
-    assert summary["status"] == "ok"
+    typed = analysis.summarize(two_epoch_run(tmp_path, gpu=[50] * 13))
+    summary = typed.to_json()
+    assert json.loads(json.dumps(summary)) == summary  # plain data, nothing lost on the way
+    assert [e["epoch"] for e in summary["epochs"]] == [e.epoch for e in typed.epochs] == [1, 2]
+    assert summary["status"] == typed.status == "ok"
+    assert summary["verdict"] == {"label": typed.verdict.label, "text": typed.verdict.text,
+                                  "figures": typed.verdict.figures}
+    assert not {"series", "phase_list", "epoch_rows"} & set(summary)  # what it was computed from stays out
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        typed.status = "failed"  # type: ignore[misc]
 
 
 def test_a_run_whose_phases_hold_no_sample_is_judged_on_all_samples(tmp_path):
@@ -179,7 +187,7 @@ def test_the_metric_is_the_exact_wait_and_wins_over_the_visible_phases(tmp_path)
     v = analysis.verdict(run)
     assert v.label == "input-bound" and v.figures["data_wait_share"] == 0.62
     assert v.text.startswith("input-bound: the training loop waited on its DataLoader 62% of the time (6.2 of 10.0 s)")
-    summary = analysis.summarize(run)
+    summary = analysis.summarize(run).to_json()
     epoch = summary["epochs"][0]
     assert (epoch["data_wait"], epoch["data_wait_share"], epoch["data_wait_source"]) == (6.2, round(6.2 / 12, 4), "metric")
     assert summary["data_wait"] == {"seconds": 6.2, "train_loop": 10.0, "share": 0.62, "source": "metric"}

@@ -13,11 +13,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from devicewatch import analysis, columnar, runfile
+from devicewatch import analysis
+from devicewatch.runformat import columnar, runfile
+from devicewatch.runformat import writer as runwriter
 from devicewatch.recorder import Recorder, RecordOptions
 from devicewatch.probes.gpu import GpuProbe
-from devicewatch.runfile import Follower, RunWriter, compact, load
-from devicewatch.samples import COLUMNS, SAMPLE_LINE
+from devicewatch.runformat.header import Header
+from devicewatch.runformat.runfile import Follower, load
+from devicewatch.runformat.writer import RunWriter, compact
+from devicewatch.runformat.schema import COLUMNS, SAMPLE_LINE
 
 from conftest import ROOT, merged_two_gpu_nodes
 from tests.fakes.nvml import FakeGpu, FakeNVML, FakeProcess
@@ -34,7 +38,7 @@ def journal(path):
 
 def assert_same_run(fast, slow):
     """Every column, every other record and every figure of the two runs are the same."""
-    assert fast.header == slow.header
+    assert fast.header == slow.header and fast.header.to_json() == slow.header.to_json()
     a, b = fast.samples, slow.samples
     assert (a.cores, a.gpus, a.host_labels, a.total, a.fields) == (b.cores, b.gpus, b.host_labels, b.total, b.fields)
     x_columns, y_columns = a.columns(), b.columns()
@@ -72,7 +76,7 @@ def generated(tmp_path, name="gen.jsonl", **options):
 def test_a_generated_gpu_run_is_compacted_as_it_is_written_and_agrees_column_by_column(tmp_path, monkeypatch):
     """Buffered utilization, per-process GPU use and GPM fields on every other sample; the
     writer spills a chunk every 100 samples, so the file joins many chunks."""
-    monkeypatch.setattr(runfile._Columns, "EVERY", 100)
+    monkeypatch.setattr(runwriter._Columns, "EVERY", 100)
     path = generated(tmp_path, events=50)
     assert os.path.exists(columnar.path_for(path))  # make_recording ends its run as the recorder does
     fast, slow = load(path), journal(path)
@@ -118,7 +122,7 @@ def test_the_recorder_compacts_its_run_when_it_ends(tmp_path):
 def test_widths_that_grow_and_fractional_percents_are_kept_exact(tmp_path, monkeypatch):
     """A chunk spilled before a third core and a GPU appeared is padded when the file is
     joined; a fractional per-core value keeps ``cpu`` in floats for the whole run."""
-    monkeypatch.setattr(runfile._Columns, "EVERY", 2)
+    monkeypatch.setattr(runwriter._Columns, "EVERY", 2)
     path = tmp_path / "grow.jsonl"
     writer = RunWriter(path, {"host": {"cpu_count": 2, "gpus": []}})
     for i in range(5):
@@ -145,7 +149,7 @@ def test_every_fixture_reads_the_same_from_its_columnar_form(tmp_path, name):
     shutil.copy(FIXTURES / name, path)
     fast, slow = compacted(path)
     assert_same_run(fast, slow)
-    assert analysis.summarize(load(FIXTURES / name)) == dict(analysis.summarize(fast), file=str(FIXTURES / name))
+    assert analysis.summarize(load(FIXTURES / name)).to_json() == dict(analysis.summarize(fast).to_json(), file=str(FIXTURES / name))
 
 
 def test_a_gzipped_recording_reads_with_or_without_a_columnar_form(tmp_path):
@@ -270,7 +274,7 @@ def test_the_layout_follows_the_declared_columns():
     """Every declared column is stored, under its key, in its dtype."""
     header = {"schema": 2, "host": {"cpu_count": 2, "gpus": [{}]},
               "fields": {"sys": ["a"], "proc": ["b"], "gpu": ["util", "mem_used"], "gpu_proc": ["pid", "mem"]}}
-    samples = runfile.Samples(header)
+    samples = runfile.Samples(Header.parse(header))
     keys = [key for key, _, _ in samples.layout()]
     assert keys[:6] == ["t", "cpu", "cpu_total", "sys.a", "proc.b", "gpu_present"]
     assert "gpu.util" in keys and "gpu.mem_used" in keys and "procs.pid" in keys

@@ -49,3 +49,24 @@ def test_end_of_input_without_detaching_cancels_the_run_as_the_dashboard_gone():
 def test_a_stop_cancels_with_its_reason():
     _, cancelled = followed(control.stop_line("terminal closed") + control.detach_line())
     assert cancelled == ["terminal closed"]
+
+
+def test_typed_keys_and_a_new_size_reach_the_workloads_terminal_as_sent():
+    read_fd, write_fd = os.pipe()
+    typed: list[bytes] = []
+    sizes: list[tuple[int, int]] = []
+    # A paste longer than one command is cut into several; every character arrives, in order.
+    text = "héllo\x03\x1b[A" + "x" * (control.MAX_INPUT + 10)
+    thread = control.follow(read_fd, lambda _r: None, lambda: 0.0, lambda _why: None,
+                            send_input=typed.append, resize=sizes.append)
+    os.write(write_fd, control.input_lines(text) + control.resize_line(40, 120) + control.detach_line())
+    os.close(write_fd)
+    thread.join(5)
+    os.close(read_fd)
+    assert b"".join(typed).decode() == text and len(typed) == 2
+    assert sizes == [(40, 120)]
+
+
+def test_a_size_that_is_no_terminals_is_ignored():
+    for rows, columns in ((0, 80), (24, -1), (24, 10_001), ("24", 80), (True, 80)):
+        assert control.parse_command(json.dumps({"kind": "resize", "rows": rows, "columns": columns}).encode()) is None

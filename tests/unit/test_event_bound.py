@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from devicewatch import runfile
+from devicewatch.runformat import runfile
 from devicewatch.recorder import EVENT_BURST, EventChannel
-from devicewatch.runfile import RunWriter
+from devicewatch.runformat.writer import RunWriter
 
 
 class Frozen:

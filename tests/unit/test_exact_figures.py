@@ -9,8 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from devicewatch.analysis import NO_PHASE, Phase, _p95, _percent_counts, _phases_at, _stats_columns, _stats_of_counts
-from devicewatch.samples import MISSING_PERCENT, percent_to_float, whole_percents
+from devicewatch.analysis import NO_PHASE, Phase
+from devicewatch.analysis.idle import _phases_at
+from devicewatch.analysis.utilization import _p95, _percent_counts, _stats_columns, _stats_of_counts
+from devicewatch.runformat.percent import MISSING_PERCENT, percent_to_float, whole_percents
 
 
 def plain_stats_columns(values):

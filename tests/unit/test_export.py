@@ -14,7 +14,8 @@ import pytest
 from conftest import command, merged_two_gpu_nodes
 from devicewatch.render import export
 from devicewatch.errors import UsageError
-from devicewatch.runfile import RunFileError, RunWriter, load
+from devicewatch.runformat.runfile import RunFileError, load
+from devicewatch.runformat.writer import RunWriter
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pynvml
 import pytest
 
-from devicewatch import analysis, runfile
+from devicewatch import analysis
+from devicewatch.runformat import runfile
 from devicewatch.probes.gpu import GPM_FIELDS, GPU_FIELDS, GpuProbe
 from devicewatch.recorder import Recorder, RecordOptions
 from tests.conftest import write_run

@@ -2,9 +2,12 @@
 
 import numpy as np
 
-from devicewatch import analysis, runfile
+from devicewatch import analysis
+from devicewatch.runformat import runfile
 from devicewatch.live.model import RunModel
-from devicewatch.runfile import Events, Follower, RunWriter, load
+from devicewatch.runformat.runfile import Follower, load
+from devicewatch.runformat.eventlog import Events
+from devicewatch.runformat.writer import RunWriter
 
 
 def _event(t, kind, **fields):
@@ -144,8 +147,8 @@ def test_per_core_bytes_fold_as_their_floats_do():
     """Folding per-core percents as bytes gives the rows folding their floats gives: a missing
     reading left out of its bucket, a bucket of missing ones missing, the rows past the last
     whole bucket kept as they are."""
-    from devicewatch.downsample import minmax_rows, minmax_rows_bytes
-    from devicewatch.samples import MISSING_PERCENT, percent_to_float
+    from devicewatch.runformat.downsample import minmax_rows, minmax_rows_bytes
+    from devicewatch.runformat.percent import MISSING_PERCENT, percent_to_float
 
     rng = np.random.default_rng(7)
     percent = rng.integers(0, 101, size=(103, 3), dtype=np.uint8)
@@ -160,7 +163,7 @@ def test_per_core_bytes_fold_as_their_floats_do():
 def test_a_long_finished_run_is_folded_from_its_bytes_as_from_its_floats(tmp_path, monkeypatch):
     """The model of a finished run longer than it keeps: the per-core history folded from the
     stored bytes equals the one folded from floats, row for row."""
-    from devicewatch.samples import Samples
+    from devicewatch.runformat.samples import Samples
 
     path = tmp_path / "long.jsonl"
     writer = RunWriter(path, {"interval": 0.1, "host": {"cpu_count": 2, "gpus": []}})

@@ -8,7 +8,7 @@ from devicewatch import analysis, compare, merge
 from devicewatch.commands import merge as merge_command
 from devicewatch.errors import RunFileError, UsageError
 from devicewatch.render.report import report_text
-from devicewatch.runfile import load
+from devicewatch.runformat.runfile import load
 
 from conftest import merged_two_gpu_nodes, write_run
 
@@ -62,10 +62,10 @@ def test_merge_puts_each_rank_in_its_lane_and_each_host_apart(tmp_path):
     assert run.end["status"] == "ok"
     assert [lane for lane in analysis.lanes(analysis.phases(run))] == ["rank 0", "rank 1"]
     # one host (same name, same boot): the pairs disagree by 0.5 ms, the error it states
-    assert run.header["alignment"]["hosts"] == 1
-    assert run.header["alignment"]["same_host_error_s"] == pytest.approx(0.0005)
+    assert run.header.raw["alignment"]["hosts"] == 1
+    assert run.header.raw["alignment"]["same_host_error_s"] == pytest.approx(0.0005)
     node1 = run.of_host("node 1")
-    assert [s["t"] for s in node1.samples] == [2.5005] and node1.header["host"]["hostname"] == "box"
+    assert [s["t"] for s in node1.samples] == [2.5005] and node1.header.host.hostname == "box"
 
 
 def test_two_hosts_state_their_clock_sync_as_the_error(tmp_path):
@@ -153,7 +153,7 @@ def test_the_command_writes_one_run_and_prints_the_alignment(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "alignment: one host: aligned to within 500.0 µs" in printed
     assert "epoch 1: rank 1 finished last; waited: rank 0 2.00" in printed
-    assert load(out).header["job"]["ranks"] == [0, 1]
+    assert load(out).header.raw["job"]["ranks"] == [0, 1]
     with pytest.raises(UsageError, match="is one of the files"):
         merge_command.run(parse([a, b, "-o", a]))
 
@@ -168,7 +168,7 @@ def test_one_host_of_a_merged_run_is_that_nodes_run_exactly(tmp_path):
     node0, node1 = run.of_host("node 0"), run.of_host("node 1")
     for node, path in ((node0, a), (node1, b)):  # both started at the same wall clock: same times
         own = load(path)
-        assert node.samples.gpus == own.samples.gpus and node.header["host"] == own.header["host"]
+        assert node.samples.gpus == own.samples.gpus and node.header.host == own.header.host
         assert list(node.samples.t) == list(own.samples.t)
         assert list(node.samples.cpu_total) == list(own.samples.cpu_total)
         for g in range(own.samples.gpus):
@@ -185,8 +185,8 @@ def test_one_host_of_a_merged_run_is_that_nodes_run_exactly(tmp_path):
 
 def test_report_of_a_merged_run_gives_each_node_its_own_devices_and_verdict(tmp_path):
     out, a, b = merged_two_gpu_nodes(tmp_path)
-    summary = analysis.summarize(load(out))
-    own = [analysis.summarize(load(path)) for path in (a, b)]
+    summary = analysis.summarize(load(out)).to_json()
+    own = [analysis.summarize(load(path)).to_json() for path in (a, b)]
     assert [h["host"] for h in summary["per_host"]] == ["node 0", "node 1"]
     assert [h["hostname"] for h in summary["per_host"]] == ["abox", "bbox"]
     for host, alone in zip(summary["per_host"], own):

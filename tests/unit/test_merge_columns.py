@@ -12,9 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from devicewatch import columnar, merge, runfile
-from devicewatch.runfile import RunWriter, compact, load
-from devicewatch.samples import Stored
+from devicewatch import merge
+from devicewatch.runformat import columnar, runfile
+from devicewatch.runformat import writer as runwriter
+from devicewatch.runformat.runfile import load
+from devicewatch.runformat.writer import RunWriter, compact
+from devicewatch.runformat import encode
+from devicewatch.runformat.schema import Chunk
 
 from conftest import merged_by_record, merged_two_gpu_nodes, write_run
 from test_merge import node_file, phase, two_nodes
@@ -36,7 +40,7 @@ def assert_merges_as_by_record(tmp_path, paths):
 def block(request, monkeypatch):
     """The merge a block at a time, and in blocks that cut through every node's samples."""
     monkeypatch.setattr(merge, "BLOCK", request.param)
-    monkeypatch.setattr(runfile._Columns, "EVERY", 3)  # the columns spilled every few samples
+    monkeypatch.setattr(runwriter._Columns, "EVERY", 3)  # the columns spilled every few samples
     return request.param
 
 
@@ -182,7 +186,7 @@ def near_ties(digits):
     st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.floats(-1e6, 1e6), near_ties(d)), max_size=30))))
 def test_rounding_is_pythons_to_the_bit(case):
     digits, values = case
-    ours = merge._round(np.array(values, dtype=np.float64), digits)
+    ours = encode.python_round(np.array(values, dtype=np.float64), digits)
     for value, got in zip(values, ours.tolist()):
         want = round(value, digits) if math.isfinite(value) else value
         assert (math.isnan(want) and math.isnan(got)) or (got == want and math.copysign(1, got) == math.copysign(1, want)), \
@@ -206,12 +210,12 @@ def test_arrays_become_the_json_the_encoder_wrote(rows, width, values, three_axe
 
     want = [orjson.dumps([[encoded(x) for x in r] for r in row] if three_axes else [encoded(x) for x in row])[1:-1]
             for row in array.tolist()]
-    assert merge._rows(array) == want
+    assert encode.rows_json(array) == want
     flat = array.reshape(rows, -1)
     owner = np.repeat(np.arange(rows), 1)
-    assert merge._flat_rows(flat, owner, rows + 1) == [orjson.dumps([encoded(x) for x in row])[1:-1]
+    assert encode.flat_rows_json(flat, owner, rows + 1) == [orjson.dumps([encoded(x) for x in row])[1:-1]
                                                        for row in flat.tolist()] + [b""]
-    assert merge._scalars(flat[:, 0]) == [orjson.dumps(encoded(x)) for x in flat[:, 0].tolist()]
+    assert encode.scalars_json(flat[:, 0]) == [orjson.dumps(encoded(x)) for x in flat[:, 0].tolist()]
 
 
 # -- the writer's part ------------------------------------------------------------------------
@@ -226,11 +230,12 @@ LINES = [b'{"type":"sample","t":0.1,"cpu":[10,20],"sys":[2000],"proc":[1.5],"gpu
 def stored_of_lines(host=("node 1", "node 0")):
     """What ``LINES`` store, by hand: a third core in the second sample, no GPU poll in it."""
     nan = math.nan
-    return Stored(np.array([0.1, 0.2]), np.array([[10, 20, nan], [11, nan, 30]]), np.array([[2000.0], [nan]]),
-                  np.array([[1.5], [nan]]), np.array([True, False]), np.array([[[40.0, 300.0]], [[nan, nan]]]),
-                  (np.array([[0.0, -50.0, 35.0]]), np.array([0])), (np.array([[0.0, 77.0]]), np.array([0])),
-                  {"recorder_cpu": np.array([0.4, nan]), "watcher_cpu": np.array([nan, nan]),
-                   "gpus_t": np.array([nan, nan])}, list(host))
+    return Chunk({"t": np.array([0.1, 0.2]), "cpu": np.array([[10, 20, nan], [11, nan, 30]]),
+                  "recorder_cpu": np.array([0.4, nan]), "watcher_cpu": np.array([nan, nan]),
+                  "gpus_t": np.array([nan, nan])},
+                 np.array([[2000.0], [nan]]), np.array([[1.5], [nan]]), np.array([True, False]),
+                 np.array([[[40.0, 300.0]], [[nan, nan]]]),
+                 (np.array([[0.0, -50.0, 35.0]]), np.array([0])), (np.array([[0.0, 77.0]]), np.array([0])), list(host))
 
 
 def test_the_writer_makes_columns_from_stored_values_as_from_the_lines(tmp_path):
@@ -261,7 +266,9 @@ def test_stored_values_that_do_not_match_the_lines_are_never_believed(tmp_path):
     path = tmp_path / "run.jsonl"
     writer = RunWriter(path, {"host": {"cpu_count": 2, "gpus": []}}, FIELDS)
     wrong = stored_of_lines()
-    writer.write_records(LINES, Stored(*(part[:1] if isinstance(part, (np.ndarray, list)) else part for part in wrong)))
+    one = Chunk({name: array[:1] for name, array in wrong.plain.items()}, wrong.sys[:1], wrong.proc[:1],
+                wrong.present[:1], wrong.gpu[:1], wrong.util, wrong.procs, wrong.host[:1])
+    writer.write_records(LINES, one)
     writer.write({"type": "end", "t": 0.3, "status": "ok", "exit_code": 0, "signal": None, "duration": 0.3,
                   "reason": "done"})
     writer.close()

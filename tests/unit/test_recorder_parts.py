@@ -1,9 +1,11 @@
 """The recorder's parts on their own, without a subprocess: the rate bound, the stdout epoch
-parser, the output pump (progress bars included), the cancel escalation, the status line."""
+parser, the output pump (progress bars included), the cancel escalation, the status line,
+the input relay."""
 
 from __future__ import annotations
 
 import io
+import os
 import signal
 
 import pytest
@@ -130,7 +132,7 @@ def test_a_progress_bar_is_followed_live_and_recorded_as_each_epoch_ended(chunke
     updates = [b"\rEpoch %d: %3d%%|##  | %d/4 [00:01<00:00, 3.9it/s]" % (e, 25 * s, s)
                for e in (0, 1) for s in range(1, 5)] + [b"\ndone\n"]
     written, epochs, _ = pump_of(updates if chunked else b"".join(updates))
-    logs = [r["line"] for r in written if r["type"] == "log"]
+    logs = [r["line"] for r in written if r["type"] == "log" and not r.get("partial")]
     assert logs == ["Epoch 0: 100%|##  | 4/4 [00:01<00:00, 3.9it/s]",     # the first epoch's last update
                     "Epoch 1: 100%|##  | 4/4 [00:01<00:00, 3.9it/s]", "done"]
     phases = [(r["kind"], r["epoch"]) for r in written if r["type"] == "event"]
@@ -143,16 +145,43 @@ def test_a_progress_bar_is_followed_live_and_recorded_as_each_epoch_ended(chunke
 def test_a_bar_that_never_ends_its_line_holds_no_memory_and_is_recorded_as_it_ended():
     updates = b"".join(b"\r%6d/100000 steps" % i for i in range(100_000))   # 1.7 MB, never a newline
     written, _, _ = pump_of(updates)
-    (log,) = [r for r in written if r["type"] == "log"]
+    (log,) = [r for r in written if r["type"] == "log" and not r.get("partial")]
     assert log["line"] == " 99999/100000 steps" and "cut_from" not in log
 
 
-def test_echo_shows_each_line_once_and_a_line_past_the_limit_is_cut_and_says_its_length():
-    written, _, shown = pump_of(b"one\n" + b"x" * 70_000 + b"\nlast", echo=True)
-    logs = [r for r in written if r["type"] == "log"]
+def test_echo_shows_the_output_as_written_and_a_line_past_the_limit_is_cut_and_says_its_length():
+    written, _, shown = pump_of([b"one\n" + b"x" * 40_000, b"x" * 30_000 + b"\nlast"], echo=True)
+    logs = [r for r in written if r["type"] == "log" and not r.get("partial")]
     assert [r["line"][:3] for r in logs] == ["one", "xxx", "las"]
     assert logs[1]["cut_from"] == 70_000 and len(logs[1]["line"]) == 64 * 1024
-    assert shown.getvalue().splitlines()[0] == "one" and shown.getvalue().endswith("last\n")
+    assert shown.getvalue() == "one\n" + "x" * 70_000 + "\nlast"   # no newline added, none taken
+
+
+def test_an_open_line_is_recorded_as_a_terminal_shows_it_and_its_end_replaces_it():
+    written, _, _ = pump_of([b"loading", b"...", b"\rxy", b" done\n"])
+    logs = [(r["line"], bool(r.get("partial"))) for r in written if r["type"] == "log"]
+    # Each chunk came at once (no time between them): the first open state is recorded at
+    # once, the later ones within PARTIAL_EVERY are left to the line's end.
+    assert logs[0] == ("loading", True) and logs[-1] == ("xy done", False)
+    assert all(partial for _, partial in logs[:-1])
+
+
+def test_a_line_that_is_not_utf8_keeps_its_bytes():
+    import base64
+
+    line = bytes(b for b in range(256) if b not in b"\n\r")   # a \r redraws the line: recorded as it ends
+    written, _, _ = pump_of(line + b"\n")
+    (log,) = [r for r in written if r["type"] == "log" and not r.get("partial")]
+    assert base64.b64decode(log["raw"]) == line and "\ufffd" in log["line"]
+
+
+def test_a_pseudo_terminals_crlf_is_undone_even_split_between_reads():
+    written: list[dict] = []
+    epochs = StdoutEpochs(written.append, lambda: 0.0, lambda: False)
+    pump = OutputPump("stdout", written.append, lambda: 0.0, Terminal(io.StringIO(), io.StringIO(), False, False,
+                      written.append, lambda: 0.0), epochs, terminal_newlines=True)
+    pump.pump(Pipe([b"a\r\nb\r", b"\nc\r\n"]))
+    assert [r["line"] for r in written if r["type"] == "log" and not r.get("partial")] == ["a", "b", "c"]
 
 
 # -- the workload: cancel escalation ---------------------------------------------------------
@@ -196,7 +225,7 @@ def test_the_instrumentations_news_sum_up_in_the_end_record():
 
 def test_the_report_says_what_the_instrumentation_did_in_one_line():
     from devicewatch import analysis
-    from devicewatch.runfile import Run
+    from devicewatch.runformat.runfile import Run
 
     def run(header: dict, end: dict | None) -> Run:
         return Run("x.jsonl", {"interval": 0.1, "host": {}, "workload": {}, **header}, end=end)
@@ -209,3 +238,40 @@ def test_the_report_says_what_the_instrumentation_did_in_one_line():
     assert analysis.instrumentation_text(run({"instrument": {"offered": True}}, {"instrument": {
         "active": True, "processes": 1, "errors": ["torch: boom"]}})) == \
         "active in 1 process; 1 hook(s) failed and disarmed themselves, first: torch: boom"
+
+
+# -- the workload's terminal and input ------------------------------------------------------------
+
+def test_a_terminal_size_is_columns_by_rows():
+    from devicewatch.recorder.pseudo_terminal import parse_size
+
+    assert parse_size("120x40") == (40, 120) and parse_size("80X24") == (24, 80)
+    assert parse_size("120") is None and parse_size("0x40") is None and parse_size("ax40") is None
+
+
+def test_a_pipes_input_ends_with_its_source_and_ctrl_c_is_counted_where_the_terminal_signals():
+    from devicewatch.recorder.input_relay import InputRelay
+
+    source_read, source_write = os.pipe()
+    sink_read, sink_write = os.pipe()
+    interrupts: list[int] = []
+    relay = InputRelay(sink_write, owns_fd=True, interrupt_char=lambda: b"\x03", on_interrupt=lambda: interrupts.append(1))
+    thread = relay.follow(source_read)
+    os.write(source_write, b"one\x03two\x03")
+    os.close(source_write)
+    thread.join(5)
+    received = b""
+    while chunk := os.read(sink_read, 4096):   # ends: the relay closed the pipe at its source's end
+        received += chunk
+    assert received == b"one\x03two\x03" and len(interrupts) == 2
+    assert relay.send(b"late") is False
+    os.close(source_read)
+    os.close(sink_read)
+
+
+def test_keys_are_sent_as_a_terminal_sends_them():
+    pytest.importorskip("textual")
+    from devicewatch.tui.panels import key_bytes
+
+    assert key_bytes("ctrl+c", None) == "\x03" and key_bytes("enter", "\r") == "\r"
+    assert key_bytes("up", None) == "\x1b[A" and key_bytes("a", "a") == "a" and key_bytes("f5", None) is None

@@ -14,7 +14,8 @@ import sys
 
 import pytest
 
-from devicewatch import analysis, compare, runfile
+from devicewatch import analysis, compare
+from devicewatch.runformat import runfile
 from devicewatch.render.compare_text import comparison_text
 from devicewatch.render.report import report_text
 from tests.conftest import ROOT, devicewatch, write_run
@@ -49,7 +50,7 @@ def test_the_pipeline_report_fits_and_cuts_no_number(width):
     assert "…" not in text
     # Every cell of every epoch, as the report formats it from the figures, is drawn whole
     # in one of the epoch tables (the key column repeats in each).
-    summary = analysis.summarize(run)
+    summary = analysis.summarize(run).to_json()
     for row in summary["epochs"]:
         drawn = [cell for cells in table_rows(text, str(row["epoch"])) for cell in cells[1:]]
         expected = [f"{row['total']:.1f}s", *[f"{v:.1f}s" for v in row["phase_seconds"].values()],
@@ -169,7 +170,7 @@ def test_epochs_count_every_named_phase(tmp_path):
     assert [round(v, 9) for v in row.phases.values()] == [1.0, 2.0, 0.5, 0.1]
     assert abs(row.untracked - 0.4) < 1e-9
     assert abs(row.other - 1.5) < 1e-9  # the old key stays: total - train - validate
-    summary = analysis.summarize(run)
+    summary = analysis.summarize(run).to_json()
     assert list(summary["epochs"][0]["phase_seconds"]) == ["data", "train", "validate", "copy"]
     text = report_text(run, width=100)
     header = next(line for line in text.splitlines() if "epoch" in line and "total" in line)

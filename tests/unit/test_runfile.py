@@ -4,7 +4,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from devicewatch.runfile import FORMAT, SCHEMA, Follower, RunFileError, RunWriter, load
+from devicewatch.runformat.runfile import FORMAT, SCHEMA, Follower, RunFileError, load
+from devicewatch.runformat.writer import RunWriter
 
 from conftest import write_run
 
@@ -18,7 +19,7 @@ def test_load_sorts_records_by_type(tmp_path):
         sample(0.1), {"type": "event", "t": 0.15, "kind": "marker", "label": "x"},
         {"type": "log", "t": 0.2, "stream": "stdout", "line": "hello"}, sample(0.2)])
     run = load(path)
-    assert run.header["format"] == FORMAT
+    assert run.header.raw["format"] == FORMAT
     assert [s["t"] for s in run.samples] == [0.1, 0.2]
     assert run.events[0]["label"] == "x"
     assert run.logs[0]["line"] == "hello"
@@ -75,7 +76,7 @@ def test_follower_returns_only_complete_new_lines(tmp_path):
     writer = RunWriter(path, {"interval": 0.1})
     follower = Follower(path)
     assert follower.poll() == []
-    assert follower.run is not None and follower.run.header["schema"] == SCHEMA
+    assert follower.run is not None and follower.run.header.schema == SCHEMA
     writer.write(sample(0.1))
     with open(path, "a") as f:  # half a line, as a reader may see mid-write
         f.write('{"type":"sample","t":0.2,')

@@ -7,8 +7,10 @@ import shutil
 import numpy as np
 import pytest
 
-from devicewatch import analysis, downsample, runfile
-from devicewatch.runfile import RunFileError, load
+from devicewatch import analysis
+from devicewatch.runformat import downsample, runfile
+from devicewatch.runformat import writer as runwriter
+from devicewatch.runformat.runfile import RunFileError, load
 from devicewatch.live.model import RunModel
 
 from conftest import ROOT
@@ -19,7 +21,7 @@ FIXTURES = ROOT / "tests" / "fixtures"
 @pytest.mark.parametrize("name", ["gpu-synthetic", "demo-cpu"])
 def test_both_schemas_of_one_run_give_the_same_figures(name):
     v1, v2 = load(FIXTURES / f"{name}.jsonl"), load(FIXTURES / f"{name}-v2.jsonl")
-    assert v1.header["schema"] == 1 and v2.header["schema"] == 2
+    assert v1.header.schema == 1 and v2.header.schema == 2
     a, b = v1.samples, v2.samples
     assert np.array_equal(a.t, b.t)
     # Schema 2 stores whole percents per core: the same within half a percent.
@@ -29,7 +31,7 @@ def test_both_schemas_of_one_run_give_the_same_figures(name):
     # Memory in MiB: within half a MiB of the bytes schema 1 wrote.
     assert np.allclose(a.sys("mem_used"), b.sys("mem_used"), atol=2**19, equal_nan=True)
     assert np.allclose(a.proc("rss"), b.proc("rss"), atol=2**19, equal_nan=True)
-    s1, s2 = analysis.summarize(v1), analysis.summarize(v2)
+    s1, s2 = analysis.summarize(v1).to_json(), analysis.summarize(v2).to_json()
     assert s1["verdict"]["label"] == s2["verdict"]["label"]
     assert s1["epochs"] == s2["epochs"]
     assert [d["dips"] for d in s1["devices"]] == [d["dips"] for d in s2["devices"]]
@@ -37,7 +39,7 @@ def test_both_schemas_of_one_run_give_the_same_figures(name):
 
 def test_the_synthetic_gpu_run_dips_in_every_validation():
     """Three epochs of 4 s training at 95% and 1 s validation at 10%: three dips."""
-    summary = analysis.summarize(load(FIXTURES / "gpu-synthetic-v2.jsonl"))
+    summary = analysis.summarize(load(FIXTURES / "gpu-synthetic-v2.jsonl")).to_json()
     assert summary["devices"][0]["dips"] == 3
     assert summary["devices"][0]["dip_phases"] == ["validate"]
 
@@ -80,11 +82,11 @@ def test_a_gzipped_run_reads_like_the_plain_one(tmp_path):
 def test_field_lists_come_from_the_header(tmp_path):
     """A GPU field the probes add later is written and read without either knowing its name."""
     path = tmp_path / "r.jsonl"
-    fields = runfile.probe_fields()
+    fields = runwriter.probe_fields()
     fields["fields"]["gpu"].append("new_metric")
     fields["scale"]["gpu"].append(1)
     fields["digits"]["gpu"].append(1)
-    writer = runfile.RunWriter(path, {"interval": 0.1, "host": {"cpu_count": 1, "gpus": [{"index": 0}]}}, fields)
+    writer = runwriter.RunWriter(path, {"interval": 0.1, "host": {"cpu_count": 1, "gpus": [{"index": 0}]}}, fields)
     writer.write({"type": "sample", "t": 0.1, "cpu": [50.0], "gpus": [{"util": 7, "new_metric": 0.42}]})
     writer.close()
     assert json.loads(path.read_text().splitlines()[1])["gpu"][0][-1] == 0.4  # rounded to tenths
@@ -112,7 +114,7 @@ def test_the_live_model_stays_bounded_and_keeps_dips(tmp_path):
     """Rows beyond the window are folded into (min, max) pairs: the row count stays under the
     limit however long the run, and a one-sample dip long ago is still in the history."""
     path = tmp_path / "long.jsonl"
-    writer = runfile.RunWriter(path, {"interval": 0.1, "host": {"cpu_count": 2}})
+    writer = runwriter.RunWriter(path, {"interval": 0.1, "host": {"cpu_count": 2}})
     follower = runfile.Follower(path)
     follower.poll()
     model = RunModel(follower.run)

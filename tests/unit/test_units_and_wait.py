@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 
-from devicewatch import analysis, compare, runfile
+from devicewatch import analysis, compare
+from devicewatch.runformat import runfile
 from devicewatch.render.compare_text import comparison_text
 from devicewatch.render.report import report_text
 from tests.conftest import write_run
@@ -103,7 +104,7 @@ def test_epoch_events_marked_segment_make_a_run_of_segments(tmp_path):
     rows = analysis.epochs(run)
     assert [(r.epoch, r.unit) for r in rows] == [(1, "segment"), (2, "segment"), (3, "segment")]
     assert analysis.unit(rows) == "segment"
-    summary = analysis.summarize(run)
+    summary = analysis.summarize(run).to_json()
     assert summary["unit"] == "segment" and {row["unit"] for row in summary["epochs"]} == {"segment"}
     # An epoch event without the field is an epoch.
     assert analysis.unit(analysis.epochs(own_epochs_run(tmp_path / "e.jsonl"))) == "epoch"
@@ -130,7 +131,7 @@ def test_the_report_of_a_segment_run_says_segment_with_its_steps_and_why_no_data
 
 
 def test_the_report_json_of_a_segment_run(tmp_path):
-    summary = json.loads(json.dumps(analysis.summarize(segment_run(tmp_path / "s.jsonl"))))
+    summary = json.loads(json.dumps(analysis.summarize(segment_run(tmp_path / "s.jsonl")).to_json()))
     assert summary["unit"] == "segment"
     first = summary["epochs"][0]
     assert (first["unit"], first["epoch"], first["train_loop"], first["data_wait"], first["loop_wait_share"]) \

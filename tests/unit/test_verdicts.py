@@ -17,7 +17,8 @@ from typing import Any, Callable
 
 import pytest
 
-from devicewatch import analysis, runfile
+from devicewatch import analysis
+from devicewatch.runformat import runfile
 from tests.conftest import ROOT, write_run
 
 STEP = 0.1

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from numba import cuda
-from workloads.conv import ATOL, RTOL
+from workloads.conv.measure import ATOL, RTOL
 from workloads.conv.cuda_kernels import launch, channel_chunk
 from workloads.conv.gpu import data_parallel_conv
 

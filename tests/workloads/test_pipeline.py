@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from devicewatch import runfile
+from devicewatch.runformat import runfile
 from tests.conftest import ROOT, devicewatch
 from workloads import pipeline
 from workloads.pipeline import data as datamod

@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from devicewatch import analysis, runfile
+from devicewatch import analysis
+from devicewatch.runformat import runfile
 from workloads.training import data
 from workloads.training.config import TrainingConfig
 from workloads.training.steptimes import percentile, summarize

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 # What the script prints at its end: the frameworks armed in this process, and any hook's error.
 REPORT = """
 import json, sys
-instrument = sys.modules.get("devicewatch.integrations.zero_code.instrument")
+instrument = sys.modules.get("devicewatch.integrations.zero_code.process_state")
 print(json.dumps({"armed": sorted(instrument.PROCESS.armed) if instrument else [],
                   "errors": sorted(instrument.PROCESS.errors) if instrument else []}))
 """
@@ -103,7 +103,7 @@ def test_a_framework_a_pth_file_imported_before_the_hook_existed_is_armed(tmp_pa
 def test_not_active_names_what_was_found_and_never_claims_no_training(tmp_path):
     """A script that imports torch but trains outside the hooks' sight (here: none at all), and
     prints Keras-style epoch lines: the reason names torch and the epochs read from the output."""
-    from devicewatch import runfile
+    from devicewatch.runformat import runfile
 
     from test_scripts import run_devicewatch
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from devicewatch import analysis, events, runfile
+from devicewatch import analysis, events
+from devicewatch.runformat import runfile
 
 from conftest import write_run
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from devicewatch import analysis, runfile
+from devicewatch import analysis
+from devicewatch.runformat import runfile
 
 from conftest import ROOT, devicewatch
 

@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from devicewatch import analysis, runfile
+from devicewatch import analysis
+from devicewatch.runformat import runfile
 
 from conftest import ROOT, devicewatch
 

@@ -12,7 +12,7 @@ import pytest
 from devicewatch import events
 from devicewatch.integrations import zero_code
 from devicewatch.integrations.zero_code import instrument
-from devicewatch.integrations.zero_code.instrument import EVENT_BURST, EVENT_RATE, Voice
+from devicewatch.integrations.zero_code.process_state import EVENT_BURST, EVENT_RATE, Voice
 
 STARTUP = Path(zero_code.STARTUP_DIR)
 
@@ -117,7 +117,7 @@ def test_the_instrumentation_imports_no_framework_until_one_is_armed():
     import subprocess
     import sys
 
-    code = ("import sys; import devicewatch.integrations.zero_code.instrument, "
+    code = ("import sys; import devicewatch.integrations.zero_code.instrument, devicewatch.integrations.zero_code.process_state, "
             "devicewatch.integrations.zero_code.torch_hooks, devicewatch.integrations.zero_code.framework_hooks, "
             "devicewatch.integrations.lightning_base; "
             "print(sorted(m for m in ('torch', 'lightning', 'pytorch_lightning', 'keras', 'tensorflow', "

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from devicewatch import analysis, runfile
+from devicewatch import analysis
+from devicewatch.runformat import runfile
 
 from conftest import ROOT
 from test_safety import run_instrumented, run_plain

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from devicewatch import advice, runfile
+from devicewatch.analysis import advice
+from devicewatch.runformat import runfile
 
 from conftest import write_run
 from test_scripts import run_devicewatch

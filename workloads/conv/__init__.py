@@ -12,10 +12,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
-from typing import Any
-
-from devicewatch import events
 
 TITLE = "Convolution algorithms head to head: MCMK vs im2col vs im2row vs tiled vs PyTorch; U-Net conv share"
 SOURCE = ("003: shared-memory tiling and multi-GPU data parallelism for U-Net; "
@@ -24,9 +20,6 @@ SOURCE = ("003: shared-memory tiling and multi-GPU data parallelism for U-Net; "
 CPU_METHODS = ("mcmk", "im2col", "im2row", "tiled", "torch")  # same as cpu.CPU_METHODS
 GPU_METHODS = ("naive", "tiled", "cudnn")  # same as gpu.GPU_METHODS
 NETS = ("squeezenet", "tinydarknet", "unet")
-# float32 agreement with torch's conv2d: |ours − torch| ≤ RTOL·|torch| + ATOL·max|torch|.
-RTOL = 1e-3
-ATOL = 1e-4
 
 
 def build_parser() -> argparse.ArgumentParser:

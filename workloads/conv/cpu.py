@@ -30,7 +30,8 @@ input directly, as Darknet does.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 CPU_METHODS = ("mcmk", "im2col", "im2row", "tiled", "torch")
 # The tiled kernel's output tile: 8 channels × 8 rows (8·8·OW floats: 14 KiB at OW = 55).
@@ -189,9 +190,9 @@ def make_method(name: str) -> CpuMethod:
     if name == "tiled":
         from workloads.conv import direct
 
-        kernel = direct.tiled
+        tiled = direct.tiled
         return CpuMethod(name, "nchw", lambda w: _blocked_weights(w, TILE_CHANNELS),
-                         lambda x, w, shp, st, p: direct_conv(kernel, x, w, shp[0], shp[1], shp[2], st, p,
+                         lambda x, w, shp, st, p: direct_conv(tiled, x, w, shp[0], shp[1], shp[2], st, p,
                                                               TILE_ROWS))
     if name == "im2col":
         return CpuMethod(name, "nchw", lambda w: np.ascontiguousarray(w.reshape(w.shape[0], -1)),

@@ -46,7 +46,7 @@ def channel_chunk(tile: int, kh: int, kw: int, stride: int) -> int:
     return max(1, min(MAX_CHANNEL_CHUNK, SHARED_FLOATS // span))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tiled_kernel(tile: int, kh: int, kw: int, stride: int):
     """A kernel specialised for one tile and filter shape (shared arrays need constant sizes).
 

@@ -8,7 +8,8 @@ convolution lost to the CPU because of them.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 GPU_METHODS = ("naive", "tiled", "cudnn")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
@@ -21,10 +22,13 @@ def measure_peak_gflops(size: int = 2048, tries: int = 3) -> float:
     return 2 * size ** 3 / best / 1e9
 
 
+# float32 agreement with torch's conv2d: |ours − torch| ≤ RTOL·|torch| + ATOL·max|torch|.
+RTOL = 1e-3
+ATOL = 1e-4
+
+
 def agrees(y: Any, ref: Any) -> bool:
     import numpy as np
-
-    from workloads.conv import ATOL, RTOL
 
     y = np.asarray(y)
     return y.shape == ref.shape and bool(np.allclose(y, ref, rtol=RTOL, atol=ATOL * float(np.abs(ref).max() or 1.0)))
@@ -42,7 +46,8 @@ def run(args: Any, nets: list[str], methods: list[str], unet_shape: tuple[int, i
     import numba
     import torch
 
-    numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
+    threads_known = numba.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined]  # numba sets it at import
+    numba.set_num_threads(min(args.threads, threads_known))
     torch.set_num_threads(args.threads)
     peak = None
     if args.device == "cpu":
@@ -71,11 +76,11 @@ def run_layers(args: Any, net: str, methods: list[str], peak: float | None) -> b
 
     layers = conv_layers(net, args.input_size)
     rng = np.random.default_rng(args.seed)
-    inputs = [rng.standard_normal((args.batch, l.c_in, l.height, l.width), dtype=np.float32) for l in layers]
-    weights = [(rng.standard_normal((l.c_out, l.c_in, l.kernel, l.kernel), dtype=np.float32)
-                / np.sqrt(l.c_in * l.kernel ** 2)).astype(np.float32) for l in layers]
-    refs = [_torch_reference(x, w, l.stride, l.pad) for x, w, l in zip(inputs, weights, layers)]
-    total_flops = args.batch * sum(l.flops for l in layers)
+    inputs = [rng.standard_normal((args.batch, layer.c_in, layer.height, layer.width), dtype=np.float32) for layer in layers]
+    weights = [(rng.standard_normal((layer.c_out, layer.c_in, layer.kernel, layer.kernel), dtype=np.float32)
+                / np.sqrt(layer.c_in * layer.kernel ** 2)).astype(np.float32) for layer in layers]
+    refs = [_torch_reference(x, w, layer.stride, layer.pad) for x, w, layer in zip(inputs, weights, layers)]
+    total_flops = args.batch * sum(layer.flops for layer in layers)
     print(f"conv: {net}, {len(layers)} conv layers, input {args.input_size}², batch {args.batch}, "
           f"{total_flops / 1e9:.2f} GFLOP per pass", flush=True)
     times: dict[str, list[list[float]]] = {m: [[] for _ in layers] for m in methods}
@@ -89,12 +94,12 @@ def run_layers(args: Any, net: str, methods: list[str], peak: float | None) -> b
             with events.phase("warmup", lane="main", net=net, method=m):
                 started = time.perf_counter()
                 calls = []
-                for x, w, l, ref in zip(inputs, weights, layers, refs):
+                for x, w, layer, ref in zip(inputs, weights, layers, refs):
                     xl, wp = method.to_layout(x), method.prepare(w)
-                    call = (lambda method=method, xl=xl, wp=wp, l=l:
-                            method.run(xl, wp, (l.c_out, l.kernel, l.kernel), l.stride, l.pad))
+                    call = functools.partial(method.run, xl, wp, (layer.c_out, layer.kernel, layer.kernel),
+                                             layer.stride, layer.pad)
                     if not agrees(method.to_nchw(call()), ref):
-                        print(f"conv: {m} disagrees with torch on {net}/{l.name}", flush=True)
+                        print(f"conv: {m} disagrees with torch on {net}/{layer.name}", flush=True)
                         ok = False
                     calls.append(call)
                 runners[m] = calls
@@ -115,16 +120,17 @@ def run_layers(args: Any, net: str, methods: list[str], peak: float | None) -> b
         per_layer, transfers = {}, {}
         for m in methods:
             with events.phase(m, lane="main", net=net, device="cuda"):
-                rows = [time_layer(m, x, w, l.stride, l.pad, args.repeats) for x, w, l in zip(inputs, weights, layers)]
-            for row, l, ref in zip(rows, layers, refs):
+                rows = [time_layer(m, x, w, layer.stride, layer.pad, args.repeats)
+                        for x, w, layer in zip(inputs, weights, layers)]
+            for row, layer, ref in zip(rows, layers, refs):
                 if not agrees(row["output"], ref):
-                    print(f"conv: {m} disagrees with torch on {net}/{l.name}", flush=True)
+                    print(f"conv: {m} disagrees with torch on {net}/{layer.name}", flush=True)
                     ok = False
             per_layer[m] = [r["kernel_ms"] for r in rows]
             transfers[m] = (sum(r["h2d_ms"] for r in rows), sum(r["d2h_ms"] for r in rows))
             with events.phase(f"{m}-dataparallel", lane="main", net=net, streams=args.streams):
-                wall = sum(data_parallel_conv(m, x, w, l.stride, l.pad, args.streams)[1]
-                           for x, w, l in zip(inputs, weights, layers))
+                wall = sum(data_parallel_conv(m, x, w, layer.stride, layer.pad, args.streams)[1]
+                           for x, w, layer in zip(inputs, weights, layers))
             events.result(f"{m}/{net}/transfers", h2d_ms=transfers[m][0], d2h_ms=transfers[m][1],
                           dataparallel_ms=wall * 1e3, streams=args.streams)
             print(f"conv: {m}: kernels {sum(per_layer[m]):.3f} ms, host→device {transfers[m][0]:.3f} ms, "
@@ -141,13 +147,13 @@ def report(net: str, layers: list[Any], per_layer: dict[str, list[float]], metho
     reference = "torch" if "torch" in per_layer else ("cudnn" if "cudnn" in per_layer else None)
     print(f"\n{net}: ms per layer, {label}" + (f" (share of {peak:.0f} GFLOP/s peak for the network)" if peak else ""))
     print(f"{'layer':<22}{'shape':<26}" + "".join(f"{m:>10}" for m in methods))
-    for i, l in enumerate(layers):
-        print(f"{l.name:<22}{l.describe():<26}" + "".join(f"{per_layer[m][i]:>10.3f}" for m in methods))
+    for i, layer in enumerate(layers):
+        print(f"{layer.name:<22}{layer.describe():<26}" + "".join(f"{per_layer[m][i]:>10.3f}" for m in methods))
         for m in methods:
             ms = per_layer[m][i]
-            events.result(f"{m}/{net}/{l.name}", ms=round(ms, 4),
-                          gflops=round(batch * l.flops / ms / 1e6, 2) if ms > 0 else None)
-    flops = batch * sum(l.flops for l in layers)
+            events.result(f"{m}/{net}/{layer.name}", ms=round(ms, 4),
+                          gflops=round(batch * layer.flops / ms / 1e6, 2) if ms > 0 else None)
+    flops = batch * sum(layer.flops for layer in layers)
     totals = {m: sum(per_layer[m]) for m in methods}
     print(f"{'total':<48}" + "".join(f"{totals[m]:>10.2f}" for m in methods))
     print(f"{'GFLOP/s':<48}" + "".join(f"{flops / totals[m] / 1e6:>10.1f}" for m in methods))
@@ -173,7 +179,6 @@ def report(net: str, layers: list[Any], per_layer: dict[str, list[float]], metho
 # --------------------------------------------------------------------------- U-Net
 
 def run_unet(args: Any, methods: list[str], shape: tuple[int, int], peak: float | None) -> bool:
-    import numpy as np
     import torch
 
     from workloads.conv import unet

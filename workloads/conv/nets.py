@@ -15,6 +15,8 @@ Only the convolution layers are timed; the spatial size of each follows from the
 
 from __future__ import annotations
 
+from typing import Any
+
 from dataclasses import dataclass
 
 NETS = ("squeezenet", "tinydarknet")
@@ -72,7 +74,7 @@ TINY_DARKNET = [
     ("conv", "conv16", 1000, 1, 1, 0),
 ]
 
-_TABLES = {"squeezenet": SQUEEZENET_V1_1, "tinydarknet": TINY_DARKNET}
+_TABLES: dict[str, list[tuple[Any, ...]]] = {"squeezenet": SQUEEZENET_V1_1, "tinydarknet": TINY_DARKNET}
 
 
 def _pooled(size: int, kernel: int, stride: int, ceil_mode: bool) -> int:

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
+from collections.abc import Callable, Iterator
 
 OPS = ("conv", "pool", "upsample", "concat", "activation")
 LEVELS = 4
@@ -106,7 +107,7 @@ def forward(x: Any, conv: Callable[[Any, int], Any], up: list[Any], timer: OpTim
             return torch.relu_(t)
 
     skips = []
-    for level in range(LEVELS):
+    for _level in range(LEVELS):
         x = conv_relu(conv_relu(x))
         skips.append(x)
         with timer.op("pool"):

@@ -32,7 +32,7 @@ MODEL_LAYERS = "Conv(16,3x3,relu)-MaxPool(2)-Conv(32,3x3,relu)-MaxPool(2)-Flatte
 class _OneLineParser(argparse.ArgumentParser):
     """argparse that reports a bad option in one line, without the usage block."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> None:  # type: ignore[override]  # argparse's error never returns; ours raises
         print(f"{self.prog}: {message}", file=sys.stderr)
         raise SystemExit(2)
 
@@ -153,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
         outcome = schemes.Outcome()
         reporter = schemes.Reporter(args.epochs, outcome, echo)
         events.run_info(workload=NAME, variant=args.variant, backend=args.backend, framework=model.framework,
-                        device=getattr(model, "device_name", "cpu"), threads=args.threads, intra_threads=model.intra_threads, data=d.source,
+                        device=getattr(model, "device_name", "cpu"), threads=args.threads,
+                        intra_threads=model.intra_threads, data=d.source,
                         params=model.params, epochs=args.epochs, batch_size=args.batch,
                         train_samples=len(d.x_train), val_samples=len(d.x_val), model=MODEL_LAYERS)
         echo(f"{NAME}: {args.variant} on {args.backend}, {args.threads} thread(s), {model.intra_threads} intra-op, "

@@ -9,6 +9,7 @@ and normalization. Validation data is only scaled and normalized, so it is deter
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -146,4 +147,4 @@ def preprocess_eval(raw: np.ndarray) -> np.ndarray:
 def shards(n: int, parts: int) -> list[slice]:
     """Split range(n) into ``parts`` contiguous shards whose sizes differ by at most one."""
     bounds = np.linspace(0, n, parts + 1).round().astype(int)
-    return [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+    return [slice(int(a), int(b)) for a, b in itertools.pairwise(bounds)]

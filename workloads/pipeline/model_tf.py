@@ -9,7 +9,8 @@ adds no tracing.
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 import numpy as np
 

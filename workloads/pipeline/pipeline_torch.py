@@ -49,11 +49,12 @@ def loaders(d: datamod.Dataset, batch: int, workers: int, seed: int) -> tuple[An
     from torch.utils.data import BatchSampler, DataLoader, RandomSampler, SequentialSampler
 
     generator = torch.Generator().manual_seed(seed)
-    common = {"batch_size": None, "num_workers": workers, "prefetch_factor": 2, "persistent_workers": True}
-    train = DataLoader(_TrainBatches(d.x_train, d.y_train),
+    common: dict[str, Any] = {"batch_size": None, "num_workers": workers, "prefetch_factor": 2, "persistent_workers": True}
+    # The batch sets are map-style datasets by duck typing (__getitem__, __len__), not Dataset subclasses.
+    train: DataLoader[Any] = DataLoader(_TrainBatches(d.x_train, d.y_train),  # type: ignore[arg-type]
                        sampler=BatchSampler(RandomSampler(range(len(d.x_train)), generator=generator), batch, False),
                        **common)
-    val = DataLoader(_EvalBatches(d.x_val, d.y_val),
+    val: DataLoader[Any] = DataLoader(_EvalBatches(d.x_val, d.y_val),  # type: ignore[arg-type]
                      sampler=BatchSampler(SequentialSampler(range(len(d.x_val))), batch, False), **common)
     return train, val
 

@@ -12,7 +12,8 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -196,8 +197,9 @@ class _EpochValidation:
         """Block until every shard is done; re-raise a shard's error in this thread."""
         self.finished.wait()
         for future in self.futures:
-            if not future.cancelled() and future.exception() is not None:
-                raise future.exception()
+            error = None if future.cancelled() else future.exception()
+            if error is not None:
+                raise error
 
 
 def run_overlapped(model: Any, d: datamod.Dataset, s: Settings, reporter: Reporter, stop: threading.Event,

@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 import os
 import time
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
@@ -65,7 +66,8 @@ def _keras_initialization(model) -> None:
             fan_in = layer.weight[0].numel()
             std = math.sqrt(2.0 / fan_in) / HE_NORMAL_TRUNCATION
             nn.init.trunc_normal_(layer.weight, std=std, a=-2 * std, b=2 * std)
-        nn.init.zeros_(layer.bias)
+        if layer.bias is not None:
+            nn.init.zeros_(layer.bias)
 
 
 def count_params(model) -> int:
@@ -264,7 +266,7 @@ def _train(config: TrainingConfig, dataset: Dataset, device, dist: Distributed, 
             val_loss_sum, val_correct, val_seen = evaluate(model, x_val, dataset.y_val, val_order,
                                                            val_steps, config.batch_size, device)
         totals = dist.sum([loss_sum, correct, seen, val_loss_sum, val_correct, val_seen], device)
-        loss_sum, correct, seen, val_loss_sum, val_correct, val_seen = totals
+        loss_sum, correct, seen, val_loss_sum, val_correct, val_seen = totals  # type: ignore[assignment]  # counts summed as floats across ranks
         metrics = {
             "loss": round(loss_sum / seen, 4),
             "accuracy": round(correct / seen, 4),
@@ -283,7 +285,8 @@ def _train(config: TrainingConfig, dataset: Dataset, device, dist: Distributed, 
 def epoch_line(epoch: int, epochs: int, metrics: dict[str, float], seconds: float) -> str:
     """The figures of one epoch, laid out as Keras prints them (but on one line: a bare
     ``Epoch 3/20`` line is what devicewatch reads from scripts that send no events)."""
-    return (f"epoch {epoch}/{epochs}: {metrics['steps']}/{metrics['steps']} - {seconds:.0f}s - {metrics['step_ms_mean']:.0f}ms/step"
+    return (f"epoch {epoch}/{epochs}: {metrics['steps']}/{metrics['steps']} - {seconds:.0f}s"
+            f" - {metrics['step_ms_mean']:.0f}ms/step"
             f" (p95 {metrics['step_ms_p95']:.0f}ms) - accuracy: {metrics['accuracy']:.4f}"
             f" - loss: {metrics['loss']:.4f} - val_accuracy: {metrics['val_accuracy']:.4f}"
             f" - val_loss: {metrics['val_loss']:.4f}")

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Mapping, Sequence
+from typing import Any
+from collections.abc import Mapping, Sequence
 
 SWITCH_VAR = "DEVICEWATCH_INSTRUMENT"   # "0" (or off, false, no) switches the instrumentation off
 SWITCHED_OFF = ("0", "off", "false", "no")

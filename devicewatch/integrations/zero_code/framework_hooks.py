@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
-from .instrument import Process, event_fields, own_phases
+from .process_state import PROCESS, Process, event_fields, own_phases
 
 
 def arm(framework: str, name: str, module: Any, process: Process) -> None:
@@ -40,7 +41,7 @@ def _wrap(process: Process, framework: str, owner: type, method: str,
                 changed = prepare(self, args, kwargs)
                 if changed is not None:
                     args, kwargs = changed
-            except Exception as exc:  # noqa: BLE001 - the fit goes on without the callback
+            except Exception as exc:
                 failed.append(exc)
                 if getattr(owner, method) is wrapper:
                     setattr(owner, method, original)
@@ -51,8 +52,6 @@ def _wrap(process: Process, framework: str, owner: type, method: str,
 
 
 def _announce(owner: str) -> None:
-    from .instrument import PROCESS
-
     PROCESS.announce()
     own_phases(owner)
 
@@ -93,8 +92,8 @@ def _keras_fit(fit: Callable[..., Any]) -> Callable[..., tuple[tuple[Any, ...], 
         from ..keras import DevicewatchCallback
 
         _announce("keras")
-        given_positionally = position is not None and len(args) > position
-        callbacks = args[position] if given_positionally else kwargs.get("callbacks")
+        at = position if position is not None and len(args) > position else None
+        callbacks = args[at] if at is not None else kwargs.get("callbacks")
         if callbacks is not None and not isinstance(callbacks, (list, tuple)):
             return None  # a CallbackList of the script's own: left as it is
         callbacks = list(callbacks or ())
@@ -103,8 +102,8 @@ def _keras_fit(fit: Callable[..., Any]) -> Callable[..., tuple[tuple[Any, ...], 
         callback = DevicewatchCallback()
         callback.event_fields = event_fields()
         callbacks.append(callback)  # a new list: the script's own is not changed
-        if given_positionally:
-            return args[:position] + (callbacks,) + args[position + 1:], kwargs
+        if at is not None:
+            return args[:at] + (callbacks,) + args[at + 1:], kwargs
         return args, dict(kwargs, callbacks=callbacks)
 
     return prepare

@@ -19,7 +19,8 @@ from __future__ import annotations
 import inspect
 import json
 import os
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from ... import events
 from . import LOADER_KNOBS, MAP_PARALLEL, THREADS, VARY_VAR, knob_value
@@ -54,7 +55,7 @@ class Knobs:
     # -- DataLoader -------------------------------------------------------------------------
 
     def wrap_dataloader(self, loader_class: type) -> None:
-        original = loader_class.__init__
+        original = loader_class.__init__  # type: ignore[misc]  # the class's own constructor, wrapped in place
         signature = inspect.signature(original)
         knobs = self
 
@@ -65,13 +66,13 @@ class Knobs:
                 arguments = bound.arguments
                 knobs.loader_made(arguments)
                 args, kwargs = _call_arguments(signature, arguments)
-            except Exception:  # noqa: BLE001 - a signature we cannot read: the script's own arguments
+            except Exception:
                 pass
             original(loader, *args, **kwargs)
 
         __init__.__wrapped__ = original  # type: ignore[attr-defined]  # functools.wraps without its copying
         __init__.__doc__ = original.__doc__
-        loader_class.__init__ = __init__
+        loader_class.__init__ = __init__  # type: ignore[misc]  # replaced on the class for the process's life
 
     def loader_made(self, arguments: dict[str, Any]) -> None:
         """A DataLoader is being made with ARGUMENTS (changed in place to the variant's)."""
@@ -133,17 +134,17 @@ class Knobs:
         signature = inspect.signature(original)
         knobs = self
 
-        def map(data: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A001 - the method's own name
+        def map(data: Any, *args: Any, **kwargs: Any) -> Any:
             try:
                 bound = signature.bind(data, *args, **kwargs)
                 bound.apply_defaults()
                 knobs.map_made(bound.arguments)
                 args, kwargs = _call_arguments(signature, bound.arguments)
-            except Exception:  # noqa: BLE001 - a call we cannot read: the script's own arguments
+            except Exception:
                 pass
             return original(data, *args, **kwargs)
 
-        map.__wrapped__ = original  # type: ignore[attr-defined]
+        map.__wrapped__ = original  # type: ignore[attr-defined]  # functools.wraps without its copying
         map.__doc__ = original.__doc__
         dataset.map = map
 

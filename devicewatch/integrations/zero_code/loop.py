@@ -43,7 +43,8 @@ keeps only the data wait and the steps, which the callback adds to its epoch's m
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Protocol
+from typing import Any, Protocol
+from collections.abc import Hashable
 
 TRAIN, VALIDATE, DATA, WAIT = "train", "validate", "data", "wait"
 EPOCH, SEGMENT = "epoch", "segment"   # what a unit of the loop is: a pass over the data, or the stretch between evaluations

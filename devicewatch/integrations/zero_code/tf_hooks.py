@@ -45,9 +45,10 @@ import threading
 import time
 import types
 import weakref
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
-from .instrument import Process
+from .process_state import Process
 
 _monotonic = time.monotonic
 get_ident = threading.get_ident
@@ -74,6 +75,7 @@ def arm(tf: Any, process: Process) -> None:
     hooks.wrap(GradientTape, "gradient", hooks.counted_gradient)
     hooks.wrap(Optimizer, "apply_gradients", hooks.counted_apply)
     _HOOKS = hooks
+    process.fit_measured = measures_fit
     atexit.register(hooks.at_exit)
     trainer = sys.modules.get(KERAS_TRAINER)
     if trainer is not None:  # else the start-up hook arms it once it has run (``keras_trainer``)
@@ -97,7 +99,7 @@ class _Hooks:
         self.process = process
         self.loop = process.loop
         self.executing_eagerly = executing_eagerly
-        self.iterator_type = iterator_type
+        self.iterator_type: Any = iterator_type  # Any: `type(x) is it` must not narrow x to object
         self.restore: dict[str, Callable[[], None]] = {}
         # Whether each hook still counts (a failed one is off): plain attributes, read on every
         # batch and step.
@@ -128,14 +130,20 @@ class _Hooks:
 
         key = hook or make.__name__
         before = self.restore.get(key)
-        self.restore[key] = restore if before is None else (lambda: (before(), restore()))
+        if before is None:
+            self.restore[key] = restore
+        else:
+            def restore_both(before: Callable[[], None] = before) -> None:
+                before()
+                restore()
+            self.restore[key] = restore_both
 
     def failed(self, hook: str, exc: BaseException) -> None:
         """Our bookkeeping in HOOK raised: disarm HOOK, say so once."""
         setattr(self, hook + "_on", False)
         try:
             self.restore.get(hook, lambda: None)()
-        except Exception:  # noqa: BLE001 - a wrapper left in place passes straight through
+        except Exception:
             pass
         self.process.error("tensorflow", hook.replace("_", " "), exc)
 
@@ -151,7 +159,7 @@ class _Hooks:
             if self.last() is not iterator:
                 try:
                     first = self.yielding(iterator)
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     self.failed("timed_next", exc)
                     return original(iterator)
             if not self.last_eager:
@@ -163,13 +171,13 @@ class _Hooks:
                 end = _monotonic()
                 try:
                     exhausted(self.last_source, end)
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     self.failed("timed_next", exc)
                 raise
             end = _monotonic()
             try:
                 fetch(self.last_source, True, first, start, end)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 self.failed("timed_next", exc)
             return batch
         return __next__
@@ -208,7 +216,7 @@ class _Hooks:
                             self.stepped(_monotonic())
                         else:
                             self.loop.backward(_monotonic())
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     self.failed("counted_call", exc)
             return result
         return __call__
@@ -234,7 +242,7 @@ class _Hooks:
                         self.loop.backward(_monotonic())
                     else:
                         self.mark(BACKWARD)
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     self.failed("counted_gradient", exc)
             return result
         return gradient
@@ -256,7 +264,7 @@ class _Hooks:
                         self.stepped(_monotonic())
                     else:
                         self.mark(STEP)
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     self.failed("counted_apply", exc)
             return result
         return apply
@@ -280,7 +288,7 @@ class _Hooks:
                 self.wrap(cls, "make_train_function", self.eager_fetch)
                 if hasattr(cls, "_maybe_symbolic_build"):
                     self.wrap(cls, "_maybe_symbolic_build", self.untimed_build, hook="eager_fetch")
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self.process.error("tensorflow", "arm keras", exc)
 
     def eager_fetch(self, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -294,7 +302,7 @@ class _Hooks:
                     function = model.train_function
                     if function is not None and not getattr(function, "_devicewatch_eager_fetch", False):
                         model.train_function = self.fetching(function, model.steps_per_execution == 1)
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     self.failed("eager_fetch", exc)
             return result
         return make_train_function
@@ -317,7 +325,7 @@ class _Hooks:
             self.fit_measured = self.timed_next_on and self.counted_call_on
             return function((batch,))
 
-        train_function._devicewatch_eager_fetch = True  # type: ignore[attr-defined]
+        train_function._devicewatch_eager_fetch = True  # type: ignore[attr-defined]  # a mark on Keras's function: wrapped once
         return train_function
 
     def untimed_build(self, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -340,7 +348,7 @@ class _Hooks:
         try:
             self.loop.finish(_monotonic())
             self.process.voice.say_left_out()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self.failed("at_exit", exc)
 
 

@@ -29,9 +29,10 @@ import atexit
 import functools
 import threading
 import time
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
-from .instrument import Process
+from .process_state import Process
 
 _monotonic = time.monotonic
 get_ident = threading.get_ident
@@ -94,7 +95,7 @@ class _Hooks:
                     self.step_handle.remove()
             else:
                 self.restore[hook]()
-        except Exception:  # noqa: BLE001 - a wrapper left in place passes straight through
+        except Exception:
             pass
         self.process.error("torch", hook.replace("_", " "), exc)
 
@@ -115,7 +116,7 @@ class _Hooks:
                 end = _monotonic()
                 try:
                     exhausted(id(iterator._dataset), end)
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     self.failed("timed_next", exc)
                 raise
             end = _monotonic()
@@ -123,7 +124,7 @@ class _Hooks:
                 if first and not _has_length(iterator._dataset):
                     endless(id(iterator._dataset))
                 fetch(id(iterator._dataset), is_grad_enabled(), first, start, end)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 self.failed("timed_next", exc)
             return batch
         return __next__
@@ -143,7 +144,7 @@ class _Hooks:
                 try:
                     if self.is_trained(module):
                         self.loop.mode(bool(mode), _monotonic())
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     self.failed("counted_train", exc)
             return result
         return train
@@ -156,7 +157,7 @@ class _Hooks:
             if self.counted_backward_on and process.live and get_ident() == _MAIN:
                 try:
                     backward_seen(_monotonic())
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     self.failed("counted_backward", exc)
             return result
         return backward
@@ -169,7 +170,7 @@ class _Hooks:
                 return original(*args, **kwargs)
             try:
                 barrier(True, _monotonic())
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 self.failed("timed_barrier", exc)
             try:
                 return original(*args, **kwargs)
@@ -177,7 +178,7 @@ class _Hooks:
                 if self.timed_barrier_on:
                     try:
                         barrier(False, _monotonic())
-                    except Exception as exc:  # noqa: BLE001
+                    except Exception as exc:
                         self.failed("timed_barrier", exc)
         return timed
 
@@ -192,7 +193,7 @@ class _Hooks:
                     self.counted_backward_on = False
                     self.restore["counted_backward"]()
             self.loop.step(_monotonic())
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self.failed("after_step", exc)
 
     def at_exit(self) -> None:
@@ -201,7 +202,7 @@ class _Hooks:
         try:
             self.loop.finish(_monotonic())
             self.process.voice.say_left_out()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self.failed("at_exit", exc)
 
     def is_trained(self, module: Any) -> bool:

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from ... import events
 from . import TRIAL_VAR
 
 
-def requested(env: dict[str, str] | os._Environ[str] = os.environ) -> dict[str, float] | None:
+def requested(env: dict[str, str] | os._Environ[str] = os.environ) -> dict[str, float | None] | None:
     """The trial this process is, or None (not a trial, or one that cannot be read)."""
     text = env.get(TRIAL_VAR)
     if not text:

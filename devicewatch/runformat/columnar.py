@@ -26,12 +26,14 @@ from __future__ import annotations
 import mmap
 import os
 import zlib
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO
+from collections.abc import Iterator
 
 import numpy as np
 import orjson
 
-from .samples import BY_NAME, COLUMNS, MISSING_PERCENT, percent_to_float, whole_percents
+from .percent import MISSING_PERCENT, percent_to_float, whole_percents
+from .schema import BY_NAME, COLUMNS
 
 SUFFIX = ".columns"
 MAGIC = b"DWCOLS\x00\n"
@@ -94,7 +96,7 @@ class Spill:
         index["lines"] = (offset, len(blob)) if lines else (offset, -1)
         for array in data:
             if array.nbytes:
-                self.file.write(memoryview(array.reshape(-1)).cast("B"))
+                self.file.write(array.reshape(-1).data.cast("B"))
         self.file.write(blob)
         self.size = offset + len(blob)
         self.chunks.append(index)

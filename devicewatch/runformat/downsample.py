@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import nanmath
+from .. import nanmath
 
 
 def minmax(t: np.ndarray, v: np.ndarray, buckets: int) -> tuple[np.ndarray, np.ndarray]:

@@ -1,6 +1,6 @@
 """Builders of the run file's records (other than the header and samples), one per type.
 
-Each returns the dict ``runfile.RunWriter.write`` takes, with the fields docs/run-format.md
+Each returns the dict ``writer.RunWriter.write`` takes, with the fields docs/run-format.md
 documents, so a record's shape is spelled in one place rather than as a literal wherever one
 is written (the recorder's parts, the control channel, ``devicewatch merge``).
 """
@@ -17,11 +17,18 @@ def notice(t: float, message: str, level: str = "warning", **extra: Any) -> dict
     return {"type": "notice", "t": t, "level": level, "message": message, **extra}
 
 
-def log(t: float, stream: str, line: str, cut_from: int | None = None) -> dict[str, Any]:
-    """One line of the workload's output; ``cut_from``: its length when it was cut."""
-    record = {"type": "log", "t": t, "stream": stream, "line": line}
+def log(t: float, stream: str, line: str, raw: str | None = None, cut_from: int | None = None,
+        partial: bool = False) -> dict[str, Any]:
+    """One line of the workload's output; ``raw``: its bytes in base64 when they are not UTF-8;
+    ``cut_from``: its length when it was cut; ``partial``: a line not yet ended, as it stands
+    (the stream's next log record replaces it)."""
+    record: dict[str, Any] = {"type": "log", "t": t, "stream": stream, "line": line}
+    if raw is not None:
+        record["raw"] = raw
     if cut_from is not None:
         record["cut_from"] = cut_from
+    if partial:
+        record["partial"] = True
     return record
 
 

@@ -24,8 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from . import analysis, events
-from .runfile import Run
+from .. import events
+from ..runformat.runfile import Run
+from .epoch_rows import data_wait, epochs
+from .pairing import Phase, phases
+from .utilization import Series, series
+from .verdicts import Verdict
+from .verdicts import verdict as verdict_of
 
 INPUT_BOUND_SHARE = 0.3     # a data wait from which more loader workers are worth a try
 MAX_WORKERS = 8             # the most workers advice proposes, however many cores
@@ -98,12 +103,12 @@ def trial_of(run: Run) -> dict[str, Any] | None:
     return None
 
 
-def baseline(run: Run, verdict: analysis.Verdict | None = None) -> Baseline:
-    s = analysis.series(run)
-    all_phases = analysis.phases(run)
-    verdict = verdict or analysis.verdict(run, s, all_phases)
+def baseline(run: Run, verdict: Verdict | None = None) -> Baseline:
+    s = series(run)
+    all_phases = phases(run)
+    verdict = verdict or verdict_of(run, s, all_phases)
     trial = trial_of(run)
-    rows = analysis.epochs(run, all_phases)
+    rows = epochs(run, all_phases)
     if trial is not None:
         steps_per_s = trial.get("steps_per_s")
         share = trial.get("data_wait_share")
@@ -111,7 +116,7 @@ def baseline(run: Run, verdict: analysis.Verdict | None = None) -> Baseline:
         steps = sum(r.metrics.get("steps", 0) for r in rows if isinstance(r.metrics.get("steps"), (int, float)))
         loop = sum(r.train_loop for r in rows)
         steps_per_s = steps / loop if steps and loop > 0 else None
-        wait = analysis.data_wait(rows)
+        wait = data_wait(rows)
         share = wait.share if wait is not None else None
     setup = setup_of(run)
     figures = verdict.figures
@@ -129,7 +134,7 @@ def baseline(run: Run, verdict: analysis.Verdict | None = None) -> Baseline:
         instrumented=setup is not None)
 
 
-def _loading_cores(s: analysis.Series, all_phases: list[analysis.Phase]) -> float:
+def _loading_cores(s: Series, all_phases: list[Phase]) -> float:
     """Cores the workload used while its loop waited for data (its ``data`` phases), 1 where
     they hold no sample: loading taken to keep one core busy, the cautious guess."""
     spans = [(p.start, p.end) for p in all_phases if p.kind == "data"]
@@ -145,7 +150,7 @@ def _loading_cores(s: analysis.Series, all_phases: list[analysis.Phase]) -> floa
 
 def predict(b: Baseline, knob: str, value: Any) -> float | None:
     """The steps a second the script would make with KNOB=VALUE (None: not predicted)."""
-    if not b.steps_per_s or b.data_wait_share is None and knob != "threads":
+    if not b.steps_per_s or (b.data_wait_share is None and knob != "threads"):
         return None
     step = 1.0 / b.steps_per_s
     wait = step * (b.data_wait_share or 0.0)
@@ -170,10 +175,10 @@ def predict(b: Baseline, knob: str, value: Any) -> float | None:
     return None
 
 
-def advise(run: Run, verdict: analysis.Verdict | None = None) -> list[Advice]:
+def advise(run: Run, verdict: Verdict | None = None) -> list[Advice]:
     """What to try for RUN: knobs with their predicted gain, first the one the verdict points
     at; or one Advice without a knob saying why none helps."""
-    verdict = verdict or analysis.verdict(run)
+    verdict = verdict or verdict_of(run)
     b = baseline(run, verdict)
     if not b.instrumented:
         return [Advice(None, None, "the zero-code instrumentation did not see the training loop "
@@ -232,7 +237,7 @@ def advise(run: Run, verdict: analysis.Verdict | None = None) -> list[Advice]:
     return out
 
 
-def shown(run: Run, verdict: analysis.Verdict | None = None) -> list[Advice]:
+def shown(run: Run, verdict: Verdict | None = None) -> list[Advice]:
     """The advice a view shows beside the verdict: none for a run whose training loop the
     instrumentation did not see (a workload of devicewatch's own, a script run without it)."""
     if setup_of(run) is None:

@@ -1,0 +1,86 @@
+"""What the workload said about itself and how the run ended, in words: run info, results,
+the last error line, the instrumentation's line, the status, GPU names, the driver's rate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import events
+from ..runformat.runfile import NO_END_RECORD, Run
+
+
+def run_info(run: Run) -> dict[str, Any]:
+    """All run_info events merged, later keys winning: framework, device, params, data, …"""
+    info: dict[str, Any] = {}
+    for event in run.events.of(events.RUN_INFO):
+        if event.get("kind") == events.RUN_INFO and isinstance(event.get("info"), dict):
+            info.update(event["info"])
+    return info
+
+
+def results(run: Run) -> list[dict[str, Any]]:
+    """Each result event as one flat row: its name and its values."""
+    rows = []
+    for e in run.events.of(events.RESULT):
+        values = e.get("values")
+        rows.append({"name": e.get("name"), **(values if isinstance(values, dict) else {})})
+    return rows
+
+
+def last_error_line(run: Run) -> str | None:
+    """The workload's last line on stderr: a workload that fails says why there."""
+    for line in reversed(run.logs):
+        if line.get("stream") == "stderr" and str(line.get("line", "")).strip():
+            return str(line["line"]).strip()
+    return None
+
+
+def instrumentation_text(run: Run) -> str | None:
+    """What the zero-code instrumentation did, in one line (from the header's ``instrument``
+    and the end record's): ``active in 2 processes (torch, lightning)``, or why not. None for a
+    run recorded before it existed."""
+    offered = run.header.raw.get("instrument")
+    summary = run.end.get("instrument") if run.end else None
+    if not isinstance(summary, dict):
+        if not isinstance(offered, dict):
+            return None
+        return "offered (the run has no end record to say more)" if offered.get("offered") \
+            else f"not offered: {offered.get('reason')}"
+    if not summary.get("active"):
+        return f"not active: {summary.get('reason')}"
+    n = summary.get("processes", 0)
+    text = f"active in {n} process{'es' * (n != 1)}"
+    if summary.get("frameworks"):
+        text += f" ({', '.join(map(str, summary['frameworks']))})"
+    errors = summary.get("errors")
+    if isinstance(errors, list) and errors:
+        text += f"; {len(errors)} hook(s) failed and disarmed themselves, first: {errors[0]}"
+    if summary.get("left_out"):
+        text += f"; {summary['left_out']} of its events over its budget left out"
+    return text
+
+
+def status_text(run: Run) -> str:
+    """How the run ended, in words: "ok", "failed (exit code 1)", or the recorder's death."""
+    if run.end is None:
+        return NO_END_RECORD
+    status = str(run.end.get("status", "unknown"))
+    if status == "trial":
+        return "trial (ended on purpose once its window was measured)"
+    if run.end.get("exit_code") not in (0, None):
+        status += f" (exit code {run.end['exit_code']})"
+    return status
+
+
+def gpu_label(run: Run, index: int) -> str:
+    """The name the header gives GPU ``index``, or "GPU N" where it gives none."""
+    names = run.gpu_names
+    return names[index] if index < len(names) and names[index] else f"GPU {index}"
+
+
+def driver_rate_text(period: float | None) -> str:
+    """One line for the views and the report: how often the driver itself samples utilization."""
+    if period is None:
+        return "GPU utilization: driver sample period unknown (one-second averages)"
+    return f"GPU utilization: driver samples every {period * 1000:.0f} ms"
