@@ -3,20 +3,22 @@
 A chart's ``data`` is a reactive holding its typed input (``AreaInput``, ``LinesInput``,
 ``HeatInput``, ``LanesInput``); inputs compare equal when they would draw the same grid, so
 setting an equal one does nothing. A new input, or a new size, draws a new grid; the chart
-keeps the previous one and repaints only the cells that differ.
+keeps the previous one and repaints only the cells that differ. An area chart or heat strip
+gives its drawing function the previous grid, which draws only the columns that changed (and
+returns the previous grid itself when none did: nothing is repainted).
 
-Textual repaints a changed line of a widget whole, and its cost grows with the line's Segments
-(a shaded chart has a run of one style per phase it shows, a heat strip one per cell). New
-samples change only the newest few columns, so a chart shows its grid in tiles side by side:
-its label columns, then the plot in ``TILES`` parts of nearly equal width (once it shows a
-live window: a replay draws each chart in one part). A tick repaints the lines of the one or
-two tiles holding the changed columns, wherever they are in the window (a live window still
-filling, a whole run growing, or a full window between two of its steps); the rest of the chart
-is not touched. The tiles' widths change only with the chart's.
+Textual repaints a changed line whole, and its cost grows with the line's width and its runs of
+one style (a shaded chart has hundreds). Once a live window is full, only its newest step changes
+from one tick to the next, so a live chart shows its grid in two parts side by side: its newest
+columns (``LIVE_PART`` of the plot, more than a step) in a narrow part of their own, the settled
+ones beside it. Between two steps of the window only the narrow part's lines are repainted.
+The parts keep their widths while the chart is live (resizing them is a layout pass of the
+whole screen), so until the window is full the new columns fall in the wide part.
 """
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar, Generic, TypeVar
 from collections.abc import Callable
 
@@ -31,10 +33,9 @@ from .drawing import (AXIS, AreaInput, ChartInput, Grid, HeatInput, LanesInput, 
 
 InputT = TypeVar("InputT", bound=ChartInput)
 
-# Tiles of the plot: more make a tick's repainted lines shorter (fewer Segments for the compositor
-# to cut and the terminal to be sent), but every frame asks each widget its lines.
-TILES = 8
-
+# The share of a live chart's plot in its narrow part: a live window moves in steps of 1/20 of
+# its width, so between steps the new columns (and the one they may fill in) fall inside it.
+LIVE_PART = 1 / 16
 
 class ChartPart(Widget):
     """Columns of a chart's grid, as strips built once per changed row."""
@@ -64,8 +65,8 @@ class ChartPart(Widget):
                 row = self._rows[y] = part.row(y, self._rows[y], a)
                 self._strips[y] = Strip(row.segments, width)
                 regions.append(Region(a, y, b - a, 1))
-        if regions:  # one region: Textual repaints a changed line of the tile whole anyway
-            self.refresh(Region.from_union(regions))
+        if regions:
+            self.refresh(*regions)
 
     def render_line(self, y: int) -> Strip:
         if y < len(self._strips):
@@ -76,7 +77,10 @@ class ChartPart(Widget):
 class Chart(Widget, Generic[InputT]):
     """Base: draws ``data`` at the widget's size whenever either changes."""
 
-    DEFAULT_CSS = "Chart { height: 1fr; layout: horizontal; }"
+    DEFAULT_CSS = """
+    Chart { height: 1fr; layout: horizontal; }
+    Chart > ChartPart.-live { width: 0; }
+    """
     draw: ClassVar[Callable[..., Grid]]
     # Whether ``draw`` takes the previous grid and draws only the columns that changed.
     draws_changes: ClassVar[bool] = False
@@ -87,14 +91,11 @@ class Chart(Widget, Generic[InputT]):
         super().__init__(id=id, classes=classes)
         self._grid: Grid | None = None
         self._drawn_size: tuple[int, int] | None = None
-        self._edges: list[int] = []
-        # One part until the chart first shows a live window; then its label columns and TILES
-        # parts of the plot (a replay never pays for the widgets: dozens of charts open at once).
-        self._tiles = [ChartPart()]
         self.rebuilds = 0   # grids drawn: a test's sign that the chart has drawn
 
     def compose(self) -> ComposeResult:
-        yield from self._tiles
+        yield ChartPart()
+        yield ChartPart(classes="-live")
 
     def watch_data(self) -> None:
         self._draw()
@@ -102,13 +103,12 @@ class Chart(Widget, Generic[InputT]):
     def on_resize(self) -> None:
         self._draw()
 
-    def tile_edges(self, width: int) -> list[int]:
-        """Where the parts of the chart begin and end: the whole grid in one part, or the labels
-        and then the plot in ``TILES`` parts."""
-        if len(self._tiles) == 1:
-            return [0, width]
-        plot = max(width - AXIS, 0)
-        return [0, *(AXIS + plot * i // TILES for i in range(TILES + 1))]
+    @staticmethod
+    def _split(data: ChartInput, width: int) -> int:
+        """The first column of the narrow part of a live chart; its width when not live."""
+        if data.view.live_from is None:
+            return width
+        return width - min(math.ceil((width - AXIS) * LIVE_PART) + 1, width - AXIS)
 
     def _draw(self) -> None:
         width, height = self.size
@@ -125,17 +125,12 @@ class Chart(Widget, Generic[InputT]):
         changes = grid.changes(self._grid) if same_size else None
         self._grid, self._drawn_size = grid, (width, height)
         self.rebuilds += 1
-        if data.view.live_from is not None and len(self._tiles) == 1:
-            more = [ChartPart() for _ in range(TILES)]
-            self._tiles += more
-            self.mount_all(more)
-        edges = self.tile_edges(width)
-        if edges != self._edges and len(self._tiles) > 1:  # a layout pass: only when the tiled chart's width changed
-            self._edges = edges
-            for tile, x0, x1 in zip(self._tiles, edges, edges[1:]):
-                tile.styles.width = x1 - x0
-        for tile, x0, x1 in zip(self._tiles, edges, edges[1:]):
-            tile.show(grid, x0, x1, changes)
+        settled, live = self.query(ChartPart)
+        split = self._split(data, width)
+        if live.styles.width is None or live.styles.width.value != width - split:
+            live.styles.width = width - split  # a layout pass: only when the chart goes live or not
+        settled.show(grid, 0, split, changes)
+        live.show(grid, split, width, changes)
 
     def text(self) -> list[str]:
         """The rows drawn last, as text (what a test reads)."""
