@@ -3,7 +3,9 @@
 A chart's ``data`` is a reactive holding its typed input (``AreaInput``, ``LinesInput``,
 ``HeatInput``, ``LanesInput``); inputs compare equal when they would draw the same grid, so
 setting an equal one does nothing. A new input, or a new size, draws a new grid; the chart
-keeps the previous one and repaints only the cells that differ.
+keeps the previous one and repaints only the cells that differ. An area chart or heat strip
+gives its drawing function the previous grid, which draws only the columns that changed (and
+returns the previous grid itself when none did: nothing is repainted).
 
 Textual repaints a changed line whole, and its cost grows with the line's width and its runs of
 one style (a shaded chart has hundreds). Once a live window is full, only its newest step changes
@@ -80,6 +82,8 @@ class Chart(Widget, Generic[InputT]):
     Chart > ChartPart.-live { width: 0; }
     """
     draw: ClassVar[Callable[..., Grid]]
+    # Whether ``draw`` takes the previous grid and draws only the columns that changed.
+    draws_changes: ClassVar[bool] = False
 
     data: reactive[InputT | None] = reactive(None, repaint=False, init=False)
 
@@ -111,8 +115,14 @@ class Chart(Widget, Generic[InputT]):
         data = self.data
         if data is None or width <= AXIS or height <= 0 or not self.is_mounted:
             return
-        grid = type(self).draw(data, width, height)
-        changes = grid.changes(self._grid) if self._drawn_size == (width, height) else None
+        same_size = self._drawn_size == (width, height)
+        if self.draws_changes and same_size:
+            grid = type(self).draw(data, width, height, self._grid)
+            if grid is self._grid:  # no visible cell changed
+                return
+        else:
+            grid = type(self).draw(data, width, height)
+        changes = grid.changes(self._grid) if same_size else None
         self._grid, self._drawn_size = grid, (width, height)
         self.rebuilds += 1
         settled, live = self.query(ChartPart)
@@ -131,6 +141,7 @@ class AreaChart(Chart[AreaInput]):
     """One series as a filled area of eighth blocks over phase shading, with epoch lines."""
 
     draw = staticmethod(draw_area)
+    draws_changes = True
 
 
 class LineChart(Chart[LinesInput]):
@@ -144,6 +155,7 @@ class HeatStrip(Chart[HeatInput]):
     (half blocks) or groups of cores averaged when there are many."""
 
     draw = staticmethod(draw_heat)
+    draws_changes = True
 
 
 class PhaseLanes(Chart[LanesInput]):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from collections.abc import Hashable, Sequence
 
@@ -69,10 +69,16 @@ def style_of(number: int) -> Style | None:
 
 @dataclass(frozen=True, eq=False)
 class Grid:
-    """Cells in rows: ``chars`` (one character each) and ``styles`` (``style_id`` numbers)."""
+    """Cells in rows: ``chars`` (one character each) and ``styles`` (``style_id`` numbers).
+
+    A chart that can draw only what changed keeps with its grid what it was drawn from:
+    ``frame`` (everything that is not per column: size, look, scale, labels, time axis) and
+    ``state`` (a row of numbers per plot column that fixes that column's cells)."""
 
     chars: np.ndarray
     styles: np.ndarray
+    frame: Hashable = None
+    state: np.ndarray | None = None
 
     @staticmethod
     def blank(rows: int, width: int, style: Style | None = None) -> Grid:
@@ -102,7 +108,7 @@ class Grid:
         ids = self.styles[y, start:]
         if not ids.size:
             return []
-        return (np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) + start).tolist()
+        return [start, *(np.flatnonzero(ids[1:] != ids[:-1]) + (start + 1)).tolist()]
 
     def segments(self, y: int, starts: list[int] | None = None) -> list[Segment]:
         """Row ``y`` as segments, neighbouring cells of one style merged into one segment
@@ -152,6 +158,14 @@ class Row:
     segments: list[Segment]
 
 
+def _changed_columns(before: Grid | None, frame: Hashable, state: np.ndarray) -> np.ndarray | None:
+    """The plot columns whose ``state`` differs from ``before``'s; None when ``before`` was
+    drawn in another frame (or not at all) and the whole grid must be drawn."""
+    if before is None or before.state is None or before.frame != frame or before.state.shape != state.shape:
+        return None
+    return np.flatnonzero((state != before.state).any(axis=0))
+
+
 def _put(grid: Grid, y: int, x: int, text: str, style: Style | None) -> None:
     """Write ``text`` into row ``y`` from column ``x`` (cut at the grid's edge)."""
     text = text[:max(grid.width - x, 0)]
@@ -186,6 +200,15 @@ class View:
         return (round(self.t0, 3), round(self.t1, 3))
 
 
+def _run_starts(values: np.ndarray) -> np.ndarray:
+    """Where each run of equal neighbours begins: ``np.r_[True, values[1:] != values[:-1]]``
+    without ``np.r_``, which costs more than the comparison itself on a chart's few hundred columns."""
+    starts = np.empty(values.size, dtype=bool)
+    starts[:1] = True
+    np.not_equal(values[1:], values[:-1], out=starts[1:])
+    return np.flatnonzero(starts)
+
+
 def per_column(t: np.ndarray, values: np.ndarray, view: View, width: int, fill: bool = True) -> np.ndarray:
     """Mean of ``values`` (rows, or rows × k) in each of ``width`` time columns; NaN where none.
 
@@ -203,7 +226,7 @@ def per_column(t: np.ndarray, values: np.ndarray, view: View, width: int, fill: 
     cols = np.clip(view.columns(t[lo:hi], width), 0, width - 1)
     vals = values[lo:hi]
     valid = ~np.isnan(vals)
-    starts = np.flatnonzero(np.r_[True, cols[1:] != cols[:-1]])
+    starts = _run_starts(cols)
     sums = np.add.reduceat(np.where(valid, vals, 0.0), starts, axis=0)
     counts = np.add.reduceat(valid.astype(float), starts, axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -248,7 +271,7 @@ class Overlay:
     def shading(self, view: View, width: int) -> np.ndarray:
         """For each column, the kind (``kind_codes``) of the last span covering it; -1 where none does."""
         owner = _span_columns(self.starts, self.ends, view, width)
-        return np.r_[self.kinds, -1][owner]
+        return np.append(self.kinds, -1)[owner]
 
     def edges(self, view: View, width: int) -> np.ndarray:
         return _marks(self.boundaries, view, width)
@@ -270,7 +293,8 @@ def _span_columns(starts: np.ndarray, ends: np.ndarray, view: View, width: int) 
         return owner
     a, b = a[visible], b[visible]
     lengths = b - a + 1
-    columns = np.repeat(a - np.r_[0, np.cumsum(lengths)[:-1]], lengths) + np.arange(lengths.sum())
+    before = np.cumsum(lengths) - lengths   # cells of the spans before each
+    columns = np.repeat(a - before, lengths) + np.arange(lengths.sum())
     np.maximum.at(owner, columns, np.repeat(visible, lengths))  # later spans (higher index) win
     return owner
 
@@ -410,34 +434,39 @@ def _plot_rows(height: int, axis: bool) -> int:
     return height - 1 if axis and height > 2 else height
 
 
-def draw_area(data: AreaInput, width: int, height: int) -> Grid:
+def draw_area(data: AreaInput, width: int, height: int, before: Grid | None = None) -> Grid:
     """Eighth blocks filled up to each column's mean; the background shaded by the phase, a
     boundary column's empty cells ``┊`` (its blocks in the boundary colour), a marker ``▼`` at
-    the top where the area does not reach; y labels at the top, middle and bottom."""
+    the top where the area does not reach; y labels at the top, middle and bottom.
+
+    With ``before`` (this chart's previous grid), only the columns whose level, shading, epoch
+    line or marker changed are drawn again, into a copy of it, when the frame is the same."""
     palette, view = data.palette, data.view
     plot_w = width - AXIS
     rows = _plot_rows(height, data.axis)
-    grid = Grid.blank(height, width)
     if plot_w <= 0 or rows <= 0:
-        return grid
+        return Grid.blank(height, width)
     col = per_column(data.t, data.values, view, plot_w)
     top = data.top if data.top > 0 else 1.0
-    level = np.where(np.isnan(col), -1, np.clip(np.round(col / top * rows * 8), 0, rows * 8)).astype(int)
-    shading = data.overlay.shading(view, plot_w)
-    is_edge, is_mark = data.overlay.edges(view, plot_w), data.overlay.marks(view, plot_w)
+    level = np.where(np.isnan(col), -1, np.clip(np.round(col / top * rows * 8), 0, rows * 8)).astype(np.int64)
+    state = np.stack([level, data.overlay.shading(view, plot_w), data.overlay.edges(view, plot_w),
+                      data.overlay.marks(view, plot_w)])
+    frame = ("area", width, height, id(palette), top, data.unit, data.axis, view.t0, view.t1)
+    changed = _changed_columns(before, frame, state)
     # Each cell's style is (background: its column's kind + 1, 0 for none; foreground: area, boundary, marker).
     ids = _styles(palette, "area", lambda back, fg: Style(color=fg, bgcolor=back),
                   [palette.empty_bg, *_phase_colours(palette)], [palette.area, palette.boundary, palette.marker])
-    from_bottom = (rows - 1 - np.arange(rows))[:, None]
-    fill = np.where(level >= 0, np.clip(level[None, :] - from_bottom * 8, 0, 8), 0)
-    chars = EIGHTHS[fill]
-    fg = np.broadcast_to(is_edge.astype(np.int64), (rows, plot_w)).copy()
-    chars[(fill == 0) & is_edge[None, :]] = "┊"
-    top_mark = (fill[0] == 0) & is_mark
-    chars[0, top_mark] = "▼"
-    fg[0, top_mark] = 2
-    grid.chars[:rows, AXIS:] = chars
-    grid.styles[:rows, AXIS:] = ids[(shading + 1)[None, :], fg]
+    if changed is not None:
+        assert before is not None
+        if not changed.size:
+            return before
+        grid = Grid(before.chars.copy(), before.styles.copy(), frame, state)
+        chars, styles = _area_cells(state[:, changed], rows, ids)
+        grid.chars[:rows, AXIS + changed] = chars
+        grid.styles[:rows, AXIS + changed] = styles
+        return grid
+    grid = replace(Grid.blank(height, width), frame=frame, state=state)
+    grid.chars[:rows, AXIS:], grid.styles[:rows, AXIS:] = _area_cells(state, rows, ids)
     axis_style = Style(color=palette.axis)
     for y in range(rows):
         if y == 0:
@@ -452,6 +481,21 @@ def draw_area(data: AreaInput, width: int, height: int) -> Grid:
     if rows < height:
         _time_axis(grid, rows, view, axis_style)
     return grid
+
+
+def _area_cells(state: np.ndarray, rows: int, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The plot cells (characters, style numbers) of the columns whose ``state`` is given:
+    level in eighths (-1: no sample), shading kind, epoch line, marker."""
+    level, shading, is_edge, is_mark = state[0], state[1], state[2].astype(bool), state[3].astype(bool)
+    from_bottom = (rows - 1 - np.arange(rows))[:, None]
+    fill = np.where(level >= 0, np.clip(level[None, :] - from_bottom * 8, 0, 8), 0)
+    chars = EIGHTHS[fill]
+    fg = np.broadcast_to(is_edge.astype(np.int64), fill.shape).copy()
+    chars[(fill == 0) & is_edge[None, :]] = "┊"
+    top_mark = (fill[0] == 0) & is_mark
+    chars[0, top_mark] = "▼"
+    fg[0, top_mark] = 2
+    return chars, ids[(shading + 1)[None, :], fg]
 
 
 def draw_lines(data: LinesInput, width: int, height: int) -> Grid:
@@ -473,7 +517,8 @@ def draw_lines(data: LinesInput, width: int, height: int) -> Grid:
     for s, (t, values) in enumerate(data.series):
         col = per_column(t, values, view, plot_w * 2)
         dot = np.where(np.isnan(col), -1, np.clip(np.round(col / top * (dots_h - 1)), 0, dots_h - 1)).astype(int)
-        previous = np.r_[-1, dot[:-1]]
+        previous = np.empty_like(dot)
+        previous[0], previous[1:] = -1, dot[:-1]
         joined = (previous >= 0) & (dot >= 0)
         low = np.where(joined, np.minimum(previous, dot), dot)
         high = np.where(joined, np.maximum(previous, dot), dot)
@@ -506,50 +551,54 @@ def heat_rows(cores: int, height: int) -> tuple[int, int, int]:
     return 0, group, math.ceil(cores / group) if cores else 0
 
 
-def draw_heat(data: HeatInput, width: int, height: int) -> Grid:
+def draw_heat(data: HeatInput, width: int, height: int, before: Grid | None = None) -> Grid:
     """Every core over time, coloured by the heat scale. A few cores get whole rows each (up
     to three, labelled ``cpu N``); more share a row, upper and lower half block (``▀``), and
     when even that does not fit, groups of cores are averaged per half row (labelled by their
-    first and last core). The last row is the time axis."""
+    first and last core). The last row is the time axis.
+
+    With ``before`` (this chart's previous grid), only the columns where a level changed are
+    drawn again, into a copy of it, when the frame is the same."""
     palette, view, cpu = data.palette, data.view, data.cpu
     plot_w = width - AXIS
     cores = cpu.shape[1] if cpu.ndim == 2 else 0
     per_core, group, halves = heat_rows(cores, height)
-    grid = Grid.blank(height, width)
     if plot_w <= 0:
-        return grid
+        return Grid.blank(height, width)
     level_grid = per_column(data.t, cpu, view, plot_w) if cores else np.full((plot_w, 0), np.nan)
     if group > 1 and cores:
         padded = np.full((plot_w, halves * group), np.nan)
         padded[:, :cores] = level_grid
         level_grid = nanmath.nanmean(padded.reshape(plot_w, halves, group), axis=2)  # no reading: NaN
     steps = len(palette.heat) - 1
-    level = np.where(np.isnan(level_grid), -1, np.clip(np.round(level_grid / 100.0 * steps), 0, steps)).astype(int)
+    level = np.where(np.isnan(level_grid), -1, np.clip(np.round(level_grid / 100.0 * steps), 0, steps)).astype(np.int64)
+    state = np.ascontiguousarray(level.T)   # a row per core (or group), a column per plot column
+    frame = ("heat", width, height, id(palette), cores, view.t0, view.t1)
+    changed = _changed_columns(before, frame, state)
     colours = [palette.empty_bg or "#000000", *palette.heat]  # index = level + 1
+    shown = 0 if per_core else min(max(1, height - 1), math.ceil(halves / 2))
+    if changed is not None:
+        assert before is not None
+        if not changed.size:
+            return before
+        grid = Grid(before.chars.copy(), before.styles.copy(), frame, state)
+        rows = _heat_styles(state[:, changed], palette, colours, per_core, shown)
+        grid.styles[:rows.shape[0], AXIS + changed] = rows
+        return grid
+    grid = Grid.blank(height, width)
     axis_style = Style(color=palette.axis)
     y = 0
     if per_core:
-        ids = np.array([style_id(Style(color=c, bgcolor=palette.empty_bg)) for c in colours], dtype=np.int32)
+        grid.chars[:cores * per_core, AXIS:] = "█"
+        grid.styles[:cores * per_core, AXIS:] = _heat_styles(state, palette, colours, per_core, shown)
         for core in range(cores):
             for line in range(per_core):
-                grid.chars[y, AXIS:] = "█"
-                grid.styles[y, AXIS:] = ids[level[:, core] + 1]
                 _label(grid, y, f"cpu{core}" if line == 0 else "", axis_style)
                 y += 1
     else:
-        shown = min(max(1, height - 1), math.ceil(halves / 2))
         if shown:
-            # Style number [upper level + 1][lower level + 1], with one extra lower "colour" for
-            # a last row whose lower half has no core.
-            backs = [*colours, palette.empty_bg]
-            ids = np.array([[style_id(Style(color=fg, bgcolor=back)) for back in backs] for fg in colours],
-                           dtype=np.int32)
-            upper = level[:, 0:2 * shown:2].T + 1
-            lower = np.full_like(upper, len(backs) - 1)
-            lower_part = level[:, 1:2 * shown:2].T + 1
-            lower[:lower_part.shape[0]] = lower_part
             grid.chars[:shown, AXIS:] = "▀"
-            grid.styles[:shown, AXIS:] = ids[upper, lower]
+            grid.styles[:shown, AXIS:] = _heat_styles(state, palette, colours, per_core, shown)
         for r in range(shown):
             first = 2 * r * group
             last = min((2 * r + 2) * group, cores) - 1
@@ -561,7 +610,25 @@ def draw_heat(data: HeatInput, width: int, height: int) -> Grid:
     if y < height:
         _time_axis(grid, y, view, axis_style)
         y += 1
-    return Grid(grid.chars[:y], grid.styles[:y])
+    return Grid(grid.chars[:y], grid.styles[:y], frame, state)
+
+
+def _heat_styles(state: np.ndarray, palette: Palette, colours: list[str], per_core: int, shown: int) -> np.ndarray:
+    """The style numbers of the heat rows for the columns whose levels (``state``: a row per
+    core or group) are given: ``per_core`` rows of ``█`` per core, or ``shown`` rows of ``▀``
+    with two cores (or groups) each."""
+    if per_core:
+        ids = _styles(palette, "heat", lambda back, fg: Style(color=fg, bgcolor=back), [palette.empty_bg], colours)[0]
+        return np.repeat(ids[state + 1], per_core, axis=0)
+    # Style number [upper level + 1][lower level + 1], with one extra lower "colour" for a
+    # last row whose lower half has no core.
+    backs = [*colours, palette.empty_bg]
+    ids = _styles(palette, "heat halves", lambda back, fg: Style(color=fg, bgcolor=back), backs, colours).T
+    upper = state[0:2 * shown:2] + 1
+    lower = np.full_like(upper, len(backs) - 1)
+    lower_part = state[1:2 * shown:2] + 1
+    lower[:lower_part.shape[0]] = lower_part
+    return ids[upper, lower]
 
 
 def heat_legend(palette: Palette) -> list[Segment]:
@@ -588,7 +655,7 @@ def draw_lanes(data: LanesInput, width: int, height: int) -> Grid:
         mine = np.flatnonzero(data.lane_of == y)
         starts, ends = data.starts[mine], data.ends[mine]
         owner = _span_columns(starts, ends, view, plot_w)
-        colour = np.r_[data.kinds[mine] + 1, 0][owner]   # owner -1 picks the trailing 0: no phase
+        colour = np.append(data.kinds[mine] + 1, 0)[owner]   # owner -1 picks the trailing 0: no phase
         names = np.full(plot_w, " ", dtype="<U1")
         a = np.maximum(np.floor((starts - view.t0) / span * plot_w), 0).astype(np.int64)
         b = np.minimum(np.floor((ends - view.t0) / span * plot_w), plot_w - 1).astype(np.int64)

@@ -323,17 +323,18 @@ class RunScreen(RedrawOnce):
                 self._try_offered = offered
                 self.refresh_bindings()
         view = self._view()
-        # The status line and the bottom row (workload charts, cost, epochs, log) change every
-        # tick too, but are read at a glance: refreshing them once a second keeps most frames
-        # down to the changed columns of the top charts instead of the whole screen.
+        # The text lines (status, progress, verdict) and the bottom row (workload
+        # charts, cost, epochs, log) change every tick too, but are read at a glance:
+        # refreshing them once a second keeps most frames down to the changed columns of the
+        # top charts instead of the whole screen.
         now = time.monotonic()
         slow = force or not self.source.running or now - self._slow_at >= SLOW_EVERY
+        palette = self.palette
         if slow:
             self._slow_at = now
             self._set("status", self._status(model, view))
-        self._set("progress", panels.progress_text(model, 40 if self.presenter else 30))
-        self._set("verdict", panels.verdict_text(model, try_key=self._try_offered))
-        palette = self.palette
+            self._set("progress", panels.progress_text(model, 40 if self.presenter else 30))
+            self._set("verdict", panels.verdict_text(model, try_key=self._try_offered))
         overlay = overlay_of(model)
         t = model.t.values
         if model.cpu is not None:

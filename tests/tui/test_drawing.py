@@ -161,3 +161,50 @@ def test_inputs_are_equal_when_they_draw_the_same():
 def test_an_empty_row_has_no_runs():
     grid = Grid.blank(2, 5).columns(5, 5)
     assert grid.runs(0) == [] and grid.segments(0) == [] and grid.row(1).segments == []
+
+
+def _same_cells(a: Grid, b: Grid) -> bool:
+    return a.chars.tolist() == b.chars.tolist() and a.styles.tolist() == b.styles.tolist()
+
+
+def test_area_drawn_from_its_previous_grid_redraws_only_the_changed_columns():
+    # A 10 s window of 10 columns on 3 plot rows, samples every 0.5 s up to 6 s, then two more
+    # (6.5 s and 7.5 s): columns 6 and 7 gain samples; the train phase open until now grows.
+    t, values = np.arange(0.25, 6.0, 0.5), np.linspace(0.0, 100.0, 12)
+    overlay = Overlay.of([(0.0, 6.0, "train")], [3.0], [1.0])
+    before = draw_area(AreaInput(View(0, 10, 5), 1, NORMAL, t, values, 100.0, "%", overlay), AXIS + 10, 4)
+    t2, values2 = np.r_[t, 6.5, 7.5], np.r_[values, 40.0, 60.0]
+    overlay2 = Overlay.of([(0.0, 8.0, "train")], [3.0], [1.0], version=1)
+    data = AreaInput(View(0, 10, 5), 2, NORMAL, t2, values2, 100.0, "%", overlay2)
+    from_before, whole = draw_area(data, AXIS + 10, 4, before), draw_area(data, AXIS + 10, 4)
+    assert _same_cells(from_before, whole)
+    # What differs from before: columns 6 and 7 (their levels: 40 % is 10 eighths of 24, 60 %
+    # is 14, both below the top row) and the shading of columns 7 and 8 (the phase now ends at
+    # 8 s, in column 8). The top row of column 6 was empty and shaded and still is.
+    assert from_before.changes(before) == [(0, AXIS + 7, AXIS + 9), (1, AXIS + 6, AXIS + 9), (2, AXIS + 6, AXIS + 9)]
+    # Nothing visible changed: the previous grid itself.
+    assert draw_area(data, AXIS + 10, 4, from_before) is from_before
+
+
+def test_area_drawn_in_another_frame_is_drawn_whole():
+    # The window stepped on (another frame: the time axis and every column move): the whole
+    # grid is drawn again, and it is what a draw without the previous grid gives.
+    t, values = np.arange(0.25, 12.0, 0.5), np.full(24, 50.0)
+    before = draw_area(AreaInput(View(0, 10, 5), 1, NORMAL, t, values, 100.0, "%"), AXIS + 10, 4)
+    data = AreaInput(View(2, 12, 10), 2, NORMAL, t, values, 100.0, "%")
+    assert _same_cells(draw_area(data, AXIS + 10, 4, before), draw_area(data, AXIS + 10, 4))
+    assert draw_area(data, AXIS + 10, 4, before).text()[-1] != before.text()[-1]  # the time axis moved
+
+
+def test_heat_drawn_from_its_previous_grid_matches_a_whole_draw():
+    # Whole rows per core (2 cores), then half rows (8 cores in 2 rows): new samples in the
+    # last column change only that column's cells.
+    for cores, height in ((2, 7), (8, 3)):
+        rng = np.random.default_rng(cores)
+        t = np.arange(0.5, 8.0, 1.0)
+        cpu = rng.uniform(0, 100, (len(t), cores))
+        before = draw_heat(HeatInput(View(0, 8, 6), 1, NORMAL, t[:-1], cpu[:-1]), AXIS + 8, height)
+        data = HeatInput(View(0, 8, 6), 2, NORMAL, t, cpu)
+        from_before, whole = draw_heat(data, AXIS + 8, height, before), draw_heat(data, AXIS + 8, height)
+        assert _same_cells(from_before, whole)
+        assert {(x0, x1) for _, x0, x1 in from_before.changes(before)} == {(AXIS + 7, AXIS + 8)}
