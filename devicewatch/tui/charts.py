@@ -28,8 +28,8 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
-from .drawing import (AXIS, AreaInput, ChartInput, Grid, HeatInput, LanesInput, LinesInput, Row, draw_area,
-                      draw_heat, draw_lanes, draw_lines)
+from .chart_cells import draw_area, draw_heat, draw_lanes, draw_lines
+from .drawing import AXIS, AreaInput, ChartInput, Grid, HeatInput, LanesInput, LinesInput, Row
 
 InputT = TypeVar("InputT", bound=ChartInput)
 

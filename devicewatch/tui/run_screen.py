@@ -8,6 +8,10 @@ bytes appended since the last poll) and redraws when records arrived. A redraw g
 its typed input; a chart whose input did not change draws nothing, and one whose input changed
 repaints only the cells that differ. Polling and drawing both happen on the UI thread, so no
 widget is touched from another thread. When the run ends, the screen posts ``RunScreen.Finished``.
+
+Over 500 lines because it is one Textual screen: its reactive state, the actions of its keys
+and its redraw belong to the class; what can be pure is elsewhere (``panels``, ``model_inputs``,
+``chart_cells``, ``output_panel``).
 """
 
 from __future__ import annotations
@@ -32,8 +36,10 @@ from ..live.source import LiveSource, Source
 from ..render.palette import NORMAL, PRESENTER, Palette
 from ..runformat.runfile import RunFileError
 from . import panels
+from .output_panel import OutputLog
 from .charts import AreaChart, HeatStrip, LineChart, PhaseLanes
-from .drawing import AreaInput, HeatInput, LinesInput, Overlay, View, format_seconds, heat_legend
+from .chart_cells import heat_legend
+from .drawing import AreaInput, HeatInput, LinesInput, Overlay, View, format_seconds
 from .model_inputs import lanes_input, overlay_of
 from .redraw import RedrawOnce
 
@@ -165,7 +171,7 @@ class RunScreen(RedrawOnce):
                 yield AreaChart(id="proc-rss")
                 yield panels.TextPanel(id="cost")
             yield panels.EpochBars(id="epochs", classes="panel")
-            yield panels.OutputLog(id="log", classes="panel", max_lines=2000)
+            yield OutputLog(id="log", classes="panel", max_lines=2000)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -396,7 +402,7 @@ class RunScreen(RedrawOnce):
         now = time.monotonic()
         open_line = self.model.open_line() if self.model is not None else None
         if (self._new_lines or open_line != self._open_line) and (force or now - self._log_written >= LOG_EVERY):
-            self.query_one("#log", panels.OutputLog).write_lines(self._new_lines, open_line)
+            self.query_one("#log", OutputLog).write_lines(self._new_lines, open_line)
             self._new_lines = []
             self._open_line = open_line
             self._log_written = now
@@ -520,22 +526,22 @@ class RunScreen(RedrawOnce):
 
     def action_type_into(self) -> None:
         """The output panel becomes the workload's terminal: keys go to the workload until Escape."""
-        log = self.query_one("#log", panels.OutputLog)
+        log = self.query_one("#log", OutputLog)
         log.typing = True
         log.border_subtitle = "typing into the workload · Esc to stop"
         log.focus()
 
     def _stop_typing(self) -> None:
-        log = self.query_one("#log", panels.OutputLog)
+        log = self.query_one("#log", OutputLog)
         if log.typing:
             log.typing = False
             log.border_subtitle = ""
 
-    def on_output_log_typed(self, message: panels.OutputLog.Typed) -> None:
+    def on_output_log_typed(self, message: OutputLog.Typed) -> None:
         if not (isinstance(self.source, LiveSource) and self.source.send_input(message.text)):
             self.notify("the workload is not running: nothing was typed into it", severity="warning")
 
-    def on_output_log_sized(self, message: panels.OutputLog.Sized) -> None:
+    def on_output_log_sized(self, message: OutputLog.Sized) -> None:
         if isinstance(self.source, LiveSource):
             self.source.resize(message.rows, message.columns)
 

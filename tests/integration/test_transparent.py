@@ -255,7 +255,7 @@ async def test_in_the_dashboard_the_output_panel_is_its_terminal(tmp_path):
     from devicewatch.live.source import LiveSource, open_replay
     from devicewatch.registry import Target
     from devicewatch.tui.app import DashboardApp, DashboardSettings
-    from devicewatch.tui.panels import OutputLog
+    from devicewatch.tui.output_panel import OutputLog
     from tests.conftest import until
 
     probe_report = tmp_path / "probe.json"

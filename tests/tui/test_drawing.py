@@ -12,8 +12,9 @@ from rich.segment import Segment
 from rich.style import Style
 
 from devicewatch.render.palette import NORMAL, PRESENTER
+from devicewatch.tui.chart_cells import draw_area, draw_heat, draw_lanes, draw_lines
 from devicewatch.tui.drawing import (AXIS, AreaInput, Grid, HeatInput, LanesInput, LinesInput, Overlay, View,
-                                     draw_area, draw_heat, draw_lanes, draw_lines, kind_codes, per_column, style_id)
+                                     kind_codes, per_column, style_id)
 
 TRAIN_BG, VALIDATE_BG = NORMAL.phase["train"], NORMAL.phase["validate"]
 

@@ -1,0 +1,199 @@
+"""The workload's output panel: the workload's terminal, as far as a panel of lines can be one.
+
+Its lines with their colours, the line not yet ended redrawn in place (a ``\r`` bar), the view
+following the end unless scrolled back; in typing mode, the keys go to the workload as a
+terminal would send them (``key_bytes``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.selection import Selection
+from textual.strip import Strip
+from textual.widget import Widget
+
+_CONTROL = re.compile("[\u0000-\u0014]")
+# Keys as a terminal sends them, for the keys Textual names rather than gives as a character.
+_KEY_BYTES = {"enter": "\r", "tab": "\t", "backspace": "\x7f", "delete": "\x1b[3~", "up": "\x1b[A",
+              "down": "\x1b[B", "right": "\x1b[C", "left": "\x1b[D", "home": "\x1b[H", "end": "\x1b[F",
+              "pageup": "\x1b[5~", "pagedown": "\x1b[6~", "shift+tab": "\x1b[Z"}
+
+
+def key_bytes(key: str, character: str | None) -> str | None:
+    """What a terminal would send for KEY (Textual's name), or None for a key it sends nothing for."""
+    if key in _KEY_BYTES:
+        return _KEY_BYTES[key]
+    if key.startswith("ctrl+") and len(key) == 6 and key[5].isalpha():
+        return chr(ord(key[5]) - ord("a") + 1)   # ctrl+c is \x03: the workload's terminal makes it SIGINT
+    return character if character and (character.isprintable() or character == " ") else None
+
+
+def styled_line(line: str) -> Text:
+    """An output line (made inert but for its colours) as a terminal draws it: rich reads the
+    colour sequences (SGR) and drops any other escape sequence; control characters show as �."""
+    line = _CONTROL.sub("\ufffd", line.expandtabs())
+    return Text.from_ansi(line, no_wrap=True, end="") if "\x1b" in line else Text(line, no_wrap=True, end="")
+
+
+class OutputLog(ScrollView, can_focus=True):
+    """The workload's output, as its terminal shows it: every line kept (up to ``max_lines``)
+    with its colours, the line not yet ended last (a bar redrawn in place), the view following
+    the end unless scrolled back; scrollbars, wheel and keys, selection, as Textual's ``Log``.
+
+    Typing mode (``typing``) makes the panel the workload's terminal: keys go to the workload
+    (``Typed``), Escape gives them back to the dashboard.
+
+    Textual's ``Log`` grows its virtual size through a reactive that lays the whole screen out
+    again, twice a write (once more when a worker thread has measured the new lines), and draws
+    every visible line again on each frame. Here a write sets the size and the scrollbars
+    directly (the scrollbars are always shown, so nothing else can move) and repaints this
+    panel alone, and each line is drawn once.
+    """
+
+    ALLOW_SELECT = True
+    DEFAULT_CSS = """
+    OutputLog {
+        background: $surface;
+        color: $text;
+        overflow: scroll;
+        &:focus { background-tint: $foreground 5%; }
+    }
+    """
+
+    class Typed(Message):
+        """Keys typed into the workload's terminal, as the terminal would send them."""
+
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    class Sized(Message):
+        """The panel's text area changed size: the workload's terminal is that size."""
+
+        def __init__(self, rows: int, columns: int) -> None:
+            super().__init__()
+            self.rows, self.columns = rows, columns
+
+    def __init__(self, max_lines: int = 2000, *, id: str | None = None, classes: str | None = None):
+        super().__init__(id=id, classes=classes)
+        self.max_lines = max_lines
+        self._lines: list[Text] = []
+        self._open: Text | None = None   # the line not yet ended, drawn after the others
+        self._dropped = 0      # lines no longer kept: line i here is line dropped + i of the output
+        self._width = 0
+        self._strips: dict[int, Strip] = {}   # by line number of the output
+        self.typing = False
+
+    @property
+    def lines(self) -> Sequence[str]:
+        return [line.plain for line in self._lines]
+
+    @property
+    def open_line(self) -> str | None:
+        return None if self._open is None else self._open.plain
+
+    def write_lines(self, lines: Iterable[str], open_line: str | None = None) -> None:
+        """Append LINES; OPEN_LINE (the line not yet ended, or None) replaces the one before."""
+        following = self.is_vertical_scroll_end
+        new = [styled_line(part) for line in lines for part in line.splitlines()]
+        opened = None if open_line is None else styled_line(open_line.splitlines()[-1] if open_line.strip("\n") else "")
+        if not new and (opened is None) == (self._open is None) and \
+                (opened is None or self._open is None or opened.plain == self._open.plain):
+            return
+        self._strips.pop(self._dropped + len(self._lines), None)   # where the open line was drawn
+        self._lines += new
+        self._open = opened
+        if len(self._lines) > self.max_lines:
+            drop = len(self._lines) - self.max_lines
+            del self._lines[:drop]
+            self._dropped += drop
+            self._strips = {k: v for k, v in self._strips.items() if k >= self._dropped}
+        self._strips.pop(self._dropped + len(self._lines), None)
+        widths = [line.cell_len for line in new] + ([opened.cell_len] if opened is not None else [])
+        self._width = max([self._width, *widths])
+        self._resize()
+        if following and not self.is_vertical_scrollbar_grabbed:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self.refresh()
+
+    def _count(self) -> int:
+        return len(self._lines) + (self._open is not None)
+
+    def _resize(self) -> None:
+        """The virtual size without the layout its reactive asks for; the scrollbars to match."""
+        size = Size(self._width, self._count())
+        self.set_reactive(Widget.virtual_size, size)
+        width, height = self.container_size
+        if self.show_vertical_scrollbar:
+            self.vertical_scrollbar.window_virtual_size = size.height
+            self.vertical_scrollbar.window_size = height - self.scrollbar_size_horizontal
+        if self.show_horizontal_scrollbar:
+            self.horizontal_scrollbar.window_virtual_size = size.width
+            self.horizontal_scrollbar.window_size = width - self.scrollbar_size_vertical
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._strips.clear()
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        index = scroll_y + y
+        width = self.size.width
+        style = self.rich_style
+        if index >= self._count():
+            return Strip.blank(width, style)
+        return self._strip(index, style).crop_extend(scroll_x, scroll_x + width, style).apply_offsets(scroll_x, index)
+
+    def _strip(self, index: int, style: Style) -> Strip:
+        selection = self.text_selection
+        key = self._dropped + index
+        if selection is None and key in self._strips:
+            return self._strips[key]
+        line = self._lines[index] if index < len(self._lines) else self._open
+        assert line is not None
+        text = line.copy()
+        text.stylize_before(style)
+        if selection is not None and (span := selection.get_span(index)) is not None:
+            start, end = span
+            text.stylize(self.screen.get_component_rich_style("screen--selection"), start,
+                         len(text) if end == -1 else end)
+        strip = Strip(text.render(self.app.console), text.cell_len)
+        if selection is None:
+            self._strips[key] = strip
+        return strip
+
+    def get_selection(self, selection: Selection) -> tuple[str, str] | None:
+        shown = self.lines if self._open is None else [*self.lines, self._open.plain]
+        return selection.extract("\n".join(shown)), "\n"
+
+    def on_resize(self, event: events.Resize) -> None:
+        width, height = self.scrollable_content_region.size
+        if width > 0 and height > 0:
+            self.post_message(self.Sized(height, width))
+
+    def on_key(self, event: events.Key) -> None:
+        """In typing mode every key is the workload's but Escape, which ends typing mode."""
+        if not self.typing:
+            return
+        event.stop()
+        event.prevent_default()
+        if event.key == "escape":
+            self.typing = False
+            self.border_subtitle = ""
+            return
+        text = key_bytes(event.key, event.character)
+        if text is not None:
+            self.post_message(self.Typed(text))
+
+    def on_paste(self, event: events.Paste) -> None:
+        if self.typing:
+            event.stop()
+            self.post_message(self.Typed(event.text))
