@@ -74,10 +74,10 @@ class Side:
 
 def command_of(run: Run) -> str:
     """How the run's workload was asked for: a registered name and its arguments, else the command."""
-    workload = run.header.raw.get("workload", {})
-    if workload.get("name"):
-        return " ".join([workload["name"], *map(shlex.quote, workload.get("args", []))])
-    return " ".join(map(shlex.quote, workload.get("command", []))) or run.title
+    workload = run.header.workload
+    if workload.name:
+        return " ".join([workload.name, *map(shlex.quote, workload.args)])
+    return " ".join(map(shlex.quote, workload.command)) or run.title
 
 
 def side(run: Run, label: str) -> Side:
@@ -221,14 +221,14 @@ def _basis(a: Side, b: Side) -> tuple[str, float, float]:
 def _notes(a: Side, b: Side, basis: str) -> list[str]:
     notes = []
     by_units = bool(a.epochs and b.epochs)   # the basis is the epochs (or segments)
-    name_a, name_b = a.run.header.raw.get("workload", {}).get("name"), b.run.header.raw.get("workload", {}).get("name")
+    name_a, name_b = a.run.header.workload.name, b.run.header.workload.name
     if name_a != name_b:
         notes.append(f"different workloads: A runs {a.run.title}, B runs {b.run.title}")
-    host_a, host_b = a.run.header.raw.get("host", {}), b.run.header.raw.get("host", {})
-    if host_a.get("hostname") != host_b.get("hostname") or host_a.get("cpu_model") != host_b.get("cpu_model"):
-        notes.append(f"recorded on different machines: A on {host_a.get('hostname', '?')} "
-                     f"({host_a.get('cpu_model', '?')}), B on {host_b.get('hostname', '?')} "
-                     f"({host_b.get('cpu_model', '?')})")
+    host_a, host_b = a.run.header.host, b.run.header.host
+    if host_a.hostname != host_b.hostname or host_a.cpu_model != host_b.cpu_model:
+        notes.append(f"recorded on different machines: A on {host_a.hostname or '?'} "
+                     f"({host_a.cpu_model or '?'}), B on {host_b.hostname or '?'} "
+                     f"({host_b.cpu_model or '?'})")
     if a.cores != b.cores:
         notes.append(f"A has {a.cores} cores, B has {b.cores}: per-core columns omitted")
     if a.gpus != b.gpus:
@@ -268,7 +268,7 @@ def _notes(a: Side, b: Side, basis: str) -> list[str]:
             notes.append(f"{s.label} did not finish normally: {s.status}")
         if len(s.run.samples) < 2:
             notes.append(f"{s.label} has {len(s.run.samples)} samples: too few for utilization figures")
-    interval_a, interval_b = a.run.header.raw.get("interval"), b.run.header.raw.get("interval")
+    interval_a, interval_b = a.run.header.interval, b.run.header.interval
     if interval_a != interval_b:
         notes.append(f"sampled at different intervals ({interval_a}s and {interval_b}s)")
     return notes

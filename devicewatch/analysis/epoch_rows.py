@@ -254,12 +254,12 @@ def data_wait_unmeasured(run: Run, rows: list[EpochRow], all_phases: list[Phase]
 
 def _not_instrumented(run: Run, summary: dict[str, Any] | None) -> str:
     """Why the zero-code instrumentation measured nothing, from the end record, else the header."""
-    offered = run.header.raw.get("instrument")
+    offered = run.header.instrument
     if summary is not None:
         return f"zero-code instrumentation not active ({summary.get('reason') or 'no reason recorded'})"
-    if isinstance(offered, dict) and not offered.get("offered"):
-        return f"zero-code instrumentation not offered ({offered.get('reason') or 'no reason recorded'})"
-    if isinstance(offered, dict):
+    if offered is not None and not offered.offered:
+        return f"zero-code instrumentation not offered ({offered.reason or 'no reason recorded'})"
+    if offered is not None:
         return ("zero-code instrumentation offered, but none of its phases came "
                 "and the run has no end record to say why")
     return "the run was recorded without zero-code instrumentation"

@@ -235,19 +235,19 @@ def summarize(run: Run) -> Summary:
     devices, v, hosts = run_judgement(run, s, all_phases)
     wait = data_wait(rows)
     unmeasured = data_wait_unmeasured(run, rows, all_phases)
-    alignment = run.header.raw.get("alignment")
+    alignment = run.header.alignment
     return Summary(
         file=run.path,
         workload=run.title,
-        command=run.header.raw.get("workload", {}).get("command"),
-        started=run.header.raw.get("started"),
+        command=list(run.header.workload.command) or None,
+        started=run.header.started,
         duration=round(run.duration, 3),
         status=run.end.get("status") if run.end else "unknown",
         status_text=status_text(run),
         exit_code=run.end.get("exit_code") if run.end else None,
         ended_abruptly=run.ended_abruptly,
         instrumentation=instrumentation_text(run),
-        host=run.header.raw.get("host", {}),
+        host=run.header.host.to_json(),
         run_info=run_info(run),
         gpu=GpuState(bool(run.gpu_status and run.gpu_status[0].get("available")),
                      run.gpu_status[0].get("reason") if run.gpu_status else None),
@@ -266,7 +266,7 @@ def summarize(run: Run) -> Summary:
         hosts=run.host_labels,
         per_host=[HostSummary(h.host, h.hostname, h.samples, h.cpu_mean, [DeviceFigures.of(d) for d in h.devices],
                               VerdictFigures.of(h.verdict)) for h in hosts],
-        alignment=alignment.get("text") if isinstance(alignment, dict) else None,
+        alignment=alignment.get("text") if alignment is not None else None,
         stragglers=straggler_figures(run, all_phases),
         notices=[n.get("message") for n in run.notices],
         recorder_cpu_mean=stats(s.recorder_cpu)["mean"],

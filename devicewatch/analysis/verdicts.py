@@ -303,7 +303,7 @@ def host_figures(run: Run) -> list[HostFigures]:
     for label in run.host_labels:
         node = run.of_host(label)
         s, node_phases = series(node), phases(node)
-        out.append(HostFigures(label, node.header.raw.get("host", {}).get("hostname"), len(node.samples),
+        out.append(HostFigures(label, node.header.host.hostname, len(node.samples),
                                stats(s.cpu_total)["mean"], device_idle(node, s, node_phases),
                                verdict(node, s, node_phases)))
     return out

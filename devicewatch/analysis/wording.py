@@ -40,13 +40,13 @@ def instrumentation_text(run: Run) -> str | None:
     """What the zero-code instrumentation did, in one line (from the header's ``instrument``
     and the end record's): ``active in 2 processes (torch, lightning)``, or why not. None for a
     run recorded before it existed."""
-    offered = run.header.raw.get("instrument")
+    offered = run.header.instrument
     summary = run.end.get("instrument") if run.end else None
     if not isinstance(summary, dict):
-        if not isinstance(offered, dict):
+        if offered is None:
             return None
-        return "offered (the run has no end record to say more)" if offered.get("offered") \
-            else f"not offered: {offered.get('reason')}"
+        return "offered (the run has no end record to say more)" if offered.offered \
+            else f"not offered: {offered.reason}"
     if not summary.get("active"):
         return f"not active: {summary.get('reason')}"
     n = summary.get("processes", 0)

@@ -162,6 +162,7 @@ class Header:
     digits: Mapping[str, tuple[int, ...]] = field(default_factory=lambda: MappingProxyType({}))
     nodes: tuple[Node, ...] = ()           # a merged run's nodes; empty for one node's run
     raw: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), compare=False, repr=False)
+    alignment: Mapping[str, Any] | None = None   # a merged run's: the clock alignment error merge assumed
 
     @classmethod
     def parse(cls, record: Mapping[str, Any]) -> Header:
@@ -183,7 +184,8 @@ class Header:
                    _number(record.get("started_unix")), _number(record.get("interval")),
                    Clock.parse(record.get("clock")), Host.parse(record.get("host")),
                    Workload.parse(record.get("workload")), Instrument.parse(record.get("instrument")),
-                   lists("fields", str), lists("scale", float), lists("digits", int), nodes, MappingProxyType(record))
+                   lists("fields", str), lists("scale", float), lists("digits", int), nodes, MappingProxyType(record),
+                   MappingProxyType(record["alignment"]) if isinstance(record.get("alignment"), dict) else None)
 
     def to_json(self) -> dict[str, Any]:
         """The record as read (with what ``for_node`` replaced), for a file or ``--json``."""

@@ -271,7 +271,7 @@ def test_a_pipes_input_ends_with_its_source_and_ctrl_c_is_counted_where_the_term
 
 def test_keys_are_sent_as_a_terminal_sends_them():
     pytest.importorskip("textual")
-    from devicewatch.tui.panels import key_bytes
+    from devicewatch.tui.output_panel import key_bytes
 
     assert key_bytes("ctrl+c", None) == "\x03" and key_bytes("enter", "\r") == "\r"
     assert key_bytes("up", None) == "\x1b[A" and key_bytes("a", "a") == "a" and key_bytes("f5", None) is None
