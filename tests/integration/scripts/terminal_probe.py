@@ -17,8 +17,6 @@ import time
 
 report: dict = {}
 path, steps = sys.argv[1], sys.argv[2:]
-got: list[int] = []        # SIGWINCH seen
-got_int: list[int] = []    # SIGINT seen
 
 
 def size() -> list[int] | None:
@@ -27,6 +25,17 @@ def size() -> list[int] | None:
         return [lines, columns]
     except OSError:
         return None
+
+
+def _await_signal(signum: int, prompt: str) -> bool:
+    """Say PROMPT, then wait up to 5 s for SIGNUM; whether it came."""
+    seen: list[int] = []
+    signal.signal(signum, lambda *_: seen.append(1))
+    print(prompt, flush=True)
+    deadline = time.monotonic() + 5
+    while not seen and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return bool(seen)
 
 
 def save() -> None:
@@ -44,12 +53,7 @@ for step in steps:
         except OSError:
             report["dev_tty"] = False
     elif step == "winch":
-        signal.signal(signal.SIGWINCH, lambda *_: got.append(1))
-        print("resize me", flush=True)
-        deadline = time.monotonic() + 5
-        while not got and time.monotonic() < deadline:
-            time.sleep(0.02)
-        report["winch"] = bool(got)
+        report["winch"] = _await_signal(signal.SIGWINCH, "resize me")
         report["size_after"] = size()
     elif step == "stdin":
         data = sys.stdin.buffer.readline() if os.isatty(0) else sys.stdin.buffer.read()
@@ -69,12 +73,8 @@ for step in steps:
     elif step == "colour":
         print("\x1b[31mred\x1b[0m plain", flush=True)
     elif step == "sigint":
-        signal.signal(signal.SIGINT, lambda *_: got_int.append(1))
-        print("ready", flush=True)
-        deadline = time.monotonic() + 5
-        while not got_int and time.monotonic() < deadline:
-            time.sleep(0.02)
-        report["sigint"] = bool(got_int)
+        got_int = _await_signal(signal.SIGINT, "ready")
+        report["sigint"] = got_int
         save()
         sys.exit(130 if got_int else 0)
     elif step.startswith("exit="):
