@@ -13,12 +13,17 @@ from collections.abc import Iterable, Sequence
 from rich.style import Style
 from rich.text import Text
 from textual import events
+from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.selection import Selection
 from textual.strip import Strip
 from textual.widget import Widget
+
+from .strips import fit
+
+STRIPS_KEPT = 256  # drawn lines kept: a few screens of the tallest panel
 
 _CONTROL = re.compile("[\u0000-\u0014]")
 # Keys as a terminal sends them, for the keys Textual names rather than gives as a character.
@@ -89,7 +94,9 @@ class OutputLog(ScrollView, can_focus=True):
         self._open: Text | None = None   # the line not yet ended, drawn after the others
         self._dropped = 0      # lines no longer kept: line i here is line dropped + i of the output
         self._width = 0
-        self._strips: dict[int, Strip] = {}   # by line number of the output
+        # Drawn lines by line number of the output: the ones on screen and a few screens of
+        # scrollback, not all ``max_lines`` (each drawn line holds its segments and caches).
+        self._strips: LRUCache[int, Strip] = LRUCache(STRIPS_KEPT)
         self.typing = False
 
     @property
@@ -108,15 +115,14 @@ class OutputLog(ScrollView, can_focus=True):
         if not new and (opened is None) == (self._open is None) and \
                 (opened is None or self._open is None or opened.plain == self._open.plain):
             return
-        self._strips.pop(self._dropped + len(self._lines), None)   # where the open line was drawn
+        self._strips.discard(self._dropped + len(self._lines))   # where the open line was drawn
         self._lines += new
         self._open = opened
         if len(self._lines) > self.max_lines:
             drop = len(self._lines) - self.max_lines
             del self._lines[:drop]
             self._dropped += drop
-            self._strips = {k: v for k, v in self._strips.items() if k >= self._dropped}
-        self._strips.pop(self._dropped + len(self._lines), None)
+        self._strips.discard(self._dropped + len(self._lines))
         widths = [line.cell_len for line in new] + ([opened.cell_len] if opened is not None else [])
         self._width = max([self._width, *widths])
         self._resize()
@@ -150,13 +156,13 @@ class OutputLog(ScrollView, can_focus=True):
         style = self.rich_style
         if index >= self._count():
             return Strip.blank(width, style)
-        return self._strip(index, style).crop_extend(scroll_x, scroll_x + width, style).apply_offsets(scroll_x, index)
+        return fit(self._strip(index, style), scroll_x, scroll_x + width, style).apply_offsets(scroll_x, index)
 
     def _strip(self, index: int, style: Style) -> Strip:
         selection = self.text_selection
         key = self._dropped + index
-        if selection is None and key in self._strips:
-            return self._strips[key]
+        if selection is None and (kept := self._strips.get(key)) is not None:
+            return kept
         line = self._lines[index] if index < len(self._lines) else self._open
         assert line is not None
         text = line.copy()
@@ -167,7 +173,7 @@ class OutputLog(ScrollView, can_focus=True):
                          len(text) if end == -1 else end)
         strip = Strip(text.render(self.app.console), text.cell_len)
         if selection is None:
-            self._strips[key] = strip
+            self._strips.set(key, strip)
         return strip
 
     def get_selection(self, selection: Selection) -> tuple[str, str] | None:
