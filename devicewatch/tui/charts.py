@@ -20,16 +20,18 @@ from __future__ import annotations
 
 import math
 from typing import ClassVar, Generic, TypeVar
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from textual.app import ComposeResult
+from textual.filter import ANSIToTruecolor, LineFilter
 from textual.geometry import Region
 from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
 from .chart_cells import draw_area, draw_heat, draw_lanes, draw_lines
-from .drawing import AXIS, AreaInput, ChartInput, Grid, HeatInput, LanesInput, LinesInput, Row
+from .drawing import AXIS, AreaInput, ChartInput, Grid, HeatInput, LanesInput, LinesInput, Row, truecolor_only
+from .strips import fit
 
 InputT = TypeVar("InputT", bound=ChartInput)
 
@@ -70,8 +72,16 @@ class ChartPart(Widget):
 
     def render_line(self, y: int) -> Strip:
         if y < len(self._strips):
-            return self._strips[y].crop_extend(0, self.size.width, None)
+            return fit(self._strips[y], 0, self.size.width)
         return Strip.blank(self.size.width)
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        # The app converts terminal colours to exact ones on every repainted line, one Segment at
+        # a time (a third of a repaint's cost); a chart's cells are in exact colours already.
+        filters = super().get_line_filters()
+        if truecolor_only():
+            return [f for f in filters if not isinstance(f, ANSIToTruecolor)]
+        return filters
 
 
 class Chart(Widget, Generic[InputT]):

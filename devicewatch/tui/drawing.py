@@ -48,6 +48,7 @@ def _phase_colours(palette: Palette) -> list[str]:
 
 _STYLES: list[Style | None] = [None]   # 0: no style of its own
 _STYLE_IDS: dict[Style, int] = {}
+_TERMINAL_STYLES: set[int] = set()   # styles with a colour of the terminal's palette, or dim
 
 
 def style_id(style: Style | None) -> int:
@@ -58,7 +59,15 @@ def style_id(style: Style | None) -> int:
     if found is None:
         found = _STYLE_IDS[style] = len(_STYLES)
         _STYLES.append(style)
+        if style.dim or any(colour is not None and colour.triplet is None for colour in (style.color, style.bgcolor)):
+            _TERMINAL_STYLES.add(found)
     return found
+
+
+def truecolor_only() -> bool:
+    """Whether every style drawn so far is in exact colours, without dim: cells Textual's
+    conversion of terminal colours (and dim) to exact ones would give back unchanged."""
+    return not _TERMINAL_STYLES
 
 
 def style_of(number: int) -> Style | None:
@@ -115,11 +124,11 @@ class Grid:
             starts = self.runs(y)
         if not starts:
             return []
-        ids = self.styles[y]
+        styles = [_STYLES[i] for i in self.styles[y, starts].tolist()]
         text = "".join(self.chars[y, starts[0]:].tolist())
         first = starts[0]
         ends = starts[1:] + [self.width]
-        return [Segment(text[a - first:b - first], _STYLES[ids[a]]) for a, b in zip(starts, ends)]
+        return [Segment(text[a - first:b - first], style) for a, b, style in zip(starts, ends, styles)]
 
     def row(self, y: int, before: Row | None = None, x0: int = 0) -> Row:
         """Row ``y``'s runs and segments. With ``before``, that row as it was drawn when only

@@ -209,3 +209,63 @@ def test_heat_drawn_from_its_previous_grid_matches_a_whole_draw():
         from_before, whole = draw_heat(data, AXIS + 8, height, before), draw_heat(data, AXIS + 8, height)
         assert _same_cells(from_before, whole)
         assert {(x0, x1) for _, x0, x1 in from_before.changes(before)} == {(AXIS + 7, AXIS + 8)}
+
+
+def test_every_chart_is_drawn_in_exact_colours_so_the_terminal_colour_filter_would_change_nothing():
+    # A chart part leaves out Textual's conversion of terminal colours (and dim) to exact ones
+    # while every style drawn is exact: the conversion would give each line back unchanged.
+    from rich.terminal_theme import DEFAULT_TERMINAL_THEME
+    from textual.color import Color
+    from textual.filter import ANSIToTruecolor
+
+    from devicewatch.tui import drawing
+
+    conversion = ANSIToTruecolor(DEFAULT_TERMINAL_THEME)
+    t = np.arange(0.25, 10.0, 0.5)
+    overlay = Overlay.of([(0.0, 4.0, "train"), (4.0, 6.0, "validate"), (6.0, 9.0, "data")], [4.0, 6.0], [5.0])
+    for palette in (NORMAL, PRESENTER):
+        view = View(0, 10, 8)
+        grids = [draw_area(AreaInput(view, 1, palette, t, np.linspace(0, 100, len(t)), 100.0, "%", overlay), AXIS + 20, 6),
+                 draw_heat(HeatInput(view, 1, palette, t, np.linspace(0, 100, 2 * len(t)).reshape(-1, 2)), AXIS + 20, 7),
+                 draw_lines(LinesInput(view, 1, palette, ((t, np.linspace(0, 50, len(t))), (t, np.full(len(t), 25.0))),
+                                       50.0, "W"), AXIS + 20, 5),
+                 draw_lanes(LanesInput(view, 1, palette, ("main", "loader"), np.array([0.0, 4.0, 1.0]),
+                                       np.array([4.0, 6.0, 3.0]), kind_codes(["train", "validate", "data"]),
+                                       ("train 1", "validate 1", "data 1"), np.array([0, 0, 1]), overlay), AXIS + 20, 2)]
+        for grid in grids:
+            for y in range(grid.rows):
+                segments = grid.segments(y)
+                assert conversion.apply(segments, Color(18, 18, 18)) == segments
+            # ... and none of its styles is one that turns the filter back on (other tests here
+            # register terminal colours of their own, so the table as a whole is not asked)
+            assert not set(np.unique(grid.styles).tolist()) & drawing._TERMINAL_STYLES
+
+
+def test_a_style_in_a_terminal_colour_or_dim_brings_the_colour_filter_back(monkeypatch):
+    from devicewatch.tui import drawing
+
+    monkeypatch.setattr(drawing, "_STYLES", [None])
+    monkeypatch.setattr(drawing, "_STYLE_IDS", {})
+    monkeypatch.setattr(drawing, "_TERMINAL_STYLES", set())
+    style_id(Style(color="#ff0000", bgcolor="#000000"))
+    assert drawing.truecolor_only()
+    style_id(Style(color="#ff0000", dim=True))
+    assert not drawing.truecolor_only()
+    monkeypatch.setattr(drawing, "_TERMINAL_STYLES", set())
+    style_id(Style(bgcolor="red"))   # the terminal's own red: only the filter knows its exact colour
+    assert not drawing.truecolor_only()
+
+
+def test_a_line_already_as_wide_as_asked_is_handed_back_without_being_cached_on_itself():
+    # Textual's crop_extend keeps its result on the strip; at the strip's own width that is the
+    # strip itself, a cycle only the full collector frees (thousands of chart lines a minute).
+    import gc
+
+    from textual.strip import Strip
+
+    from devicewatch.tui.strips import fit
+
+    strip = Strip([Segment("abc", Style(color="#ffffff"))], 3)
+    assert fit(strip, 0, 3) is strip
+    assert not [r for r in gc.get_referrers(strip) if not type(r).__name__ == "frame"]
+    assert "".join(s.text for s in fit(strip, 0, 5)) == "abc  " and "".join(s.text for s in fit(strip, 1, 3)) == "bc"
