@@ -8,6 +8,7 @@ before the terminal is taken over, with a one-line error.
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from dataclasses import dataclass
@@ -83,6 +84,10 @@ class DashboardApp(App[int]):
 
     def on_mount(self) -> None:
         self.set_class(self.presenter, "-presenter")
+        # What exists once the first frame is drawn (the modules, the styles, a replay's run)
+        # lives as long as the app: frozen out of the collector, the full collections a live
+        # run's drawing sets off every few seconds walk only what was made since.
+        self.call_after_refresh(gc.freeze)
         if self.start_compare is not None:  # devicewatch compare A B: the comparison alone
             self.push_screen(CompareScreen(*self.start_compare))
             return
