@@ -265,6 +265,7 @@ class TextPanel(Widget):
         self._lines: list[Content] = []
         self._strips: list[Strip] = []
         self._cache: dict[tuple[object, ...], Strip] = {}
+        self._wraps: dict[tuple[object, ...], list[Content]] = {}   # by source line and width
 
     def update(self, text: Text | str) -> None:
         self.text = Text(text) if isinstance(text, str) else text
@@ -278,12 +279,27 @@ class TextPanel(Widget):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._cache.clear()
+        self._wraps.clear()
         self._lines = []
         if self.is_mounted:
             self._lay_out()
 
     def _wrapped(self, width: int) -> list[Content]:
-        return Content.from_rich_text(self.text, self.app.console).wrap(max(width, 1))
+        # Wrapped line by line (what wrapping the whole text gives), each line's wrap kept while
+        # it is shown: an update re-wraps only the lines that changed (the epochs panel gains a
+        # row, or changes its newest, on a text of forty).
+        width = max(width, 1)
+        wrapped: list[Content] = []
+        kept: dict[tuple[object, ...], list[Content]] = {}
+        for line in self.text.split("\n", allow_blank=True):
+            key = (line.plain, tuple(line.spans), line.style, line.justify, line.overflow, line.no_wrap, width)
+            found = kept.get(key) or self._wraps.get(key)
+            if found is None:
+                found = Content.from_rich_text(line, self.app.console).wrap(width)
+            kept[key] = found
+            wrapped += found
+        self._wraps = kept
+        return wrapped
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return len(self._wrapped(width))

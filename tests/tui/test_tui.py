@@ -325,5 +325,38 @@ async def test_a_text_panel_repaints_only_the_lines_that_changed_and_wraps_as_a_
         lines = ["".join(s.text for s in panel.render_line(y)) for y in range(5)]
         assert lines == ["".join(s.text for s in static.render_line(y)) for y in range(5)]
         before = list(panel._strips)
+        wrapped = list(panel._lines)
         panel.update(Text("first line\nsecond line that is long enough to be folded at the panel's edge\nTHIRD"))
         assert [a is b for a, b in zip(before, panel._strips)] == [True, True, True, True, False]
+        # only the changed line was wrapped again: the others' wrapped lines are the same objects
+        assert [a is b for a, b in zip(wrapped, panel._lines)] == [True, True, True, True, False]
+
+
+@pytest.mark.asyncio
+async def test_the_output_panel_keeps_the_drawn_lines_of_a_few_screens_not_of_all_it_holds():
+    from devicewatch.tui.output_panel import STRIPS_KEPT
+
+    app = replay_app(CPU_RUN)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: first_frame(app))
+        log = app.screen.query_one("#log")
+        log.write_lines([f"line {i}" for i in range(1500)])
+        await pilot.pause(0.1)
+        for top in range(0, 1500, 20):   # scrolled through from the first line to the last
+            log.scroll_to(y=top, animate=False, immediate=True)
+            for y in range(log.size.height):
+                log.render_line(y)
+        assert len(log._strips) == STRIPS_KEPT < 1500
+        assert "".join(s.text for s in log.render_line(0)._segments).rstrip() == log.lines[log.scroll_y]
+
+
+@pytest.mark.asyncio
+async def test_what_exists_at_the_first_frame_is_frozen_out_of_the_collector():
+    import gc
+
+    gc.unfreeze()
+    app = replay_app(CPU_RUN)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: first_frame(app))
+        await pilot.pause(0.1)
+        assert gc.get_freeze_count() > 10_000   # the modules, styles and the run: not walked again
