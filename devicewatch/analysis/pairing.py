@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from .. import events, phase_source
 from ..phase_kinds import kind_of
 from ..runformat.runfile import Run
@@ -105,8 +107,22 @@ def phase_from(begin: dict[str, Any], end: float, is_open: bool = False) -> Phas
                  {k: v for k, v in begin.items() if k not in reserved})
 
 
+def _merged(intervals: list[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
+    """INTERVALS as the starts and ends of their union's pieces (overlapping or touching ones
+    joined), in order."""
+    if not intervals:
+        return np.zeros(0), np.zeros(0)
+    spans = np.array(intervals, dtype=float)
+    spans = spans[np.argsort(spans[:, 0], kind="stable")]
+    starts, reach = spans[:, 0], np.maximum.accumulate(spans[:, 1])
+    first = np.concatenate(([True], starts[1:] > reach[:-1]))   # a piece begins where the ones before end
+    last = np.concatenate((first[1:], [True]))
+    return starts[first], reach[last]
+
+
 def union_length(intervals: list[tuple[float, float]]) -> float:
-    """Seconds covered by any of INTERVALS, overlaps once."""
+    """Seconds covered by any of INTERVALS, overlaps once (a loop: an epoch's few phases at a
+    time, where arrays would cost more than they save)."""
     total = 0.0
     current: tuple[float, float] | None = None
     for start, end in sorted(intervals):
@@ -130,25 +146,19 @@ def lanes(all_phases: list[Phase]) -> list[str]:
 
 def lane_overlap(all_phases: list[Phase]) -> dict[str, float]:
     """How much of the time some phase runs is spent with phases running in two or more lanes."""
-    busy = overlap = 0.0
-    active = 0
-    previous = None
-    per_lane_active: dict[str, int] = {}
-    # Sweep over lane activity, counting distinct lanes rather than phases.
-    edges: list[tuple[float, int, str]] = []
+    spans: dict[str, list[tuple[float, float]]] = {}
     for p in all_phases:
         if p.duration > 0:
-            edges += [(p.start, 1, p.lane), (p.end, -1, p.lane)]
-    edges.sort(key=lambda e: (e[0], e[1]))
-    for time, delta, lane in edges:
-        if previous is not None:
-            span = time - previous
-            if active >= 1:
-                busy += span
-            if active >= 2:
-                overlap += span
-        per_lane_active[lane] = per_lane_active.get(lane, 0) + delta
-        active = sum(1 for v in per_lane_active.values() if v > 0)
-        previous = time
+            spans.setdefault(p.lane, []).append((p.start, p.end))
+    # Each lane's phases as the pieces of their union: the lanes running at a time is then the
+    # sum of +1 at each piece's start and -1 at its end (ends first where both fall at once).
+    pieces = [_merged(lane) for lane in spans.values()]
+    times = np.concatenate([np.zeros(0), *(edges for piece in pieces for edges in piece)])
+    steps = np.concatenate([np.zeros(0), *(np.repeat([1.0, -1.0], len(starts)) for starts, _ in pieces)])
+    order = np.lexsort((steps, times))
+    times, running = times[order], np.cumsum(steps[order])
+    held = np.diff(times)   # each span between two edges, with the lanes running during it
+    busy = float(np.sum(held[running[:-1] >= 1]))
+    overlap = float(np.sum(held[running[:-1] >= 2]))
     return {"busy_seconds": busy, "overlap_seconds": overlap,
             "overlap_fraction": overlap / busy if busy > 0 else 0.0}

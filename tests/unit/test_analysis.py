@@ -211,3 +211,36 @@ def test_repeated_metrics_are_a_phases_seconds_and_the_data_wait():
     assert analysis.repeated_metrics(["data", "train", "validate"],
                                      ["loss", "data_s", "train_s", "copy_s", "data_wait_s", "steps_per_s"]
                                      ) == {"data_s", "train_s", "data_wait_s"}
+
+
+def _swept_overlap(all_phases):
+    """The sweep lane_overlap replaced: one edge at a time, counting lanes with a phase running."""
+    busy = overlap = 0.0
+    running: dict[str, int] = {}
+    previous = None
+    edges = sorted([edge for p in all_phases if p.duration > 0 for edge in ((p.start, 1, p.lane), (p.end, -1, p.lane))],
+                   key=lambda e: (e[0], e[1]))   # at one instant, ends before starts
+    for time, delta, lane in edges:
+        if previous is not None:
+            lanes = sum(1 for n in running.values() if n > 0)
+            busy += (time - previous) if lanes >= 1 else 0.0
+            overlap += (time - previous) if lanes >= 2 else 0.0
+        running[lane] = running.get(lane, 0) + delta
+        previous = time
+    return busy, overlap
+
+
+def test_lane_overlap_in_arrays_equals_the_sweep_one_edge_at_a_time():
+    import random
+    rng = random.Random(7)
+    for _ in range(300):
+        phases = []
+        for _ in range(rng.randint(0, 25)):
+            start = round(rng.uniform(0, 20), rng.choice([0, 1, 3]))   # ties and touching phases too
+            end = start + rng.choice([0.0, round(rng.uniform(0, 5), rng.choice([0, 1, 3]))])
+            phases.append(analysis.Phase(rng.choice(["train", "validate"]), rng.choice(["main", "val", "io"]),
+                                         None, start, end))
+        busy, overlap = _swept_overlap(phases)
+        found = analysis.lane_overlap(phases)
+        assert found["busy_seconds"] == pytest.approx(busy, abs=1e-9)
+        assert found["overlap_seconds"] == pytest.approx(overlap, abs=1e-9)
