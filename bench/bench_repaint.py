@@ -10,7 +10,8 @@ inside the process: a launcher wraps ``Compositor.render_partial_update`` and
 ``render_full_update`` (the two places a frame is made) and counts, per frame, the lines
 repainted, the Segments of the strips those lines are cut into and the cells they cover; and
 ``StylesCache.render_line``, the widget lines built again (a widget's content line through its
-borders and padding: the widget-side work of a repaint). The counters go to a file twice a
+borders and padding: the widget-side work of a repaint); and the cyclic collector (its CPU time
+and the objects it freed: garbage that refcounting could not free). The counters go to a file twice a
 second; the bench reads them, and the dashboard's CPU time, at the start and end of each window.
 
     python -m bench.bench_repaint [--workload demo|pipeline] [--windows 3] [--window-seconds 10] [--size 200x50]
@@ -37,11 +38,25 @@ from bench.bench_dashboard import PtyDashboard, newest_run, stop_and_quit, wait_
 
 # ``python -m devicewatch`` with the compositor counted; the counts go to $REPAINT_COUNTS.
 COUNTING = """
-import json, os, runpy, sys, threading, time
+import gc, json, os, runpy, sys, threading, time
 from textual._compositor import Compositor
 from textual._styles_cache import StylesCache
 
-counts = {"frames": 0, "full_frames": 0, "lines": 0, "segments": 0, "cells": 0, "widget_lines": 0}
+counts = {"frames": 0, "full_frames": 0, "lines": 0, "segments": 0, "cells": 0, "widget_lines": 0,
+          "full_collections": 0, "collected": 0, "collector_ms": 0.0}
+started = [0.0]
+
+def collector(phase, info):
+    # The cyclic collector's time (CPU of this thread) and the garbage it found: objects only
+    # it can free are work a repaint left behind.
+    if phase == "start":
+        started[0] = time.thread_time()
+        return
+    counts["collector_ms"] += 1000 * (time.thread_time() - started[0])
+    counts["collected"] += info["collected"]
+    counts["full_collections"] += info["generation"] == 2
+
+gc.callbacks.append(collector)
 
 def count_spans(update):
     for y, x1, x2 in update.spans:
@@ -91,7 +106,8 @@ threading.Thread(target=write_counts, daemon=True).start()
 sys.argv = ["devicewatch", *sys.argv[1:]]
 runpy.run_module("devicewatch", run_name="__main__", alter_sys=True)
 """
-COUNTERS = ("frames", "full_frames", "lines", "segments", "cells", "widget_lines")
+COUNTERS = ("frames", "full_frames", "lines", "segments", "cells", "widget_lines", "full_collections", "collected",
+            "collector_ms")
 
 
 def read_counts(path: Path) -> dict[str, int]:
@@ -151,8 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Command: `{command.strip()}` on {psutil.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M')}, "
           f"load average {os.getloadavg()[0]:.1f}; terminal {columns}×{rows}; following `{' '.join(WORKLOADS[args.workload])}`.")
     print("Median (range) per second over the windows:\n")
-    print("| frames | of them full | lines repainted | Segments | cells | widget lines built | bytes out | dashboard CPU |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| frames | of them full | lines repainted | Segments | cells | widget lines built | bytes out | "
+          "collector ms | cyclic garbage objects | dashboard CPU |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
 
     def cell(name: str, digits: int = 0, unit: str = "") -> str:
         values = [w[name] for w in windows]
@@ -162,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"({min(values):.{digits}f}–{max(values):.{digits}f})")
 
     print(f"| {cell('frames', 1)} | {cell('full_frames', 1)} | {cell('lines')} | {cell('segments')} | {cell('cells')} | "
-          f"{cell('widget_lines')} | {cell('bytes')} | {cell('cpu', 2, '%')} |")
+          f"{cell('widget_lines')} | {cell('bytes')} | {cell('collector_ms', 1)} | {cell('collected')} | "
+          f"{cell('cpu', 2, '%')} |")
     return 0
 
 
