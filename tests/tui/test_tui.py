@@ -360,3 +360,17 @@ async def test_what_exists_at_the_first_frame_is_frozen_out_of_the_collector():
         await until(pilot, lambda: first_frame(app))
         await pilot.pause(0.1)
         assert gc.get_freeze_count() > 10_000   # the modules, styles and the run: not walked again
+
+
+@pytest.mark.asyncio
+async def test_on_a_short_screen_the_bottom_row_gives_way_and_the_all_cores_chart_keeps_its_rows():
+    app = replay_app(CPU_RUN)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: first_frame(app))
+        await pilot.pause(0.1)
+        total, bottom = app.screen.query_one("#cpu-total"), app.screen.query_one("#bottom")
+        assert total.content_region.height >= 5      # an axis row and at least four of levels
+        assert bottom.size.height < 15
+    async with replay_app(CPU_RUN).run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: first_frame(pilot.app))
+        assert pilot.app.screen.query_one("#bottom").size.height == 15   # a tall screen: as it was
