@@ -75,6 +75,34 @@ class ChartPart(Widget):
             return fit(self._strips[y], 0, self.size.width)
         return Strip.blank(self.size.width)
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # The compositor asks every widget under a frame's changed area for all its lines, and
+        # Textual's styles cache makes a new strip of each changed one (for borders, padding,
+        # tint and opacity, which a chart part has none of): its drawn strips are handed over
+        # as they are, so an unchanged line is the same strip from frame to frame.
+        if not self._plain():
+            return super().render_lines(crop)
+        filters = self.get_line_filters()
+        background = self.background_colors[1] if filters else None
+        strips = []
+        for y in crop.line_range:
+            strip = self.render_line(y)
+            for line_filter in filters:
+                strip = strip.apply_filter(line_filter, background)
+            strips.append(strip)
+        x1, x2 = crop.column_span
+        if (x1, x2) != (0, self.size.width):
+            strips = [strip.crop(x1, x2) for strip in strips]
+        return strips
+
+    def _plain(self) -> bool:
+        """Whether nothing of the widget's styles would change its lines: no border, outline,
+        padding, tint, hatch or opacity (``ChartPart`` sets none; a theme or CSS could)."""
+        styles = self.styles
+        return (not any(edge for edge, _ in styles.border) and not any(edge for edge, _ in styles.outline)
+                and not any(styles.padding) and not styles.tint.a and self.opacity == 1.0
+                and styles.text_opacity == 1.0 and (not styles.has_rule("hatch") or styles.hatch == "none"))
+
     def get_line_filters(self) -> Sequence[LineFilter]:
         # The app converts terminal colours to exact ones on every repainted line, one Segment at
         # a time (a third of a repaint's cost); a chart's cells are in exact colours already.

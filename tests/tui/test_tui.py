@@ -374,3 +374,32 @@ async def test_on_a_short_screen_the_bottom_row_gives_way_and_the_all_cores_char
     async with replay_app(CPU_RUN).run_test(size=SIZE) as pilot:
         await until(pilot, lambda: first_frame(pilot.app))
         assert pilot.app.screen.query_one("#bottom").size.height == 15   # a tall screen: as it was
+
+
+@pytest.mark.asyncio
+async def test_a_chart_part_hands_over_the_lines_textual_would_make_of_it():
+    from textual.widget import Widget
+
+    from devicewatch.tui.charts import ChartPart
+
+    def texts(strips):
+        return [[(s.text, s.style) for s in strip] for strip in strips]
+
+    app = replay_app(CPU_RUN)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: first_frame(app))
+        await pilot.pause(0.1)
+        parts = [p for p in app.screen.query(ChartPart) if p.size.area]
+        assert len(parts) >= 4
+        for part in parts:
+            whole = part.size.region
+            for crop in (whole, whole.crop_size((max(1, whole.width // 2), whole.height)).translate((1, 0))):
+                crop = crop.intersection(whole)
+                ours = part.render_lines(crop)
+                part._styles_cache.clear()
+                assert texts(ours) == texts(Widget.render_lines(part, crop))
+        part = parts[0]
+        part.styles.padding = (0, 1)   # a style that changes the lines: Textual's way again
+        await pilot.pause(0.1)
+        assert not part._plain()
+        assert texts(part.render_lines(part.size.region)) == texts(Widget.render_lines(part, part.size.region))
