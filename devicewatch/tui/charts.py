@@ -130,10 +130,10 @@ class Chart(Widget, Generic[InputT]):
         self._grid: Grid | None = None
         self._drawn_size: tuple[int, int] | None = None
         self.rebuilds = 0   # grids drawn: a test's sign that the chart has drawn
+        self._parts = (ChartPart(), ChartPart(classes="-live"))   # settled and live columns
 
     def compose(self) -> ComposeResult:
-        yield ChartPart()
-        yield ChartPart(classes="-live")
+        yield from self._parts
 
     def watch_data(self) -> None:
         self._draw()
@@ -163,7 +163,7 @@ class Chart(Widget, Generic[InputT]):
         changes = grid.changes(self._grid) if same_size else None
         self._grid, self._drawn_size = grid, (width, height)
         self.rebuilds += 1
-        settled, live = self.query(ChartPart)
+        settled, live = self._parts
         split = self._split(data, width)
         if live.styles.width is None or live.styles.width.value != width - split:
             live.styles.width = width - split  # a layout pass: only when the chart goes live or not

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import TypeVar
 
 import numpy as np
 from rich.text import Text
@@ -44,6 +45,8 @@ from .model_inputs import lanes_input, overlay_of
 from .redraw import RedrawOnce
 
 WINDOWS: list[float | None] = [10, 30, 60, 120, 300, 600, 1800, None]  # seconds; None: whole run
+WidgetT = TypeVar("WidgetT", bound=Widget)
+
 TICK = 0.5  # seconds between poll-and-redraw ticks (2 Hz)
 VIEW_STEPS = 20  # a live view's end advances in steps of 1/20 of the window
 SLOW_EVERY = 1.0  # seconds between redraws of the status line and the bottom row while live
@@ -144,6 +147,7 @@ class RunScreen(RedrawOnce):
         self._error_noted = False
         self._saw_finished = False
         self._try_offered = False
+        self._found: dict[str, Widget] = {}
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -344,7 +348,7 @@ class RunScreen(RedrawOnce):
         overlay = overlay_of(model)
         t = model.t.values
         if model.cpu is not None:
-            strip = self.query_one("#cores", HeatStrip)
+            strip = self._find("#cores", HeatStrip)
             if 0 < model.cores <= 8:  # a few cores: up to three rows each and the time axis, no blank rows
                 strip.styles.max_height = 3 * model.cores + 1
             clock, clock_legend = panels.core_clock(model, palette) if self.core_clock else (None, None)
@@ -353,18 +357,18 @@ class RunScreen(RedrawOnce):
         else:
             clock, clock_legend = None, None
         title = "CPU: every core, clock" if clock is not None else "CPU: every core, % busy"
-        panel = self.query_one("#cpu-panel")
+        panel = self._find("#cpu-panel", Widget)
         if panel.border_title != title:   # setting it, even to the same text, repaints the whole panel
             panel.border_title = title
         self._set("heat-legend", clock_legend if clock_legend is not None else Text.assemble(
             "colour: ", *[(s.text, s.style or "") for s in heat_legend(palette)], f"   {model.cores} cores"))
-        self.query_one("#cpu-total", AreaChart).data = AreaInput(
+        self._find("#cpu-total", AreaChart).data = AreaInput(
             view, model.samples_version, palette, t, model.cpu_total.values, 100.0, "%", overlay)
         self._draw_gpus(model, view, palette, overlay)
         lanes = lanes_input(model, view, palette, overlay)
         for lanes_id in ("lanes", "cpu-lanes"):
             if self._visible(lanes_id):
-                chart = self.query_one(f"#{lanes_id}", PhaseLanes)
+                chart = self._find(f"#{lanes_id}", PhaseLanes)
                 chart.styles.height = max(1, len(lanes.lanes))
                 chart.data = lanes
         if slow:
@@ -375,14 +379,14 @@ class RunScreen(RedrawOnce):
         if self._visible("proc-panel"):
             cores = max(model.cores, 1)
             cpu_top = 100.0 * cores if self.fixed_y else _nice_top(_visible_max(t, model.proc_cpu.values, view), 10)
-            self.query_one("#proc-cpu", AreaChart).data = AreaInput(
+            self._find("#proc-cpu", AreaChart).data = AreaInput(
                 view, model.samples_version, palette, t, model.proc_cpu.values, cpu_top, "%", overlay)
             rss = model.proc_rss.values / 2**20
-            self.query_one("#proc-rss", AreaChart).data = AreaInput(
+            self._find("#proc-rss", AreaChart).data = AreaInput(
                 view, model.samples_version, palette, t, rss, _nice_top(_visible_max(t, rss, view), 16), "M", overlay)
             self._set("cost", panels.cost_text(model))
         if self._visible("epochs"):
-            bars = self.query_one("#epochs", panels.EpochBars)
+            bars = self._find("#epochs", panels.EpochBars)
             rows = panels.epoch_rows(model, bars.epochs)
             if rows is not bars.epochs:
                 bars.epochs = rows
@@ -394,7 +398,7 @@ class RunScreen(RedrawOnce):
             self._stop_typing()
         if state != self._workload_state:
             self._workload_state = state
-            self.query_one("#log").border_title = "workload output" + (f" · {state}" if state else "")
+            self._find("#log", Widget).border_title = "workload output" + (f" · {state}" if state else "")
 
     def _write_log(self, force: bool) -> None:
         """Append the waiting log lines (and show the line not yet ended as it stands), at most
@@ -402,7 +406,7 @@ class RunScreen(RedrawOnce):
         now = time.monotonic()
         open_line = self.model.open_line() if self.model is not None else None
         if (self._new_lines or open_line != self._open_line) and (force or now - self._log_written >= LOG_EVERY):
-            self.query_one("#log", OutputLog).write_lines(self._new_lines, open_line)
+            self._find("#log", OutputLog).write_lines(self._new_lines, open_line)
             self._new_lines = []
             self._open_line = open_line
             self._log_written = now
@@ -414,17 +418,17 @@ class RunScreen(RedrawOnce):
         # the GPU panel stays and says so.
         no_gpu = not model.gpus and (reason is not None or model.run.finished or not self.source.live)
         self.set_class(no_gpu, "-no-gpu")
-        self.query_one("#no-gpu").display = no_gpu
-        self.query_one("#gpu-panel").display = not no_gpu
-        self.query_one("#cpu-lanes").display = no_gpu
+        self._find("#no-gpu", Widget).display = no_gpu
+        self._find("#gpu-panel", Widget).display = not no_gpu
+        self._find("#cpu-lanes", Widget).display = no_gpu
         if no_gpu:
             self._set("no-gpu", Text.assemble(("no GPU data: ", "bold"), reason or "this run has no GPU samples",
                                               ("  (GPU recordings replay anywhere)", "grey50")))
         if not model.gpus and not no_gpu:
             self._set("gpu-reason", Text.assemble(("No GPU data yet: ", "bold"), "waiting for the first GPU sample"))
-        self.query_one("#gpu-reason").display = not model.gpus and not no_gpu
-        self.query_one("#gpu-mem-power").display = bool(model.gpus)
-        container = self.query_one("#gpu-utils", Vertical)
+        self._find("#gpu-reason", Widget).display = not model.gpus and not no_gpu
+        self._find("#gpu-mem-power", Widget).display = bool(model.gpus)
+        container = self._find("#gpu-utils", Vertical)
         container.display = bool(model.gpus)
         while len(self.gpu_charts) < len(model.gpus):
             chart = AreaChart(classes="gpu-util")
@@ -435,7 +439,7 @@ class RunScreen(RedrawOnce):
         periods = analysis.driver_sample_periods(model.machine)
         sm = self._sm_active(model)
         rates = [analysis.driver_rate_text(periods[g] if g < len(periods) else None) for g in range(len(model.gpus))]
-        _title(self.query_one("#gpu-panel"), "GPU · " + (rates[0] if len(set(rates)) == 1 else "; ".join(
+        _title(self._find("#gpu-panel", Widget), "GPU · " + (rates[0] if len(set(rates)) == 1 else "; ".join(
             f"GPU {g}: {rate.removeprefix('GPU utilization: ')}" for g, rate in enumerate(rates))))
         for extra in self.gpu_charts[len(model.gpus):] + self.sm_charts[len(model.gpus):]:
             extra.display = False  # another node of a merged run had more GPUs
@@ -457,11 +461,11 @@ class RunScreen(RedrawOnce):
             mem = tuple((g.t.values, g.mem_used.values / 2**30) for g in model.gpus)
             totals = [g.mem_total / 2**30 for g in model.gpus if math.isfinite(g.mem_total)]
             mem_top = max(totals) if totals and self.fixed_y else _nice_top(max(_visible_max(t, v, view) for t, v in mem), 1)
-            self.query_one("#gpu-mem", LineChart).data = LinesInput(view, model.samples_version, palette, mem,
+            self._find("#gpu-mem", LineChart).data = LinesInput(view, model.samples_version, palette, mem,
                                                                     mem_top, "G")
             power = tuple((g.t.values, g.power.values) for g in model.gpus)
             power_top = _nice_top(max(_visible_max(t, v, view) for t, v in power), 50)
-            self.query_one("#gpu-power", LineChart).data = LinesInput(view, model.samples_version, palette, power,
+            self._find("#gpu-power", LineChart).data = LinesInput(view, model.samples_version, palette, power,
                                                                       power_top, "W")
 
     @staticmethod
@@ -501,13 +505,22 @@ class RunScreen(RedrawOnce):
             self._error_noted = True
             self.notify(self.source.error, title="recorder", severity="error", timeout=30)
 
+    def _find(self, selector: str, kind: type[WidgetT]) -> WidgetT:
+        """``query_one``, remembered: a tick looks up some twenty widgets, and a query walks the
+        screen's widgets each time (the screen's widgets stay while it lives)."""
+        found = self._found.get(selector)
+        if found is None or not found.is_attached:
+            found = self._found[selector] = self.query_one(selector, kind)
+        assert isinstance(found, kind)
+        return found
+
     def _set(self, widget_id: str, content: Text) -> None:
         """Show ``content`` in a text panel; the panel repaints only the lines that changed (and
         lays the screen out again only when its height follows its text and that changed)."""
-        self.query_one(f"#{widget_id}", panels.TextPanel).update(content)
+        self._find(f"#{widget_id}", panels.TextPanel).update(content)
 
     def _visible(self, widget_id: str) -> bool:
-        node: Widget | None = self.query_one(f"#{widget_id}")
+        node: Widget | None = self._find(f"#{widget_id}", Widget)
         while node is not None and node is not self:
             if not node.display:
                 return False
@@ -526,13 +539,13 @@ class RunScreen(RedrawOnce):
 
     def action_type_into(self) -> None:
         """The output panel becomes the workload's terminal: keys go to the workload until Escape."""
-        log = self.query_one("#log", OutputLog)
+        log = self._find("#log", OutputLog)
         log.typing = True
         log.border_subtitle = "typing into the workload · Esc to stop"
         log.focus()
 
     def _stop_typing(self) -> None:
-        log = self.query_one("#log", OutputLog)
+        log = self._find("#log", OutputLog)
         if log.typing:
             log.typing = False
             log.border_subtitle = ""
@@ -612,7 +625,7 @@ class RunScreen(RedrawOnce):
         self.post_message(self.TryWanted(self, *tryable))
 
     def action_toggle_log(self) -> None:
-        log = self.query_one("#log")
+        log = self._find("#log", Widget)
         log.display = not log.display
 
     def action_back(self) -> None:
