@@ -54,19 +54,32 @@ class ChartPart(Widget):
         """Show columns ``[x0, x1)`` of ``grid``; ``changes`` (row, from, to) since the last
         grid, or None when everything may have (new size, new part of the grid)."""
         part, width = grid.columns(x0, x1), x1 - x0
+        # A row that repeats the one above it (a core's three rows, an area's full or empty
+        # rows) is that row's strip again: built once, and one strip to the compositor's caches.
         if changes is None or (x0, x1) != (self.x0, self.x1) or len(self._rows) != grid.rows:
             self.x0, self.x1 = x0, x1
-            self._rows = [part.row(y) for y in range(part.rows)]
-            self._strips = [Strip(row.segments, width) for row in self._rows]
+            self._rows, self._strips = [], []
+            for y in range(part.rows):
+                if y and part.same_rows(y - 1, y):
+                    self._rows.append(self._rows[-1])
+                    self._strips.append(self._strips[-1])
+                else:
+                    row = part.row(y)
+                    self._rows.append(row)
+                    self._strips.append(Strip(row.segments, width))
             self.refresh()
             return
         regions = []
-        for y, a, b in changes:
+        for y, a, b in changes:  # in order of rows: the row above is drawn when a row is
             a, b = max(a, x0) - x0, min(b, x1) - x0
-            if a < b:  # only the changed columns' runs are built again
+            if a >= b:
+                continue
+            if y and part.same_rows(y - 1, y):
+                self._rows[y], self._strips[y] = self._rows[y - 1], self._strips[y - 1]
+            else:  # only the changed columns' runs are built again
                 row = self._rows[y] = part.row(y, self._rows[y], a)
                 self._strips[y] = Strip(row.segments, width)
-                regions.append(Region(a, y, b - a, 1))
+            regions.append(Region(a, y, b - a, 1))
         if regions:
             self.refresh(*regions)
 

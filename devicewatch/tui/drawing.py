@@ -110,6 +110,10 @@ class Grid:
     def style(self, y: int, x: int) -> Style | None:
         return style_of(int(self.styles[y, x]))
 
+    def same_rows(self, a: int, b: int) -> bool:
+        """Whether rows ``a`` and ``b`` hold the same cells."""
+        return bool(np.array_equal(self.styles[a], self.styles[b]) and np.array_equal(self.chars[a], self.chars[b]))
+
     def runs(self, y: int, start: int = 0) -> list[int]:
         """Where row ``y``'s runs of one style begin, from column ``start`` on."""
         ids = self.styles[y, start:]

@@ -49,7 +49,8 @@ WidgetT = TypeVar("WidgetT", bound=Widget)
 
 TICK = 0.5  # seconds between poll-and-redraw ticks (2 Hz)
 VIEW_STEPS = 20  # a live view's end advances in steps of 1/20 of the window
-SLOW_EVERY = 1.0  # seconds between redraws of the status line and the bottom row while live
+SLOW_EVERY = 1.0  # seconds between redraws of the status, progress and verdict lines while live
+BOTTOM_EVERY = 2.0  # seconds between redraws of the bottom row (workload charts, cost, epochs) while live
 LOG_EVERY = 2.0  # seconds between appends to the workload-output panel while a run is live
 
 
@@ -144,6 +145,7 @@ class RunScreen(RedrawOnce):
         self._log_written = -1e9
         self._workload_state: str | None = None
         self._slow_at = -1e9
+        self._bottom_at = -1e9
         self._error_noted = False
         self._saw_finished = False
         self._try_offered = False
@@ -334,11 +336,13 @@ class RunScreen(RedrawOnce):
                 self.refresh_bindings()
         view = self._view()
         # The text lines (status, progress, verdict) and the bottom row (workload
-        # charts, cost, epochs, log) change every tick too, but are read at a glance:
-        # refreshing them once a second keeps most frames down to the changed columns of the
-        # top charts instead of the whole screen.
+        # charts, cost, epochs, log) change every tick too, but are read at a glance: the
+        # lines once a second, the bottom row every two (a frame that repaints it is twice as
+        # dear as one of the top charts' changed columns alone: the compositor renders every
+        # widget under the bounds of what changed).
         now = time.monotonic()
-        slow = force or not self.source.running or now - self._slow_at >= SLOW_EVERY
+        settled = force or not self.source.running
+        slow = settled or now - self._slow_at >= SLOW_EVERY - TICK / 4
         palette = self.palette
         if slow:
             self._slow_at = now
@@ -371,7 +375,8 @@ class RunScreen(RedrawOnce):
                 chart = self._find(f"#{lanes_id}", PhaseLanes)
                 chart.styles.height = max(1, len(lanes.lanes))
                 chart.data = lanes
-        if slow:
+        if settled or (slow and now - self._bottom_at >= BOTTOM_EVERY - TICK / 4):
+            self._bottom_at = now
             self._redraw_bottom(model, view, palette, overlay, force)
 
     def _redraw_bottom(self, model: RunModel, view: View, palette: Palette, overlay: Overlay, force: bool) -> None:

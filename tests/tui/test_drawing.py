@@ -269,3 +269,33 @@ def test_a_line_already_as_wide_as_asked_is_handed_back_without_being_cached_on_
     assert fit(strip, 0, 3) is strip
     assert not [r for r in gc.get_referrers(strip) if not type(r).__name__ == "frame"]
     assert "".join(s.text for s in fit(strip, 0, 5)) == "abc  " and "".join(s.text for s in fit(strip, 1, 3)) == "bc"
+
+
+def test_a_chart_part_builds_a_repeated_row_once_and_shows_every_row_as_drawn():
+    import numpy as np
+    from textual.strip import Strip
+
+    from devicewatch.tui.charts import ChartPart
+
+    palette = NORMAL
+    t = np.arange(0, 30, 0.1)
+    cpu = np.column_stack([np.full(t.size, 30.0), (t * 7) % 100])
+    data = HeatInput(View(0.0, 30.0), 1, palette, t, cpu)
+    width, height = 60, 7
+    part = ChartPart()
+
+    def shown(grid):
+        return [[(s.text, s.style) for s in strip] for strip in part._strips] == \
+            [[(s.text, s.style) for s in Strip(grid.row(y).segments, width)] for y in range(grid.rows)]
+
+    grid = draw_heat(data, width, height)
+    part.show(grid, 0, width, None)
+    assert shown(grid)
+    assert part._strips[1] is part._strips[2] and part._strips[4] is part._strips[5]   # a core's rows
+    assert part._strips[0] is not part._strips[1]                                        # its label
+    # The next draw, second core's levels changed in the newest columns: drawn row by row again.
+    later = HeatInput(View(0.0, 30.0), 2, palette, t, np.column_stack([cpu[:, 0], np.where(t > 25, 95.0, cpu[:, 1])]))
+    after = draw_heat(later, width, height, grid)
+    part.show(after, 0, width, after.changes(grid))
+    assert shown(after)
+    assert part._strips[4] is part._strips[5]
