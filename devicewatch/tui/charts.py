@@ -95,14 +95,12 @@ class ChartPart(Widget):
         # as they are, so an unchanged line is the same strip from frame to frame.
         if not self._plain():
             return super().render_lines(crop)
+        strips = [self.render_line(y) for y in crop.line_range]
         filters = self.get_line_filters()
-        background = self.background_colors[1] if filters else None
-        strips = []
-        for y in crop.line_range:
-            strip = self.render_line(y)
+        if filters:
+            background = self.background_colors[1]
             for line_filter in filters:
-                strip = strip.apply_filter(line_filter, background)
-            strips.append(strip)
+                strips = [strip.apply_filter(line_filter, background) for strip in strips]
         x1, x2 = crop.column_span
         if (x1, x2) != (0, self.size.width):
             strips = [strip.crop(x1, x2) for strip in strips]

@@ -377,9 +377,11 @@ async def test_on_a_short_screen_the_bottom_row_gives_way_and_the_all_cores_char
 
 
 @pytest.mark.asyncio
-async def test_a_chart_part_hands_over_the_lines_textual_would_make_of_it():
+async def test_a_chart_part_hands_over_the_lines_textual_would_make_of_it(monkeypatch):
+    from textual.filter import ANSIToTruecolor
     from textual.widget import Widget
 
+    from devicewatch.tui import drawing
     from devicewatch.tui.charts import ChartPart
 
     def texts(strips):
@@ -398,7 +400,11 @@ async def test_a_chart_part_hands_over_the_lines_textual_would_make_of_it():
                 ours = part.render_lines(crop)
                 part._styles_cache.clear()
                 assert texts(ours) == texts(Widget.render_lines(part, crop))
+        monkeypatch.setattr(drawing, "_TERMINAL_STYLES", {0})   # a terminal colour drawn: the filter is back
         part = parts[0]
+        assert any(isinstance(f, ANSIToTruecolor) for f in part.get_line_filters())
+        part._styles_cache.clear()
+        assert texts(part.render_lines(part.size.region)) == texts(Widget.render_lines(part, part.size.region))
         part.styles.padding = (0, 1)   # a style that changes the lines: Textual's way again
         await pilot.pause(0.1)
         assert not part._plain()
