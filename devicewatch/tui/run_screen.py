@@ -342,6 +342,8 @@ class RunScreen(RedrawOnce):
         # widget under the bounds of what changed).
         now = time.monotonic()
         settled = force or not self.source.running
+        # A quarter of a tick early still counts: with the timer's jitter a strict comparison
+        # skipped a tick now and then (1.5 s instead of 1).
         slow = settled or now - self._slow_at >= SLOW_EVERY - TICK / 4
         palette = self.palette
         if slow:
