@@ -162,7 +162,8 @@ def measure(run: Path, start: float, seconds: float, size: tuple[int, int], prof
                         if isinstance(app.screen, run_screen.RunScreen) and app.screen.model is not None:
                             break
                     screen = app.screen
-                    assert isinstance(screen, run_screen.RunScreen)
+                    assert isinstance(screen, run_screen.RunScreen) and screen.model is not None
+                    screen.model.clock = lambda: clock[0]   # the verdict's cadence too
                     await pilot.pause(0.2)
                     t, end = start, min(start + seconds, lines[-1][0])
                     nonlocal at

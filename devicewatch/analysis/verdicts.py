@@ -12,7 +12,7 @@ import numpy as np
 from .. import events
 from ..runformat.runfile import Run
 from ..runformat.percent import MISSING_PERCENT
-from .epoch_rows import DataWait, data_wait, epochs
+from .epoch_rows import DataWait, EpochRow, data_wait, epochs
 from .idle import IDLE_THRESHOLD, DeviceIdle, device_idle
 from .pairing import Phase, lane_overlap, phases, union_length
 from .utilization import Series, active_mask, series, sm_active_mean, stats
@@ -153,10 +153,12 @@ def lane_use(all_phases: list[Phase]) -> LaneUse:
     return LaneUse(overlap["overlap_fraction"], busy, names)
 
 
-def verdict(run: Run, s: Series | None = None, all_phases: list[Phase] | None = None) -> Verdict:
+def verdict(run: Run, s: Series | None = None, all_phases: list[Phase] | None = None,
+            epoch_rows: list[EpochRow] | None = None) -> Verdict:
     """The run in one line: what limited it (docs/verdicts.md lists the labels, their order and
     thresholds). Judged on the samples inside the workload's phases, in cores busy, by what its
-    lanes did side by side, and by how long its training loop waited on data."""
+    lanes did side by side, and by how long its training loop waited on data. ``epoch_rows``:
+    ``epochs(run, all_phases)`` where the caller keeps them already (the live model)."""
     s = series(run) if s is None else s
     all_phases = phases(run) if all_phases is None else all_phases
     if len(s.t) < 2:
@@ -167,7 +169,7 @@ def verdict(run: Run, s: Series | None = None, all_phases: list[Phase] | None = 
     cores = int(s.cpu.shape[1]) if s.cpu.ndim == 2 and s.cpu.shape[1] else max(run.cores, 1)
     cpu = cpu_use(s, in_run, cores)
     lanes_ = lane_use(all_phases)
-    wait = data_wait(epochs(run, all_phases))
+    wait = data_wait(epochs(run, all_phases) if epoch_rows is None else epoch_rows)
     figures: dict[str, float] = {"cpu_mean": round(cpu.total, 1), "busiest_core_mean": round(cpu.busiest, 1),
                                  "cores": cores, "cores_busy": round(cpu.machine, 2)}
     if cpu.workload is not None:

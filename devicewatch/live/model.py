@@ -168,7 +168,8 @@ class GpuTrack:
 class RunModel:
     """The dashboard's view of one run: arrays for the charts, phases, epochs, verdict, logs."""
 
-    VERDICT_EVERY = 3.0  # seconds between verdict recomputations while live
+    VERDICT_EVERY = 3.0  # seconds between verdict recomputations while live, at the least
+    VERDICT_SHARE = 0.01  # of one core the verdict may take: a dearer one (a long run) waits longer
     WINDOW = 6000        # newest samples kept at full rate (10 minutes at 10 Hz)
     LIMIT = 12000        # rows kept at most: the window plus the min/max-folded history
 
@@ -213,6 +214,8 @@ class RunModel:
         self.verdict: analysis.Verdict | None = None
         self.advice: list[advice_.Advice] = []   # beside the verdict, worked out with it
         self._verdict_at = -1e9
+        self._verdict_wait = self.VERDICT_EVERY
+        self.cpu_clock: Any = time.thread_time   # what a verdict's cost is measured by
         self._verdict_version = -1
         self._phases_version = -1
         self._open: list[int] = []  # indices of phases not yet ended
@@ -454,15 +457,21 @@ class RunModel:
         now = self.clock()
         if self._verdict_version == self.version:
             return False
-        if not force and now - self._verdict_at < self.VERDICT_EVERY:
+        if not force and now - self._verdict_at < self._verdict_wait:
             return False
+        began = self.cpu_clock()
         self._verdict_at, self._verdict_version = now, self.version
         self.refresh_phases()
-        # A merged run's node is judged against its own ranks' phases, which ``machine`` holds.
-        self.verdict = analysis.verdict(self.machine, self.series(),
-                                        all_phases=self.phases if self.machine is self.run else None)
+        # A merged run's node is judged against its own ranks' phases, which ``machine`` holds,
+        # and its epochs from them; a run's own are the model's epoch rows, kept up to date.
+        own = self.machine is self.run
+        self.verdict = analysis.verdict(self.machine, self.series(), all_phases=self.phases if own else None,
+                                        epoch_rows=self.epoch_rows if own else None)
         # What to try next rests on the verdict's figures: worked out with it, never in a render.
         self.advice = advice_.shown(self.machine, self.verdict)
+        # Judged over the whole run, the verdict costs more as the run grows: it comes again
+        # when it has cost at most VERDICT_SHARE of the time since (every 3 s while it is cheap).
+        self._verdict_wait = max(self.VERDICT_EVERY, (self.cpu_clock() - began) / self.VERDICT_SHARE)
         return True
 
     @property

@@ -176,16 +176,19 @@ def epoch_bars(rows: list[analysis.EpochRow], width: int, max_rows: int = 40,
     text.append("   (seconds" + ("; loop: the training loop, data waits included; waited: its share "
                                  "waiting on data)\n" if waits else ")\n"), style="grey50")
     longest = max(max(r.total, sum(r.phases.values())) for r in rows) or 1.0
+    # The legend and the note wrap in a narrow panel: the lines they take beyond the legend's
+    # first come out of the rows shown, so the newest rows stay on screen.
+    extra = -(-(text.cell_len - 1) // width) - 1 + (len(textwrap.wrap(unmeasured, width)) if unmeasured else 0)
+    shown = max(1, max_rows - extra)
+    # The figures of the rows shown only (a long run has thousands of rows), the bars as wide
+    # as those figures leave.
+    rows, steps = rows[-shown:], steps[-shown:]
     numbers = [" = " + " + ".join(f"{r.phases.get(n, 0.0):.1f}" for n in names) + f" + {r.untracked:.1f}"
                + (_loop_text(r) if waits else "")
                + (f"  {inert(str(n)) if n is not None else '-':>{steps_w}} steps" if steps_w else "")
                for r, n in zip(rows, steps)]
     bar_w = max(8, width - 12 - max(len(n) for n in numbers))
-    # The legend and the note wrap in a narrow panel: the lines they take beyond the legend's
-    # first come out of the rows shown, so the newest rows stay on screen.
-    extra = -(-(text.cell_len - 1) // width) - 1 + (len(textwrap.wrap(unmeasured, width)) if unmeasured else 0)
-    shown = max(1, max_rows - extra)
-    for row, figures in list(zip(rows, numbers))[-shown:]:
+    for row, figures in zip(rows, numbers):
         scale = bar_w / longest
         used = 0
         text.append(f"{row.epoch:>4} ")

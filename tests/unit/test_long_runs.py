@@ -182,3 +182,23 @@ def test_a_long_finished_run_is_folded_from_its_bytes_as_from_its_floats(tmp_pat
     assert len(from_bytes.t.values) <= RunModel.LIMIT
     np.testing.assert_array_equal(from_bytes.t.values, from_floats.t.values)
     np.testing.assert_array_equal(from_bytes.cpu.values, from_floats.cpu.values)
+
+
+def test_the_live_verdict_judges_with_the_models_epochs_and_waits_longer_when_it_costs_more():
+    from pathlib import Path
+
+    run = load(Path(__file__).resolve().parent.parent / "fixtures" / "pipeline-serial.jsonl")
+    now, cpu = [100.0], iter([0.0, 0.2])   # the verdict's CPU: 0.2 s
+    model = RunModel(run, clock=lambda: now[0])
+    model.cpu_clock = lambda: next(cpu)
+    assert model.refresh_verdict(force=True)
+    # The model's epoch rows, kept up to date, give the verdict analysis gives from the phases.
+    assert model.verdict == analysis.verdict(run, model.series(), all_phases=model.phases)
+    assert model.epoch_rows
+    # 0.2 s of CPU at 1% of a core: the next verdict waits 20 s, not 3.
+    model.version = -1   # new data
+    now[0] += 2 * RunModel.VERDICT_EVERY
+    assert not model.refresh_verdict()
+    now[0] += 20.0
+    model.cpu_clock = lambda: 0.0
+    assert model.refresh_verdict()
