@@ -98,6 +98,9 @@ class OutputLog(ScrollView, can_focus=True):
         # scrollback, not all ``max_lines`` (each drawn line holds its segments and caches).
         self._strips: LRUCache[int, Strip] = LRUCache(STRIPS_KEPT)
         self.typing = False
+        # Whether the panel shows the newest line, and keeps doing so: scrolled to the end, not
+        # away from it (a smaller panel after a resize is not the user scrolling up).
+        self._following = True
 
     @property
     def lines(self) -> Sequence[str]:
@@ -109,7 +112,7 @@ class OutputLog(ScrollView, can_focus=True):
 
     def write_lines(self, lines: Iterable[str], open_line: str | None = None) -> None:
         """Append LINES; OPEN_LINE (the line not yet ended, or None) replaces the one before."""
-        following = self.is_vertical_scroll_end
+        following = self._following or self.is_vertical_scroll_end
         new = [styled_line(part) for line in lines for part in line.splitlines()]
         opened = None if open_line is None else styled_line(open_line.splitlines()[-1] if open_line.strip("\n") else "")
         if not new and (opened is None) == (self._open is None) and \
@@ -180,7 +183,13 @@ class OutputLog(ScrollView, can_focus=True):
         shown = self.lines if self._open is None else [*self.lines, self._open.plain]
         return selection.extract("\n".join(shown)), "\n"
 
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        self._following = self.is_vertical_scroll_end
+
     def on_resize(self, event: events.Resize) -> None:
+        if self._following and not self.is_vertical_scroll_end:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
         width, height = self.scrollable_content_region.size
         if width > 0 and height > 0:
             self.post_message(self.Sized(height, width))

@@ -409,3 +409,23 @@ async def test_a_chart_part_hands_over_the_lines_textual_would_make_of_it(monkey
         await pilot.pause(0.1)
         assert not part._plain()
         assert texts(part.render_lines(part.size.region)) == texts(Widget.render_lines(part, part.size.region))
+
+
+@pytest.mark.asyncio
+async def test_the_output_panel_goes_on_following_the_output_after_the_terminal_shrinks():
+    app = replay_app(CPU_RUN)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: first_frame(app))
+        log = app.screen.query_one("#log")
+        log.write_lines([f"line {i}" for i in range(100)])
+        await pilot.pause(0.1)
+        assert log.is_vertical_scroll_end
+        await pilot.resize_terminal(100, 30)   # a smaller panel: the same first line shown, not the end
+        await pilot.pause(0.2)
+        log.write_lines([f"later {i}" for i in range(5)])
+        await pilot.pause(0.1)
+        assert log.is_vertical_scroll_end and log.lines[-1] == "later 4"
+        log.scroll_to(y=0, animate=False, immediate=True)   # scrolled up by hand: it stays there
+        log.write_lines(["after scrolling up"])
+        await pilot.pause(0.1)
+        assert log.scroll_y == 0
