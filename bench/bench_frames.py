@@ -75,6 +75,7 @@ def timed_lines(path: Path) -> tuple[bytes, list[tuple[float, bytes]]]:
 
 class Counters:
     def __init__(self) -> None:
+        self.seconds = 0.0   # of run fed while measuring
         self.tick = self.compose = self.output = 0.0
         self.frames = self.lines = self.bytes = 0
 
@@ -185,7 +186,7 @@ def measure(run: Path, start: float, seconds: float, size: tuple[int, int], prof
                         await pilot.pause()   # the compositor's frame for this tick
                         await pilot.pause()
                     measuring[0] = False
-                    counters.seconds = t - start   # type: ignore[attr-defined]
+                    counters.seconds = t - start
 
             asyncio.run(drive())
         finally:
@@ -220,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         c = measure(run, args.start, args.seconds, (columns, rows), profile)
         if profile is not None:
             profile.dump_stats(args.profile)
-        s = c.seconds  # type: ignore[attr-defined]
+        s = c.seconds
         passes.append({"tick": 1000 * c.tick / s, "compose": 1000 * (c.compose - c.output) / s,
                        "output": 1000 * c.output / s, "frames": c.frames / s, "lines": c.lines / s,
                        "bytes": c.bytes / s})

@@ -20,6 +20,7 @@ import math
 import re
 import time
 from dataclasses import dataclass, field, replace
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -215,7 +216,7 @@ class RunModel:
         self.advice: list[advice_.Advice] = []   # beside the verdict, worked out with it
         self._verdict_at = -1e9
         self._verdict_wait = self.VERDICT_EVERY
-        self.cpu_clock: Any = time.thread_time   # what a verdict's cost is measured by
+        self.cpu_clock: Callable[[], float] = time.thread_time   # what a verdict's cost is measured by
         self._verdict_version = -1
         self._phases_version = -1
         self._open: list[int] = []  # indices of phases not yet ended

@@ -341,10 +341,10 @@ class RunScreen(RedrawOnce):
         # dear as one of the top charts' changed columns alone: the compositor renders every
         # widget under the bounds of what changed).
         now = time.monotonic()
-        settled = force or not self.source.running
+        everything = force or not self.source.running   # a forced redraw, or a run no longer live
         # A quarter of a tick early still counts: with the timer's jitter a strict comparison
         # skipped a tick now and then (1.5 s instead of 1).
-        slow = settled or now - self._slow_at >= SLOW_EVERY - TICK / 4
+        slow = everything or now - self._slow_at >= SLOW_EVERY - TICK / 4
         palette = self.palette
         if slow:
             self._slow_at = now
@@ -377,7 +377,7 @@ class RunScreen(RedrawOnce):
                 chart = self._find(f"#{lanes_id}", PhaseLanes)
                 chart.styles.height = max(1, len(lanes.lanes))
                 chart.data = lanes
-        if settled or (slow and now - self._bottom_at >= BOTTOM_EVERY - TICK / 4):
+        if everything or (slow and now - self._bottom_at >= BOTTOM_EVERY - TICK / 4):
             self._bottom_at = now
             self._redraw_bottom(model, view, palette, overlay, force)
 
@@ -469,11 +469,11 @@ class RunScreen(RedrawOnce):
             totals = [g.mem_total / 2**30 for g in model.gpus if math.isfinite(g.mem_total)]
             mem_top = max(totals) if totals and self.fixed_y else _nice_top(max(_visible_max(t, v, view) for t, v in mem), 1)
             self._find("#gpu-mem", LineChart).data = LinesInput(view, model.samples_version, palette, mem,
-                                                                    mem_top, "G")
+                                                                mem_top, "G")
             power = tuple((g.t.values, g.power.values) for g in model.gpus)
             power_top = _nice_top(max(_visible_max(t, v, view) for t, v in power), 50)
             self._find("#gpu-power", LineChart).data = LinesInput(view, model.samples_version, palette, power,
-                                                                      power_top, "W")
+                                                                  power_top, "W")
 
     @staticmethod
     def _sm_active(model: RunModel) -> list[tuple[np.ndarray, np.ndarray]]:

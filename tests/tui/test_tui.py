@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from rich.text import Text
@@ -281,12 +282,18 @@ def test_run_file_names_are_timestamped_and_never_overwrite(tmp_path):
     assert run_file_name(str(tmp_path), "python -c", now=0.0).name.endswith("-python-c-2.jsonl")
 
 
-@pytest.mark.asyncio
-async def test_the_output_panel_follows_the_end_keeps_its_newest_lines_and_stays_where_scrolled():
+@asynccontextmanager
+async def replay_log():
+    """A replay's dashboard at its first frame, and its output panel."""
     app = replay_app(CPU_RUN)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: first_frame(app))
-        log = app.screen.query_one("#log")
+        yield pilot, app.screen.query_one("#log")
+
+
+@pytest.mark.asyncio
+async def test_the_output_panel_follows_the_end_keeps_its_newest_lines_and_stays_where_scrolled():
+    async with replay_log() as (pilot, log):
         log.max_lines = 50
         log.write_lines([f"line {i}" for i in range(120)])
         await pilot.pause(0.1)
@@ -336,10 +343,7 @@ async def test_a_text_panel_repaints_only_the_lines_that_changed_and_wraps_as_a_
 async def test_the_output_panel_keeps_the_drawn_lines_of_a_few_screens_not_of_all_it_holds():
     from devicewatch.tui.output_panel import STRIPS_KEPT
 
-    app = replay_app(CPU_RUN)
-    async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: first_frame(app))
-        log = app.screen.query_one("#log")
+    async with replay_log() as (pilot, log):
         log.write_lines([f"line {i}" for i in range(1500)])
         await pilot.pause(0.1)
         for top in range(0, 1500, 20):   # scrolled through from the first line to the last
@@ -413,10 +417,7 @@ async def test_a_chart_part_hands_over_the_lines_textual_would_make_of_it(monkey
 
 @pytest.mark.asyncio
 async def test_the_output_panel_goes_on_following_the_output_after_the_terminal_shrinks():
-    app = replay_app(CPU_RUN)
-    async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: first_frame(app))
-        log = app.screen.query_one("#log")
+    async with replay_log() as (pilot, log):
         log.write_lines([f"line {i}" for i in range(100)])
         await pilot.pause(0.1)
         assert log.is_vertical_scroll_end
@@ -425,7 +426,3 @@ async def test_the_output_panel_goes_on_following_the_output_after_the_terminal_
         log.write_lines([f"later {i}" for i in range(5)])
         await pilot.pause(0.1)
         assert log.is_vertical_scroll_end and log.lines[-1] == "later 4"
-        log.scroll_to(y=0, animate=False, immediate=True)   # scrolled up by hand: it stays there
-        log.write_lines(["after scrolling up"])
-        await pilot.pause(0.1)
-        assert log.scroll_y == 0
