@@ -30,6 +30,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from .chart_cells import draw_area, draw_heat, draw_lanes, draw_lines
+from .kept_lines import KeptLines
 from .drawing import AXIS, AreaInput, ChartInput, Grid, HeatInput, LanesInput, LinesInput, Row, truecolor_only
 from .strips import fit
 
@@ -123,7 +124,7 @@ class ChartPart(Widget):
         return filters
 
 
-class Chart(Widget, Generic[InputT]):
+class Chart(KeptLines, Generic[InputT]):
     """Base: draws ``data`` at the widget's size whenever either changes."""
 
     DEFAULT_CSS = """

@@ -23,9 +23,9 @@ from textual.geometry import Region, Size
 from textual.reactive import reactive
 from textual.strip import Strip
 from textual.visual import Visual
-from textual.widget import Widget
 
 from .drawing import format_seconds
+from .kept_lines import KeptLines
 from .. import analysis
 from ..analysis import advice
 from ..live.model import RunModel
@@ -249,7 +249,7 @@ def epoch_rows(model: RunModel, shown: EpochRows | None = None) -> EpochRows:
     return EpochRows(model.epoch_rows, version, found.text if found else None)
 
 
-class TextPanel(Widget):
+class TextPanel(KeptLines):
     """Text drawn as strips, each line built once and repainted only when it changes.
 
     A Static renders and repaints every line of its text on each update, which on a live run (a
@@ -350,7 +350,7 @@ class LinesPanel(TextPanel):
         return [line.truncate(max(width, 1), ellipsis=True) for line in content.split("\n", allow_blank=True)]
 
 
-class RenderedTable(Widget):
+class RenderedTable(KeptLines):
     """A Rich table drawn as strips, rendered once per width.
 
     A Static measures a table's height by rendering it whole, and does so again for each

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from textual.screen import Screen
 
+from .kept_lines import KeptLines
 
-class RedrawOnce(Screen[None]):
+
+class RedrawOnce(Screen[None], KeptLines):
     """A screen redrawn whole (``redraw_all``) once after any change of its state."""
 
     _redraw_pending = False

@@ -24,7 +24,6 @@ import numpy as np
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.reactive import var
 from textual.widget import Widget
@@ -42,6 +41,7 @@ from .charts import AreaChart, HeatStrip, LineChart, PhaseLanes
 from .chart_cells import heat_legend
 from .drawing import AreaInput, HeatInput, LinesInput, Overlay, View, format_seconds
 from .model_inputs import lanes_input, overlay_of
+from .kept_lines import KeptHorizontal, KeptVertical
 from .redraw import RedrawOnce
 
 WINDOWS: list[float | None] = [10, 30, 60, 120, 300, 600, 1800, None]  # seconds; None: whole run
@@ -158,21 +158,21 @@ class RunScreen(RedrawOnce):
         yield panels.TextPanel(id="progress")
         yield panels.LinesPanel(id="verdict")
         yield panels.TextPanel(id="no-gpu")
-        with Horizontal(id="top"):
-            with Vertical(id="cpu-panel", classes="panel"):
+        with KeptHorizontal(id="top"):
+            with KeptVertical(id="cpu-panel", classes="panel"):
                 yield HeatStrip(id="cores")
                 yield panels.TextPanel(id="heat-legend")
                 yield AreaChart(id="cpu-total")
                 yield PhaseLanes(id="cpu-lanes")
-            with Vertical(id="gpu-panel", classes="panel"):
+            with KeptVertical(id="gpu-panel", classes="panel"):
                 yield panels.TextPanel(id="gpu-reason")
-                yield Vertical(id="gpu-utils")
+                yield KeptVertical(id="gpu-utils")
                 yield PhaseLanes(id="lanes")
-                with Horizontal(id="gpu-mem-power"):
+                with KeptHorizontal(id="gpu-mem-power"):
                     yield LineChart(id="gpu-mem")
                     yield LineChart(id="gpu-power")
-        with Horizontal(id="bottom"):
-            with Vertical(id="proc-panel", classes="panel"):
+        with KeptHorizontal(id="bottom"):
+            with KeptVertical(id="proc-panel", classes="panel"):
                 yield AreaChart(id="proc-cpu")
                 yield AreaChart(id="proc-rss")
                 yield panels.TextPanel(id="cost")
@@ -435,7 +435,7 @@ class RunScreen(RedrawOnce):
             self._set("gpu-reason", Text.assemble(("No GPU data yet: ", "bold"), "waiting for the first GPU sample"))
         self._find("#gpu-reason", Widget).display = not model.gpus and not no_gpu
         self._find("#gpu-mem-power", Widget).display = bool(model.gpus)
-        container = self._find("#gpu-utils", Vertical)
+        container = self._find("#gpu-utils", KeptVertical)
         container.display = bool(model.gpus)
         while len(self.gpu_charts) < len(model.gpus):
             chart = AreaChart(classes="gpu-util")

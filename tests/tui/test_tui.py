@@ -416,6 +416,44 @@ async def test_a_chart_part_hands_over_the_lines_textual_would_make_of_it(monkey
 
 
 @pytest.mark.asyncio
+async def test_unchanged_widgets_hand_the_compositor_their_last_lines_and_changed_ones_new_lines():
+    from textual.widget import Widget
+
+    from devicewatch.tui.kept_lines import KeptLines
+
+    def texts(strips):
+        return [strip.text for strip in strips]
+
+    app = replay_app(CPU_RUN)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: first_frame(app))
+        await pilot.pause(0.1)
+        screen = app.screen
+        # The kept containers are still Textual's: laid out side by side or stacked by its CSS.
+        top = screen.query_one("#top")
+        assert isinstance(top, KeptLines) and top.styles.layout.name == "horizontal"
+        assert screen.query_one("#cpu-panel").styles.layout.name == "vertical"
+        kept = [w for w in screen.query(KeptLines) if w.size.area] + [screen]
+        assert len(kept) >= 8
+        for widget in kept:
+            whole = widget.size.region
+            first = widget.render_lines(whole)
+            assert widget.render_lines(whole) is first   # unchanged: the same lines
+            widget._styles_cache.clear()
+            assert texts(first) == texts(Widget.render_lines(widget, whole))
+        status = screen.query_one("#status")
+        before = status.render_lines(status.size.region)
+        status.update(Text("another status line"))
+        after = status.render_lines(status.size.region)
+        assert after is not before and after[0].text.startswith("another status line")
+        # A smaller crop, or the panel's new width, is rendered again too.
+        assert len(status.render_lines(status.size.region.crop_size((10, 1)))[0].text) == 10
+        await pilot.resize_terminal(SIZE[0] - 20, SIZE[1])
+        await pilot.pause(0.2)
+        assert len(status.render_lines(status.size.region)[0].text) == status.size.width == SIZE[0] - 20
+
+
+@pytest.mark.asyncio
 async def test_the_output_panel_goes_on_following_the_output_after_the_terminal_shrinks():
     async with replay_log() as (pilot, log):
         log.write_lines([f"line {i}" for i in range(100)])
