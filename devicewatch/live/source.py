@@ -92,7 +92,8 @@ LIVE_KEEP = 100
 
 
 class Source:
-    """A run file being read; ``poll`` returns new records (the run object is kept up to date)."""
+    """A run file being read; ``poll`` returns new records but samples (the run object is kept up
+    to date: its sample lines go straight to its columns, undecoded by the JSON parser)."""
 
     live = False
     stop_requested = False   # a stop was asked of the recorder (live runs only)
@@ -109,7 +110,7 @@ class Source:
     def poll(self) -> list[dict[str, Any]]:
         if self.follower is None:
             return []
-        return self.follower.poll(final=self.finished_writing())
+        return self.follower.poll(final=self.finished_writing(), samples=False)
 
     def finished_writing(self) -> bool:
         return self.run is not None and self.run.finished
@@ -129,7 +130,7 @@ class _Finished:
     def __init__(self, run: Run):
         self.run: Run | None = run
 
-    def poll(self, final: bool = False, collect: bool = True) -> list[dict[str, Any]]:
+    def poll(self, final: bool = False, collect: bool = True, samples: bool = True) -> list[dict[str, Any]]:
         return []
 
     def close(self) -> None:
@@ -235,7 +236,7 @@ class LiveSource(Source):
                 return []
             self.follower = Follower(self.path, keep=LIVE_KEEP)
         exited = self.process is not None and self.process.poll() is not None
-        records = self.follower.poll(final=exited)
+        records = self.follower.poll(final=exited, samples=False)
         if exited and self.error is None and (self.run is None or not self.run.finished):
             self._check_died()
         return records

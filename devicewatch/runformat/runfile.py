@@ -299,13 +299,13 @@ class Follower(_Intake):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def poll(self, final: bool = False, collect: bool = True) -> list[dict[str, Any]]:
-        """New records since the last poll (none kept when not ``collect``); the run's sample
-        columns include them on return. Raises RunFileError if the header is not ours, or
+    def poll(self, final: bool = False, collect: bool = True, samples: bool = True) -> list[dict[str, Any]]:
+        """New records since the last poll (none kept when not ``collect``; no sample records
+        when not ``samples``); the run's sample columns include them on return. Raises RunFileError if the header is not ours, or
         if the file was truncated under us (what was read stays in ``run``). A file replaced
         or deleted at its path is still the one opened: it is followed to its end."""
         new: list[dict[str, Any]] = [] if collect else _Discard()
-        self._raw = not collect  # nobody wants the sample records: their lines go to the columns as read
+        self._raw = not (collect and samples)  # nobody wants the sample records: their lines go to the columns as read
         size = os.fstat(self._file.fileno()).st_size
         if size < self._file.tell():
             raise RunFileError(f"{os.path.basename(self.path)} was truncated while being read; "

@@ -251,10 +251,11 @@ class RunScreen(RedrawOnce):
             self._new_lines = self.model.take_logs()
             self._note_finished()
             return True
-        if records:
-            self.model.ingest(records)
+        # New samples come in the run's columns, not as records: the model takes them either way.
+        version = self.model.version
+        self.model.ingest(records)
         self._note_finished()
-        return bool(records) or self.source.error is not None
+        return bool(records) or self.model.version != version or self.source.error is not None
 
     def _note_finished(self) -> None:
         """Once a live run has ended, show all of it (the periodic pattern needs no key), and

@@ -310,8 +310,8 @@ class TrialsScreen(RedrawOnce):
         if run is not None:
             if row.model is None:
                 row.model = RunModel(run)
-            elif records:
-                row.model.ingest(records)
+            else:
+                row.model.ingest(records)   # new samples come in the run's columns, not as records
             row.model.refresh_phases()
         self.redraw_all()
 

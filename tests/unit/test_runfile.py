@@ -90,6 +90,28 @@ def test_follower_returns_only_complete_new_lines(tmp_path):
     follower.close()
 
 
+def test_a_follower_without_sample_records_gives_the_same_columns_and_the_other_records(tmp_path):
+    path = tmp_path / "live.jsonl"
+    writer = RunWriter(path, {"interval": 0.1})
+    both, columns_only = Follower(path), Follower(path)
+    for follower in (both, columns_only):
+        follower.poll()
+    for i in range(1, 8):
+        writer.write(sample(i / 10, (10.0 * i, 50.0)))
+        if i % 3 == 0:
+            writer.write({"type": "event", "t": i / 10, "kind": "phase_begin", "phase": "train"})
+    records = both.poll()
+    others = columns_only.poll(samples=False)
+    assert [r["type"] for r in others] == ["event", "event"] == [r["type"] for r in records if r["type"] != "sample"]
+    a, b = both.run.samples, columns_only.run.samples
+    assert len(a) == len(b) == 7
+    assert a.t.tolist() == b.t.tolist() and a.cpu.tolist() == b.cpu.tolist()
+    assert a.cpu_total.tolist() == b.cpu_total.tolist()
+    writer.close()
+    both.close()
+    columns_only.close()
+
+
 def test_writer_flushes_every_record(tmp_path):
     path = tmp_path / "w.jsonl"
     writer = RunWriter(path, {"interval": 0.1})
