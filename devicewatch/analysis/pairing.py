@@ -56,6 +56,7 @@ class PhasePairer:
         self._trackers = (events.PhaseTracker(), events.PhaseTracker())
         self._ended: tuple[list[Phase], list[Phase]] = ([], [])
         self._sorted = [True, True]
+        self._sorts = [0, 0]   # times each ended list was sorted again (a phase ended out of order)
         self.own = False  # the workload says its phases itself: printed epochs are left out
 
     def take(self, event: dict[str, Any]) -> None:
@@ -74,15 +75,28 @@ class PhasePairer:
 
     def phases(self, end: float) -> list[Phase]:
         """The phases so far in start order, those still open stretched to END (and ``open``)."""
+        ended, _ = self.ended()
+        still_open = self.still_open(end)
+        if not still_open:
+            return list(ended)
+        return sorted(ended + still_open, key=phase_order)
+
+    def ended(self) -> tuple[list[Phase], tuple[int, int]]:
+        """The ended phases shown, in start order (the list itself: not to be changed), and
+        what that list is a growing list of: it changes when the list was sorted again or the
+        printed phases were left out, and while it stays, the list only grew at its end."""
         source = 0 if self.own else 1
         ended = self._ended[source]
         if not self._sorted[source]:
             ended.sort(key=phase_order)  # stable: equal starts keep the order they ended in
             self._sorted[source] = True
-        still_open = [phase_from(b, max(end, float(b["t"])), True) for b in self._trackers[source].open_phases()]
-        if not still_open:
-            return list(ended)
-        return sorted(ended + still_open, key=phase_order)
+            self._sorts[source] += 1
+        return ended, (source, self._sorts[source])
+
+    def still_open(self, end: float) -> list[Phase]:
+        """The phases shown that have not ended, stretched to END, in the order they began."""
+        source = 0 if self.own else 1
+        return [phase_from(b, max(end, float(b["t"])), True) for b in self._trackers[source].open_phases()]
 
 
 def phases(run: Run) -> list[Phase]:

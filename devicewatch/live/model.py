@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 import re
 import time
+from bisect import bisect_right, insort
 from dataclasses import dataclass, field, replace
 from collections.abc import Callable
 from typing import Any
@@ -144,9 +146,21 @@ class PhaseArrays:
     lanes: np.ndarray          # index into the model's ``lanes``
 
     def where(self, keep: np.ndarray) -> PhaseArrays:
-        index = np.flatnonzero(keep)
-        return PhaseArrays(self.starts[index], self.ends[index], self.kinds[index],
-                           tuple(self.names[i] for i in index), self.lanes[index])
+        return self.taking(np.flatnonzero(keep))
+
+    def taking(self, index: np.ndarray, names: tuple[str, ...] | None = None) -> PhaseArrays:
+        """The phases at ``index`` (``names``: theirs, when known)."""
+        if names is None:
+            names = _picked(self.names, index)
+        return PhaseArrays(self.starts[index], self.ends[index], self.kinds[index], names, self.lanes[index])
+
+
+def _picked(items: tuple[str, ...], index: np.ndarray) -> tuple[str, ...]:
+    """``tuple(items[i] for i in index)``, picked in C (a long run's thousands of phases)."""
+    if len(index) == 0:
+        return ()
+    picked = operator.itemgetter(*index.tolist())(items)
+    return picked if len(index) > 1 else (picked,)
 
 
 # Versions are drawn from one counter for every model, so that two models (another node of a
@@ -207,7 +221,10 @@ class RunModel:
         self.lanes: list[str] = []  # in drawing order (``ordered_lanes``)
         self.phase_arrays = PhaseArrays(np.zeros(0), np.zeros(0), np.zeros(0, np.int64), (), np.zeros(0, np.int64))
         self.boundaries = np.zeros(0)   # epoch starts after the first: the epoch lines
+        # The first lane's phases: drawn by version, picked again only when the phases were paired
+        # anew (the open ones stretched to now keep the same lanes array).
         self._main_lane: tuple[int, PhaseArrays] = (-1, self.phase_arrays)
+        self._main_lane_index: tuple[np.ndarray | None, np.ndarray, tuple[str, ...]] = (None, np.zeros(0, int), ())
         self.run_info: dict[str, Any] = {}
         self.markers: list[tuple[float, str]] = []
         self.local_markers: list[tuple[float, str]] = []  # dropped here, not (yet) in the file
@@ -227,6 +244,12 @@ class RunModel:
         # so far): only an epoch whose phases or metrics changed is computed again.
         self._rows: dict[int, tuple[tuple[Any, ...], analysis.EpochRow]] = {}
         self._epoch_events: dict[int, list[dict[str, Any]]] = {}
+        self._epochs_with_events: set[int] = set()   # epochs given epoch events since the last pairing
+        # The pairer's ended phases as taken so far (``refresh_phases``): that list only grows at
+        # its end while ``_ended_of`` stays, so each ended phase is looked at once.
+        self._ended_of: tuple[int, int] | None = None
+        self._open_epochs: set[int] = set()   # epochs with a phase open at the last pairing
+        self._forget_ended()
         self._names: dict[tuple[str, int | None], str] = {}
         self.logs_taken = 0
         self._samples_seen = 0   # rows of run.samples already taken (counted over the whole run)
@@ -333,6 +356,7 @@ class RunModel:
             self.markers.append((float(e.get("t", 0.0)), str(e.get("label", ""))))
         elif kind == events.EPOCH and isinstance(e.get("epoch"), int):
             self._epoch_events.setdefault(e["epoch"], []).append(e)
+            self._epochs_with_events.add(e["epoch"])
         self.open_phases.take(e)
         self._pairer.take(e)
 
@@ -391,45 +415,123 @@ class RunModel:
                 self.phases_version = next(_versions)
             return
         self._phases_version = self.events_version
-        phases = self._pairer.phases(self.run.duration)  # the same list analysis.phases gives
-        self._open = [i for i, p in enumerate(phases) if p.open]
-        still_open = [phases[i] for i in self._open]
+        ended, of = self._pairer.ended()  # the same lists analysis.phases merges
+        touched = set(self._epochs_with_events)   # epochs whose row may change
+        self._epochs_with_events = set()
+        if of != self._ended_of or len(ended) < self._ended_count:   # sorted again: taken anew
+            self._forget_ended()
+            self._ended_of = of
+            touched |= self._rows.keys()
+        touched |= self._take_ended(ended[self._ended_count:])
+        # The open phases go among the ended ones where a stable sort of both would put them.
+        still_open = sorted(self._pairer.still_open(self.run.duration), key=analysis.phase_order)
+        positions = [bisect_right(self._ended_keys, analysis.phase_order(p)) for p in still_open]
+        phases = list(ended)
+        names = list(self._ended_names)
+        for k, (at, p) in enumerate(zip(positions, still_open)):
+            phases.insert(at + k, p)
+            names.insert(at + k, self._name(p))
         self.phases = phases
-        rows = self._refresh_epochs(phases)
-        if rows != self.epoch_rows:
-            self.epoch_rows = rows
+        self._open = [at + k for k, at in enumerate(positions)]
+        open_epochs = {p.epoch for p in still_open if p.epoch is not None}
+        touched |= open_epochs | self._open_epochs
+        self._open_epochs = open_epochs
+        if self._refresh_epochs(touched, still_open):
+            self.epoch_rows = [self._rows[epoch][1] for epoch in self._epochs if epoch in self._rows]
+            self.boundaries = np.array(sorted({r.start for r in self.epoch_rows[1:]}), float)
             self.epochs_version = next(_versions)
-        open_epochs = {p.epoch for p in still_open}
-        self.epochs_done = sum(1 for row in self.epoch_rows if row.epoch not in open_epochs)
-        self.lanes = ordered_lanes(analysis.lanes(self.phases))
+        self.epochs_done = len(self.epoch_rows) - sum(1 for epoch in open_epochs if epoch in self._rows)
+        self.lanes = self._lanes(positions, still_open)
         lane_index = {lane: i for i, lane in enumerate(self.lanes)}
-        self._ends = np.array([p.end for p in phases], float)
-        self.phase_arrays = PhaseArrays(np.array([p.start for p in phases], float), self._ends,
-                                        np.array([KINDS.index(p.kind) for p in phases], np.int64),
-                                        tuple(self._name(p) for p in phases),
-                                        np.array([lane_index[p.lane] for p in phases], np.int64))
-        self.boundaries = np.array(sorted({r.start for r in self.epoch_rows[1:]}), float)
+        by_code = np.array([lane_index[lane] for lane in self._lane_codes], np.int64)
+        self._ends = np.insert(self._ended_ends, positions, [p.end for p in still_open])
+        self.phase_arrays = PhaseArrays(
+            np.insert(self._ended_starts, positions, [p.start for p in still_open]), self._ends,
+            np.insert(self._ended_kinds, positions, [KINDS.index(p.kind) for p in still_open]), tuple(names),
+            by_code[np.insert(self._ended_lanes, positions, [self._lane_codes[p.lane] for p in still_open])])
         self.phases_version = next(_versions)
 
-    def _refresh_epochs(self, phases: list[analysis.Phase]) -> list[analysis.EpochRow]:
-        """``analysis.epochs`` of the run, computed again only for the epochs whose phases or
-        epoch events changed since (a poll must not cost more after a thousand epochs)."""
-        by_epoch: dict[int, list[analysis.Phase]] = {}
-        for p in phases:
+    def _forget_ended(self) -> None:
+        """No ended phase taken yet (``_take_ended``)."""
+        self._ended_count = 0
+        self._ended_keys: list[tuple[float, str]] = []   # each one's ``phase_order``
+        self._ended_starts = np.zeros(0)
+        self._ended_ends = np.zeros(0)
+        self._ended_kinds = np.zeros(0, np.int64)
+        self._ended_names: list[str] = []
+        self._ended_lanes = np.zeros(0, np.int64)   # each one's lane as its code
+        self._lane_codes: dict[str, int] = {}       # lanes in the order first seen
+        self._lane_first: dict[str, int] = {}       # each lane's first ended phase
+        self._ended_by_epoch: dict[int, list[analysis.Phase]] = {}
+        self._epochs: list[int] = []                # epochs with phases, in order
+        self._open_epochs = set()
+
+    def _take_ended(self, new: list[analysis.Phase]) -> set[int]:
+        """Take the pairer's newly ended phases (after those taken before); their epochs."""
+        epochs = set()
+        for i, p in enumerate(new, start=self._ended_count):
+            self._ended_keys.append(analysis.phase_order(p))
+            self._ended_names.append(self._name(p))
+            self._lane_codes.setdefault(p.lane, len(self._lane_codes))
+            self._lane_first.setdefault(p.lane, i)
             if p.epoch is not None:
-                by_epoch.setdefault(p.epoch, []).append(p)
-        keys = {epoch: (tuple(members), len(self._epoch_events.get(epoch, ()))) for epoch, members in by_epoch.items()}
-        changed = [epoch for epoch, key in keys.items() if epoch not in self._rows or self._rows[epoch][0] != key]
+                self._ended_by_epoch.setdefault(p.epoch, []).append(p)
+                epochs.add(p.epoch)
+        if new:
+            self._ended_count += len(new)
+            self._ended_starts = np.concatenate([self._ended_starts, [p.start for p in new]])
+            self._ended_ends = np.concatenate([self._ended_ends, [p.end for p in new]])
+            self._ended_kinds = np.concatenate([self._ended_kinds, [KINDS.index(p.kind) for p in new]])
+            self._ended_lanes = np.concatenate([self._ended_lanes, [self._lane_codes[p.lane] for p in new]])
+        return epochs
+
+    def _lanes(self, positions: list[int], still_open: list[analysis.Phase]) -> list[str]:
+        """``ordered_lanes(analysis.lanes(self.phases))``: lanes by their first phase."""
+        first = {lane: i + bisect_right(positions, i) for lane, i in self._lane_first.items()}
+        for k, (at, p) in enumerate(zip(positions, still_open)):
+            self._lane_codes.setdefault(p.lane, len(self._lane_codes))
+            if at + k < first.get(p.lane, math.inf):
+                first[p.lane] = at + k
+        return ordered_lanes(sorted(first, key=first.__getitem__))
+
+    def _refresh_epochs(self, touched: set[int], still_open: list[analysis.Phase]) -> bool:
+        """``analysis.epochs`` of the run, computed again only for the epochs whose phases or
+        epoch events may have changed (``touched``; a poll must not cost more after a thousand
+        epochs); whether any row changed."""
+        open_by_epoch: dict[int, list[analysis.Phase]] = {}
+        for p in still_open:
+            if p.epoch is not None:
+                open_by_epoch.setdefault(p.epoch, []).append(p)
+        changed, members_of, any_change = [], {}, False
+        for epoch in touched:
+            members = self._ended_by_epoch.get(epoch, [])
+            if epoch in open_by_epoch:   # in the order of the phases: a stable sort of both
+                members = sorted(members + open_by_epoch[epoch], key=analysis.phase_order)
+            at = bisect_right(self._epochs, epoch)
+            listed = at > 0 and self._epochs[at - 1] == epoch
+            if not members:   # no phase of it is left
+                if listed:
+                    del self._epochs[at - 1]
+                    any_change = True
+                any_change |= self._rows.pop(epoch, None) is not None
+                continue
+            if not listed:
+                insort(self._epochs, epoch)
+                any_change = True
+            key = (tuple(members), len(self._epoch_events.get(epoch, ())))
+            members_of[epoch] = (key, members)
+            if epoch not in self._rows or self._rows[epoch][0] != key:
+                changed.append(epoch)
         if changed:
             # The changed epochs' phases and epoch events, as a run of their own: analysis
             # reads the metrics from the run's events, and need not scan all of them.
             part = Run(self.run.path, self.run.header, self.run.samples,
                        Events([e for epoch in changed for e in self._epoch_events.get(epoch, ())]))
-            for row in analysis.epochs(part, [p for epoch in changed for p in by_epoch[epoch]]):
-                self._rows[row.epoch] = (keys[row.epoch], row)
-        for gone in self._rows.keys() - keys.keys():
-            del self._rows[gone]
-        return [self._rows[epoch][1] for epoch in sorted(keys) if epoch in self._rows]
+            for row in analysis.epochs(part, [p for epoch in changed for p in members_of[epoch][1]]):
+                before = self._rows.get(row.epoch)
+                any_change |= before is None or before[1] != row
+                self._rows[row.epoch] = (members_of[row.epoch][0], row)
+        return any_change
 
     def _name(self, p: analysis.Phase) -> str:
         """A phase as a lane names it: ``train 3``."""
@@ -441,7 +543,13 @@ class RunModel:
     def main_lane_phases(self) -> PhaseArrays:
         """The phases of the first lane: the shading behind the time charts."""
         if self._main_lane[0] != self.phases_version:
-            self._main_lane = (self.phases_version, self.phase_arrays.where(self.phase_arrays.lanes == 0))
+            arrays = self.phase_arrays
+            lanes, index, names = self._main_lane_index
+            if lanes is not arrays.lanes:
+                index = np.flatnonzero(arrays.lanes == 0)
+                names = _picked(arrays.names, index)
+                self._main_lane_index = (arrays.lanes, index, names)
+            self._main_lane = (self.phases_version, arrays.taking(index, names))
         return self._main_lane[1]
 
     def series(self) -> analysis.Series:

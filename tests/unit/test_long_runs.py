@@ -90,6 +90,84 @@ def test_the_live_model_pairs_phases_as_analysis_does(tmp_path):
     assert model.epochs_done == 0  # epoch 1's second data phase is still open, epoch 2's train too
 
 
+def _random_script(rng):
+    """Phases in three lanes over a dozen epochs as a workload's threads write them: nested,
+    overlapping, ended out of the order they began, some left open, printed epochs before the
+    workload's own phases, and epoch events with metrics."""
+    records, t = [], 0.0
+    for epoch in range(1, 4):   # printed epochs first (left out once the workload's own arrive)
+        records += [_event(t, "phase_begin", name="epoch", epoch=epoch, source="stdout", pid=1),
+                    _event(t + 0.4, "phase_end", name="epoch", epoch=epoch, source="stdout", pid=1)]
+        t += 0.5
+    for epoch in range(1, 13):
+        begun = []
+        for _ in range(int(rng.integers(2, 6))):
+            lane = str(rng.choice(["main", "loader", "rank 1 main"]))
+            name = str(rng.choice(["train", "validate", "data", "copy"]))
+            t += float(rng.choice([0.0, 0.1, 0.3]))   # equal starts too
+            records.append(_event(round(t, 3), "phase_begin", name=name, epoch=epoch, lane=lane, pid=1))
+            begun.append((name, lane))
+        rng.shuffle(begun)                              # ended in another order
+        for name, lane in begun[:len(begun) - int(epoch % 5 == 0)]:   # every fifth epoch leaves one open
+            t += float(rng.choice([0.05, 0.2]))
+            records.append(_event(round(t, 3), "phase_end", name=name, epoch=epoch, lane=lane, pid=1))
+        if rng.random() < 0.7:
+            records.append(_event(round(t, 3), "epoch", epoch=epoch, metrics={"loss": float(rng.random())}))
+    return records
+
+
+def test_the_live_model_taking_phases_as_they_end_equals_pairing_the_whole_run(tmp_path):
+    """Every pairing of the live model builds on the one before (each ended phase is looked at
+    once): after each poll its phases, their arrays, lanes, epoch rows and lines equal what the
+    whole run paired afresh gives."""
+    from devicewatch.live.model import ordered_lanes
+    from devicewatch.phase_kinds import KINDS
+
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        path = tmp_path / f"live-{seed}.jsonl"
+        writer = RunWriter(path, {"interval": 0.1, "host": {"cpu_count": 1}})
+        follower = Follower(path)
+        follower.poll()
+        model = RunModel(follower.run)
+        script = _random_script(rng)
+        at = 0
+        while at < len(script):
+            step = int(rng.integers(1, 8))
+            for record in script[at:at + step]:
+                writer.write(record)
+            at = min(at + step, len(script))
+            writer.write({"type": "sample", "t": script[at - 1]["t"] + 0.05, "cpu": [50.0]})
+            model.ingest(follower.poll())
+            model.refresh_phases()
+            expected = analysis.phases(follower.run)
+            assert model.phases == expected
+            assert [model.phases[j] for j in model._open] == [p for p in expected if p.open]
+            assert model.lanes == ordered_lanes(analysis.lanes(expected))
+            arrays = model.phase_arrays
+            assert arrays.starts.tolist() == [p.start for p in expected]
+            assert arrays.ends.tolist() == [p.end for p in expected]
+            assert arrays.kinds.tolist() == [KINDS.index(p.kind) for p in expected]
+            assert arrays.names == tuple(p.name if p.epoch is None else f"{p.name} {p.epoch}" for p in expected)
+            assert [model.lanes[i] for i in arrays.lanes] == [p.lane for p in expected]
+            rows = analysis.epochs(follower.run, expected)
+            assert model.epoch_rows == rows
+            assert model.boundaries.tolist() == sorted({r.start for r in rows[1:]})
+            open_epochs = {p.epoch for p in expected if p.open}
+            assert model.epochs_done == sum(1 for r in rows if r.epoch not in open_epochs)
+            # Time passes without an event: the open phases stretch to now, in the first lane's too.
+            writer.write({"type": "sample", "t": script[at - 1]["t"] + 0.3, "cpu": [50.0]})
+            model.ingest(follower.poll())
+            model.refresh_phases()
+            expected = analysis.phases(follower.run)
+            main = model.main_lane_phases()
+            first = [p for p in expected if p.lane == model.lanes[0]]
+            assert main.ends.tolist() == [p.end for p in first] and main.starts.tolist() == [p.start for p in first]
+            assert main.names == tuple(p.name if p.epoch is None else f"{p.name} {p.epoch}" for p in first)
+        writer.close()
+        follower.close()
+
+
 def test_columns_grow_in_place_and_match_one_decode(tmp_path):
     """Read in many polls or all at once, the columns are the same."""
     path = tmp_path / "grow.jsonl"
