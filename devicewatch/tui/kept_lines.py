@@ -9,8 +9,8 @@ Textual's own line cache is told too), or when the size, the part asked for or t
 filters do: until then the last lines are handed back as they were.
 
 A widget takes ``KeptLines`` after its Textual class (``class Panel(Vertical, KeptLines)``): Textual
-reads a widget's default CSS along its first bases only. ``KeptHorizontal`` and ``KeptVertical``
-are the containers.
+reads a widget's default CSS along its first bases only. ``KeptHorizontal``, ``KeptVertical``
+and ``KeptFooter`` are Textual's own.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from textual.containers import Horizontal, Vertical
 from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widget import Widget
+from textual.widgets import Footer
 
 
 class KeptLines(Widget):
@@ -46,3 +47,8 @@ class KeptHorizontal(Horizontal, KeptLines):
 
 class KeptVertical(Vertical, KeptLines):
     """``Vertical`` whose lines are kept while unchanged."""
+
+
+class KeptFooter(Footer, KeptLines):
+    """``Footer`` whose lines are kept while unchanged (a child of the screen, it is asked for
+    them at every frame, whatever changed)."""

@@ -14,7 +14,7 @@ from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.cache import LRUCache
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.selection import Selection
@@ -102,6 +102,7 @@ class OutputLog(ScrollView, KeptLines, can_focus=True):
         # Whether the panel shows the newest line, and keeps doing so: scrolled to the end, not
         # away from it (a smaller panel after a resize is not the user scrolling up).
         self._following = True
+        self._render_style: Style | None = None   # the panel's style while its lines are rendered
 
     @property
     def lines(self) -> Sequence[str]:
@@ -153,11 +154,19 @@ class OutputLog(ScrollView, KeptLines, can_focus=True):
         super().notify_style_update()
         self._strips.clear()
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # The panel's style walks every ancestor's styles: worked out once per render, not per line.
+        self._render_style = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._render_style = None
+
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
         width = self.size.width
-        style = self.rich_style
+        style = self._render_style or self.rich_style
         if index >= self._count():
             return Strip.blank(width, style)
         return fit(self._strip(index, style), scroll_x, scroll_x + width, style).apply_offsets(scroll_x, index)

@@ -27,7 +27,6 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.reactive import var
 from textual.widget import Widget
-from textual.widgets import Footer
 
 from .. import analysis
 from ..analysis.advice import Advice
@@ -41,7 +40,7 @@ from .charts import AreaChart, HeatStrip, LineChart, PhaseLanes
 from .chart_cells import heat_legend
 from .drawing import AreaInput, HeatInput, LinesInput, Overlay, View, format_seconds
 from .model_inputs import lanes_input, overlay_of
-from .kept_lines import KeptHorizontal, KeptVertical
+from .kept_lines import KeptFooter, KeptHorizontal, KeptVertical
 from .redraw import RedrawOnce
 
 WINDOWS: list[float | None] = [10, 30, 60, 120, 300, 600, 1800, None]  # seconds; None: whole run
@@ -178,7 +177,7 @@ class RunScreen(RedrawOnce):
                 yield panels.TextPanel(id="cost")
             yield panels.EpochBars(id="epochs", classes="panel")
             yield OutputLog(id="log", classes="panel", max_lines=2000)
-        yield Footer()
+        yield KeptFooter()
 
     def on_mount(self) -> None:
         titles = {"cpu-panel": "CPU: every core, % busy", "gpu-panel": "GPU",
