@@ -149,6 +149,8 @@ class RunScreen(RedrawOnce):
         self._saw_finished = False
         self._try_offered = False
         self._found: dict[str, Widget] = {}
+        self._legend_of: tuple[Palette, int] | None = None   # what the heat legend shows was made for
+        self._gpu_half_of: tuple[bool, str | None] | None = None   # what the GPU half shows without GPUs
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -366,8 +368,13 @@ class RunScreen(RedrawOnce):
         panel = self._find("#cpu-panel", Widget)
         if panel.border_title != title:   # setting it, even to the same text, repaints the whole panel
             panel.border_title = title
-        self._set("heat-legend", clock_legend if clock_legend is not None else Text.assemble(
-            "colour: ", *[(s.text, s.style or "") for s in heat_legend(palette)], f"   {model.cores} cores"))
+        if clock_legend is not None:
+            self._set("heat-legend", clock_legend)
+            self._legend_of = None
+        elif self._legend_of != (palette, model.cores):   # the same legend: not made again each tick
+            self._legend_of = (palette, model.cores)
+            self._set("heat-legend", Text.assemble(
+                "colour: ", *[(s.text, s.style or "") for s in heat_legend(palette)], f"   {model.cores} cores"))
         self._find("#cpu-total", AreaChart).data = AreaInput(
             view, model.samples_version, palette, t, model.cpu_total.values, 100.0, "%", overlay)
         self._draw_gpus(model, view, palette, overlay)
@@ -424,6 +431,9 @@ class RunScreen(RedrawOnce):
         # phase lanes) and one line says why; while a live run waits for its first GPU sample
         # the GPU panel stays and says so.
         no_gpu = not model.gpus and (reason is not None or model.run.finished or not self.source.live)
+        if not model.gpus and (no_gpu, reason) == self._gpu_half_of:
+            return   # no GPU yet, and nothing of what the GPU half shows changed since the last tick
+        self._gpu_half_of = (no_gpu, reason) if not model.gpus else None
         self.set_class(no_gpu, "-no-gpu")
         self._find("#no-gpu", Widget).display = no_gpu
         self._find("#gpu-panel", Widget).display = not no_gpu
