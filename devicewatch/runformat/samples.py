@@ -81,6 +81,7 @@ class Samples:
         self.cores = host.cpu_count
         self.gpus = len(host.gpus)
         self.keep = keep
+        self._layout: tuple[tuple[tuple[str, int], ...], list[tuple[str, Column, tuple[int, ...]]]] | None = None
         self.host_labels: list[str] = []   # a merged run's hosts; ``host`` holds indexes into it
         self.total = 0          # rows ever added (kept or dropped)
         self._pending: list[dict[str, Any]] = []
@@ -118,10 +119,14 @@ class Samples:
         return dict(self.widths)
 
     def layout(self) -> list[tuple[str, Column, tuple[int, ...]]]:
-        """Every array of these samples: its key, its column and its shape after the row axis."""
-        sizes = self.sizes()
-        return [(key, column, tuple(sizes[d] for d in column.dims))
-                for column in COLUMNS for key in column.keys(self.fields)]
+        """Every array of these samples: its key, its column and its shape after the row axis
+        (made again only when a width changed: a live run's every poll asks for it)."""
+        widths = tuple(self.widths.items())
+        if self._layout is None or self._layout[0] != widths:
+            sizes = self.sizes()
+            self._layout = (widths, [(key, column, tuple(sizes[d] for d in column.dims))
+                                     for column in COLUMNS for key in column.keys(self.fields)])
+        return self._layout[1]
 
     def _empty(self) -> dict[str, np.ndarray]:
         return {key: np.zeros((0, *shape), column.dtype) for key, column, shape in self.layout()}
@@ -539,6 +544,8 @@ def _by_field(name: str, fields: list[str], array: np.ndarray) -> dict[str, np.n
 
 def _widen(array: np.ndarray, column: Column, sizes: dict[str, int]) -> np.ndarray:
     """Pad a block decoded before more cores or GPUs were seen."""
+    if all(sizes[d] == n for d, n in zip(column.dims, array.shape[1:])):
+        return array   # as wide as the others already (nearly always)
     pad = [(0, 0)] + [(0, sizes[d] - n) for d, n in zip(column.dims, array.shape[1:])]
     pad += [(0, 0)] * (array.ndim - len(pad))  # a field group's axis
     if any(after for _, after in pad):
