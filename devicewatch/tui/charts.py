@@ -85,9 +85,12 @@ class ChartPart(Widget):
             self.refresh(*regions)
 
     def render_line(self, y: int) -> Strip:
+        return self._line(y, self.size.width)
+
+    def _line(self, y: int, width: int) -> Strip:
         if y < len(self._strips):
-            return fit(self._strips[y], 0, self.size.width)
-        return Strip.blank(self.size.width)
+            return fit(self._strips[y], 0, width)
+        return Strip.blank(width)
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # The compositor asks every widget under a frame's changed area for all its lines, and
@@ -96,14 +99,15 @@ class ChartPart(Widget):
         # as they are, so an unchanged line is the same strip from frame to frame.
         if not self._plain():
             return super().render_lines(crop)
-        strips = [self.render_line(y) for y in crop.line_range]
+        width = self.size.width   # a walk up to the screen each time it is asked
+        strips = [self._line(y, width) for y in crop.line_range]
         filters = self.get_line_filters()
         if filters:
             background = self.background_colors[1]
             for line_filter in filters:
                 strips = [strip.apply_filter(line_filter, background) for strip in strips]
         x1, x2 = crop.column_span
-        if (x1, x2) != (0, self.size.width):
+        if (x1, x2) != (0, width):
             strips = [strip.crop(x1, x2) for strip in strips]
         return strips
 

@@ -4,8 +4,8 @@ Textual's compositor asks every widget under a frame's changed area for all its 
 or not the widget changed: a live run's frame changes a few columns of the charts, and the
 screen, its rows and panels and every text line beside them are rendered again, each line
 through the styles cache (its filters applied and cropped anew). Their lines change only when
-the widget is refreshed (its content, a scroll, a style, a selection: ``_set_dirty``, where
-Textual's own line cache is told too), or when the size, the part asked for or the app's line
+the widget is refreshed (its content, a scroll, a style, a selection, a new size: ``_set_dirty``,
+where Textual's own line cache is told too), or when the part asked for or the app's line
 filters do: until then the last lines are handed back as they were.
 
 A widget takes ``KeptLines`` after its Textual class (``class Panel(Vertical, KeptLines)``): Textual
@@ -16,7 +16,7 @@ and ``KeptFooter`` are Textual's own.
 from __future__ import annotations
 
 from textual.containers import Horizontal, Vertical
-from textual.geometry import Region, Size
+from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Footer
@@ -25,14 +25,14 @@ from textual.widgets import Footer
 class KeptLines(Widget):
     """A widget whose rendered lines are kept from one frame to the next while it is unchanged."""
 
-    _kept: tuple[tuple[Region, Size, tuple[int, ...]], list[Strip]] | None = None
+    _kept: tuple[tuple[Region, tuple[int, ...]], list[Strip]] | None = None
 
     def _set_dirty(self, *regions: Region) -> None:
         self._kept = None
         super()._set_dirty(*regions)
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        key = (crop, self.size, tuple(map(id, self.get_line_filters())))
+        key = (crop, tuple(map(id, self.get_line_filters())))   # a new size is a refresh
         kept = self._kept
         if kept is not None and kept[0] == key:
             return kept[1]

@@ -102,7 +102,7 @@ class OutputLog(ScrollView, KeptLines, can_focus=True):
         # Whether the panel shows the newest line, and keeps doing so: scrolled to the end, not
         # away from it (a smaller panel after a resize is not the user scrolling up).
         self._following = True
-        self._render_style: Style | None = None   # the panel's style while its lines are rendered
+        self._rendering: tuple[Style, int] | None = None   # the panel's style and width while its lines are rendered
 
     @property
     def lines(self) -> Sequence[str]:
@@ -155,18 +155,18 @@ class OutputLog(ScrollView, KeptLines, can_focus=True):
         self._strips.clear()
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        # The panel's style walks every ancestor's styles: worked out once per render, not per line.
-        self._render_style = self.rich_style
+        # The panel's style walks every ancestor's styles, its size up to the screen: worked out
+        # once per render, not once per line.
+        self._rendering = (self.rich_style, self.size.width)
         try:
             return super().render_lines(crop)
         finally:
-            self._render_style = None
+            self._rendering = None
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
-        width = self.size.width
-        style = self._render_style or self.rich_style
+        style, width = self._rendering or (self.rich_style, self.size.width)
         if index >= self._count():
             return Strip.blank(width, style)
         return fit(self._strip(index, style), scroll_x, scroll_x + width, style).apply_offsets(scroll_x, index)
