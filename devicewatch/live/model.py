@@ -489,7 +489,7 @@ class RunModel:
         """``ordered_lanes(analysis.lanes(self.phases))``: lanes by their first phase."""
         first = {lane: i + bisect_right(positions, i) for lane, i in self._lane_first.items()}
         for k, (at, p) in enumerate(zip(positions, still_open)):
-            self._lane_codes.setdefault(p.lane, len(self._lane_codes))
+            self._lane_codes.setdefault(p.lane, len(self._lane_codes))   # a lane only open phases run in
             if at + k < first.get(p.lane, math.inf):
                 first[p.lane] = at + k
         return ordered_lanes(sorted(first, key=first.__getitem__))
