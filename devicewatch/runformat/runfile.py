@@ -301,9 +301,10 @@ class Follower(_Intake):
 
     def poll(self, final: bool = False, collect: bool = True, samples: bool = True) -> list[dict[str, Any]]:
         """New records since the last poll (none kept when not ``collect``; no sample records
-        when not ``samples``); the run's sample columns include them on return. Raises RunFileError if the header is not ours, or
-        if the file was truncated under us (what was read stays in ``run``). A file replaced
-        or deleted at its path is still the one opened: it is followed to its end."""
+        when not ``samples``); the run's sample columns include them on return. Raises
+        RunFileError if the header is not ours, or if the file was truncated under us (what was
+        read stays in ``run``). A file replaced or deleted at its path is still the one opened:
+        it is followed to its end."""
         new: list[dict[str, Any]] = [] if collect else _Discard()
         self._raw = not (collect and samples)  # nobody wants the sample records: their lines go to the columns as read
         size = os.fstat(self._file.fileno()).st_size

@@ -544,10 +544,8 @@ def _by_field(name: str, fields: list[str], array: np.ndarray) -> dict[str, np.n
 
 def _widen(array: np.ndarray, column: Column, sizes: dict[str, int]) -> np.ndarray:
     """Pad a block decoded before more cores or GPUs were seen."""
-    if all(sizes[d] == n for d, n in zip(column.dims, array.shape[1:])):
+    wider = [sizes[d] - n for d, n in zip(column.dims, array.shape[1:])]
+    if not any(wider):
         return array   # as wide as the others already (nearly always)
-    pad = [(0, 0)] + [(0, sizes[d] - n) for d, n in zip(column.dims, array.shape[1:])]
-    pad += [(0, 0)] * (array.ndim - len(pad))  # a field group's axis
-    if any(after for _, after in pad):
-        return np.pad(array, pad, constant_values=column.fill)
-    return array
+    pad = [(0, 0), *((0, w) for w in wider)] + [(0, 0)] * (array.ndim - 1 - len(wider))  # a field group's axis
+    return np.pad(array, pad, constant_values=column.fill)
