@@ -32,6 +32,7 @@ from .compare import CompareScreen, open_compare
 from .dialogs import ConfirmTrials, QuitDuringRun
 from .home_screen import HomeScreen
 from .run_screen import TICK, RunScreen
+from .strips import mend_strip_cycles
 from .trials_screen import TRY_SECONDS, TRY_WARMUP, Runner, TrialsScreen, run_trial_beside
 
 STORY_PAUSE = 4.0  # seconds a finished run of a story stays on screen before the next step
@@ -64,6 +65,7 @@ class DashboardApp(App[int]):
                  story: Sequence[Target] = (), story_pause: float = STORY_PAUSE,
                  trial_set: tuple[trials.TrialSet, str] | None = None, trial_runner: Runner | None = None):
         super().__init__()
+        mend_strip_cycles()
         self.settings = settings or DashboardSettings()
         self.start_source = start
         self.start_compare = compare

@@ -271,6 +271,29 @@ def test_a_line_already_as_wide_as_asked_is_handed_back_without_being_cached_on_
     assert "".join(s.text for s in fit(strip, 0, 5)) == "abc  " and "".join(s.text for s in fit(strip, 1, 3)) == "bc"
 
 
+def test_a_strip_divided_or_cut_at_its_own_length_is_not_kept_in_its_own_caches():
+    import gc
+
+    from textual.strip import Strip
+
+    from devicewatch.tui import strips
+
+    strips.mend_strip_cycles()
+    strips.mend_strip_cycles()   # twice changes nothing
+    segments = [Segment("abc", Style(color="#ffffff")), Segment("de")]
+    strip = Strip(segments, 5)
+    assert list(strip.divide([5])) == [strip] and list(strip.divide([5, 9])) == [strip]
+    assert strip.crop_extend(0, 5, None) is strip
+    assert not [r for r in gc.get_referrers(strip) if not type(r).__name__ == "frame"]
+    # Every other cut is Textual's own, as it was.
+    for cuts in ([2, 5], [1, 3, 5], [3], [0, 5]):
+        mended = [s.text for s in strip.divide(cuts)]
+        assert mended == [s.text for s in strips._textual_divide(Strip(segments, 5), cuts)]
+    for start, end in ((1, 7), (0, 3), (2, 5), (0, 8)):
+        mended_text = strip.crop_extend(start, end, None).text
+        assert mended_text == strips._textual_crop_extend(Strip(segments, 5), start, end, None).text
+
+
 def test_a_chart_part_builds_a_repeated_row_once_and_shows_every_row_as_drawn():
     import numpy as np
     from textual.strip import Strip
