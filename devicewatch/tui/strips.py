@@ -10,18 +10,25 @@ every new line of a live dashboard became cyclic garbage, a hundred thousand obj
 and the collections they set off cost a fifth of the dashboard's time.
 
 ``mend_strip_cycles`` makes those two cases hand the strip back without caching it (what they
-return is unchanged); ``fit`` is ``crop_extend`` for the lines drawn here.
+return is unchanged), and has a strip make each of its seven caches when it is first used rather
+than all of them when it is made: most strips are cut once or never, and the empty caches were
+a third of the objects a frame made for the collector to walk. That second part is installed
+only if a strip made by Textual holds just what ``_light_init`` sets (its caches are read off
+one); ``fit`` is ``crop_extend`` for the lines drawn here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from rich.segment import Segment
 from rich.style import Style
+from textual.cache import FIFOCache
 from textual.strip import Strip
 
 _textual_divide = Strip.divide
 _textual_crop_extend = Strip.crop_extend
+_textual_init = Strip.__init__
 
 
 def _divide(self: Strip, cuts: Iterable[int]) -> Sequence[Strip]:
@@ -38,10 +45,47 @@ def _crop_extend(self: Strip, start: int, end: int, style: Style | None) -> Stri
     return _textual_crop_extend(self, start, end, style)
 
 
+def _caches_of_a_new_strip() -> dict[str, int] | None:
+    """The caches Textual's ``Strip.__init__`` makes (slot name: size); None if it sets anything
+    other than the segments, the length, empty caches and the three attributes left None."""
+    strip = Strip([], 0)
+    caches: dict[str, int] = {}
+    for name in Strip.__slots__:
+        value = getattr(strip, name, None)
+        if isinstance(value, FIFOCache) and not len(value):
+            caches[name] = value._maxsize
+        elif name not in ("_segments", "_cell_length") and value is not None:
+            return None
+    return caches
+
+
+_CACHES = _caches_of_a_new_strip()
+
+
+def _light_init(self: Strip, segments: Iterable[Segment], cell_length: int | None = None) -> None:
+    self._segments = list(segments)
+    self._cell_length = cell_length
+    self._render_cache = None
+    self._link_ids = None
+    self._cell_count = None
+
+
+def _cache_when_first_used(self: Strip, name: str) -> FIFOCache:
+    size = _CACHES.get(name) if _CACHES is not None else None
+    if size is None:
+        raise AttributeError(name)
+    cache: FIFOCache = FIFOCache(size)
+    setattr(self, name, cache)
+    return cache
+
+
 def mend_strip_cycles() -> None:
-    """Install the two cases above on Textual's ``Strip`` (once; calling again changes nothing)."""
+    """Install the above on Textual's ``Strip`` (once; calling again changes nothing)."""
     Strip.divide = _divide  # type: ignore[method-assign]
     Strip.crop_extend = _crop_extend  # type: ignore[method-assign]
+    if _CACHES is not None:
+        Strip.__init__ = _light_init  # type: ignore[method-assign]
+        Strip.__getattr__ = _cache_when_first_used  # type: ignore[attr-defined]
 
 
 def fit(strip: Strip, start: int, end: int, style: Style | None = None) -> Strip:

@@ -294,6 +294,38 @@ def test_a_strip_divided_or_cut_at_its_own_length_is_not_kept_in_its_own_caches(
         assert mended_text == strips._textual_crop_extend(Strip(segments, 5), start, end, None).text
 
 
+def test_a_strip_makes_its_caches_when_first_used_and_cuts_as_textual_does():
+    from rich.console import Console
+    from textual.strip import Strip
+
+    from devicewatch.tui import strips
+
+    assert strips._CACHES and set(strips._CACHES) <= set(Strip.__slots__)
+    strips.mend_strip_cycles()
+    segments = [Segment("abc", Style(color="#ffffff")), Segment("de", Style(bold=True)), Segment("f")]
+    mended, textual = Strip(segments, 6), Strip(segments, 6)
+    strips._textual_init(textual, segments, 6)   # made as Textual makes it
+    for name in strips._CACHES:   # no cache until one is used
+        try:
+            object.__getattribute__(mended, name)
+            raise AssertionError(f"{name} made at once")
+        except AttributeError:
+            pass
+    console = Console(width=20, color_system="truecolor")
+    for strip in (mended, textual):
+        assert strip.crop(1, 4) is strip.crop(1, 4)   # kept in the cache made when first asked
+    assert mended.crop(1, 4).text == textual.crop(1, 4).text == "bcd"
+    assert [s.text for s in mended.divide([2, 4, 6])] == [s.text for s in textual.divide([2, 4, 6])]
+    assert mended.crop_extend(2, 9, None).text == textual.crop_extend(2, 9, None).text
+    assert mended.apply_style(Style(italic=True)).render(console) == textual.apply_style(Style(italic=True)).render(console)
+    assert mended.render(console) == textual.render(console) and mended.cell_length == 6
+    try:
+        mended.no_such_thing  # noqa: B018
+        raise AssertionError("an unknown attribute was made")
+    except AttributeError:
+        pass
+
+
 def test_a_chart_part_builds_a_repeated_row_once_and_shows_every_row_as_drawn():
     import numpy as np
     from textual.strip import Strip
