@@ -48,41 +48,52 @@ class ChartPart(Widget):
     def __init__(self, classes: str | None = None):
         super().__init__(classes=classes)
         self.x0 = self.x1 = 0   # the chart's grid columns shown
-        self._rows: list[Row] = []
+        self._rows: list[Row | None] = []
         self._strips: list[Strip] = []
 
     def show(self, grid: Grid, x0: int, x1: int, changes: list[tuple[int, int, int]] | None) -> None:
         """Show columns ``[x0, x1)`` of ``grid``; ``changes`` (row, from, to) since the last
         grid, or None when everything may have (new size, new part of the grid)."""
         part, width = grid.columns(x0, x1), x1 - x0
-        # A row that repeats the one above it (a core's three rows, an area's full or empty
-        # rows) is that row's strip again: built once, and one strip to the compositor's caches.
         if changes is None or (x0, x1) != (self.x0, self.x1) or len(self._rows) != grid.rows:
             self.x0, self.x1 = x0, x1
-            self._rows, self._strips = [], []
-            for y in range(part.rows):
-                if y and part.same_rows(y - 1, y):
-                    self._rows.append(self._rows[-1])
-                    self._strips.append(self._strips[-1])
-                else:
-                    row = part.row(y)
-                    self._rows.append(row)
-                    self._strips.append(Strip(row.segments, width))
+            self._rows, self._strips = [None] * part.rows, [Strip.blank(0)] * part.rows
+            self._build(part, [(y, 0) for y in range(part.rows)], width)
             self.refresh()
             return
-        regions = []
-        for y, a, b in changes:  # in order of rows: the row above is drawn when a row is
+        changed = []   # (row, first, end) of the changed cells inside this part, in order of rows
+        for y, a, b in changes:
             a, b = max(a, x0) - x0, min(b, x1) - x0
-            if a >= b:
-                continue
-            if y and part.same_rows(y - 1, y):
+            if a < b:
+                changed.append((y, a, b))
+        if not changed:
+            return
+        self._build(part, [(y, a) for y, a, _ in changed], width)
+        # One region for each run of rows changed over the same columns (a chart's newest
+        # columns change in most of its rows): the screen marks each region it is given.
+        regions: list[Region] = []
+        for y, a, b in changed:
+            last = regions[-1] if regions else None
+            if last is not None and last.x == a and last.right == b and last.bottom == y:
+                regions[-1] = Region(a, last.y, b - a, last.height + 1)
+            else:
+                regions.append(Region(a, y, b - a, 1))
+        self.refresh(*regions)
+
+    def _build(self, part: Grid, rows: list[tuple[int, int]], width: int) -> None:
+        """Draw ``rows`` (row, first changed column; in order of rows) of ``part`` again: only
+        the changed columns' runs, the runs left of them kept. A row that repeats the one above
+        it (a core's three rows, an area's full or empty rows) is that row's strip again: built
+        once, and one strip to the compositor's caches."""
+        repeats = part.repeats()
+        built = part.rows_at([(y, self._rows[y], a) for y, a in rows if not repeats[y]])
+        drawn = iter(built)
+        for y, _ in rows:   # in order of rows: the row above is drawn when a row is
+            if repeats[y]:
                 self._rows[y], self._strips[y] = self._rows[y - 1], self._strips[y - 1]
-            else:  # only the changed columns' runs are built again
-                row = self._rows[y] = part.row(y, self._rows[y], a)
+            else:
+                row = self._rows[y] = next(drawn)
                 self._strips[y] = Strip(row.segments, width)
-            regions.append(Region(a, y, b - a, 1))
-        if regions:
-            self.refresh(*regions)
 
     def render_line(self, y: int) -> Strip:
         return self._line(y, self.size.width)

@@ -114,6 +114,14 @@ class Grid:
         """Whether rows ``a`` and ``b`` hold the same cells."""
         return bool(np.array_equal(self.styles[a], self.styles[b]) and np.array_equal(self.chars[a], self.chars[b]))
 
+    def repeats(self) -> list[bool]:
+        """For each row, whether it holds the same cells as the row above (``same_rows``, all
+        rows at once)."""
+        if self.rows < 2:
+            return [False] * self.rows
+        same = (self.styles[1:] == self.styles[:-1]).all(axis=1) & (self.chars[1:] == self.chars[:-1]).all(axis=1)
+        return [False, *same.tolist()]
+
     def runs(self, y: int, start: int = 0) -> list[int]:
         """Where row ``y``'s runs of one style begin, from column ``start`` on."""
         ids = self.styles[y, start:]
@@ -139,12 +147,35 @@ class Grid:
         cells from ``x0`` on have changed since: the runs that end before ``x0`` are kept, with
         their segments, and only the rest are built (from the run holding the cell left of
         ``x0``, which the first changed cell may now join)."""
-        if before is None or x0 <= 0:
-            starts = self.runs(y)
-            return Row(starts, self.segments(y, starts))
-        keep = max(bisect_right(before.starts, x0 - 1) - 1, 0)
-        starts = before.starts[:keep] + self.runs(y, before.starts[keep])
-        return Row(starts, before.segments[:keep] + self.segments(y, starts[keep:]))
+        return self.rows_at([(y, before, x0)])[0]
+
+    def rows_at(self, wanted: Sequence[tuple[int, Row | None, int]]) -> list[Row]:
+        """``row(y, before, x0)`` for each of ``wanted``: the cells of all those rows read out
+        of the arrays at once, each row's runs found by walking its cells (a chart's changed
+        rows are a few columns each: a dozen array calls per row cost more than the walk)."""
+        if not wanted:
+            return []
+        ys = [y for y, _, _ in wanted]
+        out = []
+        for (_, before, x0), chars, styles in zip(wanted, self.chars[ys].tolist(), self.styles[ys].tolist()):
+            if before is None or x0 <= 0 or not before.starts:
+                starts: list[int] = []
+                segments: list[Segment] = []
+                start = 0
+            else:
+                keep = max(bisect_right(before.starts, x0 - 1) - 1, 0)
+                starts, segments, start = before.starts[:keep], before.segments[:keep], before.starts[keep]
+            if start < len(styles):
+                run, current = start, styles[start]
+                for x in range(start + 1, len(styles)):
+                    if styles[x] != current:
+                        starts.append(run)
+                        segments.append(Segment("".join(chars[run:x]), _STYLES[current]))
+                        run, current = x, styles[x]
+                starts.append(run)
+                segments.append(Segment("".join(chars[run:]), _STYLES[current]))
+            out.append(Row(starts, segments))
+        return out
 
     def changes(self, before: Grid | None) -> list[tuple[int, int, int]] | None:
         """``(row, x0, x1)`` for each row whose cells ``[x0, x1)`` differ from ``before``; None

@@ -149,6 +149,25 @@ def test_a_row_rebuilt_from_its_first_change_equals_one_built_whole():
         assert after.row(0, drawn, x0) == after.row(0)
 
 
+def test_rows_walked_cell_by_cell_equal_the_runs_found_by_the_arrays():
+    from devicewatch.tui.drawing import Row
+
+    rng = np.random.default_rng(7)
+    looks = [style_id(Style(color=c)) for c in ("red", "blue", "green")]
+    for _ in range(50):
+        rows, width = int(rng.integers(1, 6)), int(rng.integers(0, 12))
+        grid = Grid(rng.choice(np.array(list("ab ▀"), dtype="<U1"), (rows, width)),
+                    rng.choice(np.array(looks, dtype=np.int32), (rows, width)))
+        if rows > 2:
+            grid.chars[2], grid.styles[2] = grid.chars[1], grid.styles[1]   # a repeated row
+        assert grid.repeats() == [y > 0 and grid.same_rows(y - 1, y) for y in range(rows)]
+        whole = grid.rows_at([(y, None, 0) for y in range(rows)])
+        assert whole == [Row(grid.runs(y), grid.segments(y)) for y in range(rows)]
+        if width:   # from a changed column on, the runs left of it kept
+            x0 = int(rng.integers(0, width))
+            assert grid.rows_at([(y, whole[y], x0) for y in range(rows)]) == whole
+
+
 def test_inputs_are_equal_when_they_draw_the_same():
     t = np.array([1.0])
     one = AreaInput(View(0, 10), 7, NORMAL, t, np.array([5.0]), 100.0, "%")
