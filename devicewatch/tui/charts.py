@@ -50,6 +50,7 @@ class ChartPart(Widget):
         self.x0 = self.x1 = 0   # the chart's grid columns shown
         self._rows: list[Row | None] = []
         self._strips: list[Strip] = []
+        self._plain_styles: tuple[int, bool] | None = None   # ``_plain`` of the styles, by their key
 
     def show(self, grid: Grid, x0: int, x1: int, changes: list[tuple[int, int, int]] | None) -> None:
         """Show columns ``[x0, x1)`` of ``grid``; ``changes`` (row, from, to) since the last
@@ -124,11 +125,17 @@ class ChartPart(Widget):
 
     def _plain(self) -> bool:
         """Whether nothing of the widget's styles would change its lines: no border, outline,
-        padding, tint, hatch or opacity (``ChartPart`` sets none; a theme or CSS could)."""
+        padding, tint, hatch or opacity (``ChartPart`` sets none; a theme or CSS could). Worked
+        out again only when the styles change (Textual's key of them), not at every frame:
+        each style read is a lookup through Textual's rules."""
         styles = self.styles
-        return (not any(edge for edge, _ in styles.border) and not any(edge for edge, _ in styles.outline)
-                and not any(styles.padding) and not styles.tint.a and self.opacity == 1.0
-                and styles.text_opacity == 1.0 and (not styles.has_rule("hatch") or styles.hatch == "none"))
+        key = styles._cache_key
+        if self._plain_styles is None or self._plain_styles[0] != key:
+            self._plain_styles = (key, (
+                not any(edge for edge, _ in styles.border) and not any(edge for edge, _ in styles.outline)
+                and not any(styles.padding) and not styles.tint.a and styles.opacity == 1.0
+                and styles.text_opacity == 1.0 and (not styles.has_rule("hatch") or styles.hatch == "none")))
+        return self._plain_styles[1] and self.opacity == 1.0   # the ancestors' opacity too
 
     def get_line_filters(self) -> Sequence[LineFilter]:
         # The app converts terminal colours to exact ones on every repainted line, one Segment at
