@@ -20,9 +20,11 @@ mode would skip that step).
     python -m bench.bench_frames [--run FILE] [--from 15] [--seconds 120] [--size 200x50] [--repeat 3] [--profile FILE]
 
 Printed: per second of run, the CPU of the ticks, of the compositor and of the terminal output
-(ms), the frames, lines and bytes; the median over ``--repeat`` passes. With ``--profile``, also
-the Python function calls the ticks and frames made per second of run: exact from one run to the
-next, a measure of the work done that the machine's load leaves alone.
+(ms), the frames, lines and bytes, and what the cyclic collector did while the bench fed the
+run (passes, CPU, objects freed from reference cycles, per minute of run); the median over
+``--repeat`` passes. With ``--profile``, also the Python function calls the ticks and frames
+made per second of run: exact from one run to the next, a measure of the work done that the
+machine's load leaves alone.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import gc
 import os
 import pstats
 import signal
@@ -81,6 +84,10 @@ class Counters:
         self.seconds = 0.0   # of run fed while measuring
         self.tick = self.compose = self.output = 0.0
         self.frames = self.lines = self.bytes = 0
+        # The cyclic collector while measuring: its passes, their CPU, the objects they freed
+        # (objects in reference cycles: what reference counting could not free).
+        self.collections = self.collected = 0
+        self.collecting = 0.0
 
 
 def measure(run: Path, start: float, seconds: float, size: tuple[int, int], profile: Any = None) -> Counters:
@@ -144,6 +151,19 @@ def measure(run: Path, start: float, seconds: float, size: tuple[int, int], prof
                 counters.bytes += len(text.encode())
         return original_display(self, screen, renderable)
 
+    collector_began = [0.0]
+
+    def collector(phase: str, info: dict[str, Any]) -> None:
+        if not measuring[0]:
+            return
+        if phase == "start":
+            collector_began[0] = time.thread_time()
+            return
+        counters.collections += 1
+        counters.collected += info["collected"]
+        counters.collecting += time.thread_time() - collector_began[0]
+
+    gc.callbacks.append(collector)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "run.jsonl"
         at = 0
@@ -196,6 +216,7 @@ def measure(run: Path, start: float, seconds: float, size: tuple[int, int], prof
             run_screen.time = original_time
             Screen._compositor_refresh = original_refresh  # type: ignore[method-assign]
             App._display = original_display  # type: ignore[method-assign]
+            gc.callbacks.remove(collector)
     return counters
 
 
@@ -232,7 +253,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  Python function calls (ticks and frames): {calls / s:.0f} per second of run", file=sys.stderr)
         passes.append({"tick": 1000 * c.tick / s, "compose": 1000 * (c.compose - c.output) / s,
                        "output": 1000 * c.output / s, "frames": c.frames / s, "lines": c.lines / s,
-                       "bytes": c.bytes / s})
+                       "bytes": c.bytes / s, "collections": 60 * c.collections / s,
+                       "collector": 60_000 * c.collecting / s, "collected": 60 * c.collected / s})
         print("  pass: " + ", ".join(f"{k} {v:.2f}" for k, v in passes[-1].items()), file=sys.stderr, flush=True)
     median = {k: statistics.median(p[k] for p in passes) for k in passes[0]}
     total = median["tick"] + median["compose"] + median["output"]
@@ -244,6 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|---|")
     print(f"| {median['tick']:.1f} | {median['compose']:.1f} | {median['output']:.1f} | {total:.1f} | "
           f"{median['frames']:.2f} | {median['lines']:.0f} | {median['bytes']:.0f} |")
+    print(f"\nThe cyclic collector while the run was fed, per minute of run: {median['collections']:.0f} "
+          f"passes, {median['collector']:.0f} ms, {median['collected']:.0f} objects freed from cycles.")
     return 0
 
 

@@ -358,12 +358,20 @@ async def test_the_output_panel_keeps_the_drawn_lines_of_a_few_screens_not_of_al
 async def test_what_exists_at_the_first_frame_is_frozen_out_of_the_collector():
     import gc
 
+    from devicewatch.tui.app import YOUNG_OBJECTS_PER_COLLECTION
+
     gc.unfreeze()
-    app = replay_app(CPU_RUN)
-    async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: first_frame(app))
-        await pilot.pause(0.1)
-        assert gc.get_freeze_count() > 10_000   # the modules, styles and the run: not walked again
+    threshold = gc.get_threshold()
+    gc.set_threshold(700, *threshold[1:])
+    try:
+        app = replay_app(CPU_RUN)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: first_frame(app))
+            await pilot.pause(0.1)
+            assert gc.get_freeze_count() > 10_000   # the modules, styles and the run: not walked again
+            assert gc.get_threshold() == (YOUNG_OBJECTS_PER_COLLECTION, *threshold[1:])
+    finally:
+        gc.set_threshold(*threshold)
 
 
 @pytest.mark.asyncio
