@@ -288,13 +288,16 @@ class TextPanel(KeptLines):
             self._lay_out()
 
     def _wrapped(self, width: int) -> list[Content]:
+        return self._wrap(self.text, width)
+
+    def _wrap(self, text: Text, width: int) -> list[Content]:
         # Wrapped line by line (what wrapping the whole text gives), each line's wrap kept while
         # it is shown: an update re-wraps only the lines that changed (the epochs panel gains a
         # row, or changes its newest, on a text of forty).
         width = max(width, 1)
         wrapped: list[Content] = []
         kept: dict[tuple[object, ...], list[Content]] = {}
-        for line in self.text.split("\n", allow_blank=True):
+        for line in text.split("\n", allow_blank=True):
             key = (line.plain, tuple(line.spans), line.style, line.justify, line.overflow, line.no_wrap, width)
             found = kept.get(key) or self._wraps.get(key)
             if found is None:
@@ -407,6 +410,23 @@ class EpochBars(TextPanel):
         self._lay_out()  # a new width with the same text
 
     def _fit(self) -> None:
-        if self.size.height > 0:
-            self.text = epoch_bars(self.epochs.rows, max(30, self.size.width), max(1, self.size.height - 1),
-                                   self.epochs.unmeasured)
+        width, height = self.size
+        if height <= 0:
+            return
+        rows = max(1, height - 1)
+        text = epoch_bars(self.epochs.rows, max(30, width), rows, self.epochs.unmeasured)
+        # A row whose figures are wider than the panel wraps onto two lines or more: fewer rows
+        # then, as the panel wraps them, so that the newest stay in sight below the legend.
+        while rows > 1 and (lines := self._shown_lines(text, width)) > height:
+            per_row = max(1, -(-(lines - 1) // rows))
+            rows = max(1, min(rows - 1, rows - -(-(lines - height) // per_row)))
+            text = epoch_bars(self.epochs.rows, max(30, width), rows, self.epochs.unmeasured)
+        self.text = text
+
+    def _shown_lines(self, text: Text, width: int) -> int:
+        """The lines ``text`` takes in the panel at ``width``, the blank ones after it left out."""
+        lines = self._wrap(text, width)
+        count = len(lines)
+        while count and not lines[count - 1].plain.strip():
+            count -= 1
+        return count

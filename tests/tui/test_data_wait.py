@@ -148,3 +148,36 @@ async def test_the_comparison_view_titles_segments_and_says_why_a_side_has_no_wa
         assert rendered.count("not measured") == 1
         assert "A: data wait: not measured — the training loop read no DataLoader or tf.data dataset" \
             in " ".join(rendered.split())
+
+
+def _many_epochs_run(path, epochs: int):
+    """EPOCHS epochs of 2 s (0.5 s of data inside 1.5 s of training, 0.5 s of validation), each
+    with its steps: rows whose figures are wider than a narrow epochs panel."""
+    records = [{"type": "sample", "t": t / 10, "cpu": [50.0, 50.0], "cpu_total": 50.0} for t in range(1, 20 * epochs + 1)]
+    for e in range(1, epochs + 1):
+        start = 2.0 * (e - 1)
+        records += [_phase(start, "phase_begin", "train", e), _phase(start + 0.2, "phase_begin", "data", e),
+                    _phase(start + 0.7, "phase_end", "data", e), _phase(start + 1.5, "phase_end", "train", e),
+                    _phase(start + 1.5, "phase_begin", "validate", e), _phase(start + 2.0, "phase_end", "validate", e),
+                    {"type": "event", "t": start + 2.0, "kind": "epoch", "epoch": e, "metrics": {"steps": 1200}}]
+    return write_run(path, sorted(records, key=lambda r: r["t"]))
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("size", [(200, 50), (100, 30)])
+async def test_the_epochs_panel_keeps_the_newest_epoch_in_sight_when_its_rows_wrap(tmp_path, size):
+    # At 200×50 the panel is 55 columns: "  12 ████████  2.0s = 0.5 + 1.0 + 0.5 + 0.0  loop 1.5s
+    # waited  33%  1200 steps" takes two lines. Rows chosen for one line each pushed the newest
+    # epochs below the panel's last line: a live demo showed epoch 15 while 19 were done.
+    app = DashboardApp(DashboardSettings(), open_replay(str(_many_epochs_run(tmp_path / "m.jsonl", 40))))
+    async with app.run_test(size=size) as pilot:
+        await until(pilot, lambda: first_frame(app) and "waited" in str(app.screen.query_one("#epochs").render()))
+        await pilot.pause(0.1)
+        panel = app.screen.query_one("#epochs")
+        region = panel.region
+        shown = [strip.text[1:-1] for strip in panel.render_lines(Region(0, 0, region.width, region.height))[1:-1]]
+        numbers = [line.split()[0] for line in shown if line.strip()[:1].isdigit() and "█" in line]
+        assert len(panel._wrapped(panel.size.width)[1].plain) > 0 and any(len(line) > panel.size.width for line in
+                                                                          panel.text.plain.splitlines())
+        assert numbers and numbers[-1] == "40", "\n".join(shown)   # the newest row, on the last lines
+        assert shown[0].lstrip().startswith("█ train"), "\n".join(shown)   # the legend first

@@ -174,7 +174,8 @@ async def test_the_demo_story_runs_serial_then_overlapped_then_compares(tmp_path
             if isinstance(screen, CompareScreen):
                 break
         assert seen == ["run serial", "run overlapped", "CompareScreen"]
-        await until(pilot, lambda: first_frame(app))  # the figures follow the charts
+        # The figures follow the charts, worked out in a thread: the headline comes with them.
+        await until(pilot, lambda: first_frame(app) and app.story_headline is not None)
         assert app.story_headline and app.story_headline == app.screen.comparison.headline
         assert [p.parent for p in app.story_files] == [tmp_path / "runs"] * 2
 
