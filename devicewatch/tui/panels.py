@@ -409,18 +409,34 @@ class EpochBars(TextPanel):
         self._fit()
         self._lay_out()  # a new width with the same text
 
+    _fitted: tuple[tuple[int, int], int] | None = None   # the size, and the lines given the rows that fitted it
+
     def _fit(self) -> None:
         width, height = self.size
         if height <= 0:
             return
-        rows = max(1, height - 1)
-        text = epoch_bars(self.epochs.rows, max(30, width), rows, self.epochs.unmeasured)
-        # A row whose figures are wider than the panel wraps onto two lines or more: fewer rows
-        # then, as the panel wraps them, so that the newest stay in sight below the legend.
-        while rows > 1 and (lines := self._shown_lines(text, width)) > height:
-            per_row = max(1, -(-(lines - 1) // rows))
-            rows = max(1, min(rows - 1, rows - -(-(lines - height) // per_row)))
-            text = epoch_bars(self.epochs.rows, max(30, width), rows, self.epochs.unmeasured)
+        epochs, most = self.epochs, max(1, height - 1)
+        # ``epoch_bars`` is given the lines its rows (and its legend's wrapped lines) may take.
+        # A row whose figures are wider than the panel wraps onto two lines or more: fewer lines
+        # given then, as the panel wraps them, so that the newest rows stay in sight below the
+        # legend. From what fitted last at this size: an update adds a row or changes the newest.
+        fitted = self._fitted
+        given = fitted[1] if fitted is not None and fitted[0] == (width, height) else most
+        text = epoch_bars(epochs.rows, max(30, width), given, epochs.unmeasured)
+        lines = self._shown_lines(text, width)
+        while given > 1 and lines > height:
+            per_row = max(1, -(-(lines - 1) // max(1, min(given, len(epochs.rows)))))
+            given = max(1, min(given - 1, given - -(-(lines - height) // per_row)))
+            text = epoch_bars(epochs.rows, max(30, width), given, epochs.unmeasured)
+            lines = self._shown_lines(text, width)
+        # Room for another row as wide as those shown (what fitted before was wider)?
+        while given < most and height - lines >= -(-(lines - 1) // max(1, min(given, len(epochs.rows)))):
+            wider = epoch_bars(epochs.rows, max(30, width), given + 1, epochs.unmeasured)
+            wider_lines = self._shown_lines(wider, width)
+            if wider_lines > height or wider.plain == text.plain:   # too tall, or every row shown
+                break
+            given, text, lines = given + 1, wider, wider_lines
+        self._fitted = ((width, height), given)
         self.text = text
 
     def _shown_lines(self, text: Text, width: int) -> int:
