@@ -45,18 +45,28 @@ def _crop_extend(self: Strip, start: int, end: int, style: Style | None) -> Stri
     return _textual_crop_extend(self, start, end, style)
 
 
+_LEFT_NONE = {"_render_cache", "_link_ids", "_cell_count"}   # what ``_light_init`` sets to None
+_UNSET = object()
+
+
 def _caches_of_a_new_strip() -> dict[str, int] | None:
-    """The caches Textual's ``Strip.__init__`` makes (slot name: size); None if it sets anything
-    other than the segments, the length, empty caches and the three attributes left None."""
+    """The caches Textual's ``Strip.__init__`` makes (slot name: size); None unless it sets
+    exactly the segments, the length, empty caches and ``_LEFT_NONE`` to None (what
+    ``_light_init`` sets, the caches aside)."""
     strip = Strip([], 0)
     caches: dict[str, int] = {}
+    left_none = set()
     for name in Strip.__slots__:
-        value = getattr(strip, name, None)
+        value = getattr(strip, name, _UNSET)
+        if name in ("_segments", "_cell_length"):
+            continue
         if isinstance(value, FIFOCache) and not len(value):
             caches[name] = value._maxsize
-        elif name not in ("_segments", "_cell_length") and value is not None:
+        elif value is None:
+            left_none.add(name)
+        else:
             return None
-    return caches
+    return caches if left_none == _LEFT_NONE else None
 
 
 _CACHES = _caches_of_a_new_strip()

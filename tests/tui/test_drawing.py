@@ -345,6 +345,22 @@ def test_a_strip_makes_its_caches_when_first_used_and_cuts_as_textual_does():
         pass
 
 
+def test_the_light_start_of_a_strip_is_installed_only_over_the_start_it_knows(monkeypatch):
+    from textual.strip import Strip
+
+    from devicewatch.tui import strips
+
+    monkeypatch.setattr(Strip, "__init__", strips._textual_init)
+    assert strips._caches_of_a_new_strip() == strips._CACHES
+
+    def more(self, segments, cell_length=None):   # a Textual that starts a strip with more state
+        strips._textual_init(self, segments, cell_length)
+        self._cell_count = 0
+
+    monkeypatch.setattr(Strip, "__init__", more)
+    assert strips._caches_of_a_new_strip() is None
+
+
 def test_a_chart_part_builds_a_repeated_row_once_and_shows_every_row_as_drawn():
     import numpy as np
     from textual.strip import Strip
