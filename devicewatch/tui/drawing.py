@@ -110,40 +110,16 @@ class Grid:
     def style(self, y: int, x: int) -> Style | None:
         return style_of(int(self.styles[y, x]))
 
-    def same_rows(self, a: int, b: int) -> bool:
-        """Whether rows ``a`` and ``b`` hold the same cells."""
-        return bool(np.array_equal(self.styles[a], self.styles[b]) and np.array_equal(self.chars[a], self.chars[b]))
-
     def repeats(self) -> list[bool]:
-        """For each row, whether it holds the same cells as the row above (``same_rows``, all
-        rows at once)."""
+        """For each row, whether it holds the same cells as the row above."""
         if self.rows < 2:
             return [False] * self.rows
         same = (self.styles[1:] == self.styles[:-1]).all(axis=1) & (self.chars[1:] == self.chars[:-1]).all(axis=1)
         return [False, *same.tolist()]
 
-    def runs(self, y: int, start: int = 0) -> list[int]:
-        """Where row ``y``'s runs of one style begin, from column ``start`` on."""
-        ids = self.styles[y, start:]
-        if not ids.size:
-            return []
-        return [start, *(np.flatnonzero(ids[1:] != ids[:-1]) + (start + 1)).tolist()]
-
-    def segments(self, y: int, starts: list[int] | None = None) -> list[Segment]:
-        """Row ``y`` as segments, neighbouring cells of one style merged into one segment
-        (``starts``: the row's ``runs``, when known; segments from the first of them on)."""
-        if starts is None:
-            starts = self.runs(y)
-        if not starts:
-            return []
-        styles = [_STYLES[i] for i in self.styles[y, starts].tolist()]
-        text = "".join(self.chars[y, starts[0]:].tolist())
-        first = starts[0]
-        ends = starts[1:] + [self.width]
-        return [Segment(text[a - first:b - first], style) for a, b, style in zip(starts, ends, styles)]
-
     def row(self, y: int, before: Row | None = None, x0: int = 0) -> Row:
-        """Row ``y``'s runs and segments. With ``before``, that row as it was drawn when only
+        """Row ``y``'s runs of one style (where each begins) and their segments, neighbouring
+        cells of one style merged into one segment. With ``before``, that row as it was drawn when only
         cells from ``x0`` on have changed since: the runs that end before ``x0`` are kept, with
         their segments, and only the rest are built (from the run holding the cell left of
         ``x0``, which the first changed cell may now join)."""

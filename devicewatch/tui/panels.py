@@ -422,17 +422,21 @@ class EpochBars(TextPanel):
         # legend. From what fitted last at this size: an update adds a row or changes the newest.
         fitted = self._fitted
         given = fitted[1] if fitted is not None and fitted[0] == (width, height) else most
-        text = epoch_bars(epochs.rows, max(30, width), given, epochs.unmeasured)
-        lines = self._shown_lines(text, width)
+
+        def bars(lines_given: int) -> tuple[Text, int]:
+            text = epoch_bars(epochs.rows, max(30, width), lines_given, epochs.unmeasured)
+            return text, self._shown_lines(text, width)
+
+        def per_row(lines: int) -> int:   # lines a row takes, the legend's shared out among them
+            return max(1, -(-(lines - 1) // max(1, min(given, len(epochs.rows)))))
+
+        text, lines = bars(given)
         while given > 1 and lines > height:
-            per_row = max(1, -(-(lines - 1) // max(1, min(given, len(epochs.rows)))))
-            given = max(1, min(given - 1, given - -(-(lines - height) // per_row)))
-            text = epoch_bars(epochs.rows, max(30, width), given, epochs.unmeasured)
-            lines = self._shown_lines(text, width)
+            given = max(1, min(given - 1, given - -(-(lines - height) // per_row(lines))))
+            text, lines = bars(given)
         # Room for another row as wide as those shown (what fitted before was wider)?
-        while given < most and height - lines >= -(-(lines - 1) // max(1, min(given, len(epochs.rows)))):
-            wider = epoch_bars(epochs.rows, max(30, width), given + 1, epochs.unmeasured)
-            wider_lines = self._shown_lines(wider, width)
+        while given < most and height - lines >= per_row(lines):
+            wider, wider_lines = bars(given + 1)
             if wider_lines > height or wider.plain == text.plain:   # too tall, or every row shown
                 break
             given, text, lines = given + 1, wider, wider_lines

@@ -13,8 +13,8 @@ from rich.style import Style
 
 from devicewatch.render.palette import NORMAL, PRESENTER
 from devicewatch.tui.chart_cells import draw_area, draw_heat, draw_lanes, draw_lines
-from devicewatch.tui.drawing import (AXIS, AreaInput, Grid, HeatInput, LanesInput, LinesInput, Overlay, View,
-                                     kind_codes, per_column, style_id)
+from devicewatch.tui.drawing import (AXIS, AreaInput, Grid, HeatInput, LanesInput, LinesInput, Overlay, Row, View,
+                                     kind_codes, per_column, style_id, style_of)
 
 TRAIN_BG, VALIDATE_BG = NORMAL.phase["train"], NORMAL.phase["validate"]
 
@@ -120,8 +120,7 @@ def test_a_row_is_merged_into_one_segment_per_run_of_a_style():
     grid = Grid(np.array([list("ab cd▼")], dtype="<U1"),
                 np.array([[style_id(red), style_id(Style(color="red")), style_id(red), style_id(blue),
                            style_id(blue), style_id(red)]], dtype=np.int32))
-    assert grid.runs(0) == [0, 3, 5]
-    assert grid.segments(0) == [Segment("ab ", red), Segment("cd", blue), Segment("▼", red)]
+    assert grid.row(0) == Row([0, 3, 5], [Segment("ab ", red), Segment("cd", blue), Segment("▼", red)])
 
 
 def test_changes_are_the_cells_between_the_first_and_last_difference_of_each_row():
@@ -149,9 +148,18 @@ def test_a_row_rebuilt_from_its_first_change_equals_one_built_whole():
         assert after.row(0, drawn, x0) == after.row(0)
 
 
-def test_rows_walked_cell_by_cell_equal_the_runs_found_by_the_arrays():
-    from devicewatch.tui.drawing import Row
+def _runs_by_the_arrays(grid: Grid, y: int) -> Row:
+    """Row ``y`` as the arrays say it: where its style changes, and a segment per run."""
+    ids = grid.styles[y]
+    if not ids.size:
+        return Row([], [])
+    starts = [0, *(np.flatnonzero(ids[1:] != ids[:-1]) + 1).tolist()]
+    text = "".join(grid.chars[y].tolist())
+    return Row(starts, [Segment(text[a:b], style_of(int(ids[a])))
+                        for a, b in zip(starts, [*starts[1:], grid.width])])
 
+
+def test_rows_walked_cell_by_cell_equal_the_runs_found_by_the_arrays():
     rng = np.random.default_rng(7)
     looks = [style_id(Style(color=c)) for c in ("red", "blue", "green")]
     for _ in range(50):
@@ -160,9 +168,10 @@ def test_rows_walked_cell_by_cell_equal_the_runs_found_by_the_arrays():
                     rng.choice(np.array(looks, dtype=np.int32), (rows, width)))
         if rows > 2:
             grid.chars[2], grid.styles[2] = grid.chars[1], grid.styles[1]   # a repeated row
-        assert grid.repeats() == [y > 0 and grid.same_rows(y - 1, y) for y in range(rows)]
+        assert grid.repeats() == [y > 0 and grid.chars[y].tolist() == grid.chars[y - 1].tolist()
+                                  and grid.styles[y].tolist() == grid.styles[y - 1].tolist() for y in range(rows)]
         whole = grid.rows_at([(y, None, 0) for y in range(rows)])
-        assert whole == [Row(grid.runs(y), grid.segments(y)) for y in range(rows)]
+        assert whole == [_runs_by_the_arrays(grid, y) for y in range(rows)]
         if width:   # from a changed column on, the runs left of it kept
             x0 = int(rng.integers(0, width))
             assert grid.rows_at([(y, whole[y], x0) for y in range(rows)]) == whole
@@ -180,7 +189,7 @@ def test_inputs_are_equal_when_they_draw_the_same():
 
 def test_an_empty_row_has_no_runs():
     grid = Grid.blank(2, 5).columns(5, 5)
-    assert grid.runs(0) == [] and grid.segments(0) == [] and grid.row(1).segments == []
+    assert grid.row(0) == Row([], []) and grid.row(1).segments == []
 
 
 def _same_cells(a: Grid, b: Grid) -> bool:
@@ -253,7 +262,7 @@ def test_every_chart_is_drawn_in_exact_colours_so_the_terminal_colour_filter_wou
                                        ("train 1", "validate 1", "data 1"), np.array([0, 0, 1]), overlay), AXIS + 20, 2)]
         for grid in grids:
             for y in range(grid.rows):
-                segments = grid.segments(y)
+                segments = grid.row(y).segments
                 assert conversion.apply(segments, Color(18, 18, 18)) == segments
             # ... and none of its styles is one that turns the filter back on (other tests here
             # register terminal colours of their own, so the table as a whole is not asked)
