@@ -104,16 +104,25 @@ class CpuProbe:
         self._freq: float | None = None
         self._swap = (0, 0)
 
+    def _frequency(self, clocks: list[float | None] | None) -> float | None:
+        """The mean clock in MHz, as psutil gives it. Where there is no cpufreq, psutil averages
+        the ``cpu MHz`` lines of /proc/cpuinfo, which the clocks were just read from: their mean,
+        rather than the file read and parsed a second time."""
+        if self._clocks.source == "cpuinfo" and clocks:
+            known = [clock for clock in clocks if clock is not None]
+            return round(sum(known) / len(known), 0) if known else None
+        try:
+            freq = psutil.cpu_freq()
+            return round(freq.current, 0) if freq else None
+        except (OSError, NotImplementedError):
+            return None
+
     def sample(self) -> dict[str, Any]:
         cores = self._cores.percent() if self._cores is not None else psutil.cpu_percent(percpu=True)
         clocks = None
         if self._tick % SLOW_EVERY == 0:
-            try:
-                freq = psutil.cpu_freq()
-                self._freq = round(freq.current, 0) if freq else None
-            except (OSError, NotImplementedError):
-                self._freq = None
             clocks = self._clocks.read()  # in the samples it was read in: none between
+            self._freq = self._frequency(clocks)
         memory = self._meminfo.read() if self._meminfo is not None else None
         if memory is None:
             if self._tick % SLOW_EVERY == 0:

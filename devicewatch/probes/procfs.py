@@ -93,22 +93,33 @@ class CoreTimes:
 class MemInfo:
     """Used memory and swap in bytes, from /proc/meminfo, as psutil counts them."""
 
+    # The four lines a sample needs, found by name (the file has fifty and more): each name as it
+    # starts a line, so ``SwapFree`` is not found inside another name.
+    NAMES = (b"MemTotal", b"MemAvailable", b"SwapTotal", b"SwapFree")
+    _STARTS = tuple(b"\n" + name + b":" for name in NAMES)
+
     def __init__(self) -> None:
         self._file = ProcFile("/proc/meminfo", 8192)
 
     def read(self) -> dict[str, int] | None:
         """``used`` (total - available), ``total``, ``swap_used``, ``swap_total``; None where this
         kernel does not say what is available (psutil estimates it)."""
-        fields: dict[bytes, int] = {}
-        for line in self._file.read().split(b"\n"):
-            name, _, rest = line.partition(b":")
-            if name in (b"MemTotal", b"MemAvailable", b"SwapTotal", b"SwapFree"):
-                fields[name] = int(rest.split()[0]) * 1024
-        if b"MemAvailable" not in fields or b"MemTotal" not in fields:
+        data = b"\n" + self._file.read()
+        values: list[int | None] = []
+        for start in self._STARTS:
+            at = data.find(start)
+            if at < 0:
+                values.append(None)
+                continue
+            at += len(start)
+            end = data.find(b"\n", at)
+            values.append(int(data[at:end if end >= 0 else len(data)].split()[0]) * 1024)
+        total, available, swap_total, swap_free = values
+        if total is None or available is None:
             return None
-        swap_total = fields.get(b"SwapTotal", 0)
-        return {"used": fields[b"MemTotal"] - fields[b"MemAvailable"], "total": fields[b"MemTotal"],
-                "swap_used": swap_total - fields.get(b"SwapFree", swap_total), "swap_total": swap_total}
+        swap_total = swap_total or 0
+        return {"used": total - available, "total": total,
+                "swap_used": swap_total - (swap_total if swap_free is None else swap_free), "swap_total": swap_total}
 
 
 class TaskStat:

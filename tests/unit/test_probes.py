@@ -138,3 +138,44 @@ def test_a_proc_file_gone_before_it_opens_raises_once_and_leaves_nothing_to_clea
         procfs.ProcFile("/proc/999999999/stat")
     gc.collect()  # its __del__ runs on the half-made object: no "Exception ignored" from it
     assert unraisable == []
+
+
+MEMINFO = (b"MemTotal:       24683656 kB\nMemFree:        23158220 kB\nMemAvailable:   24207640 kB\n"
+           b"Buffers:           50088 kB\nSwapCached:            0 kB\nSwapTotal:       2097148 kB\n"
+           b"SwapFree:        1048576 kB\nHugePages_Total:       0\n")
+
+
+def _meminfo_of(tmp_path, text: bytes) -> procfs.MemInfo:
+    path = tmp_path / "meminfo"
+    path.write_bytes(text)
+    memory = procfs.MemInfo.__new__(procfs.MemInfo)
+    memory._file = procfs.ProcFile(str(path))
+    return memory
+
+
+def test_meminfo_reads_its_four_lines_by_name_wherever_they_are(tmp_path):
+    kib = 1024
+    assert _meminfo_of(tmp_path, MEMINFO).read() == {
+        "used": (24683656 - 24207640) * kib, "total": 24683656 * kib,
+        "swap_used": (2097148 - 1048576) * kib, "swap_total": 2097148 * kib}
+    # Lines in another order, the last without its newline, SwapCached before SwapTotal.
+    shuffled = b"\n".join(reversed(MEMINFO.rstrip(b"\n").split(b"\n")))
+    assert _meminfo_of(tmp_path, shuffled).read() == _meminfo_of(tmp_path, MEMINFO).read()
+    # No swap lines: no swap. No MemAvailable (a kernel before 3.14): None, psutil estimates it.
+    no_swap = b"".join(line + b"\n" for line in MEMINFO.split(b"\n") if line and not line.startswith(b"Swap"))
+    assert _meminfo_of(tmp_path, no_swap).read()["swap_total"] == 0
+    assert _meminfo_of(tmp_path, MEMINFO.replace(b"MemAvailable", b"MemAvail")).read() is None
+
+
+def test_the_cpu_frequency_is_psutils_without_reading_it_twice():
+    probe = cpu_probe.CpuProbe()
+    reading = probe.sample()   # the first sample reads the slow readings
+    freq = psutil.cpu_freq()
+    if freq is None:
+        assert reading["freq_mhz"] is None
+        return
+    # Clocks move between two reads: within a tenth (a virtual machine's stay put).
+    assert reading["freq_mhz"] == pytest.approx(freq.current, rel=0.1)
+    if probe._clocks.source == "cpuinfo":
+        known = [c for c in reading["cpu_mhz"] if c is not None]
+        assert reading["freq_mhz"] == round(sum(known) / len(known), 0)
