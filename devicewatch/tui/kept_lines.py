@@ -11,12 +11,18 @@ filters do: until then the last lines are handed back as they were.
 A widget takes ``KeptLines`` after its Textual class (``class Panel(Vertical, KeptLines)``): Textual
 reads a widget's default CSS along its first bases only. ``KeptHorizontal``, ``KeptVertical``
 and ``KeptFooter`` are Textual's own.
+
+A scrollbar is refreshed whenever the size it reflects changes (a log's every write), though its
+thumb moves by eighths of a cell: ``KeptScrollbars`` gives a scrolled widget scrollbars whose
+lines are kept while the bar they draw is the same, and a corner kept like the rest.
 """
 
 from __future__ import annotations
 
+from rich.segment import Segment, Segments
 from textual.containers import Horizontal, Vertical
 from textual.geometry import Region
+from textual.scrollbar import ScrollBar, ScrollBarCorner, ScrollBarRender
 from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Footer
@@ -52,3 +58,79 @@ class KeptVertical(Vertical, KeptLines):
 class KeptFooter(Footer, KeptLines):
     """``Footer`` whose lines are kept while unchanged (a child of the screen, it is asked for
     them at every frame, whatever changed)."""
+
+
+class KeptScrollBar(ScrollBar):
+    """A ``ScrollBar`` whose lines are kept while the bar it draws is unchanged.
+
+    What it draws is worked out by Textual's own renderer (``render`` and the renderable's
+    ``__rich_console__`` at the widget's size, as its render does), a few segments; the lines
+    Textual renders from them go through the styles cache, which costs ten times that. Kept
+    also by part asked for, size and line filters; a style update (the app's theme, an
+    ancestor's colours) forgets them."""
+
+    _kept: tuple[tuple[object, ...], list[Strip]] | None = None
+
+    def notify_style_update(self) -> None:
+        self._kept = None
+        super().notify_style_update()
+
+    def _drawn(self) -> tuple[Segment, ...] | None:
+        """The bar's segments at its size; None for a renderer other than Textual's own."""
+        renderable = self.render()
+        if type(renderable) is not ScrollBarRender:
+            return None
+        width, height = self.size
+        options = self.app.console_options.update(highlight=False, width=width, height=height)
+        drawn: list[Segment] = []
+        for part in renderable.__rich_console__(self.app.console, options):
+            if not isinstance(part, Segments):
+                return None
+            drawn += part.segments
+        return tuple(drawn)
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        drawn = self._drawn()
+        key = (crop, self.size, tuple(map(id, self.get_line_filters())), drawn)
+        kept = self._kept
+        if drawn is not None and kept is not None and kept[0] == key:
+            return kept[1]
+        strips = super().render_lines(crop)
+        self._kept = (key, strips) if drawn is not None else None
+        return strips
+
+
+class KeptScrollBarCorner(ScrollBarCorner, KeptLines):
+    """``ScrollBarCorner`` whose lines are kept while unchanged."""
+
+
+class KeptScrollbars(Widget):
+    """A scrolled widget whose scrollbars are ``KeptScrollBar``s and corner kept: made as
+    Textual makes its own (hidden until the layout shows them, started as its children)."""
+
+    def _start_scrollbar_part(self, part: Widget) -> None:
+        part.display = False
+        self.app._start_widget(self, part)
+
+    @property
+    def vertical_scrollbar(self) -> ScrollBar:
+        if self._vertical_scrollbar is None:
+            self._vertical_scrollbar = KeptScrollBar(vertical=True, name="vertical",
+                                                     thickness=self.scrollbar_size_vertical)
+            self._start_scrollbar_part(self._vertical_scrollbar)
+        return self._vertical_scrollbar
+
+    @property
+    def horizontal_scrollbar(self) -> ScrollBar:
+        if self._horizontal_scrollbar is None:
+            self._horizontal_scrollbar = KeptScrollBar(vertical=False, name="horizontal",
+                                                       thickness=self.scrollbar_size_horizontal)
+            self._start_scrollbar_part(self._horizontal_scrollbar)
+        return self._horizontal_scrollbar
+
+    @property
+    def scrollbar_corner(self) -> ScrollBarCorner:
+        if self._scrollbar_corner is None:
+            self._scrollbar_corner = KeptScrollBarCorner()
+            self.app._start_widget(self, self._scrollbar_corner)
+        return self._scrollbar_corner

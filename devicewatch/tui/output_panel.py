@@ -21,7 +21,7 @@ from textual.selection import Selection
 from textual.strip import Strip
 from textual.widget import Widget
 
-from .kept_lines import KeptLines
+from .kept_lines import KeptLines, KeptScrollbars
 from .strips import fit
 
 STRIPS_KEPT = 256  # drawn lines kept: a few screens of the tallest panel
@@ -49,7 +49,7 @@ def styled_line(line: str) -> Text:
     return Text.from_ansi(line, no_wrap=True, end="") if "\x1b" in line else Text(line, no_wrap=True, end="")
 
 
-class OutputLog(ScrollView, KeptLines, can_focus=True):
+class OutputLog(ScrollView, KeptLines, KeptScrollbars, can_focus=True):
     """The workload's output, as its terminal shows it: every line kept (up to ``max_lines``)
     with its colours, the line not yet ended last (a bar redrawn in place), the view following
     the end unless scrolled back; scrollbars, wheel and keys, selection, as Textual's ``Log``.

@@ -490,6 +490,53 @@ async def test_unchanged_widgets_hand_the_compositor_their_last_lines_and_change
 
 
 @pytest.mark.asyncio
+async def test_the_output_panels_scrollbars_are_rendered_again_only_when_the_bar_they_draw_changes():
+    from textual.widget import Widget
+
+    from devicewatch.tui.kept_lines import KeptScrollBar, KeptScrollBarCorner
+
+    def drawn(strips):
+        return [list(strip) for strip in strips]
+
+    def textuals(bar):   # what Textual renders of the bar as it stands
+        bar._styles_cache.clear()
+        return drawn(Widget.render_lines(bar, bar.size.region))
+
+    async with replay_log() as (pilot, log):
+        bar = log.vertical_scrollbar
+        assert isinstance(bar, KeptScrollBar) and isinstance(log.horizontal_scrollbar, KeptScrollBar)
+        assert isinstance(log.scrollbar_corner, KeptScrollBarCorner)
+        log.write_lines([f"line {i}" for i in range(30)])   # a thumb of a few cells, at the end
+        await pilot.pause(0.1)
+        first = bar.render_lines(bar.size.region)
+        assert bar.render_lines(bar.size.region) is first
+        assert drawn(first) == textuals(bar)
+        # Lines until the thumb has moved: drawn again, as Textual draws it.
+        shown = bar._drawn()
+        for i in range(100):
+            log.write_lines([f"more {i}"])
+            if bar._drawn() != shown:
+                break
+        await pilot.pause(0.1)
+        moved = bar.render_lines(bar.size.region)
+        assert moved is not first and drawn(moved) != drawn(first) and drawn(moved) == textuals(bar)
+        # A new colour reaches it through a style update.
+        log.styles.scrollbar_color = "red"
+        await pilot.pause(0.1)
+        recoloured = bar.render_lines(bar.size.region)
+        assert drawn(recoloured) != drawn(moved) and drawn(recoloured) == textuals(bar)
+        # Following the end of a long log, a line more moves the thumb by less than an eighth of
+        # a cell: the sizes it reflects changed, the bar it draws did not, its lines are kept.
+        log.write_lines([f"line {i}" for i in range(400)])
+        await pilot.pause(0.1)
+        long, shown = bar.render_lines(bar.size.region), bar._drawn()
+        log.write_lines(["one more"])
+        await pilot.pause(0.1)
+        assert bar.window_virtual_size == log.virtual_size.height and bar._drawn() == shown
+        assert bar.render_lines(bar.size.region) is long
+
+
+@pytest.mark.asyncio
 async def test_the_output_panel_goes_on_following_the_output_after_the_terminal_shrinks():
     async with replay_log() as (pilot, log):
         log.write_lines([f"line {i}" for i in range(100)])
