@@ -59,8 +59,8 @@ class Samples:
     which samples carried some; per-process GPU use as ``procs(field)`` with ``procs_t`` and
     ``procs_gpu``. Memory values are bytes whatever the file stored. ``COLUMNS`` lists them.
 
-    ``keep`` bounds the rows kept (the newest), for a view that follows a run for days;
-    ``total`` counts every row ever added, so a reader can tell which rows are new.
+    ``keep`` bounds the rows kept (the newest ``keep`` to twice as many), for a view that follows
+    a run for days; ``total`` counts every row ever added, so a reader can tell which rows are new.
     """
 
     def __init__(self, header: Header, keep: int | None = None):
@@ -247,13 +247,17 @@ class Samples:
         self._blocks = []
         sizes = self.sizes()
         joined: dict[str, np.ndarray] = {}
-        for key, column, _ in self.layout():
-            parts = [_widen(b.pop(key), column, sizes) for b in blocks]
+        for key, column, shape in self.layout():
+            depth = 1 + len(shape)   # a block as wide as the others needs no padding (nearly always)
+            parts = [part if part.shape[1:depth] == shape else _widen(part, column, sizes)
+                     for part in (b.pop(key) for b in blocks)]
             joined[key] = np.concatenate(parts)
             del parts  # each column's blocks go as soon as it is joined: the peak is one copy of one column
         self._percent = None
         self._later.pop(PERCENT, None)
-        if self.keep is not None and len(joined["t"]) > self.keep:
+        # Kept rows are trimmed to ``keep`` once there are twice as many: a followed run's poll
+        # joins a few new rows to them, and a trim at every poll copied every column once more.
+        if self.keep is not None and len(joined["t"]) > 2 * self.keep:
             rows = len(joined["t"]) - self.keep
             cut = float(joined["t"][rows])
             newer = {family: joined[time] >= cut for family, time in FAMILY_TIME.items() if family != ROW}

@@ -377,3 +377,38 @@ def test_replay_maps_a_finished_runs_columnar_form_and_follows_a_run_cut_short(t
         handle.write(b'{"type":"sample","t":0.5,"cpu":[20,4]}\n')
     growing.poll()
     assert len(growing.run.samples) == 6
+
+
+def test_a_followed_run_keeps_its_newest_rows_within_twice_keep_and_drops_the_rest_by_time(tmp_path):
+    """A live view's run holds only a staging area (``keep``): polled a few lines at a time, its
+    rows are always the newest of the whole run, every column cut at the same time, between
+    ``keep`` and twice as many once that many came, and ``dropped`` counts the rest."""
+    path = generated(tmp_path)   # 4 cores, 2 GPUs: buffered utilization and per-process readings
+    whole = journal(path)
+    lines = open(path, "rb").read().splitlines(keepends=True)
+    keep, follow = 40, tmp_path / "followed.jsonl"
+    t_all, util_t, procs_t = whole.samples.t, whole.samples.util_t, whole.samples.procs_t
+    trims = 0
+    with open(follow, "wb") as out, Follower(follow, keep=keep) as follower:
+        at, before = 0, 0
+        while at < len(lines):
+            out.writelines(lines[at:at + 7])
+            out.flush()
+            at += 7
+            follower.poll(samples=False)
+            samples = follower.run.samples
+            n = len(samples)
+            trims += n < before
+            before = n
+            assert samples.total == int(np.searchsorted(t_all, samples.t[-1], side="right")) if n else True
+            assert n <= 2 * keep and (n >= keep or samples.total == n)
+            assert samples.dropped == samples.total - n
+            first = samples.dropped
+            np.testing.assert_array_equal(samples.t, t_all[first:samples.total])
+            np.testing.assert_array_equal(samples.cpu, whole.samples.cpu[first:samples.total])
+            cut = t_all[first] if first else -np.inf   # nothing dropped: the buffered samples before the first too
+            # The other families are cut at the same time: their rows from the first kept row's on.
+            for family_t, kept in ((util_t, samples.util_t), (procs_t, samples.procs_t)):
+                chosen = family_t[(family_t >= cut) & (family_t <= samples.t[-1])]
+                np.testing.assert_array_equal(np.sort(kept), np.sort(chosen))
+    assert trims >= 5   # trimmed now and then, not at every poll
