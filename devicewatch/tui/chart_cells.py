@@ -149,9 +149,11 @@ def draw_lines(data: LinesInput, width: int, height: int) -> Grid:
 
 def heat_rows(cores: int, height: int) -> tuple[int, int, int]:
     """How ``cores`` fill ``height`` rows (the last is the time axis): rows per core when each
-    core has whole rows (up to three), else 0; cores averaged per half row; half rows used."""
+    core has whole rows (up to three), else 0; cores averaged per half row; half rows used.
+    A row each is taken as soon as every core has one (two cores in three rows: not one half
+    row and two rows left blank)."""
     rows = max(1, height - 1)
-    if cores and cores <= rows // 2:
+    if cores and cores <= rows:
         return min(3, rows // cores), 1, cores
     group = max(1, math.ceil(cores / (rows * 2)))
     return 0, group, math.ceil(cores / group) if cores else 0

@@ -86,6 +86,18 @@ def test_heat_gives_few_cores_whole_rows_in_the_heat_colours():
     assert [grid.style(3, AXIS + x).color.name for x in range(3)] == [NORMAL.heat[10], NORMAL.heat[5], NORMAL.heat[0]]
 
 
+def test_heat_gives_each_core_a_row_as_soon_as_every_core_has_one():
+    # Two cores in three plot rows (a 100×30 screen): a row each, not one half row and two
+    # rows left blank; three cores in the same rows: a row each too; four: half rows.
+    t, cpu = np.array([0.5]), np.array([[0.0, 100.0, 50.0, 50.0]])
+    two = draw_heat(HeatInput(View(0, 1), 1, NORMAL, t, cpu[:, :2]), AXIS + 1, 4)
+    assert two.text() == ["  cpu0 █", "  cpu1 █", "       0s"[:AXIS + 1]]
+    assert two.style(1, AXIS).color.name == NORMAL.heat[10]
+    assert draw_heat(HeatInput(View(0, 1), 1, NORMAL, t, cpu[:, :3]), AXIS + 1, 4).text()[:3] == \
+        ["  cpu0 █", "  cpu1 █", "  cpu2 █"]
+    assert draw_heat(HeatInput(View(0, 1), 1, NORMAL, t, cpu), AXIS + 1, 4).text()[:2] == ["   0-1 ▀", "   2-3 ▀"]
+
+
 def test_heat_shares_rows_between_cores_when_they_do_not_fit():
     # Eight cores in two plot rows: four half rows, so two cores averaged per half row; row 0
     # is cores 0-1 (upper half) and 2-3 (lower), row 1 cores 4-7.
