@@ -18,10 +18,11 @@ import numpy as np
 from rich.console import RenderableType
 from rich.style import Style
 from rich.text import Text
-from textual.content import Content
+from textual.content import Content, _FormattedLine
 from textual.geometry import Region, Size
 from textual.reactive import reactive
 from textual.strip import Strip
+from textual.style import Style as VisualStyle
 from textual.visual import Visual
 
 from .drawing import format_seconds
@@ -301,7 +302,10 @@ class TextPanel(KeptLines):
             key = (line.plain, tuple(line.spans), line.style, line.justify, line.overflow, line.no_wrap, width)
             found = kept.get(key) or self._wraps.get(key)
             if found is None:
-                found = Content.from_rich_text(line, self.app.console).wrap(width)
+                content = Content.from_rich_text(line, self.app.console)
+                # A line that fits is its own wrap (Textual would look for breaks and find none).
+                fits = content.cell_length <= width and "\t" not in content.plain
+                found = [content] if fits else content.wrap(width)
             kept[key] = found
             wrapped += found
         self._wraps = kept
@@ -321,7 +325,7 @@ class TextPanel(KeptLines):
             key = (line, width, style)
             strip = self._cache.get(key)
             if strip is None:
-                strip = self._cache[key] = Visual.to_strips(self, line, width, 1, style)[0]
+                strip = self._cache[key] = self._line_strip(line, width, style)
             strips.append(strip)
         if len(self._cache) > 4 * len(lines) + 64:  # epochs scroll through: keep only what is shown
             self._cache = {(line, width, style): strip for line, strip in zip(lines, strips)}
@@ -332,6 +336,21 @@ class TextPanel(KeptLines):
         changed = [Region(0, y, width, 1) for y, (a, b) in enumerate(zip(before, lines)) if not a.is_same(b)]
         if changed:
             self.refresh(*changed)
+
+    def _line_strip(self, line: Content, width: int, style: VisualStyle) -> Strip:
+        """A wrapped line drawn as Textual's ``Visual.to_strips`` draws it. Asked for one line,
+        that wraps it again and works out the panel's selection, link style and alignment each
+        time (four times what drawing the line costs); where the panel has none of them (left
+        aligned, no line padding, nothing selected, no clickable text), the line is drawn by
+        the same step it ends in."""
+        styles = self.styles
+        if self.text_selection is None and styles.get_rule("text_align", "left") in ("left", "start") \
+                and not styles.get_rule("line_pad", 0) and styles.content_align == ("left", "top"):
+            segments, length = _FormattedLine(self._get_style, line, width).to_strip(style)
+            if not any(segment.style is not None and segment.style._meta is not None
+                       and "@click" in segment.style.meta for segment in segments):
+                return Strip(segments, length)
+        return Visual.to_strips(self, line, width, 1, style)[0]
 
     def render(self) -> Text:
         """The text (drawing goes through ``render_line``)."""

@@ -15,6 +15,8 @@ import pytest
 
 pytest.importorskip("textual")
 
+from textual.content import Content  # noqa: E402
+
 from devicewatch.runformat import runfile  # noqa: E402
 from devicewatch.runformat import writer as runwriter  # noqa: E402
 from devicewatch.registry import Target  # noqa: E402
@@ -487,6 +489,48 @@ async def test_unchanged_widgets_hand_the_compositor_their_last_lines_and_change
         await pilot.resize_terminal(SIZE[0] - 20, SIZE[1])
         await pilot.pause(0.2)
         assert len(status.render_lines(status.size.region)[0].text) == status.size.width == SIZE[0] - 20
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("size,presenter", [((200, 50), False), ((100, 30), False), ((100, 30), True)])
+async def test_text_panels_draw_their_lines_as_textual_draws_them(size, presenter):
+    from textual.visual import Visual
+
+    from devicewatch.tui.panels import TextPanel
+
+    def drawn(strip):
+        return list(strip), strip.cell_length
+
+    app = replay_app(CPU_RUN)
+    async with app.run_test(size=size) as pilot:
+        await until(pilot, lambda: first_frame(app))
+        if presenter:
+            await pilot.press("p")
+        await pilot.pause(0.2)
+        panels = [p for p in app.screen.query(TextPanel) if p._lines and p.size.width]
+        assert {"status", "progress", "verdict", *(() if presenter else ("epochs",))} <= {p.id for p in panels}
+        for panel in panels:
+            style, width = panel.visual_style, panel.size.width
+            for line in panel._lines:
+                assert drawn(panel._line_strip(line, width, style)) == drawn(Visual.to_strips(panel, line, width, 1, style)[0])
+        # Their text is wrapped as Textual wraps it, a line that fits included.
+        for panel in panels:
+            for width in (panel.size.width, 30, 12):
+                ours = panel._wrap(panel.text, width)
+                textual = [c for line in panel.text.split("\n", allow_blank=True)
+                           for c in Content.from_rich_text(line, app.console).wrap(width)]
+                assert [(c.plain, c.spans) for c in ours] == [(c.plain, c.spans) for c in textual]
+        # Where the panel aligns or pads its text, or the text is clickable, Textual's own way.
+        status = app.screen.query_one("#status", TextPanel)
+        clickable = Content.from_markup("[@click=app.bell]ring[/] the bell")
+        status.styles.text_align = "center"
+        for line in (status._lines[0], clickable):
+            style = status.visual_style
+            assert drawn(status._line_strip(line, status.size.width, style)) == \
+                drawn(Visual.to_strips(status, line, status.size.width, 1, style)[0])
+        status.styles.text_align = "left"
+        assert drawn(status._line_strip(clickable, 40, status.visual_style)) == \
+            drawn(Visual.to_strips(status, clickable, 40, 1, status.visual_style)[0])
 
 
 @pytest.mark.asyncio
