@@ -106,26 +106,25 @@ class KeptScrollBarCorner(ScrollBarCorner, KeptLines):
 
 class KeptScrollbars(Widget):
     """A scrolled widget whose scrollbars are ``KeptScrollBar``s and corner kept: made as
-    Textual makes its own (hidden until the layout shows them, started as its children)."""
+    Textual makes its own (a bar hidden until the layout shows it, each started as a child)."""
 
-    def _start_scrollbar_part(self, part: Widget) -> None:
-        part.display = False
-        self.app._start_widget(self, part)
+    def _kept_bar(self, vertical: bool) -> ScrollBar:
+        bar = KeptScrollBar(vertical=vertical, name="vertical" if vertical else "horizontal",
+                            thickness=self.scrollbar_size_vertical if vertical else self.scrollbar_size_horizontal)
+        bar.display = False
+        self.app._start_widget(self, bar)
+        return bar
 
     @property
     def vertical_scrollbar(self) -> ScrollBar:
         if self._vertical_scrollbar is None:
-            self._vertical_scrollbar = KeptScrollBar(vertical=True, name="vertical",
-                                                     thickness=self.scrollbar_size_vertical)
-            self._start_scrollbar_part(self._vertical_scrollbar)
+            self._vertical_scrollbar = self._kept_bar(vertical=True)
         return self._vertical_scrollbar
 
     @property
     def horizontal_scrollbar(self) -> ScrollBar:
         if self._horizontal_scrollbar is None:
-            self._horizontal_scrollbar = KeptScrollBar(vertical=False, name="horizontal",
-                                                       thickness=self.scrollbar_size_horizontal)
-            self._start_scrollbar_part(self._horizontal_scrollbar)
+            self._horizontal_scrollbar = self._kept_bar(vertical=False)
         return self._horizontal_scrollbar
 
     @property
