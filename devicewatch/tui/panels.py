@@ -18,12 +18,17 @@ import numpy as np
 from rich.console import RenderableType
 from rich.style import Style
 from rich.text import Text
-from textual.content import Content, _FormattedLine
+from textual.content import Content
 from textual.geometry import Region, Size
 from textual.reactive import reactive
 from textual.strip import Strip
 from textual.style import Style as VisualStyle
 from textual.visual import Visual
+
+try:  # the step Textual's ``Visual.to_strips`` ends in; a Textual without it draws its own way
+    from textual.content import _FormattedLine
+except ImportError:  # pragma: no cover - the pinned Textual has it
+    _FormattedLine = None  # type: ignore[assignment, misc]
 
 from .drawing import format_seconds
 from .kept_lines import KeptLines
@@ -344,7 +349,8 @@ class TextPanel(KeptLines):
         aligned, no line padding, nothing selected, no clickable text), the line is drawn by
         the same step it ends in."""
         styles = self.styles
-        if self.text_selection is None and styles.get_rule("text_align", "left") in ("left", "start") \
+        if _FormattedLine is not None and self.text_selection is None \
+                and styles.get_rule("text_align", "left") in ("left", "start") \
                 and not styles.get_rule("line_pad", 0) and styles.content_align == ("left", "top"):
             segments, length = _FormattedLine(self._get_style, line, width).to_strip(style)
             if not any(segment.style is not None and segment.style._meta is not None
