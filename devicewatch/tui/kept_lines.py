@@ -31,19 +31,31 @@ from textual.widgets import Footer
 class KeptLines(Widget):
     """A widget whose rendered lines are kept from one frame to the next while it is unchanged."""
 
-    _kept: tuple[tuple[Region, tuple[int, ...]], list[Strip]] | None = None
+    _kept: tuple[tuple[object, ...], list[Strip]] | None = None
+    # Whether a refresh forgets the lines; a widget whose key says all that changes them keeps
+    # them through refreshes (a scrollbar), and forgets them at a style update only.
+    _forget_when_refreshed = True
 
     def _set_dirty(self, *regions: Region) -> None:
-        self._kept = None
+        if self._forget_when_refreshed:
+            self._kept = None
         super()._set_dirty(*regions)
 
+    def notify_style_update(self) -> None:
+        self._kept = None
+        super().notify_style_update()
+
+    def _kept_key(self, crop: Region) -> tuple[object, ...] | None:
+        """What the kept lines were rendered for (None: render them, keep nothing)."""
+        return (crop, tuple(map(id, self.get_line_filters())))   # a new size is a refresh
+
     def render_lines(self, crop: Region) -> list[Strip]:
-        key = (crop, tuple(map(id, self.get_line_filters())))   # a new size is a refresh
+        key = self._kept_key(crop)
         kept = self._kept
-        if kept is not None and kept[0] == key:
+        if key is not None and kept is not None and kept[0] == key:
             return kept[1]
         strips = super().render_lines(crop)
-        self._kept = (key, strips)
+        self._kept = None if key is None else (key, strips)
         return strips
 
 
@@ -60,20 +72,17 @@ class KeptFooter(Footer, KeptLines):
     them at every frame, whatever changed)."""
 
 
-class KeptScrollBar(ScrollBar):
+class KeptScrollBar(ScrollBar, KeptLines):
     """A ``ScrollBar`` whose lines are kept while the bar it draws is unchanged.
 
     What it draws is worked out by Textual's own renderer (``render`` and the renderable's
     ``__rich_console__`` at the widget's size, as its render does), a few segments; the lines
-    Textual renders from them go through the styles cache, which costs ten times that. Kept
-    also by part asked for, size and line filters; a style update (the app's theme, an
-    ancestor's colours) forgets them."""
+    Textual renders from them go through the styles cache, which costs ten times that. They are
+    kept through the refreshes a new size of what it reflects makes, by that drawing, the part
+    asked for, the size and the line filters; a style update (the app's theme, an ancestor's
+    colours) forgets them."""
 
-    _kept: tuple[tuple[object, ...], list[Strip]] | None = None
-
-    def notify_style_update(self) -> None:
-        self._kept = None
-        super().notify_style_update()
+    _forget_when_refreshed = False
 
     def _drawn(self) -> tuple[Segment, ...] | None:
         """The bar's segments at its size; None for a renderer other than Textual's own."""
@@ -89,15 +98,9 @@ class KeptScrollBar(ScrollBar):
             drawn += part.segments
         return tuple(drawn)
 
-    def render_lines(self, crop: Region) -> list[Strip]:
+    def _kept_key(self, crop: Region) -> tuple[object, ...] | None:
         drawn = self._drawn()
-        key = (crop, self.size, tuple(map(id, self.get_line_filters())), drawn)
-        kept = self._kept
-        if drawn is not None and kept is not None and kept[0] == key:
-            return kept[1]
-        strips = super().render_lines(crop)
-        self._kept = (key, strips) if drawn is not None else None
-        return strips
+        return None if drawn is None else (crop, self.size, tuple(map(id, self.get_line_filters())), drawn)
 
 
 class KeptScrollBarCorner(ScrollBarCorner, KeptLines):
