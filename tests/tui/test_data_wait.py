@@ -177,7 +177,6 @@ async def test_the_epochs_panel_keeps_the_newest_epoch_in_sight_when_its_rows_wr
         region = panel.region
         shown = [strip.text[1:-1] for strip in panel.render_lines(Region(0, 0, region.width, region.height))[1:-1]]
         numbers = [line.split()[0] for line in shown if line.strip()[:1].isdigit() and "█" in line]
-        assert len(panel._wrapped(panel.size.width)[1].plain) > 0 and any(len(line) > panel.size.width for line in
-                                                                          panel.text.plain.splitlines())
+        assert any(len(line) > panel.size.width for line in panel.text.plain.splitlines())   # rows that wrap
         assert numbers and numbers[-1] == "40", "\n".join(shown)   # the newest row, on the last lines
         assert shown[0].lstrip().startswith("█ train"), "\n".join(shown)   # the legend first

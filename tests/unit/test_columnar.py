@@ -388,19 +388,20 @@ def test_a_followed_run_keeps_its_newest_rows_within_twice_keep_and_drops_the_re
     lines = open(path, "rb").read().splitlines(keepends=True)
     keep, follow = 40, tmp_path / "followed.jsonl"
     t_all, util_t, procs_t = whole.samples.t, whole.samples.util_t, whole.samples.procs_t
-    trims = 0
+    trims, step = 0, 7
     with open(follow, "wb") as out, Follower(follow, keep=keep) as follower:
         at, before = 0, 0
         while at < len(lines):
-            out.writelines(lines[at:at + 7])
+            out.writelines(lines[at:at + step])
             out.flush()
-            at += 7
+            at += step
             follower.poll(samples=False)
             samples = follower.run.samples
             n = len(samples)
             trims += n < before
             before = n
-            assert samples.total == int(np.searchsorted(t_all, samples.t[-1], side="right")) if n else True
+            if n:
+                assert samples.total == int(np.searchsorted(t_all, samples.t[-1], side="right"))
             assert n <= 2 * keep and (n >= keep or samples.total == n)
             assert samples.dropped == samples.total - n
             first = samples.dropped
@@ -411,4 +412,7 @@ def test_a_followed_run_keeps_its_newest_rows_within_twice_keep_and_drops_the_re
             for family_t, kept in ((util_t, samples.util_t), (procs_t, samples.procs_t)):
                 chosen = family_t[(family_t >= cut) & (family_t <= samples.t[-1])]
                 np.testing.assert_array_equal(np.sort(kept), np.sort(chosen))
-    assert trims >= 5   # trimmed now and then, not at every poll
+    # Trimmed now and then, not at every poll: each trim leaves ``keep`` rows, and the next
+    # comes once more than ``keep`` rows came (at most ``step`` a poll).
+    total = whole.samples.total
+    assert (total - 2 * keep) // (keep + step) <= trims <= (total - keep) // keep
