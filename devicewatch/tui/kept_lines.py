@@ -15,13 +15,21 @@ and ``KeptFooter`` are Textual's own.
 A scrollbar is refreshed whenever the size it reflects changes (a log's every write), though its
 thumb moves by eighths of a cell: ``KeptScrollbars`` gives a scrolled widget scrollbars whose
 lines are kept while the bar they draw is the same, and a corner kept like the rest.
+
+A panel of text that scrolls (the workload's output gaining a line, the epochs panel a row) is
+refreshed whole, and Textual's styles cache, which keeps a widget's styled lines by their row,
+styles every line again, though most only moved up: ``KeptRows`` keeps them by the line drawn
+in them instead (``RowsByContent``).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.segment import Segment, Segments
+from textual._styles_cache import StylesCache
 from textual.containers import Horizontal, Vertical
-from textual.geometry import Region
+from textual.geometry import Region, Size
 from textual.scrollbar import ScrollBar, ScrollBarCorner, ScrollBarRender
 from textual.strip import Strip
 from textual.widget import Widget
@@ -136,3 +144,65 @@ class KeptScrollbars(Widget):
             self._scrollbar_corner = KeptScrollBarCorner()
             self.app._start_widget(self, self._scrollbar_corner)
         return self._scrollbar_corner
+
+
+class RowsByContent(StylesCache):
+    """Textual's styles cache, which also keeps each styled content row by the strip the widget
+    drew in it: a row between the borders and padding is styled from that strip alone (its left
+    and right edges, padding, tint and opacity are the same on every such row), so a line that
+    moved to another row is handed back as it was styled, not styled again.
+
+    What a styled row depends on besides its strip (the styles, by Textual's key of them, sizes,
+    padding, colours, opacity, the ANSI theme) is compared once a render; any change forgets
+    every row. A row is found by its strip's identity (the widget hands back the same strip for
+    a line it drew before); the rows kept are those of the latest renders, a few screens."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._rows: dict[int, tuple[Strip, Strip]] = {}   # id(drawn strip): (drawn strip, styled row)
+        self._rows_for: tuple[object, ...] | None = None
+        self._content_rows = range(0)
+
+    def render(self, styles: Any, size: Size, base_background: Any, background: Any, render_content_line: Any,
+               filters: Any, border_title: Any, border_subtitle: Any, content_size: Size | None = None,
+               padding: Any = None, crop: Region | None = None, opacity: float = 1.0, *args: Any,
+               **kwargs: Any) -> list[Strip]:
+        content_size = size if content_size is None else content_size
+        padding = styles.padding if padding is None else padding
+        key = (styles._cache_key, size, content_size, padding, base_background, background, opacity, args,
+               tuple(kwargs.items()))
+        if key != self._rows_for:
+            self._rows_for, self._rows = key, {}
+            # The rows styled from their strip alone: below the top border and padding, above
+            # the bottom ones, within the content, off an outline's top and bottom rows.
+            top, bottom = styles.gutter.top, size.height - styles.gutter.bottom
+            (outline_top, _), _, (outline_bottom, _), _ = styles.outline
+            self._content_rows = range(max(top, 1 if outline_top else 0),
+                                       min(bottom, top + content_size.height, size.height - 1 if outline_bottom else size.height))
+        if len(self._rows) > 4 * size.height + 64:   # lines scroll through: keep a few screens
+            self._rows = {}
+        return super().render(styles, size, base_background, background, render_content_line, filters,
+                              border_title, border_subtitle, content_size, padding, crop, opacity, *args, **kwargs)
+
+    def render_line(self, styles: Any, y: int, size: Size, content_size: Size, padding: Any, base_background: Any,
+                    background: Any, render_content_line: Any, *args: Any) -> Strip:
+        if y not in self._content_rows:
+            return super().render_line(styles, y, size, content_size, padding, base_background, background,
+                                       render_content_line, *args)
+        drawn = render_content_line(y - styles.gutter.top)
+        kept = self._rows.get(id(drawn))
+        if kept is not None and kept[0] is drawn:
+            return kept[1]
+        row = super().render_line(styles, y, size, content_size, padding, base_background, background,
+                                  lambda _y: drawn, *args)
+        self._rows[id(drawn)] = (drawn, row)
+        return row
+
+
+class KeptRows(Widget):
+    """A widget whose styled rows are kept by the line drawn in them (``RowsByContent``): for a
+    widget that hands back the same strip for a line it drew before, wherever it now is."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._styles_cache = RowsByContent()

@@ -21,7 +21,7 @@ from textual.selection import Selection
 from textual.strip import Strip
 from textual.widget import Widget
 
-from .kept_lines import KeptLines, KeptScrollbars
+from .kept_lines import KeptLines, KeptRows, KeptScrollbars
 from .strips import fit
 
 STRIPS_KEPT = 256  # drawn lines kept: a few screens of the tallest panel
@@ -49,7 +49,7 @@ def styled_line(line: str) -> Text:
     return Text.from_ansi(line, no_wrap=True, end="") if "\x1b" in line else Text(line, no_wrap=True, end="")
 
 
-class OutputLog(ScrollView, KeptLines, KeptScrollbars, can_focus=True):
+class OutputLog(ScrollView, KeptLines, KeptScrollbars, KeptRows, can_focus=True):
     """The workload's output, as its terminal shows it: every line kept (up to ``max_lines``)
     with its colours, the line not yet ended last (a bar redrawn in place), the view following
     the end unless scrolled back; scrollbars, wheel and keys, selection, as Textual's ``Log``.
@@ -98,6 +98,10 @@ class OutputLog(ScrollView, KeptLines, KeptScrollbars, can_focus=True):
         # Drawn lines by line number of the output: the ones on screen and a few screens of
         # scrollback, not all ``max_lines`` (each drawn line holds its segments and caches).
         self._strips: LRUCache[int, Strip] = LRUCache(STRIPS_KEPT)
+        # Each line as shown (cut to the panel at its scroll), by line number: a line that only
+        # moved up a row is handed back as the same strip, and its styled row is kept with it.
+        self._shown: LRUCache[int, tuple[Strip, tuple[object, ...], Strip]] = LRUCache(STRIPS_KEPT)
+        self._blank: tuple[tuple[object, ...], Strip] | None = None
         self.typing = False
         # Whether the panel shows the newest line, and keeps doing so: scrolled to the end, not
         # away from it (a smaller panel after a resize is not the user scrolling up).
@@ -153,6 +157,7 @@ class OutputLog(ScrollView, KeptLines, KeptScrollbars, can_focus=True):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._strips.clear()
+        self._shown.clear()
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # The panel's style walks every ancestor's styles, its size up to the screen: worked out
@@ -168,8 +173,17 @@ class OutputLog(ScrollView, KeptLines, KeptScrollbars, can_focus=True):
         index = scroll_y + y
         style, width = self._rendering or (self.rich_style, self.size.width)
         if index >= self._count():
-            return Strip.blank(width, style)
-        return fit(self._strip(index, style), scroll_x, scroll_x + width, style).apply_offsets(scroll_x, index)
+            if self._blank is None or self._blank[0] != (width, style):
+                self._blank = ((width, style), Strip.blank(width, style))
+            return self._blank[1]
+        strip = self._strip(index, style)
+        cut = (scroll_x, width, style, index)   # the index is in the line's offsets: it moves as lines are dropped
+        shown = self._shown.get(self._dropped + index)
+        if shown is not None and shown[0] is strip and shown[1] == cut:
+            return shown[2]
+        line = fit(strip, scroll_x, scroll_x + width, style).apply_offsets(scroll_x, index)
+        self._shown.set(self._dropped + index, (strip, cut, line))
+        return line
 
     def _strip(self, index: int, style: Style) -> Strip:
         selection = self.text_selection

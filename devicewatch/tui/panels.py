@@ -31,7 +31,7 @@ except ImportError:  # pragma: no cover - the pinned Textual has it
     _FormattedLine = None  # type: ignore[assignment, misc]
 
 from .drawing import format_seconds
-from .kept_lines import KeptLines
+from .kept_lines import KeptLines, KeptRows
 from .. import analysis
 from ..analysis import advice
 from ..live.model import RunModel
@@ -255,7 +255,7 @@ def epoch_rows(model: RunModel, shown: EpochRows | None = None) -> EpochRows:
     return EpochRows(model.epoch_rows, version, found.text if found else None)
 
 
-class TextPanel(KeptLines):
+class TextPanel(KeptLines, KeptRows):
     """Text drawn as strips, each line built once and repainted only when it changes.
 
     A Static renders and repaints every line of its text on each update, which on a live run (a

@@ -581,6 +581,55 @@ async def test_the_output_panels_scrollbars_are_rendered_again_only_when_the_bar
 
 
 @pytest.mark.asyncio
+async def test_lines_that_scroll_up_a_row_keep_their_styled_rows_and_are_drawn_as_textual_draws_them():
+    from textual._styles_cache import StylesCache
+
+    from devicewatch.tui.kept_lines import RowsByContent
+    from devicewatch.tui.panels import EpochBars
+
+    def drawn(strips):
+        return [list(strip) for strip in strips]
+
+    def textuals(widget):   # a styles cache of Textual's own, with nothing kept
+        return drawn(StylesCache().render_widget(widget, widget.size.region))
+
+    async with replay_log() as (pilot, log):
+        assert isinstance(log._styles_cache, RowsByContent)
+        log.write_lines([f"line {i}" for i in range(100)])
+        await pilot.pause(0.1)
+        before = log.render_lines(log.size.region)
+        assert drawn(before) == textuals(log)
+        # A line more: every line moves up a row; all but the newest are the rows styled before.
+        log.write_lines(["one more"])
+        await pilot.pause(0.1)
+        after = log.render_lines(log.size.region)
+        assert after is not before and drawn(after) == textuals(log)
+        newest = next(y for y, row in enumerate(after) if "one more" in row.text)
+        assert newest > 5 and after[newest] is not before[newest] and "line 99" in after[newest - 1].text
+        assert all(after[y] is before[y + 1] for y in range(1, newest))   # below the top border
+        # What else styles a row reaches it: new colours, a tint.
+        log.styles.background = "darkred"
+        await pilot.pause(0.1)
+        recoloured = log.render_lines(log.size.region)
+        assert drawn(recoloured) != drawn(after) and drawn(recoloured) == textuals(log)
+        log.styles.tint = "blue 30%"
+        await pilot.pause(0.1)
+        tinted = log.render_lines(log.size.region)
+        assert drawn(tinted) != drawn(recoloured) and drawn(tinted) == textuals(log)
+        # The epochs panel gaining a row: its rows move up, and are kept the same way.
+        epochs = pilot.app.screen.query_one("#epochs", EpochBars)
+        lines = [f"{n:>4} row of the epoch {n}" for n in range(40)]
+        epochs.update("\n".join(lines[:20]))
+        await pilot.pause(0.1)
+        first = epochs.render_lines(epochs.size.region)
+        epochs.update("\n".join(lines[1:21]))
+        await pilot.pause(0.1)
+        second = epochs.render_lines(epochs.size.region)
+        assert drawn(second) == textuals(epochs) and drawn(second) != drawn(first)
+        assert sum(second[y] is first[y + 1] for y in range(len(second) - 1)) >= epochs.size.height - 4
+
+
+@pytest.mark.asyncio
 async def test_the_output_panel_goes_on_following_the_output_after_the_terminal_shrinks():
     async with replay_log() as (pilot, log):
         log.write_lines([f"line {i}" for i in range(100)])
