@@ -264,13 +264,17 @@ def draw_lanes(data: LanesInput, width: int, height: int) -> Grid:
         starts, ends = data.starts[mine], data.ends[mine]
         owner = _span_columns(starts, ends, view, plot_w)
         colour = np.append(data.kinds[mine] + 1, 0)[owner]   # owner -1 picks the trailing 0: no phase
-        names = np.full(plot_w, " ", dtype="<U1")
         a = np.maximum(np.floor((starts - view.t0) / span * plot_w), 0).astype(np.int64)
         b = np.minimum(np.floor((ends - view.t0) / span * plot_w), plot_w - 1).astype(np.int64)
-        for j in np.flatnonzero(b > a).tolist():  # a phase is named where its name fits inside it
-            text = inert(data.names[mine[j]])
-            if b[j] - a[j] + 1 > len(text) + 1:
-                names[a[j] + 1:a[j] + 1 + len(text)] = list(text)
+        # A phase is named where its name fits inside it. A live window holds a hundred phases:
+        # placed in a list of plain characters, made an array once.
+        row = [" "] * plot_w
+        named = np.flatnonzero(b > a)
+        for j, first, last in zip(mine[named].tolist(), a[named].tolist(), b[named].tolist()):
+            text = inert(data.names[j])
+            if last - first + 1 > len(text) + 1:
+                row[first + 1:first + 1 + len(text)] = text
+        names = np.array(row, dtype="<U1")
         kind = np.zeros(plot_w, dtype=np.int64)  # 0: the phase's name (or a blank), 1: an epoch line, 2: a marker
         line = edges & (names == " ")
         kind[marks & ~line] = 2
