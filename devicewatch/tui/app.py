@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.driver import Driver
 from textual.reactive import var
 from textual.screen import Screen
 
@@ -75,6 +76,15 @@ class DashboardApp(App[int]):
     ]
 
     presenter: var[bool] = var(False)   # the projector look; screens follow it
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's driver for this terminal; where that is its Linux driver, the same with an
+        input thread that sleeps until a key comes (``driver.QuietLinuxDriver``)."""
+        driver = super().get_driver_class()
+        if driver.__module__ == "textual.drivers.linux_driver" and driver.__name__ == "LinuxDriver":
+            from .driver import QuietLinuxDriver   # imports termios: where Textual's Linux driver is used only
+            return QuietLinuxDriver
+        return driver
 
     def __init__(self, settings: DashboardSettings | None = None, start: Source | None = None,
                  tick: float = TICK, compare: tuple[Run, Run] | None = None,
