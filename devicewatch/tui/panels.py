@@ -275,6 +275,7 @@ class TextPanel(KeptLines, KeptRows):
         self._strips: list[Strip] = []
         self._cache: dict[tuple[object, ...], Strip] = {}
         self._wraps: dict[tuple[object, ...], list[Content]] = {}   # by source line and width
+        self._last_wrap: tuple[Text, tuple[int, int, int], list[Content]] | None = None   # text, (width, length, spans), lines
 
     def update(self, text: Text | str) -> None:
         self.text = Text(text) if isinstance(text, str) else text
@@ -289,6 +290,7 @@ class TextPanel(KeptLines, KeptRows):
         super().notify_style_update()
         self._cache.clear()
         self._wraps.clear()
+        self._last_wrap = None
         self._lines = []
         if self.is_mounted:
             self._lay_out()
@@ -299,8 +301,13 @@ class TextPanel(KeptLines, KeptRows):
     def _wrap(self, text: Text, width: int) -> list[Content]:
         # Wrapped line by line (what wrapping the whole text gives), each line's wrap kept while
         # it is shown: an update re-wraps only the lines that changed (the epochs panel gains a
-        # row, or changes its newest, on a text of forty).
+        # row, or changes its newest, on a text of forty). The same text at the same width is
+        # asked for again (the epochs panel measures what it sets, a layout its height): its
+        # lines as given before, unless it grew since.
         width = max(width, 1)
+        last = self._last_wrap
+        if last is not None and last[0] is text and last[1] == (width, len(text), len(text.spans)):
+            return last[2]
         wrapped: list[Content] = []
         kept: dict[tuple[object, ...], list[Content]] = {}
         for line in text.split("\n", allow_blank=True):
@@ -314,6 +321,7 @@ class TextPanel(KeptLines, KeptRows):
             kept[key] = found
             wrapped += found
         self._wraps = kept
+        self._last_wrap = (text, (width, len(text), len(text.spans)), wrapped)
         return wrapped
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:

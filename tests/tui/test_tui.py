@@ -520,8 +520,17 @@ async def test_text_panels_draw_their_lines_as_textual_draws_them(size, presente
                 textual = [c for line in panel.text.split("\n", allow_blank=True)
                            for c in Content.from_rich_text(line, app.console).wrap(width)]
                 assert [(c.plain, c.spans) for c in ours] == [(c.plain, c.spans) for c in textual]
-        # Where the panel aligns or pads its text, or the text is clickable, Textual's own way.
+        # The same text at the same width again: its lines as given before; grown since, wrapped again.
         status = app.screen.query_one("#status", TextPanel)
+        text = Text("first line\nsecond line")
+        lines = status._wrap(text, 40)
+        assert status._wrap(text, 40) is lines and [c.plain for c in lines] == ["first line", "second line"]
+        text.append("\nthird line")
+        assert [c.plain for c in status._wrap(text, 40)] == ["first line", "second line", "third line"]
+        text.stylize("bold", 0, 5)
+        assert status._wrap(text, 40)[0].spans and not lines[0].spans
+        assert [c.plain for c in status._wrap(text, 6)][:2] == ["first", "line"]
+        # Where the panel aligns or pads its text, or the text is clickable, Textual's own way.
         clickable = Content.from_markup("[@click=app.bell]ring[/] the bell")
         status.styles.text_align = "center"
         for line in (status._lines[0], clickable):
