@@ -150,7 +150,8 @@ class RowsByContent(StylesCache):
     """Textual's styles cache, which also keeps each styled content row by the strip the widget
     drew in it: a row between the borders and padding is styled from that strip alone (its left
     and right edges, padding, tint and opacity are the same on every such row), so a line that
-    moved to another row is handed back as it was styled, not styled again.
+    moved to another row is handed back as it was styled, not styled again. The top and bottom
+    rows (a border and its title: a third of a panel's styling) are kept until their title changes.
 
     What a styled row depends on besides its strip (the styles, by Textual's key of them, sizes,
     padding, colours, opacity, the ANSI theme) is compared once a render; any change forgets
@@ -161,6 +162,7 @@ class RowsByContent(StylesCache):
         super().__init__()
         self._rows: dict[int, tuple[Strip, Strip]] = {}   # id(drawn strip): (drawn strip, styled row)
         self._rows_for: tuple[object, ...] | None = None
+        self._edges: dict[int, tuple[tuple[Any, ...], Strip]] = {}   # top and bottom row: (title, subtitle), row
         self._content_rows = range(0)
 
     def render(self, styles: Any, size: Size, base_background: Any, background: Any, render_content_line: Any,
@@ -172,7 +174,7 @@ class RowsByContent(StylesCache):
         key = (styles._cache_key, size, content_size, padding, base_background, background, opacity, args,
                tuple(kwargs.items()))
         if key != self._rows_for:
-            self._rows_for, self._rows = key, {}
+            self._rows_for, self._rows, self._edges = key, {}, {}
             # The rows styled from their strip alone: below the top border and padding, above
             # the bottom ones, within the content, off an outline's top and bottom rows.
             top, bottom = styles.gutter.top, size.height - styles.gutter.bottom
@@ -187,8 +189,19 @@ class RowsByContent(StylesCache):
     def render_line(self, styles: Any, y: int, size: Size, content_size: Size, padding: Any, base_background: Any,
                     background: Any, render_content_line: Any, *args: Any) -> Strip:
         if y not in self._content_rows:
-            return super().render_line(styles, y, size, content_size, padding, base_background, background,
+            if y not in (0, size.height - 1):   # padding: Textual keeps its one blank row itself
+                return super().render_line(styles, y, size, content_size, padding, base_background, background,
+                                           render_content_line, *args)
+            # The top or bottom edge: its border and title, the same until the title changes (a
+            # new title is a new object; its colours and style are compared).
+            labels = args[:2]
+            kept_edge = self._edges.get(y)
+            if kept_edge is not None and all(_same_label(a, b) for a, b in zip(kept_edge[0], labels)):
+                return kept_edge[1]
+            edge = super().render_line(styles, y, size, content_size, padding, base_background, background,
                                        render_content_line, *args)
+            self._edges[y] = (labels, edge)
+            return edge
         drawn = render_content_line(y - styles.gutter.top)
         kept = self._rows.get(id(drawn))
         if kept is not None and kept[0] is drawn:
@@ -197,6 +210,14 @@ class RowsByContent(StylesCache):
                                   lambda _y: drawn, *args)
         self._rows[id(drawn)] = (drawn, row)
         return row
+
+
+def _same_label(a: Any, b: Any) -> bool:
+    """Whether two border labels (title, colour, background, style; or None) draw alike: the
+    same title object (Textual compares titles by their text alone), equal colours and style."""
+    if a is None or b is None:
+        return a is b
+    return bool(a[0] is b[0] and a[1:] == b[1:])
 
 
 class KeptRows(Widget):

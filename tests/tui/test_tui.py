@@ -616,6 +616,16 @@ async def test_lines_that_scroll_up_a_row_keep_their_styled_rows_and_are_drawn_a
         newest = next(y for y, row in enumerate(after) if "one more" in row.text)
         assert newest > 5 and after[newest] is not before[newest] and "line 99" in after[newest - 1].text
         assert all(after[y] is before[y + 1] for y in range(1, newest))   # below the top border
+        assert after[0] is before[0]   # the top border, title and all
+        # A new title reaches the top border; its text, or another title of the same text.
+        log.border_title = "another title"
+        await pilot.pause(0.1)
+        titled = log.render_lines(log.size.region)
+        assert "another title" in titled[0].text and drawn(titled) == textuals(log)
+        log.border_title = "[b]another[/] title"
+        await pilot.pause(0.1)
+        bold = log.render_lines(log.size.region)
+        assert drawn(bold[:1]) != drawn(titled[:1]) and drawn(bold) == textuals(log)
         # What else styles a row reaches it: new colours, a tint.
         log.styles.background = "darkred"
         await pilot.pause(0.1)
