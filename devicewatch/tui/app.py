@@ -82,7 +82,10 @@ class DashboardApp(App[int]):
         input thread that sleeps until a key comes (``driver.QuietLinuxDriver``)."""
         driver = super().get_driver_class()
         if driver.__module__ == "textual.drivers.linux_driver" and driver.__name__ == "LinuxDriver":
-            from .driver import QuietLinuxDriver   # imports termios: where Textual's Linux driver is used only
+            try:   # imports termios, and Textual's private parser: where its Linux driver is used, as it stands
+                from .driver import QuietLinuxDriver
+            except ImportError:   # a Textual whose parser lives elsewhere: its own driver
+                return driver
             return QuietLinuxDriver
         return driver
 

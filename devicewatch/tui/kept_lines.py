@@ -24,6 +24,7 @@ in them instead (``RowsByContent``).
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from rich.segment import Segment, Segments
@@ -220,10 +221,30 @@ def _same_label(a: Any, b: Any) -> bool:
     return bool(a[0] is b[0] and a[1:] == b[1:])
 
 
+# ``RowsByContent`` overrides two methods of Textual's private styles cache: it is used only where
+# their parameters are the ones it was written against (pyproject allows other Textuals than the
+# pinned one); elsewhere a widget keeps Textual's own cache.
+_RENDER = ("styles", "size", "base_background", "background", "render_content_line", "filters", "border_title",
+           "border_subtitle", "content_size", "padding", "crop", "opacity", "ansi_theme", "native_ansi")
+_RENDER_LINE = ("styles", "y", "size", "content_size", "padding", "base_background", "background",
+                "render_content_line", "border_title", "border_subtitle", "opacity", "ansi_theme", "native_ansi")
+
+
+def rows_by_content_fits(cache: type[StylesCache] = StylesCache) -> bool:
+    """Whether ``cache``'s ``render`` and ``render_line`` take what ``RowsByContent`` passes on."""
+    def names(method: Any) -> tuple[str, ...]:
+        return tuple(inspect.signature(method).parameters)[1:]
+    return names(cache.render) == _RENDER and names(cache.render_line) == _RENDER_LINE
+
+
+ROWS_BY_CONTENT = rows_by_content_fits()
+
+
 class KeptRows(Widget):
     """A widget whose styled rows are kept by the line drawn in them (``RowsByContent``): for a
     widget that hands back the same strip for a line it drew before, wherever it now is."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._styles_cache = RowsByContent()
+        if ROWS_BY_CONTENT:
+            self._styles_cache = RowsByContent()

@@ -114,3 +114,15 @@ def test_the_dashboard_uses_it_where_textual_would_use_its_linux_driver(monkeypa
     other = type("OtherDriver", (LinuxDriver,), {})
     monkeypatch.setattr(App, "get_driver_class", lambda self: other)
     assert DashboardApp.get_driver_class(object.__new__(DashboardApp)) is other
+
+
+def test_the_dashboard_keeps_textuals_driver_where_the_quiet_one_cannot_be_imported(monkeypatch):
+    import sys
+
+    from textual.app import App
+
+    from devicewatch.tui.app import DashboardApp
+
+    monkeypatch.setattr(App, "get_driver_class", lambda self: LinuxDriver)
+    monkeypatch.setitem(sys.modules, "devicewatch.tui.driver", None)   # its import fails
+    assert DashboardApp.get_driver_class(object.__new__(DashboardApp)) is LinuxDriver

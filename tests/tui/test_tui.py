@@ -648,6 +648,21 @@ async def test_lines_that_scroll_up_a_row_keep_their_styled_rows_and_are_drawn_a
         assert sum(second[y] is first[y + 1] for y in range(len(second) - 1)) >= epochs.size.height - 4
 
 
+def test_rows_are_kept_by_their_line_only_with_the_styles_cache_it_was_written_for(monkeypatch):
+    from textual._styles_cache import StylesCache
+
+    from devicewatch.tui import kept_lines
+    from devicewatch.tui.panels import TextPanel
+
+    assert kept_lines.rows_by_content_fits()
+    other = type("OtherCache", (StylesCache,), {"render_line": lambda self, styles, y, size, crop: None})
+    assert not kept_lines.rows_by_content_fits(other)
+    assert isinstance(TextPanel()._styles_cache, kept_lines.RowsByContent)
+    monkeypatch.setattr(kept_lines, "ROWS_BY_CONTENT", False)
+    cache = TextPanel()._styles_cache
+    assert type(cache) is StylesCache
+
+
 @pytest.mark.asyncio
 async def test_the_output_panel_goes_on_following_the_output_after_the_terminal_shrinks():
     async with replay_log() as (pilot, log):
