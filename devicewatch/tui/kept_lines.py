@@ -165,6 +165,7 @@ class RowsByContent(StylesCache):
         self._rows_for: tuple[object, ...] | None = None
         self._edges: dict[int, tuple[tuple[Any, ...], Strip]] = {}   # top and bottom row: (title, subtitle), row
         self._content_rows = range(0)
+        self._content_top = 0   # the first content row: the content's line 0
 
     def render(self, styles: Any, size: Size, base_background: Any, background: Any, render_content_line: Any,
                filters: Any, border_title: Any, border_subtitle: Any, content_size: Size | None = None,
@@ -179,6 +180,7 @@ class RowsByContent(StylesCache):
             # The rows styled from their strip alone: below the top border and padding, above
             # the bottom ones, within the content, off an outline's top and bottom rows.
             top, bottom = styles.gutter.top, size.height - styles.gutter.bottom
+            self._content_top = top
             (outline_top, _), _, (outline_bottom, _), _ = styles.outline
             self._content_rows = range(max(top, 1 if outline_top else 0),
                                        min(bottom, top + content_size.height, size.height - 1 if outline_bottom else size.height))
@@ -203,7 +205,7 @@ class RowsByContent(StylesCache):
                                        render_content_line, *args)
             self._edges[y] = (labels, edge)
             return edge
-        drawn = render_content_line(y - styles.gutter.top)
+        drawn = render_content_line(y - self._content_top)
         kept = self._rows.get(id(drawn))
         if kept is not None and kept[0] is drawn:
             return kept[1]
