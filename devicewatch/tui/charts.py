@@ -70,15 +70,17 @@ class ChartPart(Widget):
         if not changed:
             return
         self._build(part, [(y, a) for y, a, _ in changed], width)
-        # One region for each run of rows changed over the same columns (a chart's newest
-        # columns change in most of its rows): the screen marks each region it is given.
+        # A changed row is repainted across the part's width, one region for each run of changed
+        # rows. The terminal is written from the part's first column whatever the region (the
+        # compositor does not cut a line's start), but a region that ends inside the part makes
+        # it crop the new strip first, a pass over its Segments and a new strip, every frame.
         regions: list[Region] = []
-        for y, a, b in changed:
+        for y, _, _ in changed:
             last = regions[-1] if regions else None
-            if last is not None and last.x == a and last.right == b and last.bottom == y:
-                regions[-1] = Region(a, last.y, b - a, last.height + 1)
+            if last is not None and last.bottom == y:
+                regions[-1] = Region(0, last.y, width, last.height + 1)
             else:
-                regions.append(Region(a, y, b - a, 1))
+                regions.append(Region(0, y, width, 1))
         self.refresh(*regions)
 
     def _build(self, part: Grid, rows: list[tuple[int, int]], width: int) -> None:

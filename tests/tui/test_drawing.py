@@ -384,6 +384,7 @@ def test_the_light_start_of_a_strip_is_installed_only_over_the_start_it_knows(mo
 
 def test_a_chart_part_builds_a_repeated_row_once_and_shows_every_row_as_drawn():
     import numpy as np
+    from textual.geometry import Region
     from textual.strip import Strip
 
     from devicewatch.tui.charts import ChartPart
@@ -407,6 +408,18 @@ def test_a_chart_part_builds_a_repeated_row_once_and_shows_every_row_as_drawn():
     # The next draw, second core's levels changed in the newest columns: drawn row by row again.
     later = HeatInput(View(0.0, 30.0), 2, palette, t, np.column_stack([cpu[:, 0], np.where(t > 25, 95.0, cpu[:, 1])]))
     after = draw_heat(later, width, height, grid)
-    part.show(after, 0, width, after.changes(grid))
+    repainted: list[tuple] = []
+    part.refresh = lambda *regions, **_: repainted.append(regions)   # what the part asks the screen to repaint
+    changes = after.changes(grid)
+    part.show(after, 0, width, changes)
     assert shown(after)
     assert part._strips[4] is part._strips[5]
+    # Each run of changed rows is repainted across the part's whole width: the compositor writes
+    # a line from the part's first column anyway, and a region ending inside it makes the
+    # compositor crop the new strip first.
+    rows = [y for y, _, _ in changes]
+    assert rows and all(a > 0 for _, a, _ in changes)   # the change is not at the part's start
+    runs = [[rows[0]]]
+    for y in rows[1:]:
+        runs[-1].append(y) if y == runs[-1][-1] + 1 else runs.append([y])
+    assert repainted == [tuple(Region(0, run[0], width, len(run)) for run in runs)]
