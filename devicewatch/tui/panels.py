@@ -346,7 +346,11 @@ class TextPanel(KeptLines, KeptRows):
         if len(before) != len(lines):
             self.refresh(layout=self.styles.height is None or self.styles.height.is_auto)
             return
-        changed = [Region(0, y, width, 1) for y, (a, b) in enumerate(zip(before, lines)) if not a.is_same(b)]
+        # A changed line is repainted across the panel's outer width, padding and border included:
+        # the compositor writes a line from the panel's first column whatever the region, and a
+        # region inside the padding made it crop the line first.
+        left, outer = self.content_offset.x, self.outer_size.width
+        changed = [Region(-left, y, outer, 1) for y, (a, b) in enumerate(zip(before, lines)) if not a.is_same(b)]
         if changed:
             self.refresh(*changed)
 

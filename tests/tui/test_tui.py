@@ -313,6 +313,7 @@ async def test_the_output_panel_follows_the_end_keeps_its_newest_lines_and_stays
 @pytest.mark.asyncio
 async def test_a_text_panel_repaints_only_the_lines_that_changed_and_wraps_as_a_static():
     from textual.app import App
+    from textual.geometry import Region
     from textual.widgets import Static
 
     from devicewatch.tui.panels import TextPanel
@@ -320,7 +321,7 @@ async def test_a_text_panel_repaints_only_the_lines_that_changed_and_wraps_as_a_
     text = Text("first line\nsecond line that is long enough to be folded at the panel's edge\nthird")
 
     class Both(App):
-        CSS = "TextPanel, Static { width: 30; }"
+        CSS = "TextPanel, Static { width: 30; padding: 0 1; }"
 
         def compose(self):
             yield TextPanel(text, id="panel")
@@ -335,8 +336,14 @@ async def test_a_text_panel_repaints_only_the_lines_that_changed_and_wraps_as_a_
         assert lines == ["".join(s.text for s in static.render_line(y)) for y in range(5)]
         before = list(panel._strips)
         wrapped = list(panel._lines)
+        repainted: list[tuple] = []
+        refresh = panel.refresh
+        panel.refresh = lambda *regions, **kw: (repainted.append(regions), refresh(*regions, **kw))[1]
         panel.update(Text("first line\nsecond line that is long enough to be folded at the panel's edge\nTHIRD"))
         assert [a is b for a, b in zip(before, panel._strips)] == [True, True, True, True, False]
+        # the changed line's whole row, padding included (``-left``: the regions are the content's)
+        left, outer = panel.content_offset.x, panel.outer_size.width
+        assert left == 1 and repainted == [(Region(-1, 4, outer, 1),)]
         # only the changed line was wrapped again: the others' wrapped lines are the same objects
         assert [a is b for a, b in zip(wrapped, panel._lines)] == [True, True, True, True, False]
 
