@@ -13,7 +13,11 @@ from one tick to the next, so a live chart shows its grid in two parts side by s
 columns (``LIVE_PART`` of the plot, more than a step) in a narrow part of their own, the settled
 ones beside it. Between two steps of the window only the narrow part's lines are repainted.
 The parts keep their widths while the chart is live (resizing them is a layout pass of the
-whole screen), so until the window is full the new columns fall in the wide part.
+whole screen), so until the window is full the new columns fall among the settled ones: while
+they do, the settled columns are cut into ``FILLING_PARTS`` parts, since the compositor writes
+a changed line from the first column of its part (the wide part's lines were written whole at
+every frame, four times the bytes of a full window's frame). Once the newest columns fall in the
+narrow part, one settled part again (each part is a widget the compositor asks for its lines).
 """
 
 from __future__ import annotations
@@ -27,7 +31,6 @@ from textual.filter import ANSIToTruecolor, LineFilter
 from textual.geometry import Region
 from textual.reactive import reactive
 from textual.strip import Strip
-from textual.widget import Widget
 
 from .chart_cells import draw_area, draw_heat, draw_lanes, draw_lines
 from .kept_lines import KeptLines
@@ -39,9 +42,13 @@ InputT = TypeVar("InputT", bound=ChartInput)
 # The share of a live chart's plot in its narrow part: a live window moves in steps of 1/20 of
 # its width, so between steps the new columns (and the one they may fill in) fall inside it.
 LIVE_PART = 1 / 16
+# The parts the settled columns are cut into while a live window fills (its new columns fall
+# among them): a changed line is written from its part's first column to the end of the change.
+FILLING_PARTS = 4
 
-class ChartPart(Widget):
-    """Columns of a chart's grid, as strips built once per changed row."""
+class ChartPart(KeptLines):
+    """Columns of a chart's grid, as strips built once per changed row; their lines kept for
+    the compositor while unchanged (a refresh, a style update or another crop forgets them)."""
 
     DEFAULT_CSS = "ChartPart { height: 1fr; width: 1fr; }"
 
@@ -106,13 +113,15 @@ class ChartPart(Widget):
             return fit(self._strips[y], 0, width)
         return Strip.blank(width)
 
-    def render_lines(self, crop: Region) -> list[Strip]:
-        # The compositor asks every widget under a frame's changed area for all its lines, and
-        # Textual's styles cache makes a new strip of each changed one (for borders, padding,
-        # tint and opacity, which a chart part has none of): its drawn strips are handed over
-        # as they are, so an unchanged line is the same strip from frame to frame.
+    def _render_unkept(self, crop: Region) -> list[Strip]:
+        # The compositor asks every widget under a frame's changed area for all its lines (and
+        # every part of a chart whose frame meets it: ``KeptLines`` hands back the last ones
+        # while the part is unchanged), and Textual's styles cache makes a new strip of each
+        # changed one (for borders, padding, tint and opacity, which a chart part has none of):
+        # its drawn strips are handed over as they are, so an unchanged line is the same strip
+        # from frame to frame.
         if not self._plain():
-            return super().render_lines(crop)
+            return super()._render_unkept(crop)
         width = self.size.width   # a walk up to the screen each time it is asked
         strips = [self._line(y, width) for y in crop.line_range]
         filters = self.get_line_filters()
@@ -154,6 +163,7 @@ class Chart(KeptLines, Generic[InputT]):
     DEFAULT_CSS = """
     Chart { height: 1fr; layout: horizontal; }
     Chart > ChartPart.-live { width: 0; }
+    Chart > ChartPart.-filling { display: none; }
     """
     draw: ClassVar[Callable[..., Grid]]
     # Whether ``draw`` takes the previous grid and draws only the columns that changed.
@@ -166,7 +176,12 @@ class Chart(KeptLines, Generic[InputT]):
         self._grid: Grid | None = None
         self._drawn_size: tuple[int, int] | None = None
         self.rebuilds = 0   # grids drawn: a test's sign that the chart has drawn
-        self._parts = (ChartPart(), ChartPart(classes="-live"))   # settled and live columns
+        # The settled columns' parts (all but the first shown only while a live window fills),
+        # then the live part.
+        self._settled = (ChartPart(), *(ChartPart(classes="-filling") for _ in range(FILLING_PARTS - 1)))
+        self._live = ChartPart(classes="-live")
+        self._parts = (*self._settled, self._live)
+        self._edges: list[int] = []   # the settled parts' columns last laid out
 
     def compose(self) -> ComposeResult:
         yield from self._parts
@@ -184,6 +199,15 @@ class Chart(KeptLines, Generic[InputT]):
             return width
         return width - min(math.ceil((width - AXIS) * LIVE_PART) + 1, width - AXIS)
 
+    @staticmethod
+    def _settled_parts(data: ChartInput, width: int, split: int) -> int:
+        """How many parts the settled columns ``[0, split)`` are cut into: ``FILLING_PARTS`` while
+        the newest step of a live window begins among them (the window still fills), else one."""
+        view = data.view
+        if view.live_from is None or AXIS + view.column(view.live_from, width - AXIS) >= split:
+            return 1
+        return FILLING_PARTS
+
     def _draw(self) -> None:
         width, height = self.size
         data = self.data
@@ -199,12 +223,32 @@ class Chart(KeptLines, Generic[InputT]):
         changes = grid.changes(self._grid) if same_size else None
         self._grid, self._drawn_size = grid, (width, height)
         self.rebuilds += 1
-        settled, live = self._parts
         split = self._split(data, width)
-        if live.styles.width is None or live.styles.width.value != width - split:
-            live.styles.width = width - split  # a layout pass: only when the chart goes live or not
-        settled.show(grid, 0, split, changes)
-        live.show(grid, split, width, changes)
+        count = self._settled_parts(data, width, split)
+        edges = [split * k // count for k in range(count + 1)]
+        shown = self._shown_parts(edges, width) if edges != self._edges else []
+        for k, part in enumerate(self._settled[:count]):
+            part.show(grid, edges[k], edges[k + 1], None if part in shown else changes)
+        self._live.show(grid, split, width, changes)
+
+    def _shown_parts(self, edges: list[int], width: int) -> list[ChartPart]:
+        """Show the settled parts between ``edges`` (the rest hidden) and the live part after
+        them: a layout pass, only when the chart goes live or not, its window starts or stops
+        filling, or its size changes. The parts shown that were hidden (their rows are of the
+        last time they were shown)."""
+        self._edges = edges
+        count = len(edges) - 1
+        shown = []
+        for k, part in enumerate(self._settled):
+            if k and part.has_class("-filling") == (k < count):
+                part.set_class(k >= count, "-filling")
+                if k < count:
+                    shown.append(part)
+            if k < count:
+                # One settled part takes what the live part leaves (the CSS's 1fr); several, their columns.
+                part.styles.width = edges[k + 1] - edges[k] if count > 1 else None
+        self._live.styles.width = width - edges[-1]
+        return shown
 
     def text(self) -> list[str]:
         """The rows drawn last, as text (what a test reads)."""

@@ -63,9 +63,13 @@ class KeptLines(Widget):
         kept = self._kept
         if key is not None and kept is not None and kept[0] == key:
             return kept[1]
-        strips = super().render_lines(crop)
+        strips = self._render_unkept(crop)
         self._kept = None if key is None else (key, strips)
         return strips
+
+    def _render_unkept(self, crop: Region) -> list[Strip]:
+        """The lines when none are kept: Textual's (a widget that draws its own overrides this)."""
+        return super().render_lines(crop)
 
 
 class KeptHorizontal(Horizontal, KeptLines):

@@ -681,3 +681,71 @@ async def test_the_output_panel_goes_on_following_the_output_after_the_terminal_
         log.write_lines([f"later {i}" for i in range(5)])
         await pilot.pause(0.1)
         assert log.is_vertical_scroll_end and log.lines[-1] == "later 4"
+
+
+@pytest.mark.asyncio
+async def test_a_live_chart_cuts_its_settled_columns_while_its_window_fills_and_joins_them_when_full():
+    """While a live window fills, its new columns fall among the settled ones: those are cut into
+    parts, and a new column repaints only the part it falls in; once the newest step falls in the
+    narrow live part, one settled part again. Every part shown holds its columns of the grid."""
+    import numpy as np
+    from textual.app import App
+
+    from devicewatch.render.palette import NORMAL
+    from devicewatch.tui.charts import FILLING_PARTS, AreaChart
+    from devicewatch.tui.drawing import AreaInput, View
+
+    class One(App):
+        CSS = "AreaChart { width: 100; height: 8; }"
+
+        def compose(self):
+            yield AreaChart(id="chart")
+
+    def shown_parts(chart):
+        return [p for p in chart._settled if p.display]
+
+    def holds_the_grid(chart):
+        texts = chart.text()
+        parts = [*shown_parts(chart), chart._live]
+        assert [p.x0 for p in parts] == [0, *(p.x1 for p in parts[:-1])] and parts[-1].x1 == 100   # side by side
+        for part in parts:
+            assert [strip.text for strip in part._strips] == [row[part.x0:part.x1] for row in texts]
+            assert part.size.width == part.x1 - part.x0
+
+    t = np.arange(0, 200, 0.1)
+    values = 50 + 40 * np.sin(t)
+
+    def data(version, view, upto):
+        return AreaInput(view, version, NORMAL, t[t <= upto], values[t <= upto], 100.0, "%")
+
+    app = One()
+    async with app.run_test(size=(120, 10)) as pilot:
+        chart = app.query_one(AreaChart)
+        chart.data = data(1, View(0.0, 60.0, 18.0), 19.0)   # 19 s of a 60 s window: filling
+        await pilot.pause(0.1)
+        assert len(shown_parts(chart)) == FILLING_PARTS > 1
+        holds_the_grid(chart)
+        repainted = {}
+        for part in chart._parts:
+            part.refresh = lambda *regions, _part=part, **kw: repainted.setdefault(_part, regions)
+        chart.data = data(2, View(0.0, 60.0, 18.0), 19.6)   # new columns at about a third
+        newest = [p for p in shown_parts(chart) if p.x0 <= 7 + 93 * 19.6 // 60 < p.x1]
+        assert list(repainted) == newest and len(newest) == 1   # only the part they fall in
+        for part in chart._parts:
+            del part.refresh
+        # The compositor asks every part of the chart for its lines: the unchanged ones hand back
+        # the lines they gave last, the one that changed its new lines.
+        await pilot.pause(0.1)
+        given = {part: part.render_lines(part.size.region) for part in shown_parts(chart)}
+        chart.data = data(5, View(0.0, 60.0, 18.0), 20.2)
+        changed = [part for part, lines in given.items() if part.render_lines(part.size.region) is not lines]
+        assert changed == newest
+        assert [s.text for s in changed[0].render_lines(changed[0].size.region)] == [s.text for s in changed[0]._strips]
+        chart.data = data(3, View(10.0, 70.0, 66.0), 67.0)   # full: the newest step in the live part
+        await pilot.pause(0.1)
+        assert shown_parts(chart) == [chart._settled[0]] and not chart._settled[0].styles.inline.has_rule("width")
+        holds_the_grid(chart)
+        chart.data = data(4, View(0.0, 120.0, 66.0), 67.0)   # zoomed out: filling again, parts shown anew
+        await pilot.pause(0.1)
+        assert len(shown_parts(chart)) == FILLING_PARTS
+        holds_the_grid(chart)
