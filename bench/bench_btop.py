@@ -40,7 +40,7 @@ import psutil
 from bench.bench_dashboard import COLUMNS, ROWS, PtyDashboard, finished, newest_run, stop_and_quit, wait_for
 from devicewatch.runformat import runfile
 
-WORKLOADS = {"pipeline": ["pipeline", "--epochs", "30"], "demo": ["demo", "--epochs", "200"]}
+WORKLOADS = {"pipeline": ["pipeline", "--epochs", "60"], "demo": ["demo", "--epochs", "200"]}
 BTOP_UPDATE_MS = 100
 
 
