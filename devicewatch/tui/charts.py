@@ -16,7 +16,7 @@ The parts keep their widths while the chart is live (resizing them is a layout p
 whole screen), so until the window is full the new columns fall among the settled ones: while
 they do, the settled columns are cut into ``FILLING_PARTS`` parts, since the compositor writes
 a changed line from the first column of its part (the wide part's lines were written whole at
-every frame, four times the bytes of a full window's frame). Once the newest columns fall in the
+every frame: 2.6 times the bytes of a full window's frames). Once the newest columns fall in the
 narrow part, one settled part again (each part is a widget the compositor asks for its lines).
 """
 
