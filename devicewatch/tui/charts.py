@@ -226,29 +226,27 @@ class Chart(KeptLines, Generic[InputT]):
         split = self._split(data, width)
         count = self._settled_parts(data, width, split)
         edges = [split * k // count for k in range(count + 1)]
-        shown = self._shown_parts(edges, width) if edges != self._edges else []
+        settled_changes = changes
+        if edges != self._edges:
+            self._lay_out_parts(edges, width)
+            settled_changes = None   # a part shown again holds the rows of the last time it was shown
         for k, part in enumerate(self._settled[:count]):
-            part.show(grid, edges[k], edges[k + 1], None if part in shown else changes)
+            part.show(grid, edges[k], edges[k + 1], settled_changes)
         self._live.show(grid, split, width, changes)
 
-    def _shown_parts(self, edges: list[int], width: int) -> list[ChartPart]:
+    def _lay_out_parts(self, edges: list[int], width: int) -> None:
         """Show the settled parts between ``edges`` (the rest hidden) and the live part after
         them: a layout pass, only when the chart goes live or not, its window starts or stops
-        filling, or its size changes. The parts shown that were hidden (their rows are of the
-        last time they were shown)."""
+        filling, or its size changes."""
         self._edges = edges
         count = len(edges) - 1
-        shown = []
         for k, part in enumerate(self._settled):
-            if k and part.has_class("-filling") == (k < count):
+            if k:
                 part.set_class(k >= count, "-filling")
-                if k < count:
-                    shown.append(part)
             if k < count:
                 # One settled part takes what the live part leaves (the CSS's 1fr); several, their columns.
                 part.styles.width = edges[k + 1] - edges[k] if count > 1 else None
         self._live.styles.width = width - edges[-1]
-        return shown
 
     def text(self) -> list[str]:
         """The rows drawn last, as text (what a test reads)."""

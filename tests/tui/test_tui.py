@@ -693,7 +693,7 @@ async def test_a_live_chart_cuts_its_settled_columns_while_its_window_fills_and_
 
     from devicewatch.render.palette import NORMAL
     from devicewatch.tui.charts import FILLING_PARTS, AreaChart
-    from devicewatch.tui.drawing import AreaInput, View
+    from devicewatch.tui.drawing import AXIS, AreaInput, View
 
     class One(App):
         CSS = "AreaChart { width: 100; height: 8; }"
@@ -729,7 +729,8 @@ async def test_a_live_chart_cuts_its_settled_columns_while_its_window_fills_and_
         for part in chart._parts:
             part.refresh = lambda *regions, _part=part, **kw: repainted.setdefault(_part, regions)
         chart.data = data(2, View(0.0, 60.0, 18.0), 19.6)   # new columns at about a third
-        newest = [p for p in shown_parts(chart) if p.x0 <= 7 + 93 * 19.6 // 60 < p.x1]
+        column = AXIS + int((100 - AXIS) * 19.6 / 60)   # the newest sample's, in the chart's 100 columns
+        newest = [p for p in shown_parts(chart) if p.x0 <= column < p.x1]
         assert list(repainted) == newest and len(newest) == 1   # only the part they fall in
         for part in chart._parts:
             del part.refresh
