@@ -48,6 +48,10 @@ def _phase_colours(palette: Palette) -> list[str]:
 
 _STYLES: list[Style | None] = [None]   # 0: no style of its own
 _STYLE_IDS: dict[Style, int] = {}
+# Segments by (text, style number): a shaded row is mostly one-cell runs of a few looks, the
+# same few hundred segments drawn again at every window step (a lookup costs a third of making one).
+_SEGMENTS: dict[tuple[str, int], Segment] = {}
+SEGMENTS_KEPT = 8192
 _TERMINAL_STYLES: set[int] = set()   # styles with a colour of the terminal's palette, or dim
 
 
@@ -126,14 +130,23 @@ class Grid:
         return self.rows_at([(y, before, x0)])[0]
 
     def rows_at(self, wanted: Sequence[tuple[int, Row | None, int]]) -> list[Row]:
-        """``row(y, before, x0)`` for each of ``wanted``: the cells of all those rows read out
-        of the arrays at once, each row's runs found by walking its cells (a chart's changed
-        rows are a few columns each: a dozen array calls per row cost more than the walk)."""
+        """``row(y, before, x0)`` for each of ``wanted``, all read out of the arrays at once: each
+        row's characters as one string and where its runs of one style begin, so the walk goes
+        from run to run, not cell to cell; each run's segment is the one made before for the
+        same text and style (``_SEGMENTS``). A window step's whole rows cost half what they did."""
         if not wanted:
             return []
         ys = [y for y, _, _ in wanted]
+        styles = self.styles[ys]
+        width = styles.shape[1]
+        # Each row as one string (a cell holding no character reads as NUL within it).
+        texts = np.ascontiguousarray(self.chars[ys]).view(f"<U{max(width, 1)}").ravel().tolist()
+        row_of, edge = np.nonzero(styles[:, 1:] != styles[:, :-1])
+        edges = (edge + 1).tolist()   # where a run begins after a row's first cell, row after row
+        bounds = np.searchsorted(row_of, np.arange(len(ys) + 1)).tolist()
+        style_rows = styles.tolist()
         out = []
-        for (_, before, x0), chars, styles in zip(wanted, self.chars[ys].tolist(), self.styles[ys].tolist()):
+        for i, (_, before, x0) in enumerate(wanted):
             if before is None or x0 <= 0 or not before.starts:
                 starts: list[int] = []
                 segments: list[Segment] = []
@@ -141,15 +154,21 @@ class Grid:
             else:
                 keep = max(bisect_right(before.starts, x0 - 1) - 1, 0)
                 starts, segments, start = before.starts[:keep], before.segments[:keep], before.starts[keep]
-            if start < len(styles):
-                run, current = start, styles[start]
-                for x in range(start + 1, len(styles)):
-                    if styles[x] != current:
-                        starts.append(run)
-                        segments.append(Segment("".join(chars[run:x]), _STYLES[current]))
-                        run, current = x, styles[x]
-                starts.append(run)
-                segments.append(Segment("".join(chars[run:]), _STYLES[current]))
+            if start < width:
+                text, cells = texts[i], style_rows[i]
+                row_edges = edges[bounds[i]:bounds[i + 1]]
+                later = row_edges[bisect_right(row_edges, start):]
+                runs = [start, *later]
+                holes = "\0" in text
+                for a, b in zip(runs, [*later, width]):
+                    starts.append(a)
+                    key = (text[a:b].replace("\0", "") if holes else text[a:b], cells[a])
+                    segment = _SEGMENTS.get(key)
+                    if segment is None:
+                        if len(_SEGMENTS) >= SEGMENTS_KEPT:
+                            _SEGMENTS.clear()
+                        segment = _SEGMENTS[key] = Segment(key[0], _STYLES[key[1]])
+                    segments.append(segment)
             out.append(Row(starts, segments))
         return out
 

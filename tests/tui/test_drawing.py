@@ -171,7 +171,7 @@ def _runs_by_the_arrays(grid: Grid, y: int) -> Row:
                         for a, b in zip(starts, [*starts[1:], grid.width])])
 
 
-def test_rows_walked_cell_by_cell_equal_the_runs_found_by_the_arrays():
+def test_rows_built_run_by_run_equal_the_runs_found_by_the_arrays():
     rng = np.random.default_rng(7)
     looks = [style_id(Style(color=c)) for c in ("red", "blue", "green")]
     for _ in range(50):
@@ -187,6 +187,9 @@ def test_rows_walked_cell_by_cell_equal_the_runs_found_by_the_arrays():
         if width:   # from a changed column on, the runs left of it kept
             x0 = int(rng.integers(0, width))
             assert grid.rows_at([(y, whole[y], x0) for y in range(rows)]) == whole
+        # A run of the same text and look is the same segment, whichever row or grid drew it.
+        again = Grid(grid.chars.copy(), grid.styles.copy()).rows_at([(y, None, 0) for y in range(rows)])
+        assert all(a is b for row, other in zip(whole, again) for a, b in zip(row.segments, other.segments))
 
 
 def test_inputs_are_equal_when_they_draw_the_same():
