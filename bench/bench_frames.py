@@ -95,6 +95,7 @@ def measure(run: Path, start: float, seconds: float, size: tuple[int, int], prof
     from textual.screen import Screen
 
     from devicewatch.live import source as source_module
+    from devicewatch.runformat.runfile import Follower
     from devicewatch.tui import run_screen
     from devicewatch.tui.app import DashboardApp, DashboardSettings
 
@@ -105,8 +106,13 @@ def measure(run: Path, start: float, seconds: float, size: tuple[int, int], prof
 
     class Followed(source_module.ReplaySource):
         """The growing file as the dashboard follows a live recording (but without a recorder
-        process: the bench writes the file)."""
+        process: the bench writes the file), keeping as few rows as ``LiveSource`` does."""
         live = True
+
+        def __init__(self, path: Any):
+            source_module.Source.__init__(self, path)
+            self.follower = Follower(path, keep=source_module.LIVE_KEEP)
+            self.follower.poll(final=False, collect=False)
 
         @property
         def running(self) -> bool:

@@ -284,7 +284,9 @@ class RunModel:
         self.samples_version = next(_versions)
         rows = slice(first, len(c))
         t = c.t[rows]
-        percent = c.core_percent()
+        # The per-core readings as stored bytes: for the width of a first block, or to fold a
+        # large one (a poll's few rows are taken as floats).
+        percent = c.core_percent() if self.cpu is None or len(t) > self.LIMIT else None
         if self.cpu is None:
             self.cores = (percent if percent is not None else c.cpu).shape[1] or self.cores
             self.cpu = Column(max(self.cores, 1))

@@ -183,6 +183,8 @@ def decode_records(records: list[dict[str, Any]], fields: dict[str, list[str]], 
 def _per_core_spans(spans: Any, k: int, width: int, dtype: str, required: bool) -> np.ndarray | None:
     """A per-core key's spans (None where a line has no such key) as samples × cores, or None
     where the lines that have it do not all have one length."""
+    if not required and all(s is None for s in spans):   # a reading taken now and then (clocks)
+        return np.full((k, width), np.nan, dtype)
     counts = _counts(spans)
     present = np.array([s is not None for s in spans], dtype=bool)
     if required and not present.all():
@@ -234,26 +236,35 @@ def decode_lines(lines: list[bytes], fields: dict[str, list[str]], widths: dict[
         gpu_s = spans["gpu"]
         present = np.array([s is not None for s in gpu_s], dtype=bool)
         width = len(fields["gpu"])
-        rows = np.array([s.count(b"[") if s else 0 for s in gpu_s], dtype=np.int64)
-        per_gpu = _counts(gpu_s)   # values per line: the commas inside rows and between them, plus one
-        lengths = np.where(rows > 0, per_gpu // np.maximum(rows, 1), 0)
-        if present.any() and len(set(rows[present])) == 1 and (per_gpu[present] == rows[present] * lengths[present]).all() \
-                and (lengths[present] <= width).all():
-            # Every line's rows have one length (the writer trims only the nulls common to all
-            # rows): the lines of each length are parsed as one flat array.
-            used = int(rows[present][0])
-            gpu = np.full((k, max(gpus, used), width), np.nan)
-            for length in set(lengths[present].tolist()):
-                chosen = np.flatnonzero(present & (lengths == length))
-                flat_values = _numbers(gpu_s[i].replace(b"[", b"").replace(b"]", b"") for i in chosen)
-                gpu[chosen, :used, :length] = flat_values.reshape(len(chosen), used, length)
-        else:  # rows of different lengths in one line (an older writer trimmed each row)
-            ragged = _ragged_gpu_rows(gpu_s, k, gpus, width)
-            if ragged is None:
-                return None
-            gpu = ragged
+        # What none of the lines holds (no GPU poll, no buffered or per-process readings: every
+        # line of a machine without GPUs) is made empty at once, not parsed from nothing: a live
+        # dashboard decodes five lines at each poll, where each array call counts.
+        if not present.any():
+            gpu = np.full((k, gpus, width), np.nan)
+        else:
+            rows = np.array([s.count(b"[") if s else 0 for s in gpu_s], dtype=np.int64)
+            per_gpu = _counts(gpu_s)   # values per line: the commas inside rows and between them, plus one
+            lengths = np.where(rows > 0, per_gpu // np.maximum(rows, 1), 0)
+            if len(set(rows[present])) == 1 and (per_gpu[present] == rows[present] * lengths[present]).all() \
+                    and (lengths[present] <= width).all():
+                # Every line's rows have one length (the writer trims only the nulls common to all
+                # rows): the lines of each length are parsed as one flat array.
+                used = int(rows[present][0])
+                gpu = np.full((k, max(gpus, used), width), np.nan)
+                for length in set(lengths[present].tolist()):
+                    chosen = np.flatnonzero(present & (lengths == length))
+                    flat_values = _numbers(gpu_s[i].replace(b"[", b"").replace(b"]", b"") for i in chosen)
+                    gpu[chosen, :used, :length] = flat_values.reshape(len(chosen), used, length)
+            else:  # rows of different lengths in one line (an older writer trimmed each row)
+                ragged = _ragged_gpu_rows(gpu_s, k, gpus, width)
+                if ragged is None:
+                    return None
+                gpu = ragged
         flats = []
         for key, width in (("gpu_util", 3), ("gpu_procs", len(fields["gpu_proc"]) + 1)):
+            if not any(spans[key]):
+                flats.append((np.zeros((0, width)), np.zeros(0, np.int64)))
+                continue
             counts = _counts(spans[key])
             if (counts % width).any():
                 return None

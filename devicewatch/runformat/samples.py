@@ -214,9 +214,10 @@ class Samples:
         block.update(_by_field("gpu", self.fields["gpu"], gpu.astype(BY_NAME["gpu"].dtype)))
         # Buffered driver samples: flat (gpu, time, value) triples per sample, in file order.
         values, owner = chunk.util
-        gpu_index = values[:, 0]
-        ok = (gpu_index >= 0) & (gpu_index < self.gpus) & (gpu_index == np.floor(gpu_index))
-        values, owner = values[ok], owner[ok]
+        if len(values):   # (none on a machine without GPUs: nothing to check)
+            gpu_index = values[:, 0]
+            ok = (gpu_index >= 0) & (gpu_index < self.gpus) & (gpu_index == np.floor(gpu_index))
+            values, owner = values[ok], owner[ok]
         block["util_gpu"] = values[:, 0].astype(np.int16)
         block["util_t"] = np.round(t[owner] + values[:, 1] / 1000.0, 4) if chunk.util_offsets else values[:, 1]
         block["util_value"] = values[:, 2]
@@ -226,8 +227,9 @@ class Samples:
         block["util_buffered"] = buffered
         # Per-process GPU use: flat (gpu, pid, mem, util) per sample.
         values, owner = chunk.procs
-        ok = (values[:, 0] >= 0) & (values[:, 0] < max(self.gpus, 1) + 1024)
-        values, owner = values[ok], owner[ok]
+        if len(values):
+            ok = (values[:, 0] >= 0) & (values[:, 0] < max(self.gpus, 1) + 1024)
+            values, owner = values[ok], owner[ok]
         block["procs_t"] = t[owner]
         block["procs_gpu"] = values[:, 0].astype(np.int16)
         block.update(_by_field("procs", self.fields["gpu_proc"],
@@ -251,7 +253,10 @@ class Samples:
             depth = 1 + len(shape)   # a block as wide as the others needs no padding (nearly always)
             parts = [part if part.shape[1:depth] == shape else _widen(part, column, sizes)
                      for part in (b.pop(key) for b in blocks)]
-            joined[key] = np.concatenate(parts)
+            # Parts without rows add nothing (a poll's buffered GPU samples on a machine without
+            # GPUs): the one part with rows is the column as it is, not a copy.
+            parts = [part for part in parts if len(part)] or parts[:1]
+            joined[key] = parts[0] if len(parts) == 1 else np.concatenate(parts)
             del parts  # each column's blocks go as soon as it is joined: the peak is one copy of one column
         self._percent = None
         self._later.pop(PERCENT, None)

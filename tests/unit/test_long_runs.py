@@ -221,6 +221,41 @@ def test_sample_lines_decoded_by_chunk_equal_record_by_record(tmp_path):
     assert not np.isnan(fast.samples.procs("mem_util")).all()
 
 
+def test_a_machine_without_gpus_decodes_by_chunk_as_record_by_record(tmp_path):
+    """Lines as the recorder writes them on a machine without GPUs (no GPU poll, buffered or
+    per-process readings; core clocks once a second), followed five lines a poll as a live
+    dashboard reads them: the kept rows equal the newest rows decoded one by one."""
+    from bench.make_recording import probe_fields
+
+    path = tmp_path / "cpu.jsonl"
+    writer = RunWriter(path, {"interval": 0.1, "host": {"cpu_count": 3}}, probe_fields())
+    grown = tmp_path / "grown.jsonl"
+    follower = None
+    for i in range(1, 701):
+        sample = {"type": "sample", "t": i / 10, "cpu": [i % 100, 50.0, 0.0], "freq_mhz": 2400.0,
+                  "mem": {"used": 2**30 + i * 2**20, "total": 2**33, "swap_used": 0, "swap_total": 0},
+                  "proc": {"cpu": 99.5, "rss": 2**28 + i * 2**20, "threads": 3, "count": 1}, "recorder_cpu": 0.4}
+        if i % 10 == 0:
+            sample["cpu_mhz"] = [2400.0 + i % 7, 2401.0, 2402.0]
+        writer.write(sample)
+        if i % 5 == 0:
+            grown.write_bytes(path.read_bytes())   # what the recorder has written by now
+            follower = follower or Follower(grown, keep=100)
+            follower.poll(samples=False)
+    writer.close()
+    sample_lines = [line for line in path.read_bytes().split(b"\n") if line.startswith(b'{"type":"sample"')]
+    assert not any(b'"gpu' in line for line in sample_lines) and sum(b'"cpu_mhz"' in line for line in sample_lines) == 70
+    whole = load(path).samples
+    kept = follower.run.samples
+    assert kept.total == len(whole) == 700 and 100 <= len(kept) <= 200
+    expected = whole.columns()
+    for key, column in kept.columns().items():
+        rows = expected[key][len(whole) - len(kept):] if len(expected[key]) == len(whole) else expected[key]
+        assert column.shape == rows.shape and column.dtype == rows.dtype, key
+        assert np.array_equal(column, rows, equal_nan=column.dtype.kind == "f"), key
+    assert not np.isnan(kept.cpu_mhz).all() and np.isnan(kept.cpu_mhz).any()
+
+
 def test_per_core_bytes_fold_as_their_floats_do():
     """Folding per-core percents as bytes gives the rows folding their floats gives: a missing
     reading left out of its bucket, a bucket of missing ones missing, the rows past the last
