@@ -1,4 +1,5 @@
-"""The event channel: a FIFO the workload's processes write their events to, read on a thread.
+"""The event channel: a FIFO the workload's processes write their events to, read by the
+recorder's sampling loop between samples.
 
 A FIFO rather than an inherited descriptor, so that processes the workload starts itself
 (torchrun ranks, pool workers) can report too: they find it by the path in
@@ -6,6 +7,12 @@ A FIFO rather than an inherited descriptor, so that processes the workload start
 results and kinds devicewatch does not know pass a ``RateBound``; over it they are counted and
 dropped, a run of lines that are all markers or results in bulk without being parsed. Phases,
 epochs, run info, instrumentation news and oversize notes are never dropped.
+
+Read between samples (``read_ready``), not on a thread of its own: each event is stamped by its
+sender, so reading it up to a sampling interval later changes none of its times, and a thread
+woken for every few events cost the recorder a fifth of its CPU (seven wakes a second of a
+training loop's phases and epochs, each with cold caches). The FIFO holds a megabyte between
+two reads; a sender that fills it waits for the next.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ import orjson
 
 from .. import events
 from ..runformat import records
-from .bound import QUIET, RateBound
+from .bound import RateBound
 
 MAX_EVENT_LINE = 1024 * 1024     # an event line longer than this is dropped unread
 NOTED_GARBAGE = 5                # garbage lines noted one by one; the rest counted
@@ -34,9 +41,9 @@ EVENT_BURST = 5000
 NEVER_DROPPED = (events.RUN_INFO, events.PHASE_BEGIN, events.PHASE_END, events.EPOCH, events.OVERSIZE,
                  events.INSTRUMENT)
 BOUNDED = (events.MARKER, events.RESULT)   # counted by kind when dropped; any other kind as "other"
-EVENT_NAP = 0.01                 # seconds between reads while over the bound: each read then takes
-                                 # what piled up, not one line per wake-up
 FIFO_SIZE = 1 << 20              # bytes the FIFO holds (asked of Linux; its default is 64 KiB)
+READ_BUDGET = 16 * FIFO_SIZE     # bytes one ``read_ready`` takes at most: a flood that keeps the
+                                 # FIFO full cannot hold the sampling loop
 # How a line of a bounded kind starts, as devicewatch.events writes it (and with a space after
 # the colon, as json.dumps writes by default): lines over the bound are recognised by this and
 # counted without being parsed.
@@ -73,7 +80,10 @@ class EventChannel:
         self.folder = ""
         self.path = ""
         self._read_fd = self._keep_fd = -1
-        self._thread: threading.Thread | None = None
+        self._pending = b""      # the start of a line not yet ended
+        self._dropping = False   # within a line over MAX_EVENT_LINE: dropped up to its end
+        self._ended = False      # every writer has closed: nothing more will come
+        self._lock = threading.Lock()   # one reader at a time, and lines taken in the order read
 
     # -- the FIFO's life ------------------------------------------------------------------
 
@@ -83,7 +93,7 @@ class EventChannel:
         self.path = os.path.join(self.folder, "events")
         os.mkfifo(self.path, 0o600)
         self._read_fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        try:  # room for a flood to pile up while the reader naps (EVENT_NAP)
+        try:  # room for events to pile up between two reads
             import fcntl
 
             fcntl.fcntl(self._read_fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), FIFO_SIZE)
@@ -93,25 +103,34 @@ class EventChannel:
         self._keep_fd = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         return self.path
 
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._read, args=(self._read_fd,), name="events", daemon=True)
-        self._thread.start()
-
     def finish(self, timeout: float = 5.0) -> None:
-        """The workload has ended: read what is left until every writer has gone, then say what
-        was dropped or unreadable in all."""
+        """The workload has ended: read what is left until every writer has gone (processes it
+        left behind may still write, for ``timeout`` seconds at most), then say what was dropped
+        or unreadable in all."""
         self._close(self._keep_fd)
         self._keep_fd = -1  # now the FIFO reports end-of-file once every writer has closed
-        if self._thread is not None:
-            self._thread.join(timeout)
+        deadline = time.monotonic() + timeout
+        while self._read_fd >= 0 and not self._ended:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            ready, _, _ = select.select([self._read_fd], [], [], left)
+            if ready:
+                self.read_ready()
+        with self._lock:
+            if self._pending and not self._dropping:
+                self.take(self._pending + b"\n")
+            self._pending = b""
+            self.note_drops(final=True)
         if self.garbage > NOTED_GARBAGE:
             self._write(records.notice(self._t(), f"{self.garbage} unreadable lines on the event channel in all"))
 
     def close(self) -> None:
         """Close both ends and remove the folder (also after a failed start)."""
-        for fd in (self._read_fd, self._keep_fd):
-            self._close(fd)
-        self._read_fd = self._keep_fd = -1
+        with self._lock:   # not under a read an output pump still makes
+            for fd in (self._read_fd, self._keep_fd):
+                self._close(fd)
+            self._read_fd = self._keep_fd = -1
         if self.folder:
             shutil.rmtree(self.folder, ignore_errors=True)
 
@@ -125,41 +144,43 @@ class EventChannel:
 
     # -- reading --------------------------------------------------------------------------
 
-    def _read(self, fd: int) -> None:
-        pending = b""
-        dropping = False
-        while True:
-            # Wake for data only; while drops are waiting to be noted, also once a second.
-            ready, _, _ = select.select([fd], [], [], QUIET if self.bound.dropping else None)
-            if not ready:
-                self.note_drops()
-                continue
+    def read_ready(self) -> None:
+        """Take the events the FIFO holds now (``READ_BUDGET`` bytes at most), without waiting:
+        the sampling loop's, and an output pump's before it reads an epoch the workload printed
+        (whether the workload said its phases itself, in events sent before it printed)."""
+        with self._lock:
+            self._read_ready()
+
+    def _read_ready(self) -> None:
+        taken = 0
+        while not self._ended and taken < READ_BUDGET and self._read_fd >= 0:
             try:
-                chunk = os.read(fd, FIFO_SIZE)
+                chunk = os.read(self._read_fd, FIFO_SIZE)
             except BlockingIOError:
-                continue
+                break
             except OSError:
+                self._ended = True
                 break
             if not chunk:
-                break  # every writer, our own keep-alive end included, has closed
-            data = pending + chunk if pending else chunk
-            cut = data.rfind(b"\n") + 1
-            lines, pending = data[:cut], data[cut:]
-            if lines and dropping:
-                lines = lines[lines.index(b"\n") + 1:]  # the rest of an oversized line
-                dropping = False
-            if lines:
-                self.take(lines)
-            if len(pending) > MAX_EVENT_LINE:
-                if not dropping:  # one note per oversized line, however many megabytes it runs on
-                    self._note_garbage(f"an event line over {MAX_EVENT_LINE} bytes was dropped")
-                pending, dropping = b"", True
-            self.note_drops()
-            if self.bound.tokens < 1:  # over the bound: let the flood pile up, then count it in bulk
-                time.sleep(EVENT_NAP)
-        if pending and not dropping:
-            self.take(pending + b"\n")
-        self.note_drops(final=True)
+                self._ended = True  # every writer, our own keep-alive end included, has closed
+                break
+            taken += len(chunk)
+            self._consume(chunk)
+        self.note_drops()
+
+    def _consume(self, chunk: bytes) -> None:
+        data = self._pending + chunk if self._pending else chunk
+        cut = data.rfind(b"\n") + 1
+        lines, self._pending = data[:cut], data[cut:]
+        if lines and self._dropping:
+            lines = lines[lines.index(b"\n") + 1:]  # the rest of an oversized line
+            self._dropping = False
+        if lines:
+            self.take(lines)
+        if len(self._pending) > MAX_EVENT_LINE:
+            if not self._dropping:  # one note per oversized line, however many megabytes it runs on
+                self._note_garbage(f"an event line over {MAX_EVENT_LINE} bytes was dropped")
+            self._pending, self._dropping = b"", True
 
     def take(self, lines: bytes) -> None:
         """Complete lines: one by one while the bound allows; past it, a run of lines that are

@@ -15,9 +15,9 @@ run file; the work is handed to parts, each testable without a subprocess:
   (input_relay.py) for its standard input;
 * ``RateBound`` (bound.py): the one rate bound of events and output.
 
-Threads feed one ``RunWriter``: the sampler (the main thread, on a drift-free schedule), the
-output pumps (one per pipe; one for a pseudo-terminal) and the event channel's reader; the
-input relay writes to the workload only.
+Threads feed one ``RunWriter``: the sampler (the main thread, on a drift-free schedule, which
+also reads the event channel after each sample) and the output pumps (one per pipe; one for a
+pseudo-terminal); the input relay writes to the workload only.
 
 The workload is given what the recorder was given, as far as it can be passed on (its terminal,
 its standard input): ``WorkloadStreams`` says how.
@@ -60,6 +60,7 @@ from .terminal import Terminal, status_text
 from .workload import RUNNING, STOPPED, WAITING_FOR_INPUT, Workload
 
 STATUS_EVERY = 0.5               # seconds between updates of the terminal status line
+EVENTS_EVERY = 0.1               # seconds between reads of the workload's events at the most
 CANCELLED = "cancelled by the user"
 TRIAL_OVER = "the trial's window was measured: ended on purpose"
 TERMINAL_CLOSED = "terminal closed"
@@ -107,7 +108,8 @@ class Recorder:
         self._gpu_every = GPU_POLL_RANGE[0]
         self.instrumentation = InstrumentationNews(zero_code.offered(options.command, os.environ, options.instrument))
         self.terminal = Terminal(self.out, self.err, options.echo, options.status_line, self._write, self._t)
-        self.stdout_epochs = StdoutEpochs(self._write, self._t, lambda: self._speaks, self._printed_epoch)
+        self._channel: EventChannel | None = None
+        self.stdout_epochs = StdoutEpochs(self._write, self._t, self._reports_phases, self._printed_epoch)
         self.streams = WorkloadStreams(options, self.out, self.err, self.terminal,
                                        on_second_interrupt=lambda: self.cancel(CANCELLED),
                                        on_stopped=self._stopped_by_user)
@@ -151,7 +153,7 @@ class Recorder:
         except OSError as exc:
             self.gpu.stop()
             raise RecorderError(f"cannot write {self.options.output}: {exc.strerror}") from None
-        channel = EventChannel(self._write, self._t, self.start_mono, self._on_event)
+        channel = self._channel = EventChannel(self._write, self._t, self.start_mono, self._on_event)
         withdraw = announce(self.options.output, self.options.workload or " ".join(self.options.command),
                             self.options.watcher_pid, self.start_unix)
         try:
@@ -226,6 +228,13 @@ class Recorder:
         elif kind == events.RUN_INFO and isinstance(record.get("info"), dict) and "epochs" in record["info"]:
             self._epochs = record["info"]["epochs"]
 
+    def _reports_phases(self) -> bool:
+        """Whether the workload says its phases itself, once the events it sent before printing
+        an epoch are read (they wait in the FIFO until the next sample otherwise)."""
+        if self._channel is not None and not self._speaks:
+            self._channel.read_ready()
+        return self._speaks
+
     def _printed_epoch(self, epoch: int, epochs: int | None) -> None:
         self.instrumentation.printed_epoch()
         if not self._speaks:
@@ -272,7 +281,6 @@ class Recorder:
                    for pump, pipe in pumps]
         for thread in readers:
             thread.start()
-        channel.start()
         if options.control:
             from .. import control
 
@@ -283,7 +291,7 @@ class Recorder:
             self._gpu_every = gpu_poll_period(len(self.gpu.devices))
             self._gpu_sampler = GpuSampler(self.gpu, self.start_unix)
         try:
-            exit_code = self._sample_until_exit(tree, me, watcher)
+            exit_code = self._sample_until_exit(tree, me, watcher, channel)
         finally:
             if self._gpu_sampler is not None:
                 self._gpu_sampler.stop()
@@ -314,7 +322,8 @@ class Recorder:
                    RUNNING: "the workload runs again"}[state]
         self._write(records.notice(self._t(), message, level="info", state=state))
 
-    def _sample_until_exit(self, tree: ProcessTreeProbe, me: SelfProbe, watcher: SelfProbe | None) -> int:
+    def _sample_until_exit(self, tree: ProcessTreeProbe, me: SelfProbe, watcher: SelfProbe | None,
+                           channel: EventChannel) -> int:
         assert self.workload is not None
         interval = self.options.interval
         tick = 0
@@ -323,11 +332,16 @@ class Recorder:
             tick += 1
             due = self.start_mono + tick * interval
             now = time.monotonic()
+            while due - now > EVENTS_EVERY:   # a long interval: the workload's events are read meanwhile
+                time.sleep(EVENTS_EVERY)
+                channel.read_ready()
+                now = time.monotonic()
             if due > now:
                 time.sleep(due - now)
             elif now - due > interval:  # fell behind (suspended, overloaded): skip, don't burst
                 tick = math.floor((now - self.start_mono) / interval)
             self._write(self._sample(tree, me, watcher))
+            channel.read_ready()   # after each sample: the events are written in time with the samples
             code = self.workload.poll()
             if code is not None:
                 return code
