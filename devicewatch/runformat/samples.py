@@ -253,10 +253,7 @@ class Samples:
             depth = 1 + len(shape)   # a block as wide as the others needs no padding (nearly always)
             parts = [part if part.shape[1:depth] == shape else _widen(part, column, sizes)
                      for part in (b.pop(key) for b in blocks)]
-            # Parts without rows add nothing (a poll's buffered GPU samples on a machine without
-            # GPUs): the one part with rows is the column as it is, not a copy.
-            parts = [part for part in parts if len(part)] or parts[:1]
-            joined[key] = parts[0] if len(parts) == 1 else np.concatenate(parts)
+            joined[key] = np.concatenate(parts)
             del parts  # each column's blocks go as soon as it is joined: the peak is one copy of one column
         self._percent = None
         self._later.pop(PERCENT, None)
