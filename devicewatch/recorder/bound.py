@@ -65,11 +65,6 @@ class RateBound:
         self.tokens -= 1
         return True
 
-    @property
-    def dropping(self) -> bool:
-        """Drops are counted and not yet noted."""
-        return self._span is not None
-
     def drop(self, key: str, count: int = 1, size: int = 0) -> None:
         """Count ``count`` items of ``key`` (and ``size`` bytes) turned away now."""
         self._counts[key] = self._counts.get(key, 0) + count
