@@ -164,6 +164,11 @@ class ProcessTreeProbe:
     def pids(self) -> list[int]:
         return list(self._members)
 
+    def states(self) -> dict[int, bytes]:
+        """Each member's state letter as the last sample read it (where /proc is Linux's)."""
+        return {pid: member.state for pid, member in self._members.items()
+                if isinstance(member, procfs.TaskStat) and member.state}
+
     def sample(self) -> dict[str, Any] | None:
         if self._tick % REFRESH_EVERY == 0:
             self._refresh()

@@ -131,6 +131,7 @@ class TaskStat:
         self._file = ProcFile(f"/proc/{pid}/stat", 1024)
         self._cpu: float | None = None
         self._at = 0.0
+        self.state = b""   # the process's state letter as last read (``R``, ``S``, ``T``…)
 
     def read(self) -> tuple[float, int, int] | None:
         """(CPU % since the previous read, RSS bytes, threads); None once the process has been
@@ -141,6 +142,7 @@ class TaskStat:
             fields = data[data.rindex(b")") + 2:].split()  # the name in parentheses may hold spaces
             cpu = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
             rss, threads = int(fields[21]) * PAGE_SIZE, int(fields[17])
+            self.state = fields[0]
         except (OSError, ValueError, IndexError):  # gone, or a line this reader cannot parse
             return None
         now = time.monotonic()

@@ -308,12 +308,12 @@ class Recorder:
         self._finish(exit_code, cancelled)
         return exit_code
 
-    def _follow_state(self) -> None:
+    def _follow_state(self, tree: ProcessTreeProbe) -> None:
         """Say in the run file when the workload waits for input or is stopped, and when it runs
         again; a state is said once it was seen on two looks in a row (a read that blocks for an
         instant is no waiting)."""
         assert self.workload is not None
-        state = self.workload.state(self.workload.known_pids)
+        state = self.workload.state(tree.pids(), tree.states())
         seen, self._state_seen = self._state_seen, state
         if state != seen or state == self._state:
             return
@@ -350,7 +350,7 @@ class Recorder:
                 self.workload.cancel_step(now, tree.pids())
             if now - last_status >= STATUS_EVERY:
                 last_status = now
-                self._follow_state()
+                self._follow_state(tree)
                 self._show_status()
 
     def _sample(self, tree: ProcessTreeProbe, me: SelfProbe, watcher: SelfProbe | None) -> dict[str, Any]:

@@ -20,13 +20,14 @@ import os
 import platform
 import signal
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import psutil
 
 from ..events import ENV_VAR
 from ..lifeline import die_with_parent
+from ..probes.procfs import ProcFile
 from .pseudo_terminal import take_controlling_terminal
 
 CANCEL_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
@@ -51,6 +52,7 @@ class Workload:
         self.input_names: set[str] = set()   # what its standard input is (/proc/PID/fd names)
         self._cancel_stage = 0
         self._cancel_at = 0.0
+        self._syscalls: dict[int, ProcFile] = {}   # /proc/PID/syscall of the processes ``state`` looks at
 
     def start(self, stdin: Any = subprocess.PIPE, stdout: Any = subprocess.PIPE, stderr: Any = subprocess.PIPE,
               terminal_fd: int | None = None) -> subprocess.Popen[bytes]:
@@ -72,24 +74,34 @@ class Workload:
         self.input_names = {name} if name else set()
         return self.process
 
-    def state(self, pids: Iterable[int]) -> str:
+    def state(self, pids: Iterable[int], states: Mapping[int, bytes] | None = None) -> str:
         """``stopped`` (SIGSTOP, SIGTSTP), ``waiting for input`` (blocked reading its terminal or
         its standard input, in the kernel's own words: /proc/PID/syscall), else ``running``; the
-        state of the workload's first process in PIDS (its own first) that is not running."""
-        for pid in [self.pid, *(p for p in pids if p != self.pid)][:64]:
+        state of the workload's first process in PIDS (its own first) that is not running.
+        ``states``: state letters the sampler has just read (``ProcessTreeProbe.states``), so
+        that a look opens no /proc/PID/stat of its own for them."""
+        asked = [self.pid, *(p for p in pids if p != self.pid)][:64]
+        for pid in set(self._syscalls).difference(asked):   # a process no longer asked about
+            self._syscalls.pop(pid).close()
+        for pid in asked:
             try:
-                with open(f"/proc/{pid}/stat", "rb") as handle:
-                    status = handle.read().rsplit(b")", 1)[1].split()[0]
+                status = states.get(pid) if states else None
+                if status is None:
+                    with open(f"/proc/{pid}/stat", "rb") as handle:
+                        status = handle.read().rsplit(b")", 1)[1].split()[0]
                 if status in (b"T", b"t"):
                     return STOPPED
                 if status != b"S" or not READ_CALLS or not self.input_names:
                     continue
-                with open(f"/proc/{pid}/syscall", "rb") as handle:
-                    call = handle.read().split()
+                if pid not in self._syscalls:   # kept open: looked at twice a second while it sleeps
+                    self._syscalls[pid] = ProcFile(f"/proc/{pid}/syscall", 256)
+                call = self._syscalls[pid].read().split()
                 if len(call) > 1 and call[0].isdigit() and int(call[0]) in READ_CALLS \
                         and os.readlink(f"/proc/{pid}/fd/{int(call[1], 16)}") in self.input_names:
                     return WAITING_FOR_INPUT
             except (OSError, ValueError, IndexError):
+                if pid in self._syscalls:
+                    self._syscalls.pop(pid).close()
                 continue
         return RUNNING
 

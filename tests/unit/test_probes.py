@@ -4,6 +4,7 @@ still works where there is no such /proc."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -84,6 +85,29 @@ def test_task_stat_reads_a_zombie_until_it_is_reaped():
     assert (cpu, rss) == (0.0, 0)
     child.wait()
     assert stat.read() is None
+
+
+def test_task_stat_keeps_the_state_letter_it_read_and_the_tree_hands_them_on():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        tree = ProcessTreeProbe(child.pid)
+        tree.sample()
+        assert tree.states()[child.pid] == psutil_letter(child.pid)
+        os.kill(child.pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 10
+        while psutil.Process(child.pid).status() != psutil.STATUS_STOPPED and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert tree.states()[child.pid] != b"T"   # as of the last sample, not read again
+        tree.sample()
+        assert tree.states()[child.pid] == b"T"
+    finally:
+        child.kill()
+        child.wait()
+
+
+def psutil_letter(pid: int) -> bytes:
+    with open(f"/proc/{pid}/stat", "rb") as handle:
+        return handle.read().rsplit(b")", 1)[1].split()[0]
 
 
 def test_own_cpu_counts_every_thread_of_this_process():

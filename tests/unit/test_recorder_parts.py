@@ -195,6 +195,37 @@ def test_a_cancel_escalates_sigint_then_sigterm_then_sigkill_one_grace_period_ap
     assert sent == [(0.0, signal.SIGINT), (3.0, signal.SIGTERM), (6.0, signal.SIGKILL)]
 
 
+def test_the_workload_state_takes_the_samplers_letters_and_keeps_its_syscall_file(monkeypatch):
+    import subprocess
+    import sys
+
+    from devicewatch.recorder import workload as workload_module
+
+    workload = Workload([sys.executable, "-c", "import time; time.sleep(30)"], dict(os.environ), marker="/tmp/x",
+                        grace=3.0)
+    workload.start(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        # A letter given is believed: no /proc/PID/stat of its own is opened.
+        assert workload.state([], {workload.pid: b"T"}) == workload_module.STOPPED
+        assert workload.state([], {workload.pid: b"R"}) == workload_module.RUNNING
+        # A sleeping process whose standard input is what it reads: its syscall file opened once.
+        opened: list[str] = []
+        real = workload_module.ProcFile
+        monkeypatch.setattr(workload_module, "ProcFile", lambda path, size: opened.append(path) or real(path, size))
+        workload.input_names = {"not what it reads"}
+        for _ in range(3):
+            assert workload.state([], {workload.pid: b"S"}) == workload_module.RUNNING
+        assert opened == ([f"/proc/{workload.pid}/syscall"] if workload_module.READ_CALLS else [])
+        workload.process.kill()   # gone: its file is closed and dropped
+        workload.process.wait()
+        assert workload.state([], {}) == workload_module.RUNNING
+        assert workload._syscalls == {}
+    finally:
+        if workload.process.poll() is None:
+            workload.process.kill()
+            workload.process.wait()
+
+
 # -- the status line ---------------------------------------------------------------------------
 
 def test_the_status_line_says_time_epoch_phase_cpu_and_gpus():
