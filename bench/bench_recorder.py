@@ -5,8 +5,12 @@
    instants well after start-up, divided by the wall time between them.
 2. Sample-interval error while the workload keeps every core busy (budget: p99 at most
    20 ms): the gaps between consecutive samples' times minus the interval.
+3. The recorder's CPU while the workload starts workers that end again (four an "epoch" of two
+   seconds, each living a second and a half, as a DataLoader's do without
+   ``persistent_workers``), from the moment over sixty have come and gone: what the recorder
+   does for every process it has seen must not grow with them (``--churn`` alone).
 
-    python -m bench.bench_recorder [--seconds 30]
+    python -m bench.bench_recorder [--seconds 30] [--churn]
 """
 
 from __future__ import annotations
@@ -37,6 +41,18 @@ if __name__ == "__main__":
     for p in procs: p.join()
 """
 
+# Four workers an "epoch" of two seconds, each living 1.5 s: the sampler sees each (it looks for
+# new processes once a second), and they end before the next epoch's start.
+CHURN = """
+import subprocess, sys, time
+end = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end:
+    workers = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.5)"]) for _ in range(4)]
+    time.sleep(2.0)
+    for worker in workers:
+        worker.wait()
+"""
+
 
 def record(workload: list[str], out: str, measure_from: float, measure_to: float,
            options: tuple[str, ...] = ()) -> float:
@@ -62,9 +78,20 @@ def interval_errors_ms(run) -> np.ndarray:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=30.0, help="length of each recording")
+    parser.add_argument("--churn", action="store_true",
+                        help="only the third: workers that come and go (a 60 s recording, measured over its last 25 s)")
     args = parser.parse_args()
     seconds = args.seconds
     folder = tempfile.mkdtemp()
+    if args.churn:
+        script = os.path.join(folder, "churn.py")
+        with open(script, "w") as f:
+            f.write(CHURN)
+        churn_out = os.path.join(folder, "churn.jsonl")
+        churn_cpu = record([sys.executable, script, "60"], churn_out, 34.0, 59.0)
+        print(f"recorder CPU at 10 Hz, four workers an epoch of 2 s coming and going, from 34 s (over 60 "
+              f"gone) to 59 s: {churn_cpu:.2f}% of one core")
+        return
 
     idle_out = os.path.join(folder, "idle.jsonl")
     idle_cpu = record([sys.executable, "-c", f"import time; time.sleep({seconds})"], idle_out, 3.0, seconds - 1.0)
