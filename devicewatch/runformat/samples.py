@@ -81,7 +81,8 @@ class Samples:
         self.cores = host.cpu_count
         self.gpus = len(host.gpus)
         self.keep = keep
-        self._layout: tuple[tuple[tuple[str, int], ...], list[tuple[str, Column, tuple[int, ...]]]] | None = None
+        self._layout: tuple[tuple[tuple[str, int], ...], list[tuple[str, Column, tuple[int, ...]]],
+                            dict[str, tuple[Column, tuple[int, ...]]]] | None = None
         self.host_labels: list[str] = []   # a merged run's hosts; ``host`` holds indexes into it
         self.total = 0          # rows ever added (kept or dropped)
         self._pending: list[dict[str, Any]] = []
@@ -89,6 +90,7 @@ class Samples:
         self.bad = 0                     # of those, lines that were not samples (the reader counts them)
         self._blocks: list[dict[str, np.ndarray]] = []
         self._cols: dict[str, np.ndarray] = self._empty()
+        self._unjoined: dict[str, list[np.ndarray]] = {}   # by key: rows flushed after ``_cols[key]``
         # Columns made when first asked for: a node's rows of a merged run, per-core percents
         # stored as bytes (the columnar file).
         self._later: dict[str, Callable[[], Any]] = {}
@@ -124,9 +126,16 @@ class Samples:
         widths = tuple(self.widths.items())
         if self._layout is None or self._layout[0] != widths:
             sizes = self.sizes()
-            self._layout = (widths, [(key, column, tuple(sizes[d] for d in column.dims))
-                                     for column in COLUMNS for key in column.keys(self.fields)])
+            layout = [(key, column, tuple(sizes[d] for d in column.dims))
+                      for column in COLUMNS for key in column.keys(self.fields)]
+            self._layout = (widths, layout, {key: (column, shape) for key, column, shape in layout})
         return self._layout[1]
+
+    def _shape_of(self) -> dict[str, tuple[Column, tuple[int, ...]]]:
+        """``layout`` by key: each array's column and shape after the row axis."""
+        self.layout()
+        assert self._layout is not None
+        return self._layout[2]
 
     def _empty(self) -> dict[str, np.ndarray]:
         return {key: np.zeros((0, *shape), column.dtype) for key, column, shape in self.layout()}
@@ -239,27 +248,26 @@ class Samples:
         return block
 
     def flush(self) -> None:
-        """Decode what is pending and join the blocks into single arrays (dropping old rows)."""
+        """Decode what is pending; each column's new rows are joined to it when it is next read
+        (``_joined``), every column's when old rows are dropped."""
         self._flush_lines()
         self._flush_pending()
         if not self._blocks:
             return
         self._materialize()
-        blocks = [self._cols] + self._blocks
+        # A followed run's poll adds a few rows to forty-odd columns, of which a live view reads
+        # a dozen: joining each at every poll was a third of the poll.
+        for block in self._blocks:
+            for key, array in block.items():
+                self._unjoined.setdefault(key, []).append(array)
         self._blocks = []
-        sizes = self.sizes()
-        joined: dict[str, np.ndarray] = {}
-        for key, column, shape in self.layout():
-            depth = 1 + len(shape)   # a block as wide as the others needs no padding (nearly always)
-            parts = [part if part.shape[1:depth] == shape else _widen(part, column, sizes)
-                     for part in (b.pop(key) for b in blocks)]
-            joined[key] = np.concatenate(parts)
-            del parts  # each column's blocks go as soon as it is joined: the peak is one copy of one column
         self._percent = None
         self._later.pop(PERCENT, None)
         # Kept rows are trimmed to ``keep`` once there are twice as many: a followed run's poll
         # joins a few new rows to them, and a trim at every poll copied every column once more.
-        if self.keep is not None and len(joined["t"]) > 2 * self.keep:
+        if self.keep is not None and len(self._joined("t")) > 2 * self.keep:
+            self._join_all()
+            joined = self._cols
             rows = len(joined["t"]) - self.keep
             cut = float(joined["t"][rows])
             newer = {family: joined[time] >= cut for family, time in FAMILY_TIME.items() if family != ROW}
@@ -268,13 +276,31 @@ class Samples:
                     joined[key] = joined[key][rows:].copy()
                 else:
                     joined[key] = joined[key][newer[column.family]]
-        self._cols = joined
+
+    def _joined(self, key: str) -> np.ndarray:
+        """Column ``key`` with the rows flushed since it was last read, as wide as the layout."""
+        array = self._cols[key]
+        parts = self._unjoined.pop(key, None)
+        if parts is None:   # no rows since (the widths grow only with new rows: every column gets some)
+            return array
+        column, shape = self._shape_of()[key]
+        depth = 1 + len(shape)   # a part as wide as the layout needs no padding (nearly always)
+        sizes = self.sizes()
+        pieces = [part if part.shape[1:depth] == shape else _widen(part, column, sizes) for part in [array, *parts]]
+        del parts  # the peak is one copy of one column
+        array = self._cols[key] = np.concatenate(pieces)
+        return array
+
+    def _join_all(self) -> None:
+        self._materialize()
+        for key, _, _ in self.layout():
+            self._joined(key)
 
     def take(self) -> dict[str, np.ndarray]:
         """The columns decoded so far, leaving none behind (``total`` still counts them): the
         columnar form is built a chunk at a time while a run is written."""
         self.flush()
-        self._materialize()
+        self._join_all()
         taken, self._cols = self._cols, self._empty()
         self._percent = None
         self._later.pop(PERCENT, None)
@@ -341,7 +367,7 @@ class Samples:
             self.flush()
         if key in self._later:
             self._cols[key] = self._later.pop(key)()
-        return self._cols[key]
+        return self._joined(key)
 
     def __getattr__(self, name: str) -> np.ndarray:
         """A column that is not a field group's by its name (``samples.t``, ``samples.util_gpu``,
@@ -385,6 +411,7 @@ class Samples:
         twin.gpu_mem_total = self.gpu_mem_total[:twin.gpus]
         twin.host_labels, twin.keep, twin.bad = [label], None, 0
         twin._pending, twin._lines, twin._blocks, twin._cols, twin._percent = [], [], [], {}, None
+        twin._unjoined = {}
         twin._util = {}
         masks: dict[str, np.ndarray] = {}
         sizes, gpus = twin.sizes(), twin.gpus  # the closures below hold no reference to twin: no cycle keeps it

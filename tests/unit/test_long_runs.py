@@ -256,6 +256,43 @@ def test_a_machine_without_gpus_decodes_by_chunk_as_record_by_record(tmp_path):
     assert not np.isnan(kept.cpu_mhz).all() and np.isnan(kept.cpu_mhz).any()
 
 
+def test_a_followed_run_joins_a_column_when_read_and_every_row_is_there(tmp_path):
+    """A follower whose reader asks for a few columns at each poll (as the live model does):
+    the others are joined when read, later, at the widths reached by then (a fourth core and a
+    clock reading appear halfway), and every column equals the file read whole."""
+    from bench.make_recording import probe_fields
+
+    path = tmp_path / "grow.jsonl"
+    writer = RunWriter(path, {"interval": 0.1, "host": {"cpu_count": 3}}, probe_fields())
+    grown = tmp_path / "grown.jsonl"
+    follower = None
+    for i in range(1, 401):
+        cores = 3 if i < 200 else 4
+        sample = {"type": "sample", "t": i / 10, "cpu": [float(i % 100)] * cores, "freq_mhz": 2400.0,
+                  "mem": {"used": 2**30 + i * 2**20, "total": 2**33, "swap_used": 0, "swap_total": 0},
+                  "proc": {"cpu": 99.5, "rss": 2**28, "threads": 3, "count": 1}, "recorder_cpu": 0.4}
+        if i >= 250 and i % 10 == 0:
+            sample["cpu_mhz"] = [2400.0] * cores
+        writer.write(sample)
+        if i % 5 == 0:
+            grown.write_bytes(path.read_bytes())
+            follower = follower or Follower(grown)
+            follower.poll(samples=False)
+            samples = follower.run.samples
+            assert len(samples.t) == samples.total == i and samples.cpu.shape == (i, cores)
+            assert samples.proc("cpu").shape == (i,)
+    writer.close()
+    whole = load(path).samples.columns()
+    kept = follower.run.samples.columns()
+    assert list(kept) == list(whole)
+    for key, rows in whole.items():
+        column = kept[key]
+        assert column.shape == rows.shape and column.dtype == rows.dtype, key
+        assert np.array_equal(column, rows, equal_nan=column.dtype.kind == "f"), key
+    assert kept["cpu_mhz"].shape == (400, 4) and np.isnan(kept["cpu_mhz"][:249]).all()
+    assert np.isnan(kept["cpu"][:199, 3]).all()
+
+
 def test_per_core_bytes_fold_as_their_floats_do():
     """Folding per-core percents as bytes gives the rows folding their floats gives: a missing
     reading left out of its bucket, a bucket of missing ones missing, the rows past the last
