@@ -47,6 +47,9 @@ from .schema import (
 )
 
 CHUNK = 4096  # samples decoded into arrays at a time: bounds the Python objects alive at once
+# Flushes a column's new rows wait to be joined until it is read: a column nobody reads (a
+# followed run's GPU columns on a machine without GPUs) is joined with all the others this often.
+JOIN_EVERY = 64
 
 
 class Samples:
@@ -91,6 +94,7 @@ class Samples:
         self._blocks: list[dict[str, np.ndarray]] = []
         self._cols: dict[str, np.ndarray] = self._empty()
         self._unjoined: dict[str, list[np.ndarray]] = {}   # by key: rows flushed after ``_cols[key]``
+        self._flushes_unjoined = 0   # flushes since every column was joined
         # Columns made when first asked for: a node's rows of a merged run, per-core percents
         # stored as bytes (the columnar file).
         self._later: dict[str, Callable[[], Any]] = {}
@@ -261,6 +265,9 @@ class Samples:
             for key, array in block.items():
                 self._unjoined.setdefault(key, []).append(array)
         self._blocks = []
+        self._flushes_unjoined += 1
+        if self._flushes_unjoined >= JOIN_EVERY:   # a column never read holds a bounded list
+            self._join_all()
         self._percent = None
         self._later.pop(PERCENT, None)
         # Kept rows are trimmed to ``keep`` once there are twice as many: a followed run's poll
@@ -295,6 +302,7 @@ class Samples:
         self._materialize()
         for key, _, _ in self.layout():
             self._joined(key)
+        self._flushes_unjoined = 0
 
     def take(self) -> dict[str, np.ndarray]:
         """The columns decoded so far, leaving none behind (``total`` still counts them): the
@@ -411,7 +419,7 @@ class Samples:
         twin.gpu_mem_total = self.gpu_mem_total[:twin.gpus]
         twin.host_labels, twin.keep, twin.bad = [label], None, 0
         twin._pending, twin._lines, twin._blocks, twin._cols, twin._percent = [], [], [], {}, None
-        twin._unjoined = {}
+        twin._unjoined, twin._flushes_unjoined = {}, 0
         twin._util = {}
         masks: dict[str, np.ndarray] = {}
         sizes, gpus = twin.sizes(), twin.gpus  # the closures below hold no reference to twin: no cycle keeps it

@@ -259,8 +259,10 @@ def test_a_machine_without_gpus_decodes_by_chunk_as_record_by_record(tmp_path):
 def test_a_followed_run_joins_a_column_when_read_and_every_row_is_there(tmp_path):
     """A follower whose reader asks for a few columns at each poll (as the live model does):
     the others are joined when read, later, at the widths reached by then (a fourth core and a
-    clock reading appear halfway), and every column equals the file read whole."""
+    clock reading appear halfway), or every ``JOIN_EVERY`` polls, and every column equals the
+    file read whole."""
     from bench.make_recording import probe_fields
+    from devicewatch.runformat.samples import JOIN_EVERY
 
     path = tmp_path / "grow.jsonl"
     writer = RunWriter(path, {"interval": 0.1, "host": {"cpu_count": 3}}, probe_fields())
@@ -281,6 +283,7 @@ def test_a_followed_run_joins_a_column_when_read_and_every_row_is_there(tmp_path
             samples = follower.run.samples
             assert len(samples.t) == samples.total == i and samples.cpu.shape == (i, cores)
             assert samples.proc("cpu").shape == (i,)
+            assert max(map(len, samples._unjoined.values()), default=0) < JOIN_EVERY   # bounded while unread
     writer.close()
     whole = load(path).samples.columns()
     kept = follower.run.samples.columns()
