@@ -92,7 +92,7 @@ def test_task_stat_keeps_the_state_letter_it_read_and_the_tree_hands_them_on():
     try:
         tree = ProcessTreeProbe(child.pid)
         tree.sample()
-        assert tree.states()[child.pid] == psutil_letter(child.pid)
+        assert tree.states()[child.pid] == proc_state_letter(child.pid)
         os.kill(child.pid, signal.SIGSTOP)
         deadline = time.monotonic() + 10
         while psutil.Process(child.pid).status() != psutil.STATUS_STOPPED and time.monotonic() < deadline:
@@ -105,7 +105,7 @@ def test_task_stat_keeps_the_state_letter_it_read_and_the_tree_hands_them_on():
         child.wait()
 
 
-def psutil_letter(pid: int) -> bytes:
+def proc_state_letter(pid: int) -> bytes:
     with open(f"/proc/{pid}/stat", "rb") as handle:
         return handle.read().rsplit(b")", 1)[1].split()[0]
 
