@@ -54,8 +54,8 @@ def draw_area(data: AreaInput, width: int, height: int, before: Grid | None = No
         return Grid.blank(height, width)
     col = per_column(data.t, data.values, view, plot_w)
     top = data.top if data.top > 0 else 1.0
-    level = np.where(np.isnan(col), -1, np.clip(np.round(col / top * rows * 8), 0, rows * 8)).astype(np.int64)
-    state = np.stack([level, data.overlay.shading(view, plot_w), data.overlay.edges(view, plot_w),
+    level = np.where(np.isnan(col), -1, np.minimum(np.maximum(np.rint(col / top * rows * 8), 0), rows * 8)).astype(np.int64)
+    state = np.array([level, data.overlay.shading(view, plot_w), data.overlay.edges(view, plot_w),
                       data.overlay.marks(view, plot_w)])
     frame = ("area", width, height, id(palette), top, data.unit, data.axis, view.t0, view.t1)
     changed = _changed_columns(before, frame, state)
@@ -94,7 +94,7 @@ def _area_cells(state: np.ndarray, rows: int, ids: np.ndarray) -> tuple[np.ndarr
     level in eighths (-1: no sample), shading kind, epoch line, marker."""
     level, shading, is_edge, is_mark = state[0], state[1], state[2].astype(bool), state[3].astype(bool)
     from_bottom = (rows - 1 - np.arange(rows))[:, None]
-    fill = np.where(level >= 0, np.clip(level[None, :] - from_bottom * 8, 0, 8), 0)
+    fill = np.where(level >= 0, np.minimum(np.maximum(level[None, :] - from_bottom * 8, 0), 8), 0)
     chars = EIGHTHS[fill]
     fg = np.broadcast_to(is_edge.astype(np.int64), fill.shape).copy()
     chars[(fill == 0) & is_edge[None, :]] = "┊"
@@ -179,7 +179,8 @@ def draw_heat(data: HeatInput, width: int, height: int, before: Grid | None = No
         padded[:, :cores] = level_grid
         level_grid = nanmath.nanmean(padded.reshape(plot_w, halves, group), axis=2)  # no reading: NaN
     steps = len(palette.heat) - 1
-    level = np.where(np.isnan(level_grid), -1, np.clip(np.round(level_grid / 100.0 * steps), 0, steps)).astype(np.int64)
+    scaled = np.minimum(np.maximum(np.rint(level_grid / 100.0 * steps), 0), steps)
+    level = np.where(np.isnan(level_grid), -1, scaled).astype(np.int64)
     state = np.ascontiguousarray(level.T)   # a row per core (or group), a column per plot column
     frame = ("heat", width, height, id(palette), cores, view.t0, view.t1)
     changed = _changed_columns(before, frame, state)
@@ -260,16 +261,17 @@ def draw_lanes(data: LanesInput, width: int, height: int) -> Grid:
                   [palette.empty_bg, *_phase_colours(palette)], [text_colour, palette.boundary, palette.marker]).T
     span = max(view.t1 - view.t0, 1e-9)
     for y, lane in enumerate(lanes):
-        mine = np.flatnonzero(data.lane_of == y)
+        mine = (data.lane_of == y).nonzero()[0]
         starts, ends = data.starts[mine], data.ends[mine]
         owner = _span_columns(starts, ends, view, plot_w)
         colour = np.append(data.kinds[mine] + 1, 0)[owner]   # owner -1 picks the trailing 0: no phase
         a = np.maximum(np.floor((starts - view.t0) / span * plot_w), 0).astype(np.int64)
         b = np.minimum(np.floor((ends - view.t0) / span * plot_w), plot_w - 1).astype(np.int64)
-        # A phase is named where its name fits inside it. A live window holds a hundred phases:
-        # placed in a list of plain characters, made an array once.
+        # A phase is named where its name fits inside it: a name of one character or more
+        # needs three columns or more (its first is the phase's edge). A live window holds a
+        # hundred phases, most narrower: placed in a list of plain characters, made an array once.
         row = [" "] * plot_w
-        named = np.flatnonzero(b > a)
+        named = (b - a > 1).nonzero()[0]
         for j, first, last in zip(mine[named].tolist(), a[named].tolist(), b[named].tolist()):
             text = inert(data.names[j])
             if last - first + 1 > len(text) + 1:

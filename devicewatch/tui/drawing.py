@@ -141,9 +141,9 @@ class Grid:
         width = styles.shape[1]
         # Each row as one string (a cell holding no character reads as NUL within it).
         texts = np.ascontiguousarray(self.chars[ys]).view(f"<U{max(width, 1)}").ravel().tolist()
-        row_of, edge = np.nonzero(styles[:, 1:] != styles[:, :-1])
+        row_of, edge = (styles[:, 1:] != styles[:, :-1]).nonzero()
         edges = (edge + 1).tolist()   # where a run begins after a row's first cell, row after row
-        bounds = np.searchsorted(row_of, np.arange(len(ys) + 1)).tolist()
+        bounds = row_of.searchsorted(np.arange(len(ys) + 1)).tolist()
         style_rows = styles.tolist()
         out = []
         for i, (_, before, x0) in enumerate(wanted):
@@ -178,7 +178,7 @@ class Grid:
         if before is None or before.chars.shape != self.chars.shape:
             return None
         differ = (self.chars != before.chars) | (self.styles != before.styles)
-        rows = np.flatnonzero(differ.any(axis=1))
+        rows = differ.any(axis=1).nonzero()[0]
         if not rows.size:
             return []
         part = differ[rows]
@@ -200,7 +200,7 @@ def _changed_columns(before: Grid | None, frame: Hashable, state: np.ndarray) ->
     drawn in another frame (or not at all) and the whole grid must be drawn."""
     if before is None or before.state is None or before.frame != frame or before.state.shape != state.shape:
         return None
-    return np.flatnonzero((state != before.state).any(axis=0))
+    return (state != before.state).any(axis=0).nonzero()[0]
 
 
 def _put(grid: Grid, y: int, x: int, text: str, style: Style | None) -> None:
@@ -243,7 +243,7 @@ def _run_starts(values: np.ndarray) -> np.ndarray:
     starts = np.empty(values.size, dtype=bool)
     starts[:1] = True
     np.not_equal(values[1:], values[:-1], out=starts[1:])
-    return np.flatnonzero(starts)
+    return starts.nonzero()[0]
 
 
 def per_column(t: np.ndarray, values: np.ndarray, view: View, width: int, fill: bool = True) -> np.ndarray:
@@ -256,11 +256,12 @@ def per_column(t: np.ndarray, values: np.ndarray, view: View, width: int, fill: 
     out = np.full(shape, np.nan)
     if width <= 0 or t.size == 0:
         return out
-    lo = int(np.searchsorted(t, view.t0, "left"))
-    hi = int(np.searchsorted(t, view.t1, "right"))
+    lo = int(t.searchsorted(view.t0, "left"))
+    hi = int(t.searchsorted(view.t1, "right"))
     if hi <= lo:
         return out
-    cols = np.clip(view.columns(t[lo:hi], width), 0, width - 1)
+    cols = view.columns(t[lo:hi], width)
+    np.minimum(np.maximum(cols, 0, out=cols), width - 1, out=cols)
     vals = values[lo:hi]
     valid = ~np.isnan(vals)
     starts = _run_starts(cols)
@@ -325,12 +326,12 @@ def _span_columns(starts: np.ndarray, ends: np.ndarray, view: View, width: int) 
     span = max(view.t1 - view.t0, 1e-9)
     a = np.maximum(np.floor((starts - view.t0) / span * width), 0).astype(np.int64)
     b = np.minimum(np.floor((ends - view.t0) / span * width), width - 1).astype(np.int64)
-    visible = np.flatnonzero(b >= a)
+    visible = (b >= a).nonzero()[0]
     if not visible.size:
         return owner
     a, b = a[visible], b[visible]
     lengths = b - a + 1
-    before = np.cumsum(lengths) - lengths   # cells of the spans before each
+    before = lengths.cumsum() - lengths   # cells of the spans before each
     columns = np.repeat(a - before, lengths) + np.arange(lengths.sum())
     np.maximum.at(owner, columns, np.repeat(visible, lengths))  # later spans (higher index) win
     return owner
