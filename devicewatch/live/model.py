@@ -123,12 +123,15 @@ def _bounded_percent(percent: np.ndarray, window: int, limit: int) -> np.ndarray
     return percent_to_float(percent)
 
 
+_RANK_LANE = re.compile(r"rank (\d+)(?:\s|$)")
+
+
 def ordered_lanes(lanes: list[str]) -> list[str]:
     """Lanes as drawn: a merged run's ``rank N …`` lanes in rank order (``analysis.lanes`` gives
     first appearance, which is whichever rank began first), every other lane where it was."""
     def key(item: tuple[int, str]) -> tuple[int, int, int]:
         index, lane = item
-        match = re.match(r"rank (\d+)(?:\s|$)", lane)
+        match = _RANK_LANE.match(lane)
         return (1, int(match.group(1)), index) if match else (0, 0, index)
 
     ranked = sorted(enumerate(lanes), key=key)
@@ -446,11 +449,22 @@ class RunModel:
         self.lanes = self._lanes(positions, still_open)
         lane_index = {lane: i for i, lane in enumerate(self.lanes)}
         by_code = np.array([lane_index[lane] for lane in self._lane_codes], np.int64)
-        self._ends = np.insert(self._ended_ends, positions, [p.end for p in still_open])
+        # The open phases' values put among the ended ones' (``np.insert`` of each, one placement for all).
+        kept = np.ones(len(self._ended_ends) + len(still_open), bool)
+        opened = np.asarray(positions, np.int64) + np.arange(len(still_open))
+        kept[opened] = False
+
+        def placed(ended_values: np.ndarray, open_values: list[Any]) -> np.ndarray:
+            out = np.empty(len(kept), ended_values.dtype)
+            out[kept] = ended_values
+            out[opened] = open_values
+            return out
+
+        self._ends = placed(self._ended_ends, [p.end for p in still_open])
         self.phase_arrays = PhaseArrays(
-            np.insert(self._ended_starts, positions, [p.start for p in still_open]), self._ends,
-            np.insert(self._ended_kinds, positions, [KINDS.index(p.kind) for p in still_open]), tuple(names),
-            by_code[np.insert(self._ended_lanes, positions, [self._lane_codes[p.lane] for p in still_open])])
+            placed(self._ended_starts, [p.start for p in still_open]), self._ends,
+            placed(self._ended_kinds, [KINDS.index(p.kind) for p in still_open]), tuple(names),
+            by_code[placed(self._ended_lanes, [self._lane_codes[p.lane] for p in still_open])])
         self.phases_version = next(_versions)
 
     def _forget_ended(self) -> None:
