@@ -16,6 +16,7 @@ from collections.abc import Hashable
 
 import numpy as np
 from rich.console import RenderableType
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.content import Content
@@ -55,6 +56,7 @@ def _recent_mean(values: np.ndarray, count: int = 20) -> float:
 
 
 TITLE_MAX = 60  # characters of the run's title in the status line
+SEGMENT_STYLES_KEPT = 4096  # a text panel's pieces' styles kept (``TextPanel._left_aligned``)
 
 
 def hosts_text(model: RunModel) -> str:
@@ -276,6 +278,7 @@ class TextPanel(KeptLines, KeptRows):
         self._cache: dict[tuple[object, ...], Strip] = {}
         self._wraps: dict[tuple[object, ...], list[Content]] = {}   # by source line and width
         self._last_wrap: tuple[Text, tuple[int, int, int], list[Content]] | None = None   # text, (width, length, spans), lines
+        self._segment_styles: dict[tuple[VisualStyle, VisualStyle, int], tuple[Style, bool]] = {}   # ``_left_aligned``'s
 
     def update(self, text: Text | str) -> None:
         self.text = Text(text) if isinstance(text, str) else text
@@ -290,6 +293,7 @@ class TextPanel(KeptLines, KeptRows):
         super().notify_style_update()
         self._cache.clear()
         self._wraps.clear()
+        self._segment_styles.clear()
         self._last_wrap = None
         self._lines = []
         if self.is_mounted:
@@ -310,7 +314,7 @@ class TextPanel(KeptLines, KeptRows):
             return last[2]
         wrapped: list[Content] = []
         kept: dict[tuple[object, ...], list[Content]] = {}
-        for line in text.split("\n", allow_blank=True):
+        for line in text.split("\n", allow_blank=True) if "\n" in text.plain else [text]:
             key = (line.plain, tuple(line.spans), line.style, line.justify, line.overflow, line.no_wrap, width)
             found = kept.get(key) or self._wraps.get(key)
             if found is None:
@@ -364,11 +368,32 @@ class TextPanel(KeptLines, KeptRows):
         if _FormattedLine is not None and self.text_selection is None \
                 and styles.get_rule("text_align", "left") in ("left", "start") \
                 and not styles.get_rule("line_pad", 0) and styles.content_align == ("left", "top"):
-            segments, length = _FormattedLine(self._get_style, line, width).to_strip(style)
-            if not any(segment.style is not None and segment.style._meta is not None
-                       and "@click" in segment.style.meta for segment in segments):
-                return Strip(segments, length)
+            drawn = self._left_aligned(line, style)
+            if drawn is not None:
+                return Strip(drawn, line.cell_length)
         return Visual.to_strips(self, line, width, 1, style)[0]
+
+    def _left_aligned(self, line: Content, style: VisualStyle) -> list[Segment] | None:
+        """The segments ``_FormattedLine.to_strip`` makes of a left-aligned line (each piece in
+        the panel's style under its own, with its offset for the mouse); None where a piece is
+        clickable. Each piece's style is worked out once for its style and column and kept: a
+        status line drawn again each second has the same pieces where they were."""
+        kept = self._segment_styles
+        if len(kept) > SEGMENT_STYLES_KEPT:
+            kept.clear()
+        segments = []
+        x = 0
+        for text, text_style in line.render(style, end="", parse_style=self._get_style):
+            key = (style, text_style, x)
+            found = kept.get(key)
+            if found is None:
+                rich = (style + text_style).rich_style_with_offset(x, 0)
+                found = kept[key] = (rich, rich._meta is not None and "@click" in rich.meta)
+            if found[1]:
+                return None
+            segments.append(Segment(text, found[0]))
+            x += len(text)
+        return segments
 
     def render(self) -> Text:
         """The text (drawing goes through ``render_line``)."""
