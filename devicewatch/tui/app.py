@@ -33,6 +33,7 @@ from .compare import CompareScreen, open_compare
 from .dialogs import ConfirmTrials, QuitDuringRun
 from .home_screen import HomeScreen
 from .run_screen import TICK, RunScreen
+from . import chops
 from .strips import mend_strip_cycles
 from .trials_screen import TRY_SECONDS, TRY_WARMUP, Runner, TrialsScreen, run_trial_beside
 
@@ -95,6 +96,7 @@ class DashboardApp(App[int]):
                  trial_set: tuple[trials.TrialSet, str] | None = None, trial_runner: Runner | None = None):
         super().__init__()
         mend_strip_cycles()
+        chops.install()
         self.settings = settings or DashboardSettings()
         self.start_source = start
         self.start_compare = compare

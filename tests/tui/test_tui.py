@@ -750,3 +750,33 @@ async def test_a_live_chart_cuts_its_settled_columns_while_its_window_fills_and_
         await pilot.pause(0.1)
         assert len(shown_parts(chart)) == FILLING_PARTS
         holds_the_grid(chart)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("size", [(200, 50), (100, 30)])
+async def test_the_compositor_cuts_the_same_pieces_without_asking_the_widgets_behind(size):
+    from textual._compositor import Compositor
+    from textual.geometry import Region
+
+    from devicewatch.tui.chops import render_chops, textual_render_chops
+
+    def pieces(chops):
+        return [{cut: None if strip is None else (list(strip), strip.cell_length) for cut, strip in line.items()}
+                for line in chops]
+
+    app = replay_app(CPU_RUN)
+    async with app.run_test(size=size) as pilot:
+        await until(pilot, lambda: first_frame(app))
+        await pilot.pause(0.2)
+        assert Compositor._render_chops is render_chops   # the app put it in Textual's place
+        compositor = app.screen._compositor
+        width, height = size
+        # The whole screen; the newest columns of the charts, a few rows; the status line and a
+        # chart's rows together (the changed area spans the screen, its lines are a few).
+        cases = [(Region(0, 0, width, height), lambda y: True),
+                 (Region(width - 14, 3, 12, 10), lambda y: 3 <= y < 13),
+                 (Region(0, 0, width, 12), lambda y: y in (0, 6, 7, 11))]
+        for crop, rendered in cases:
+            ours = pieces(render_chops(compositor, crop, rendered))
+            assert ours == pieces(textual_render_chops(compositor, crop, rendered))
+            assert any(piece is not None for line in ours for piece in line.values())
