@@ -4,8 +4,7 @@ To write a frame, Textual's compositor goes through every widget under the chang
 to back, asks each for its lines and cuts each changed line at every place where two widgets
 meet on it; the front-most piece at each place is kept. A live chart's changed line lies under
 the screen, the row, the panel and the chart that hold it, whose pieces there are all behind
-the chart's: each was asked for its lines and had them cut, for pieces thrown away (a third
-of a frame's cutting).
+the chart's: each was asked for its lines and had them cut, for pieces thrown away.
 
 ``render_chops`` is Textual's ``Compositor._render_chops`` (with ``_get_renders`` inside it)
 that cuts a widget's line only where a place on it is still empty, and does not ask a widget
