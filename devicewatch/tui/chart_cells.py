@@ -20,7 +20,7 @@ from .. import nanmath
 from ..render.palette import NORMAL, PRESENTER, Palette
 from ..safe_text import inert
 from .drawing import (AXIS, AreaInput, BRAILLE_BITS, ChartInput, EIGHTHS, Grid, HeatInput, LanesInput, LinesInput, Overlay, Row,
-                      View, _changed_columns, _fmt, _label, _phase_colours, _span_columns, _time_axis,
+                      View, _changed_columns, _fmt, clamp, _label, _phase_colours, _span_columns, _time_axis,
                       format_seconds, per_column, style_id, style_of)
 
 # -- the charts -------------------------------------------------------------------------------
@@ -54,7 +54,7 @@ def draw_area(data: AreaInput, width: int, height: int, before: Grid | None = No
         return Grid.blank(height, width)
     col = per_column(data.t, data.values, view, plot_w)
     top = data.top if data.top > 0 else 1.0
-    level = np.where(np.isnan(col), -1, np.minimum(np.maximum(np.rint(col / top * rows * 8), 0), rows * 8)).astype(np.int64)
+    level = np.where(np.isnan(col), -1, clamp(np.rint(col / top * rows * 8), 0, rows * 8)).astype(np.int64)
     state = np.array([level, data.overlay.shading(view, plot_w), data.overlay.edges(view, plot_w),
                       data.overlay.marks(view, plot_w)])
     frame = ("area", width, height, id(palette), top, data.unit, data.axis, view.t0, view.t1)
@@ -94,7 +94,7 @@ def _area_cells(state: np.ndarray, rows: int, ids: np.ndarray) -> tuple[np.ndarr
     level in eighths (-1: no sample), shading kind, epoch line, marker."""
     level, shading, is_edge, is_mark = state[0], state[1], state[2].astype(bool), state[3].astype(bool)
     from_bottom = (rows - 1 - np.arange(rows))[:, None]
-    fill = np.where(level >= 0, np.minimum(np.maximum(level[None, :] - from_bottom * 8, 0), 8), 0)
+    fill = np.where(level >= 0, clamp(level[None, :] - from_bottom * 8, 0, 8), 0)
     chars = EIGHTHS[fill]
     fg = np.broadcast_to(is_edge.astype(np.int64), fill.shape).copy()
     chars[(fill == 0) & is_edge[None, :]] = "┊"
@@ -122,7 +122,7 @@ def draw_lines(data: LinesInput, width: int, height: int) -> Grid:
     weights = BRAILLE_BITS[::-1]                        # the bottom dot row of a cell first
     for s, (t, values) in enumerate(data.series):
         col = per_column(t, values, view, plot_w * 2)
-        dot = np.where(np.isnan(col), -1, np.clip(np.round(col / top * (dots_h - 1)), 0, dots_h - 1)).astype(int)
+        dot = np.where(np.isnan(col), -1, clamp(np.rint(col / top * (dots_h - 1)), 0, dots_h - 1)).astype(int)
         previous = np.empty_like(dot)
         previous[0], previous[1:] = -1, dot[:-1]
         joined = (previous >= 0) & (dot >= 0)
@@ -179,8 +179,7 @@ def draw_heat(data: HeatInput, width: int, height: int, before: Grid | None = No
         padded[:, :cores] = level_grid
         level_grid = nanmath.nanmean(padded.reshape(plot_w, halves, group), axis=2)  # no reading: NaN
     steps = len(palette.heat) - 1
-    scaled = np.minimum(np.maximum(np.rint(level_grid / 100.0 * steps), 0), steps)
-    level = np.where(np.isnan(level_grid), -1, scaled).astype(np.int64)
+    level = np.where(np.isnan(level_grid), -1, clamp(np.rint(level_grid / 100.0 * steps), 0, steps)).astype(np.int64)
     state = np.ascontiguousarray(level.T)   # a row per core (or group), a column per plot column
     frame = ("heat", width, height, id(palette), cores, view.t0, view.t1)
     changed = _changed_columns(before, frame, state)

@@ -237,6 +237,12 @@ class View:
         return (round(self.t0, 3), round(self.t1, 3))
 
 
+def clamp(values: np.ndarray, low: float, high: float) -> np.ndarray:
+    """``np.clip(values, low, high)`` without its Python wrapper, which costs more than the work
+    on a chart's few hundred values."""
+    return np.minimum(np.maximum(values, low), high)
+
+
 def _run_starts(values: np.ndarray) -> np.ndarray:
     """Where each run of equal neighbours begins: ``np.r_[True, values[1:] != values[:-1]]``
     without ``np.r_``, which costs more than the comparison itself on a chart's few hundred columns."""
@@ -260,8 +266,7 @@ def per_column(t: np.ndarray, values: np.ndarray, view: View, width: int, fill: 
     hi = int(t.searchsorted(view.t1, "right"))
     if hi <= lo:
         return out
-    cols = view.columns(t[lo:hi], width)
-    np.minimum(np.maximum(cols, 0, out=cols), width - 1, out=cols)
+    cols = clamp(view.columns(t[lo:hi], width), 0, width - 1)
     vals = values[lo:hi]
     valid = ~np.isnan(vals)
     starts = _run_starts(cols)

@@ -26,11 +26,6 @@ from textual.strip import Strip
 from textual.style import Style as VisualStyle
 from textual.visual import Visual
 
-try:  # the step Textual's ``Visual.to_strips`` ends in; a Textual without it draws its own way
-    from textual.content import _FormattedLine
-except ImportError:  # pragma: no cover - the pinned Textual has it
-    _FormattedLine = None  # type: ignore[assignment, misc]
-
 from .drawing import format_seconds
 from .kept_lines import KeptLines, KeptRows
 from .. import analysis
@@ -362,10 +357,10 @@ class TextPanel(KeptLines, KeptRows):
         """A wrapped line drawn as Textual's ``Visual.to_strips`` draws it. Asked for one line,
         that wraps it again and works out the panel's selection, link style and alignment each
         time (four times what drawing the line costs); where the panel has none of them (left
-        aligned, no line padding, nothing selected, no clickable text), the line is drawn by
-        the same step it ends in."""
+        aligned, no line padding, nothing selected, no clickable text), the line is drawn as the
+        step it ends in draws it (``_left_aligned``; a test compares the two)."""
         styles = self.styles
-        if _FormattedLine is not None and self.text_selection is None \
+        if self.text_selection is None \
                 and styles.get_rule("text_align", "left") in ("left", "start") \
                 and not styles.get_rule("line_pad", 0) and styles.content_align == ("left", "top"):
             drawn = self._left_aligned(line, style)
