@@ -758,7 +758,9 @@ async def test_the_compositor_cuts_the_same_pieces_without_asking_the_widgets_be
     from textual._compositor import Compositor
     from textual.geometry import Region
 
-    from devicewatch.tui.chops import render_chops, textual_render_chops
+    from devicewatch.tui.charts import ChartPart
+    from devicewatch.tui.chops import (render_chops, render_partial_update, textual_render_chops,
+                                       textual_render_partial_update)
 
     def pieces(chops):
         return [{cut: None if strip is None else (list(strip), strip.cell_length) for cut, strip in line.items()}
@@ -780,3 +782,22 @@ async def test_the_compositor_cuts_the_same_pieces_without_asking_the_widgets_be
             ours = pieces(render_chops(compositor, crop, rendered))
             assert ours == pieces(textual_render_chops(compositor, crop, rendered))
             assert any(piece is not None for line in ours for piece in line.values())
+        # A frame's update cuts only the places its changed spans meet: what it sends the
+        # terminal is Textual's, byte for byte, for areas that cross many widgets' edges.
+        assert Compositor.render_partial_update is render_partial_update
+        changed_areas = [[Region(0, 0, width, height)],
+                         [Region(width - 14, 3, 12, 10)],
+                         [Region(0, 0, width, 1), Region(width // 2, 6, 9, 2), Region(3, 11, width // 3, 1)],
+                         [Region(width // 4, 2, 1, height - 4), Region(width // 4 + 2, 5, 30, 3)],
+                         # a chart's parts, as they ask (each ends where a neighbour begins)
+                         [region for widget, (region, _) in compositor.visible_widgets.items()
+                          if isinstance(widget, ChartPart)][:6]]
+        for regions in changed_areas:
+            compositor._dirty_regions.update(regions)
+            ours_update = render_partial_update(compositor)
+            compositor._dirty_regions.update(regions)
+            textual_update = textual_render_partial_update(compositor)
+            assert ours_update is not None and textual_update is not None
+            assert ours_update.spans == textual_update.spans
+            sent = ours_update.render_segments(app.console)
+            assert sent == textual_update.render_segments(app.console) and len(sent) > 100
