@@ -72,10 +72,19 @@ def recorder_processes(dashboard: psutil.Process) -> list[psutil.Process]:
     """The dashboard's recorder (``--record``) and the recorder's watchdog; not the workload."""
     found = []
     for child in dashboard.children():
-        if "--record" in child.cmdline():
+        if "--record" in command_line(child):
             found.append(child)
-            found += [c for c in child.children() if "devicewatch.watchdog" in " ".join(c.cmdline())]
+            found += [c for c in child.children() if "devicewatch.watchdog" in " ".join(command_line(c))]
     return found
+
+
+def command_line(process: psutil.Process) -> list[str]:
+    """Its command line; none for a process that has exited (a short-lived child, not yet
+    reaped, is a zombie whose command line cannot be read)."""
+    try:
+        return process.cmdline()
+    except psutil.Error:
+        return []
 
 
 def btop_config(folder: Path) -> dict[str, str]:
