@@ -19,8 +19,8 @@ are the same: the same widget gives each place its piece, cut from the same line
 from __future__ import annotations
 
 from bisect import bisect_left
-from itertools import pairwise
 from collections.abc import Callable, Mapping, Sequence
+from itertools import pairwise
 
 from textual._compositor import ChopsUpdate, Compositor
 from textual.geometry import Region
@@ -105,7 +105,8 @@ def _cut(self: Compositor, crop: Region, wanted_places: Callable[[int], list[int
 
 
 def install() -> None:
-    """Put ``render_chops`` in Textual's place (once; calling again changes nothing)."""
+    """Put ``render_chops`` and ``render_partial_update`` in Textual's place (once; calling again
+    changes nothing)."""
     Compositor._render_chops = render_chops  # type: ignore[method-assign]
     Compositor.render_partial_update = render_partial_update  # type: ignore[method-assign]
 
