@@ -46,6 +46,7 @@ from ..errors import RecorderError, UsageError
 from ..integrations import zero_code
 from ..lifeline import Watchdog, become_subreaper
 from ..probes.cpu import CpuProbe, cpu_model
+from ..probes.cpu_limits import CpuLimits, CpuLimitsProbe, of_process
 from ..probes.gpu import GpuProbe
 from ..probes.process import ProcessTreeProbe, SelfProbe
 from ..runformat.writer import RunWriter, compact
@@ -61,6 +62,7 @@ from .workload import RUNNING, STOPPED, WAITING_FOR_INPUT, Workload
 
 STATUS_EVERY = 0.5               # seconds between updates of the terminal status line
 EVENTS_EVERY = 0.1               # seconds between reads of the workload's events at the most
+LIMITS_EVERY = 1.0               # seconds between looks at the cores the workload may use
 CANCELLED = "cancelled by the user"
 TRIAL_OVER = "the trial's window was measured: ended on purpose"
 TERMINAL_CLOSED = "terminal closed"
@@ -79,6 +81,7 @@ def host_info(gpu: GpuProbe) -> dict[str, Any]:
         "gpus": gpu.devices,
         "gpu_driver": gpu.driver,
         "gpu_reason": gpu.reason,
+        "cpu_limits": limits.to_json() if (limits := of_process(os.getpid())) is not None else None,
     }
 
 
@@ -269,6 +272,9 @@ class Recorder:
             raise RecorderError(message) from None
 
         self.watchdog.watch_group(process.pid)
+        self._limits: CpuLimitsProbe | None = CpuLimitsProbe(process.pid)
+        self._limits_seen: CpuLimits | None = None
+        self._check_limits()
         self._cpu = CpuProbe()
         tree = ProcessTreeProbe(process.pid, adopter=os.getpid(),
                                 exclude={p for p in (self.watchdog.pid,) if p})
@@ -328,6 +334,7 @@ class Recorder:
         interval = self.options.interval
         tick = 0
         last_status = 0.0
+        last_limits = time.monotonic()   # the launch's reading was just taken
         while True:
             tick += 1
             due = self.start_mono + tick * interval
@@ -352,6 +359,22 @@ class Recorder:
                 last_status = now
                 self._follow_state(tree)
                 self._show_status()
+            if now - last_limits >= LIMITS_EVERY:
+                last_limits = now
+                self._check_limits()
+
+    def _check_limits(self) -> None:
+        """A ``cpu_limits`` record of the cores the workload's root process may use, at its launch
+        and whenever they change (``taskset -p``, its cgroup's quota or cpuset written, moved to
+        another cgroup); looked at no more once it is gone."""
+        if self._limits is None:
+            return
+        limits = self._limits.read()
+        if limits is None:
+            self._limits = None
+        elif limits != self._limits_seen:
+            self._limits_seen = limits
+            self._write(records.cpu_limits(self._t(), self._limits.pid, limits))
 
     def _sample(self, tree: ProcessTreeProbe, me: SelfProbe, watcher: SelfProbe | None) -> dict[str, Any]:
         assert self.workload is not None

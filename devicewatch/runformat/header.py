@@ -13,7 +13,9 @@ import math
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+
+from ..probes.cpu_limits import CpuLimits
 
 # The per-device arrays of a schema-2 sample, whose field order and units the header declares.
 GROUPS = ("sys", "proc", "gpu", "gpu_proc")
@@ -65,6 +67,7 @@ class Host:
     gpu_driver: str | None = None
     gpu_reason: str | None = None    # why the GPUs are not sampled, or None
     raw: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), compare=False, repr=False)
+    cpu_limits: CpuLimits | None = None   # the recorder's own at its start; None in files written before
 
     @classmethod
     def parse(cls, value: Any) -> Host:
@@ -74,10 +77,69 @@ class Host:
         return cls(_text(host.get("hostname")), _text(host.get("os")), _text(host.get("python")),
                    _text(host.get("cpu_model")), cores if type(cores) is int and cores > 0 else 0,
                    _number(host.get("mem_total")), tuple(GpuInfo.parse(g, i) for i, g in enumerate(gpus)),
-                   _text(host.get("gpu_driver")), _text(host.get("gpu_reason")), MappingProxyType(dict(host)))
+                   _text(host.get("gpu_driver")), _text(host.get("gpu_reason")), MappingProxyType(dict(host)),
+                   CpuLimits.from_json(host.get("cpu_limits")))
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.raw)
+
+
+@dataclass(frozen=True)
+class LimitsReading:
+    """The cores the workload may use (``limits``) from run time ``t`` on."""
+
+    t: float
+    limits: CpuLimits
+
+
+@dataclass(frozen=True)
+class CpuLimitsOverRun:
+    """The cores the workload could use over a run: its readings in time order, the first at its
+    launch, then one per change (``taskset -p``, a cgroup's quota written). Where the file has
+    none of the workload's (written before they were recorded), the recorder's own from the
+    header at ``t = 0``, and ``of_workload`` is False: the workload inherited them unless it was
+    started under a ``taskset`` of its own."""
+
+    readings: tuple[LimitsReading, ...]
+    of_workload: bool = True
+
+    @classmethod
+    def of(cls, records: Sequence[Mapping[str, Any]], host: Host) -> CpuLimitsOverRun | None:
+        """From a run's ``cpu_limits`` records (a damaged one is left out), else HOST's; None
+        where neither says (a file written before limits were recorded)."""
+        readings = [LimitsReading(float(r["t"]), limits) for r in records
+                    if (limits := CpuLimits.from_json(r)) is not None]
+        readings.sort(key=lambda reading: reading.t)
+        if readings:
+            return cls(tuple(readings))
+        return None if host.cpu_limits is None else cls((LimitsReading(0.0, host.cpu_limits),), of_workload=False)
+
+    @property
+    def initial(self) -> CpuLimits:
+        return self.readings[0].limits
+
+    @property
+    def latest(self) -> CpuLimits:
+        return self.readings[-1].limits
+
+    @property
+    def changes(self) -> tuple[LimitsReading, ...]:
+        """The readings after the first: each a change of what the workload may use."""
+        return self.readings[1:]
+
+    @property
+    def tightest(self) -> CpuLimits:
+        """The reading that allowed the fewest cores (the first of them)."""
+        return min((reading.limits for reading in self.readings), key=lambda limits: limits.allowed)
+
+    def at(self, t: float) -> CpuLimits:
+        """What was in force at run time T (the first reading before it was taken)."""
+        found = self.readings[0].limits
+        for reading in self.readings:
+            if reading.t > t:
+                break
+            found = reading.limits
+        return found
 
 
 @dataclass(frozen=True)

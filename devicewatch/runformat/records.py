@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..probes.cpu_limits import CpuLimits
+
 RESERVED = ("type", "t", "kind")
 
 
@@ -41,6 +43,11 @@ def event(t: float, kind: str, /, **fields: Any) -> dict[str, Any]:
 def gpu_status(t: float, available: bool, reason: str | None, devices: int, **extra: Any) -> dict[str, Any]:
     """Whether the GPUs can be sampled (and why not), at the start and whenever that changes."""
     return {"type": "gpu_status", "t": t, "available": available, "reason": reason, "devices": devices, **extra}
+
+
+def cpu_limits(t: float, pid: int, limits: CpuLimits) -> dict[str, Any]:
+    """The cores process PID (the workload's root) may use: at its launch and whenever that changes."""
+    return {"type": "cpu_limits", "t": t, "pid": pid, **limits.to_json()}
 
 
 def end(t: float, status: str, exit_code: int, signal: str | None, reason: str,

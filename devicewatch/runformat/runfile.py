@@ -28,13 +28,13 @@ import orjson
 from ..errors import RunFileError
 from . import columnar
 from .eventlog import Events
-from .header import Header
+from .header import CpuLimitsOverRun, Header
 from .samples import Samples
 from .schema import SAMPLE_PREFIX, valid_sample
 
 FORMAT = "devicewatch-run"
 SCHEMA = 2          # what the writer writes; the reader reads 1 and 2
-RECORD_TYPES = ("header", "sample", "event", "log", "notice", "gpu_status", "end")
+RECORD_TYPES = ("header", "sample", "event", "log", "notice", "gpu_status", "cpu_limits", "end")
 END_STATUSES = ("ok", "trial", "failed", "cancelled", "error")
 # Ends that are no failure: the workload finished, or a trial of ``devicewatch try`` was ended
 # on purpose once its window was measured.
@@ -61,6 +61,7 @@ class Run:
 
     keep: int | None = None     # samples kept (the newest); None keeps them all
     columnar: bool = False      # read from the columnar form beside the journal (``columnar.py``)
+    cpu_limit_records: list[dict[str, Any]] = field(default_factory=list)   # as written; read ``cpu_limits``
 
     def __post_init__(self) -> None:
         if not isinstance(self.header, Header):
@@ -92,6 +93,12 @@ class Run:
     @property
     def cores(self) -> int:
         return self.header.host.cpu_count
+
+    @property
+    def cpu_limits(self) -> CpuLimitsOverRun | None:
+        """The cores the workload could use over the run: its readings (at launch, then each
+        change), else the recorder's own from the header; None for a file older than both."""
+        return CpuLimitsOverRun.of(self.cpu_limit_records, self.header.host)
 
     @property
     def gpu_names(self) -> list[str]:
@@ -149,6 +156,8 @@ class Run:
             self.notices.append(record)
         elif kind == "gpu_status":
             self.gpu_status.append(record)
+        elif kind == "cpu_limits":
+            self.cpu_limit_records.append(record)
         elif kind == "end":
             self.end = record
         else:
@@ -195,6 +204,8 @@ RECORD_FIELDS: dict[str, tuple[tuple[str, Any], ...]] = {
     "log": (("line", str), ("stream", str)),
     "notice": (("message", str), ("level", str)),
     "gpu_status": (("reason", str),),
+    "cpu_limits": (("pid", int), ("host_cores", int), ("affinity", str), ("cpuset", str), ("quota_cores", _NUMBER),
+                   ("allowed", _NUMBER)),
     "end": (("status", str), ("exit_code", int), ("signal", str), ("duration", _NUMBER), ("reason", str)),
 }
 
