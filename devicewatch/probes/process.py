@@ -14,12 +14,16 @@ is counted, not each one read). What a bound left out is said once in a notice
 (``take_notices``), which the recorder writes to the run file.
 
 Each member is read from its own /proc/PID/stat, kept open (``procfs.TaskStat``: CPU, RSS and
-threads in one read), or through psutil where there is no such /proc.
+threads in one read), or through psutil where there is no such /proc. Where the kernel keeps
+scheduler statistics, each member's threads' run-queue delay is read too (``procfs.ThreadDelays``):
+the time they were ready to run and waited for a core, which is what other programs, a CPU
+quota or more threads than cores cost the workload.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 import psutil
@@ -30,8 +34,10 @@ REFRESH_EVERY = 10
 MAX_TASKS_READ = 128    # threads' children lists read per process and refresh
 MAX_MEMBERS = 64        # processes read per sample
 
-# The workload tree's readings, in the order the run file stores them; RSS in MiB.
-PROC_FIELDS = ("cpu", "rss", "threads", "count")
+# The workload tree's readings, in the order the run file stores them; RSS in MiB. ``cpu_wait``:
+# how long its threads waited for a core (run-queue delay), % of one core like ``cpu``: 100 is
+# one thread's worth of waiting the whole interval.
+PROC_FIELDS = ("cpu", "rss", "threads", "count", "cpu_wait")
 PROC_SCALE = {"rss": 1 << 20}
 
 
@@ -108,6 +114,8 @@ class ProcessTreeProbe:
         self.adopter = adopter
         self.exclude = set(exclude) | {root_pid}
         self._members: dict[int, procfs.TaskStat | _PsutilMember] = {}
+        self._delays: dict[int, procfs.ThreadDelays] = {}
+        self._delays_at: float | None = None
         self._tick = 0
         self._window: dict[int, int] = {}
         self._notices: list[str] = []
@@ -120,6 +128,11 @@ class ProcessTreeProbe:
                 self._members[pid] = _member(pid)
             except (OSError, psutil.Error):
                 return False
+            if isinstance(self._members[pid], procfs.TaskStat):
+                delays = procfs.ThreadDelays(pid)
+                if delays.available:
+                    delays.waited()   # primes each thread's counter
+                    self._delays[pid] = delays
         return True
 
     def _note(self, kind: str, message: str) -> None:
@@ -160,6 +173,8 @@ class ProcessTreeProbe:
                                       "count leave the rest out")
                 break
             self._track(pid)
+        for delays in self._delays.values():
+            delays.refresh()
 
     def pids(self) -> list[int]:
         return list(self._members)
@@ -174,20 +189,31 @@ class ProcessTreeProbe:
             self._refresh()
         self._tick += 1
         cpu = 0.0
-        rss = threads = count = 0
+        rss = threads = count = waited = 0
         for pid, member in list(self._members.items()):
             reading = member.read()
             if reading is None:
                 member.close()
                 del self._members[pid]
+                delays = self._delays.pop(pid, None)
+                if delays is not None:
+                    delays.close()
                 continue
             cpu += reading[0]
             rss += reading[1]
             threads += reading[2]
             count += 1
+            delays = self._delays.get(pid)
+            if delays is not None:
+                waited += delays.waited()
         if count == 0:
             return None
-        return {"cpu": round(cpu, 1), "rss": rss, "threads": threads, "count": count}
+        sample: dict[str, Any] = {"cpu": round(cpu, 1), "rss": rss, "threads": threads, "count": count}
+        now = time.monotonic()
+        if self._delays and self._delays_at is not None and now > self._delays_at:
+            sample["cpu_wait"] = round(waited / 1e9 / (now - self._delays_at) * 100.0, 1)
+        self._delays_at = now if self._delays else None
+        return sample
 
 
 class SelfProbe:

@@ -169,3 +169,58 @@ class OwnCpu:
         percent = max(cpu - self._cpu, 0.0) / (now - self._at) * 100.0 if now > self._at else 0.0
         self._cpu, self._at = cpu, now
         return percent
+
+
+class ThreadDelays:
+    """How long one process's threads waited for a core: the kernel's run-queue delay of each
+    thread (``/proc/PID/task/TID/schedstat``: time on a CPU, time runnable but waiting for one,
+    in ns), summed over the threads. A thread that wants a core and does not get one (another
+    program has it, or more threads than cores) adds to it; a thread that sleeps, blocks or
+    waits on a lock does not. Each thread's file is kept open; the list of threads is looked
+    at again on ``refresh`` (once a second), and at most ``MAX_THREADS`` are read per process."""
+
+    MAX_THREADS = 512
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self._files: dict[str, ProcFile] = {}
+        self._last: dict[str, int] = {}
+        self.available = os.path.exists(f"/proc/{pid}/task/{pid}/schedstat")
+        self.refresh()
+
+    def refresh(self) -> None:
+        if not self.available:
+            return
+        try:
+            tids = os.listdir(f"/proc/{self.pid}/task")[:self.MAX_THREADS]
+        except OSError:
+            return
+        for tid in tids:
+            if tid not in self._files:
+                try:
+                    self._files[tid] = ProcFile(f"/proc/{self.pid}/task/{tid}/schedstat", 128)
+                except OSError:
+                    continue
+
+    def waited(self) -> int:
+        """Nanoseconds this process's threads waited for a core since the previous call (a
+        thread's first read only primes it)."""
+        total = 0
+        for tid, file in list(self._files.items()):
+            try:
+                delay = int(file.read().split()[1])
+            except (OSError, ValueError, IndexError):   # the thread has ended
+                file.close()
+                del self._files[tid]
+                self._last.pop(tid, None)
+                continue
+            last = self._last.get(tid)
+            self._last[tid] = delay
+            if last is not None and delay > last:
+                total += delay - last
+        return total
+
+    def close(self) -> None:
+        for file in self._files.values():
+            file.close()
+        self._files.clear()
