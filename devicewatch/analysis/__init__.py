@@ -104,6 +104,7 @@ from .verdicts import (
     input_name,
     lane_use,
     run_judgement,
+    settled,
     verdict,
 )
 from .wording import (
@@ -195,6 +196,7 @@ __all__ = [
     "run_info",
     "run_judgement",
     "series",
+    "settled",
     "sm_active_mean",
     "stats",
     "status_text",

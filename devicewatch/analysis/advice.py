@@ -13,8 +13,12 @@ into the time the loop waited for its batch, ``L``, and the rest, ``C`` (compute
 cores). With ``k`` loader workers a step takes the longest of three bounds: ``C`` (the loop
 itself), ``L·k0/k`` (the workers, each as fast as the single loader was; ``k0`` the workers it
 had, 1 for none) and ``(C·c + L·u)/cores`` (all the CPU work of a step spread over every core,
-``u`` the cores loading took while the loop waited). More threads divide ``C`` at best by the
-ratio of threads (an upper bound: serial parts do not divide).
+``u`` the cores loading took while the loop waited; ``cores`` those it can get: the cores it may
+use less what other programs took). More threads divide ``C`` at best by the ratio of threads
+(an upper bound: serial parts do not divide). Fewer threads, where its threads waited for cores
+they could not get (``contended``), remove that waiting: ``C`` becomes ``C·(1 − w)^T``, ``w`` the
+share of the time its threads wanted a core that they waited for one and ``T`` its operator
+threads (a parallel operator runs only while all ``T`` hold a core).
 """
 
 from __future__ import annotations
@@ -30,10 +34,11 @@ from .epoch_rows import data_wait, epochs
 from .pairing import Phase, phases
 from .utilization import Series, series
 from .verdicts import Verdict
-from .verdicts import verdict as verdict_of
+from .verdicts import settled as verdict_of
 
 INPUT_BOUND_SHARE = 0.3     # a data wait from which more loader workers are worth a try
 MAX_WORKERS = 8             # the most workers advice proposes, however many cores
+MIN_RUNNING = 0.02          # the least share of a contended step taken as running: gains up to 50x
 
 
 @dataclass(frozen=True)
@@ -69,17 +74,35 @@ class Baseline:
     tf_data: dict[str, Any] | None  # tf.data's maps, and how many the script left sequential
     gpus: int
     instrumented: bool              # the zero-code instrumentation saw the training loop
+    allowed_cores: float | None = None   # the cores it may use, where fewer than the machine's
+    others_cores: float | None = None    # cores other programs kept busy meanwhile
+    waiting_cores: float | None = None   # cores' worth of its threads waiting for a core
+
+    @property
+    def limit(self) -> float:
+        """The cores the workload may use: those allowed, else the machine's."""
+        return self.allowed_cores if self.allowed_cores is not None else float(self.cores)
 
     @property
     def usable_cores(self) -> float:
-        """The cores the prediction lets the workload have: every one. Other programs' load is
-        not subtracted: the scheduler shares the cores with them by runnable threads, not by
-        what they used before, so a busy machine makes the prediction high (docs say so)."""
-        return float(self.cores)
+        """The cores the prediction lets the workload have: those it may use less what other
+        programs kept busy during the run (at least one)."""
+        return max(1.0, self.limit - (self.others_cores or 0.0))
 
     @property
     def free_cores(self) -> float:
-        return max(0.0, self.cores - max(self.machine_cores, self.workload_cores or 0.0))
+        """Cores it may use that nobody kept busy."""
+        if self.others_cores is not None and self.workload_cores is not None:
+            return max(0.0, self.limit - self.others_cores - self.workload_cores)
+        return max(0.0, self.limit - max(self.machine_cores, self.workload_cores or 0.0))
+
+    @property
+    def wait_share(self) -> float | None:
+        """The share of the time its threads wanted a core that they waited for one."""
+        if self.waiting_cores is None or self.workload_cores is None:
+            return None
+        wanted = self.waiting_cores + self.workload_cores
+        return self.waiting_cores / wanted if wanted > 0 else None
 
     @property
     def workers(self) -> int:
@@ -131,7 +154,10 @@ def baseline(run: Run, verdict: Verdict | None = None) -> Baseline:
         threads=setup.get("threads") if setup else None,
         tf_data=setup.get("tf_data") if setup else None,
         gpus=s.gpus,
-        instrumented=setup is not None)
+        instrumented=setup is not None,
+        allowed_cores=figures.get("allowed_cores"),
+        others_cores=figures.get("others_cores"),
+        waiting_cores=figures.get("waiting_cores"))
 
 
 def _loading_cores(s: Series, all_phases: list[Phase]) -> float:
@@ -168,7 +194,18 @@ def predict(b: Baseline, knob: str, value: Any) -> float | None:
                        (compute * compute_cores + wait * b.loading_cores * before) / b.usable_cores)
         return 1.0 / new_step if new_step > 0 else None
     if knob == "threads":
-        if not b.threads or int(value) <= b.threads:
+        if not b.threads:
+            return None
+        if int(value) < b.threads:   # fewer threads, to remove their waiting for cores
+            share = b.wait_share
+            if share is None:
+                return None
+            # A parallel operator runs only while every one of its threads holds a core: each
+            # held one (1 - share) of the time it wanted one, all of them (taken as independent)
+            # (1 - share) ** threads of it. On the cores it can get, none waits.
+            running = max((1.0 - min(share, 0.95)) ** b.threads, MIN_RUNNING)
+            return 1.0 / (wait + compute * running)
+        if int(value) == b.threads:
             return None
         scale = min(float(value), b.usable_cores) / min(float(b.threads), b.usable_cores)
         return 1.0 / (wait + compute / max(scale, 1.0))
@@ -185,14 +222,15 @@ def advise(run: Run, verdict: Verdict | None = None) -> list[Advice]:
                                    "(report's zero-code line says why): there is nothing to set from outside")]
     out: list[Advice] = []
     free = b.free_cores
+    limit = max(1, int(b.limit + 0.05))
     share = b.data_wait_share
     if share is not None and (share >= INPUT_BOUND_SHARE or verdict.label == "input-bound"):
         sequential = int((b.tf_data or {}).get("sequential_maps") or 0)
         if b.loader is None and sequential:
-            out.append(_advice(b, "map_parallel", b.cores,
+            out.append(_advice(b, "map_parallel", limit,
                                f"the loop waited on its tf.data input {share:.0%} of the time and {sequential} of its "
                                f"maps run one element at a time (num_parallel_calls unset); "
-                               f"{b.free_cores:.1f} of {b.cores} cores are free"))
+                               f"{b.free_cores:.1f} of {_of_cores(b)} are free"))
         elif b.loader is None and b.tf_data:
             out.append(Advice(None, None, f"the loop waited on its tf.data input {share:.0%} of the time with its maps "
                                           "already parallel: the loading itself is the cost (make each element "
@@ -201,10 +239,10 @@ def advise(run: Run, verdict: Verdict | None = None) -> list[Advice]:
             out.append(Advice(None, None, f"the loop waited on its input {share:.0%} of the time, but it reads "
                                           "no DataLoader: its input is made in the loop itself, which no knob set "
                                           "from outside can spread; a Dataset read by a DataLoader with workers could"))
-        elif b.workers < min(b.cores, MAX_WORKERS):
-            workers = min(b.cores, MAX_WORKERS) if b.workers == 0 else min(2 * b.workers, b.cores, MAX_WORKERS)
+        elif b.workers < min(limit, MAX_WORKERS):
+            workers = min(limit, MAX_WORKERS) if b.workers == 0 else min(2 * b.workers, limit, MAX_WORKERS)
             why = (f"the loop waited on its DataLoader {share:.0%} of the time; the DataLoader has "
-                   f"{b.workers} worker{'s' * (b.workers != 1)} and {max(0.0, free):.1f} of {b.cores} cores are free")
+                   f"{b.workers} worker{'s' * (b.workers != 1)} and {max(0.0, free):.1f} of {_of_cores(b)} are free")
             out.append(_advice(b, "num_workers", workers, why))
         elif not (b.loader or {}).get("persistent_workers"):
             out.append(_advice(b, "persistent_workers", True,
@@ -212,21 +250,34 @@ def advise(run: Run, verdict: Verdict | None = None) -> list[Advice]:
                                "that are started anew every epoch"))
         else:
             out.append(Advice(None, None, f"the loop waited on its DataLoader {share:.0%} of the time with "
-                                          f"{b.workers} persistent workers on {b.cores} cores: the loading itself "
+                                          f"{b.workers} persistent workers on {_of_cores(b)}: the loading itself "
                                           "is the cost (make each item cheaper, or cache it)"))
     if b.gpus and b.loader is not None and not (b.loader or {}).get("pin_memory") and \
             verdict.label in ("input-bound", "GPU underused", "validation-bound"):
         out.append(Advice("pin_memory", True, "the GPU waits between steps and the DataLoader hands it pageable "
                                               "host memory (pin_memory=False): pinned memory copies without a staging copy"))
     more = int(b.free_cores + 0.05)   # whole cores free: threads beyond them fight other programs
-    if verdict.label in ("single-core-bound", "partly parallel") and b.threads is not None and b.threads < b.cores \
+    obtainable = max(1, int(b.usable_cores + 0.05))
+    if verdict.label == "contended" and b.threads is not None and b.threads > obtainable:
+        others = f"other programs took {b.others_cores:.1f} of them" if (b.others_cores or 0) >= 0.25 \
+            else "it may use no more"
+        out.append(_advice(b, "threads", obtainable,
+                           f"contended: PyTorch runs its operators on {b.threads} threads, which waited for a core "
+                           f"{b.wait_share or 0:.0%} of the time they wanted one, and it can get {obtainable} of "
+                           f"{_of_cores(b)} ({others})"))
+    elif verdict.label in ("single-core-bound", "partly parallel") and b.threads is not None and b.threads < limit \
             and more >= 1:
-        out.append(_advice(b, "threads", min(b.cores, b.threads + more),
+        out.append(_advice(b, "threads", min(limit, b.threads + more),
                            f"{verdict.label}: PyTorch runs its operators on {b.threads} thread{'s' * (b.threads != 1)} "
-                           f"and {max(0.0, free):.1f} of {b.cores} cores are free"))
+                           f"and {max(0.0, free):.1f} of {_of_cores(b)} are free"))
     if not out:
-        if verdict.label == "CPU-bound":
-            why = (f"every core is working ({verdict.figures.get('cores_busy', b.cores)} of {b.cores} busy): the model "
+        if verdict.label == "contended":
+            why = (f"contended: its threads waited for a core {b.wait_share or 0:.0%} of the time they wanted one, "
+                   f"and none of its knobs asks for fewer cores (other programs took "
+                   f"{b.others_cores or 0:.1f} of {_of_cores(b)}): run it when they are done, or give it cores "
+                   "of its own")
+        elif verdict.label == "CPU-bound":
+            why = (f"every core is working ({verdict.figures.get('cores_busy', b.cores)} of {_of_cores(b)} busy): the model "
                    "itself is the cost, and no knob that leaves its arithmetic alone makes it faster")
         elif verdict.label == "single-core-bound":
             why = ("one core does the work with every operator thread in use: the serial part is the script's "
@@ -249,6 +300,15 @@ def _advice(b: Baseline, knob: str, value: Any, why: str) -> Advice:
     predicted = predict(b, knob, value)
     gain = predicted / b.steps_per_s if predicted and b.steps_per_s else None
     return Advice(knob, value, why, round(predicted, 3) if predicted else None, round(gain, 3) if gain else None)
+
+
+def _of_cores(b: Baseline) -> str:
+    """``2 cores`` or ``4 cores allowed of 64``."""
+    if b.allowed_cores is None:
+        return f"{b.cores} cores"
+    allowed = b.allowed_cores
+    return f"{allowed:.0f} cores allowed of {b.cores}" if abs(allowed - round(allowed)) < 0.05 \
+        else f"{allowed:.1f} cores allowed of {b.cores}"
 
 
 def _word(value: Any) -> str:

@@ -24,6 +24,7 @@ class Series:
     cpu_total: np.ndarray
     proc_cpu: np.ndarray       # workload tree, percent of one core (NaN when not running)
     proc_rss: np.ndarray       # bytes
+    proc_wait: np.ndarray      # how long its threads waited for a core, % of one core (NaN: not read)
     recorder_cpu: np.ndarray
     watcher_cpu: np.ndarray
     gpu_t: list[np.ndarray]    # per GPU: times of utilization values (buffered samples where given)
@@ -68,7 +69,7 @@ def series(run: Run) -> Series:
         gpu_t.append(t)
         gpu_util.append(v)
     # cpu is given as the function that makes it: made when first read (``Series.cpu``)
-    return Series(c.t, lambda: c.cpu, c.cpu_total, c.proc("cpu"), c.proc("rss"),  # type: ignore[arg-type]
+    return Series(c.t, lambda: c.cpu, c.cpu_total, c.proc("cpu"), c.proc("rss"), c.proc("cpu_wait"),  # type: ignore[arg-type]
                   c.recorder_cpu, c.watcher_cpu, gpu_t, gpu_util, c.gpu("mem_used"), c.gpu("power_w"), c.core_percent())
 
 

@@ -12,6 +12,7 @@ import numpy as np
 from .. import events
 from ..runformat.runfile import Run
 from ..runformat.percent import MISSING_PERCENT
+from .contention import CONTENDED_SHARE, CONTENDED_WAIT, Contention, contention
 from .epoch_rows import DataWait, EpochRow, data_wait, epochs
 from .idle import IDLE_THRESHOLD, DeviceIdle, device_idle
 from .pairing import Phase, lane_overlap, phases, union_length
@@ -54,6 +55,51 @@ LANES_OVERLAP = 0.1         # share of the phase time with two or more lanes at 
 PACING_LANE = 0.9           # share of the phase time one lane is busy: it sets the pace
 
 
+MIN_SECONDS = 2.0           # samples spanning at least this long before any verdict: "too early to tell"
+MIN_SAMPLES = 5             # ... and at least this many of them
+
+
+# How far a figure may cross a threshold before a label given earlier gives way to another
+# (hysteresis): a figure hovering at a threshold does not flip the verdict sample by sample.
+MARGIN_PERCENT = 3.0        # points of a % threshold
+MARGIN_SHARE = 0.03         # of a share threshold
+MARGIN_CORES = 0.1          # of a threshold in cores
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The thresholds one verdict is decided by: the module's constants, or those constants
+    eased by their margins (``eased``) to see whether a label given before still holds."""
+
+    gpu_busy: float = GPU_BUSY
+    sm_active_low: float = SM_ACTIVE_LOW
+    validation_dip_share: float = VALIDATION_DIP_SHARE
+    feed_all_cores: float = FEED_ALL_CORES
+    feed_one_core: float = FEED_ONE_CORE
+    data_wait_bound: float = DATA_WAIT_BOUND
+    cpu_bound: float = CPU_BOUND
+    core_saturated: float = CORE_SATURATED
+    serial_cores: float = SERIAL_CORES
+    own_core: float = OWN_CORE
+    lanes_overlap: float = LANES_OVERLAP
+    pacing_lane: float = PACING_LANE
+    contended_wait: float = CONTENDED_WAIT
+    contended_share: float = CONTENDED_SHARE
+
+    def eased(self, sign: int) -> Thresholds:
+        """Every threshold moved by its margin: down (SIGN -1) or up (+1)."""
+        cores = ("serial_cores", "own_core", "contended_wait")
+        shares = ("validation_dip_share", "data_wait_bound", "lanes_overlap", "pacing_lane", "contended_share")
+        moved = {}
+        for name in self.__dataclass_fields__:
+            margin = MARGIN_CORES if name in cores else MARGIN_SHARE if name in shares else MARGIN_PERCENT
+            moved[name] = getattr(self, name) + sign * margin
+        return Thresholds(**moved)
+
+
+THRESHOLDS = Thresholds()
+
+
 @dataclass
 class Verdict:
     label: str
@@ -70,6 +116,26 @@ class CpuUse:
     total: float              # mean % of all cores
     busiest: float            # mean % of the busiest core of each sample
     workload: float | None    # mean cores the workload's process tree kept busy (None: not recorded)
+    allowed: float | None = None   # cores the workload may use where fewer than the machine's
+
+    @property
+    def limit(self) -> float:
+        """The cores the workload may use: those allowed, else every core."""
+        return self.allowed if self.allowed is not None else float(self.cores)
+
+    def of_cores(self) -> str:
+        """``2 cores`` or ``4 cores allowed of 64``."""
+        if self.allowed is None:
+            return f"{self.cores} cores"
+        allowed = f"{self.allowed:.0f}" if abs(self.allowed - round(self.allowed)) < 0.05 else f"{self.allowed:.1f}"
+        return f"{allowed} cores allowed of {self.cores}"
+
+    def busy_from(self, percent: float) -> bool:
+        """The cores it may use are at least PERCENT busy: the machine's, or the workload's own
+        share of those allowed (other programs run on the cores it may not use)."""
+        if self.allowed is None:
+            return self.total >= percent
+        return self.used >= self.allowed * percent / 100.0
 
     @property
     def machine(self) -> float:
@@ -83,7 +149,7 @@ class CpuUse:
         return self.workload if self.workload is not None else self.machine
 
     def busy_text(self) -> str:
-        text = f"{self.used:.1f} of {self.cores} cores busy"
+        text = f"{self.used:.1f} of {self.of_cores()} busy"
         if self.workload is not None and abs(self.machine - self.workload) >= 0.5:
             text += f" with the workload, {self.machine:.1f} on the whole machine"
         return text
@@ -98,15 +164,13 @@ class LaneUse:
     busy: dict[str, float]         # lane -> share of the phase time it had a phase running
     names: dict[str, list[str]]    # lane -> its phase names, in order of appearance
 
-    @property
-    def parallel(self) -> bool:
-        return len(self.busy) > 1 and self.overlap >= LANES_OVERLAP
+    def parallel(self, th: Thresholds = THRESHOLDS) -> bool:
+        return len(self.busy) > 1 and self.overlap >= th.lanes_overlap
 
-    @property
-    def pacing(self) -> str | None:
+    def pacing(self, th: Thresholds = THRESHOLDS) -> str | None:
         """The one lane busy nearly all the time while others run beside it: it sets the pace."""
-        full = [lane for lane, share in self.busy.items() if share >= PACING_LANE]
-        return full[0] if len(full) == 1 and self.parallel else None
+        full = [lane for lane, share in self.busy.items() if share >= th.pacing_lane]
+        return full[0] if len(full) == 1 and self.parallel(th) else None
 
 
 def _busiest_core_mean(s: Series, in_run: np.ndarray) -> float:
@@ -127,8 +191,9 @@ def _busiest_core_mean(s: Series, in_run: np.ndarray) -> float:
     return float(np.nanmean(busiest))
 
 
-def cpu_use(s: Series, in_run: np.ndarray, cores: int) -> CpuUse:
-    """The CPU figures of the samples in IN_RUN."""
+def cpu_use(s: Series, in_run: np.ndarray, cores: int, allowed: float | None = None) -> CpuUse:
+    """The CPU figures of the samples in IN_RUN (``allowed``: the cores the workload may use,
+    where fewer than the machine's)."""
     total = float(np.nanmean(s.cpu_total[in_run])) if in_run.any() else 0.0
     busiest = _busiest_core_mean(s, in_run)
     workload = None
@@ -137,7 +202,8 @@ def cpu_use(s: Series, in_run: np.ndarray, cores: int) -> CpuUse:
         proc = proc[~np.isnan(proc)]
         if proc.size:
             workload = float(proc.mean()) / 100.0
-    return CpuUse(cores, 0.0 if total != total else total, 0.0 if busiest != busiest else busiest, workload)
+    return CpuUse(cores, 0.0 if total != total else total, 0.0 if busiest != busiest else busiest, workload,
+                  allowed if allowed is not None and allowed < cores - 1e-6 else None)
 
 
 def lane_use(all_phases: list[Phase]) -> LaneUse:
@@ -154,35 +220,109 @@ def lane_use(all_phases: list[Phase]) -> LaneUse:
 
 
 def verdict(run: Run, s: Series | None = None, all_phases: list[Phase] | None = None,
-            epoch_rows: list[EpochRow] | None = None) -> Verdict:
+            epoch_rows: list[EpochRow] | None = None, held: str | None = None) -> Verdict:
     """The run in one line: what limited it (docs/verdicts.md lists the labels, their order and
     thresholds). Judged on the samples inside the workload's phases, in cores busy, by what its
     lanes did side by side, and by how long its training loop waited on data. ``epoch_rows``:
-    ``epochs(run, all_phases)`` where the caller keeps them already (the live model)."""
+    ``epochs(run, all_phases)`` where the caller keeps them already (the live model).
+
+    ``held``: the label given before (the live view's last, or the run's as it stood a verdict
+    earlier, ``settled``): it stands while the figures are within their margins of giving it,
+    so a figure hovering at a threshold does not flip the verdict."""
     s = series(run) if s is None else s
     all_phases = phases(run) if all_phases is None else all_phases
     if len(s.t) < 2:
         return Verdict("too short", "too few samples to judge (the run lasted under a sample or two)", {})
+    if len(s.t) < MIN_SAMPLES or float(s.t[-1] - s.t[0]) < MIN_SECONDS:
+        return Verdict("too early", f"too early to tell: {float(s.t[-1] - s.t[0]):.1f} s of samples, and a "
+                       f"verdict needs {MIN_SECONDS:.0f} s and {MIN_SAMPLES} samples", {})
     in_run = active_mask(s.t, [(p.start, p.end) for p in all_phases]) if all_phases else np.ones(len(s.t), bool)
     if not in_run.any():  # phases too short to hold a sample: judge the whole run instead
         in_run = np.ones(len(s.t), bool)
     cores = int(s.cpu.shape[1]) if s.cpu.ndim == 2 and s.cpu.shape[1] else max(run.cores, 1)
-    cpu = cpu_use(s, in_run, cores)
+    shared = contention(run, s, in_run)
+    cpu = cpu_use(s, in_run, cores, shared.allowed)
     lanes_ = lane_use(all_phases)
     wait = data_wait(epochs(run, all_phases) if epoch_rows is None else epoch_rows)
     figures: dict[str, float] = {"cpu_mean": round(cpu.total, 1), "busiest_core_mean": round(cpu.busiest, 1),
                                  "cores": cores, "cores_busy": round(cpu.machine, 2)}
+    if cpu.allowed is not None:
+        figures["allowed_cores"] = round(cpu.allowed, 2)
     if cpu.workload is not None:
         figures["workload_cores"] = round(cpu.workload, 2)
+    if shared.others is not None:
+        figures["others_cores"] = round(shared.others, 2)
+    if shared.waiting is not None:
+        figures["waiting_cores"] = round(shared.waiting, 2)
+    if shared.threads is not None:
+        figures["threads"] = round(shared.threads, 1)
     figures["lane_overlap"] = round(lanes_.overlap, 3)
     if wait is not None:
         figures["data_wait_share"] = round(wait.share, 3)
     gpu_used = [g for g in range(s.gpus) if s.gpu_util[g].size and np.nanmax(s.gpu_util[g]) > IDLE_THRESHOLD]
-    if gpu_used:
-        return _gpu_verdict(run, s, all_phases, in_run, cpu, wait, figures)
-    if wait is not None and wait.share >= DATA_WAIT_BOUND:
-        return Verdict("input-bound", f"{_wait_text(wait, input_name(run))}; {cpu.busy_text()}", figures)
-    return _cpu_verdict(cpu, lanes_, figures)
+
+    def decide(th: Thresholds) -> Verdict:
+        if gpu_used:
+            return _gpu_verdict(run, s, all_phases, in_run, cpu, wait, dict(figures), th)
+        if wait is not None and wait.share >= th.data_wait_bound:
+            return Verdict("input-bound", f"{_wait_text(wait, input_name(run))}; {cpu.busy_text()}", dict(figures))
+        if shared.contended_at(th.contended_wait, th.contended_share):
+            return _contended(shared, cpu, dict(figures))
+        return _cpu_verdict(cpu, lanes_, dict(figures), th)
+
+    found = decide(THRESHOLDS)
+    if held is None or held == found.label:
+        return found
+    for sign in (-1, 1):
+        eased = decide(THRESHOLDS.eased(sign))
+        if eased.label == held:
+            return eased
+    return found
+
+
+def settled(run: Run, s: Series | None = None, all_phases: list[Phase] | None = None,
+            epoch_rows: list[EpochRow] | None = None, before: float = 3.0) -> Verdict:
+    """The verdict of a whole run by the rule the live view follows: the label the run had
+    BEFORE seconds before its last sample (the live view's previous verdict) is held while the
+    figures are within their margins of it. A finished run reads as its live view last read."""
+    s = series(run) if s is None else s
+    all_phases = phases(run) if all_phases is None else all_phases
+    if len(s.t) < 2:
+        return verdict(run, s, all_phases, epoch_rows)
+    cut = float(s.t[-1]) - before
+    earlier_s = _until(s, cut)
+    earlier_phases = [p if p.end <= cut else replace(p, end=cut) for p in all_phases if p.start < cut]
+    earlier = verdict(run, earlier_s, earlier_phases) if len(earlier_s.t) >= 2 else None
+    return verdict(run, s, all_phases, epoch_rows, held=earlier.label if earlier is not None else None)
+
+
+def _until(s: Series, cut: float) -> Series:
+    """The samples up to run time CUT, as a series of their own."""
+    n = int(np.searchsorted(s.t, cut, "right"))
+    gpu_n = [int(np.searchsorted(t, cut, "right")) for t in s.gpu_t]
+    # cpu is given as the function that makes it, as ``series`` gives it (``Series.cpu``)
+    return Series(s.t[:n], lambda: s.cpu[:n], s.cpu_total[:n],  # type: ignore[arg-type]
+                  s.proc_cpu[:n], s.proc_rss[:n], s.proc_wait[:n],
+                  s.recorder_cpu[:n], s.watcher_cpu[:n], [t[:k] for t, k in zip(s.gpu_t, gpu_n)],
+                  [u[:k] for u, k in zip(s.gpu_util, gpu_n)], s.gpu_mem_used[:n], s.gpu_power[:n],
+                  None if s.cpu_percent is None else s.cpu_percent[:n])
+
+
+def _contended(shared: Contention, cpu: CpuUse, figures: dict[str, float]) -> Verdict:
+    """The workload's threads waited for cores they could not get: other programs had them,
+    or it runs more threads than it may use. In figures: threads, cores got and wanted, the
+    time waiting, what other programs took."""
+    assert shared.workload is not None and shared.waiting is not None and shared.wanted is not None
+    threads = f"{shared.threads:.0f} threads" if shared.threads is not None else "threads"
+    cause = []
+    if shared.others is not None and shared.others >= 0.25:
+        cause.append(f"other programs took {shared.others:.1f} of {cpu.of_cores()}")
+    if shared.wanted > shared.allowed + 0.25:
+        cause.append(f"it wants more cores than the {cpu.of_cores()} it may use")
+    why = "; ".join(cause) if cause else f"on {cpu.of_cores()}"
+    return Verdict("contended", f"contended: the workload's {threads} wanted {shared.wanted:.1f} cores and got "
+                   f"{shared.workload:.1f}; they waited for a core {shared.wait_share or 0:.0%} of that time "
+                   f"({shared.waiting:.1f} cores' worth): {why}", figures)
 
 
 def input_name(run: Run) -> str:
@@ -206,12 +346,12 @@ def _wait_text(wait: DataWait, source: str = "DataLoader") -> str:
 
 
 def _gpu_verdict(run: Run, s: Series, all_phases: list[Phase], in_run: np.ndarray, cpu: CpuUse,
-                 wait: DataWait | None, figures: dict[str, float]) -> Verdict:
+                 wait: DataWait | None, figures: dict[str, float], th: Thresholds = THRESHOLDS) -> Verdict:
     idle = device_idle(run, s, all_phases)
     gpu = max(idle[:s.gpus], key=lambda d: d.mean)
     figures.update(gpu_mean=gpu.mean, gpu_idle_fraction=gpu.idle_fraction,
                    gpu_dip_seconds=round(gpu.dip_seconds, 2))
-    if gpu.mean >= GPU_BUSY:
+    if gpu.mean >= th.gpu_busy:
         busiest = max(range(s.gpus), key=lambda g: idle[g].mean)
         sm = sm_active_mean(run, busiest, in_run)
         if sm is None:
@@ -219,27 +359,28 @@ def _gpu_verdict(run: Run, s: Series, all_phases: list[Phase], in_run: np.ndarra
                            "the input pipeline keeps it fed (SM activity not measured: busy "
                            "need not mean the chip is full)", figures)
         figures["sm_active_mean"] = round(sm, 1)
-        if sm < SM_ACTIVE_LOW:
+        if sm < th.sm_active_low:
             return Verdict("launch-bound", f"GPU busy {gpu.mean:.0f}% of the time but SMs {sm:.0f}% "
                            "active: kernels too small or too few — launch-bound", figures)
         return Verdict("GPU-bound", f"GPU-bound: the GPU is busy {gpu.mean:.0f}% on average with "
                        f"SMs {sm:.0f}% active; the input pipeline keeps it fed", figures)
-    if wait is not None and wait.share >= DATA_WAIT_BOUND:
+    if wait is not None and wait.share >= th.data_wait_bound:
         return Verdict("input-bound", f"{_wait_text(wait, input_name(run))}; the GPU averages {gpu.mean:.0f}%", figures)
     by_phase: dict[str, float] = {}
     for d in gpu.dips:
         by_phase[d.phase] = by_phase.get(d.phase, 0.0) + d.duration
     worst = max(by_phase, key=by_phase.get) if by_phase else None  # type: ignore[arg-type]
     share = by_phase[worst] / gpu.dip_seconds if worst and gpu.dip_seconds else 0.0
-    if worst and "validate" in worst and share >= VALIDATION_DIP_SHARE:
+    if worst and "validate" in worst and share >= th.validation_dip_share:
         return Verdict("validation-bound", f"validation-bound: the GPU dips {len(gpu.dips)} times, "
                        f"{share:.0%} of the dip time during validation; overlap validation "
                        "with training", figures)
-    if cpu.total >= FEED_ALL_CORES:
-        return Verdict("input-bound", f"input-bound: the GPU averages {gpu.mean:.0f}% while "
-                       f"{cpu.machine:.1f} of {cpu.cores} cores are busy ({cpu.total:.0f}%): the CPU "
+    if cpu.busy_from(th.feed_all_cores):
+        busy = f"{cpu.busy_text()} on average" if cpu.allowed is not None else \
+            f"{cpu.machine:.1f} of {cpu.cores} cores are busy ({cpu.total:.0f}%)"
+        return Verdict("input-bound", f"input-bound: the GPU averages {gpu.mean:.0f}% while {busy}: the CPU "
                        "cannot feed it", figures)
-    if cpu.busiest >= FEED_ONE_CORE and (cpu.workload is None or cpu.workload >= OWN_CORE):
+    if cpu.busiest >= th.feed_one_core and (cpu.workload is None or cpu.workload >= th.own_core):
         return Verdict("input-bound", f"input-bound: the GPU averages {gpu.mean:.0f}% while the busiest "
                        f"core averages {cpu.busiest:.0f}% ({cpu.busy_text()}): one core feeds the GPU "
                        "and cannot keep up", figures)
@@ -248,37 +389,41 @@ def _gpu_verdict(run: Run, s: Series, all_phases: list[Phase], in_run: np.ndarra
                    f"({cpu.busy_text()}, the busiest core {cpu.busiest:.0f}%)", figures)
 
 
-def _cpu_verdict(cpu: CpuUse, lanes_: LaneUse, figures: dict[str, float]) -> Verdict:
-    if cpu.total >= CPU_BOUND:
+def _cpu_verdict(cpu: CpuUse, lanes_: LaneUse, figures: dict[str, float], th: Thresholds = THRESHOLDS) -> Verdict:
+    saturated = cpu.busy_from(th.cpu_bound)
+    if saturated and cpu.allowed is not None:
+        return Verdict("CPU-bound", f"CPU-bound: the workload keeps {cpu.used:.1f} of {cpu.of_cores()} "
+                       "busy on average: every core it may use is working", figures)
+    if saturated:
         by = ""
         if cpu.workload is not None and cpu.machine - cpu.workload >= 0.5:
             by = f", {cpu.workload:.1f} of them by the workload"
         return Verdict("CPU-bound", f"CPU-bound: {cpu.machine:.1f} of {cpu.cores} cores busy "
                        f"({cpu.total:.0f}%) on average{by}: every core is working", figures)
-    if cpu.workload is not None and cpu.workload < OWN_CORE and cpu.busiest >= CORE_SATURATED:
+    if cpu.workload is not None and cpu.workload < th.own_core and cpu.busiest >= th.core_saturated:
         # A saturated core the workload's own processes cannot account for is another program's.
-        return Verdict("waiting", f"waiting: the workload keeps {cpu.workload:.1f} of {cpu.cores} cores busy while "
+        return Verdict("waiting", f"waiting: the workload keeps {cpu.workload:.1f} of {cpu.of_cores()} busy while "
                        f"other programs keep {cpu.machine - cpu.workload:.1f} busy (the busiest core averages "
                        f"{cpu.busiest:.0f}%, not the workload's): the workload mostly waits (I/O, sleep, or a device)",
                        figures)
-    pacing = lanes_.pacing
-    if pacing is not None and cpu.busiest >= CORE_SATURATED:
+    pacing = lanes_.pacing(th)
+    if pacing is not None and cpu.busiest >= th.core_saturated:
         others = [lane for lane in lanes_.busy if lane != pacing]
         beside = list(dict.fromkeys(n for lane in others for n in lanes_.names[lane]))
         return Verdict("lane-bound", f"lane-bound: the {pacing} lane is busy {lanes_.busy[pacing]:.0%} of "
                        f"the time and sets the pace; {', '.join(beside)} runs beside it in {len(others)} "
                        f"more lane{'s' if len(others) > 1 else ''} (two or more lanes at once "
                        f"{lanes_.overlap:.0%} of the time); {cpu.busy_text()} on average", figures)
-    if cpu.busiest >= CORE_SATURATED and cpu.used <= SERIAL_CORES and not lanes_.parallel:
+    if cpu.busiest >= th.core_saturated and cpu.used <= th.serial_cores and not lanes_.parallel(th):
         turns = ""
         if len(lanes_.busy) > 1:
             *first, last = lanes_.busy
             turns = f" (its lanes {', '.join(first)} and {last} take turns)"
         return Verdict("single-core-bound", f"single-core-bound: one core does the work (the busiest averages "
                        f"{cpu.busiest:.0f}%; {cpu.busy_text()}): the work is serial{turns}", figures)
-    if cpu.busiest >= CORE_SATURATED:
+    if cpu.busiest >= th.core_saturated:
         return Verdict("partly parallel", f"partly parallel: {cpu.busy_text()} on average and the busiest "
-                       f"core averages {cpu.busiest:.0f}%: {cpu.cores - cpu.used:.1f} cores are left idle "
+                       f"core averages {cpu.busiest:.0f}%: {cpu.limit - cpu.used:.1f} cores are left idle "
                        "(fewer threads or processes than cores, or a serial part holding the rest back)",
                        figures)
     return Verdict("waiting", f"waiting: {cpu.busy_text()} and no core is saturated (the busiest "
@@ -307,7 +452,7 @@ def host_figures(run: Run) -> list[HostFigures]:
         s, node_phases = series(node), phases(node)
         out.append(HostFigures(label, node.header.host.hostname, len(node.samples),
                                stats(s.cpu_total)["mean"], device_idle(node, s, node_phases),
-                               verdict(node, s, node_phases)))
+                               settled(node, s, node_phases)))
     return out
 
 
@@ -319,7 +464,7 @@ def run_judgement(run: Run, s: Series | None = None, all_phases: list[Phase] | N
     if not hosts:
         s = series(run) if s is None else s
         all_phases = phases(run) if all_phases is None else all_phases
-        return device_idle(run, s, all_phases), verdict(run, s, all_phases), []
+        return device_idle(run, s, all_phases), settled(run, s, all_phases), []
     devices = [replace(d, device=f"{h.host}: {d.device}") for h in hosts for d in h.devices]
     labels = {h.verdict.label for h in hosts}
     joined = Verdict(labels.pop() if len(labels) == 1 else "mixed",

@@ -209,6 +209,7 @@ class RunModel:
         self.cpu_total = Column()
         self.proc_cpu = Column()
         self.proc_rss = Column()
+        self.proc_wait = Column()
         self.proc_count = Column()
         self.recorder_cpu = Column()
         self.watcher_cpu = Column()
@@ -301,7 +302,7 @@ class RunModel:
             if cpu.shape[1] != cpu_width:
                 cpu = np.full((len(t), cpu_width), np.nan)
         others = [c.cpu_total[rows], c.proc("cpu")[rows], c.proc("rss")[rows], c.proc("count")[rows],
-                  c.recorder_cpu[rows], c.watcher_cpu[rows]]
+                  c.recorder_cpu[rows], c.watcher_cpu[rows], c.proc("cpu_wait")[rows]]
         host_t, host_columns = _bounded(t, others if cpu is None else [cpu, *others], self.WINDOW, self.LIMIT)
         if cpu is None and percent is not None:
             host_columns.insert(0, _bounded_percent(percent[rows], self.WINDOW, self.LIMIT))
@@ -318,7 +319,7 @@ class RunModel:
             self.cpu_mhz.extend(_bounded(t, [_held(mhz, before)], self.WINDOW, self.LIMIT)[1][0])
         self.t.extend(host_t)
         for column, values in zip([self.cpu, self.cpu_total, self.proc_cpu, self.proc_rss, self.proc_count,
-                                   self.recorder_cpu, self.watcher_cpu], host_columns):
+                                   self.recorder_cpu, self.watcher_cpu, self.proc_wait], host_columns):
             column.extend(values)
         present = c.gpu_present[rows]
         gpus = c.gpus if present.any() else len(self.gpus)
@@ -349,7 +350,8 @@ class RunModel:
                 _fold(track.util_t, [track.util], self.WINDOW, self.LIMIT)
                 _fold(track.t, [track.mem_used, track.power, track.sm_active], self.WINDOW, self.LIMIT)
         _fold(self.t, [self.cpu, self.cpu_total, self.proc_cpu, self.proc_rss, self.proc_count,
-                       self.recorder_cpu, self.watcher_cpu, *([self.cpu_mhz] if self.cpu_mhz is not None else [])],
+                       self.recorder_cpu, self.watcher_cpu, self.proc_wait,
+                       *([self.cpu_mhz] if self.cpu_mhz is not None else [])],
               self.WINDOW, self.LIMIT)
         return True
 
@@ -574,7 +576,7 @@ class RunModel:
         cpu = self.cpu.values if self.cpu is not None else np.zeros((len(t), 0))
         none = np.zeros((len(t), 0))
         return analysis.Series(t, cpu, self.cpu_total.values, self.proc_cpu.values, self.proc_rss.values,
-                               self.recorder_cpu.values, self.watcher_cpu.values,
+                               self.proc_wait.values, self.recorder_cpu.values, self.watcher_cpu.values,
                                [g.util_t.values for g in self.gpus], [g.util.values for g in self.gpus], none, none)
 
     def refresh_verdict(self, force: bool = False) -> bool:
@@ -590,8 +592,11 @@ class RunModel:
         # A merged run's node is judged against its own ranks' phases, which ``machine`` holds,
         # and its epochs from them; a run's own are the model's epoch rows, kept up to date.
         own = self.machine is self.run
+        # The label shown before holds while the figures are within their margins of it: the
+        # rule ``analysis.settled`` follows for a finished run, so live and final read alike.
         self.verdict = analysis.verdict(self.machine, self.series(), all_phases=self.phases if own else None,
-                                        epoch_rows=self.epoch_rows if own else None)
+                                        epoch_rows=self.epoch_rows if own else None,
+                                        held=self.verdict.label if self.verdict is not None else None)
         # What to try next rests on the verdict's figures: worked out with it, never in a render.
         self.advice = advice_.shown(self.machine, self.verdict)
         # Judged over the whole run, the verdict costs more as the run grows: it comes again

@@ -143,8 +143,8 @@ def test_summarize_is_plain_data(tmp_path):
 
 
 def test_a_run_whose_phases_hold_no_sample_is_judged_on_all_samples(tmp_path):
-    # Two busy samples at t=0 and t=1; one phase from 0.2 to 0.4 holds neither of them.
-    records = [*samples([(95, 97), (96, 98)]), begin(0.2, "train", 1), end(0.4, "train", 1)]
+    # Five busy samples at t=0…4 (enough to judge); one phase from 0.2 to 0.4 holds none of them.
+    records = [*samples([(95, 97), (96, 98)] * 2 + [(95, 97)]), begin(0.2, "train", 1), end(0.4, "train", 1)]
     run = load(write_run(tmp_path / "r.jsonl", records))
     assert analysis.verdict(run).label == "CPU-bound"
 

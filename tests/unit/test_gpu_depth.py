@@ -179,9 +179,10 @@ def test_driver_rate_text_and_periods_from_gpu_status(tmp_path):
 # -- the verdict -------------------------------------------------------------------------------
 
 def busy_gpu_run(tmp_path: Path, sm_active: float | None) -> runfile.Run:
-    """20 samples of a GPU busy 97% with the CPU at 20%; SM activity as given (None: no GPM)."""
+    """30 samples (2.9 s: enough to judge) of a GPU busy 97% with the CPU at 20%; SM activity
+    as given (None: no GPM)."""
     samples = []
-    for i in range(20):
+    for i in range(30):
         gpu = {"index": 0, "util": 97}
         if sm_active is not None:
             gpu["sm_active"] = sm_active
