@@ -82,6 +82,7 @@ from .utilization import (
     sm_active_mean,
     stats,
 )
+from .contention import CONTENDED_SHARE, CONTENDED_WAIT, Contention, contention
 from .verdicts import (
     CORE_SATURATED,
     CPU_BOUND,
@@ -90,6 +91,11 @@ from .verdicts import (
     FEED_ONE_CORE,
     GPU_BUSY,
     LANES_OVERLAP,
+    MARGIN_CORES,
+    MARGIN_PERCENT,
+    MARGIN_SHARE,
+    MIN_SAMPLES,
+    MIN_SECONDS,
     OWN_CORE,
     PACING_LANE,
     SERIAL_CORES,
@@ -119,6 +125,8 @@ from .wording import (
 
 __all__ = [
     "AUTO_SOURCE",
+    "CONTENDED_SHARE",
+    "CONTENDED_WAIT",
     "CORE_SATURATED",
     "CPU_BOUND",
     "DATA_WAIT_BOUND",
@@ -131,8 +139,13 @@ __all__ = [
     "IDLE_THRESHOLD",
     "LANES_OVERLAP",
     "LOOP_WAIT_LEGEND",
+    "MARGIN_CORES",
+    "MARGIN_PERCENT",
+    "MARGIN_SHARE",
     "MEASURED_LOADERS",
     "MIN_DIP_SECONDS",
+    "MIN_SAMPLES",
+    "MIN_SECONDS",
     "NO_PHASE",
     "OWN_CORE",
     "PACING_LANE",
@@ -143,6 +156,7 @@ __all__ = [
     "STDOUT_SOURCE",
     "VALIDATION_DIP_SHARE",
     "WAIT_PHASE",
+    "Contention",
     "CpuUse",
     "DataWait",
     "DataWaitFigures",
@@ -167,6 +181,7 @@ __all__ = [
     "VerdictFigures",
     "active_mask",
     "advice",
+    "contention",
     "cpu_use",
     "data_wait",
     "data_wait_dict",

@@ -19,6 +19,7 @@ import pytest
 
 from devicewatch import analysis
 from devicewatch.runformat import runfile
+from devicewatch.runformat.writer import RunWriter
 from tests.conftest import ROOT, write_run
 
 STEP = 0.1
@@ -37,6 +38,8 @@ class Shape:
     sm_active: float | None = None                            # GPM SM activity (None: no GPM)
     workload: Callable[[float], float] | None = None          # the process tree's CPU, % of one core
     metrics: dict[int, dict[str, Any]] = field(default_factory=dict)
+    waiting: Callable[[float], float] | None = None           # its threads' wait for a core, % of one core
+    limits: dict[str, Any] | None = None                      # the header's cpu_limits (the cores it may use)
 
     def records(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -47,6 +50,8 @@ class Shape:
             sample: dict[str, Any] = {"type": "sample", "t": t, "cpu": cpu, "cpu_total": sum(cpu) / len(cpu)}
             if self.workload is not None:
                 sample["proc"] = {"cpu": self.workload(t), "rss": 1 << 20, "threads": 4, "count": 1}
+                if self.waiting is not None:
+                    sample["proc"]["cpu_wait"] = self.waiting(t)
             if self.gpu is not None:
                 gpu: dict[str, Any] = {"index": 0, "util": self.gpu(t), "mem_used": 1 << 30, "power_w": 100.0}
                 if self.sm_active is not None:
@@ -64,7 +69,20 @@ class Shape:
     def run(self, path: Path) -> runfile.Run:
         host = {"cpu_model": "synthetic", "cpu_count": self.cores,
                 "gpus": [{"name": "Fake GPU"}] if self.gpu is not None else []}
-        return runfile.load(write_run(path, self.records(), header={"host": host}))
+        if self.limits is not None:
+            host["cpu_limits"] = self.limits
+        if self.waiting is None:
+            return runfile.load(write_run(path, self.records(), header={"host": host}))
+        # The threads' wait for a core is a field of schema 2's process group: written as the
+        # recorder writes, by the one writer.
+        writer = RunWriter(path, {"host": host, "interval": STEP})
+        for record in self.records():
+            writer.write(record)
+        last = self.records()[-1]["t"]
+        writer.write({"type": "end", "t": last, "status": "ok", "exit_code": 0, "signal": None, "duration": last,
+                      "reason": "the workload finished"})
+        writer.close()
+        return runfile.load(path)
 
 
 # -- what the cores read --------------------------------------------------------------------------
@@ -295,9 +313,45 @@ CASES = [
                                                                 metrics=LOADER_WAIT),
          "GPU-bound", "GPU-bound: the GPU is busy 95% on average with SMs 80% active; the input pipeline keeps it fed"),
 
-    # -- too short -------------------------------------------------------------------------------
+    # -- a machine it does not own ----------------------------------------------------------------
+    # Both cores full; the workload's 4 threads got 0.7 cores and waited 1.3 cores' worth: they
+    # wanted 2.0 and waited 65% of that; other programs took 2.0 - 0.7 = 1.3 cores.
+    Case("2 cores: threads fight other programs for the cores", Shape(2, 5.0, every_core(2, 100.0),
+                                                                      [("train", 1, "main", 0.0, 5.0)],
+                                                                      workload=constant(70.0),
+                                                                      waiting=constant(130.0)),
+         "contended", "contended: the workload's 4 threads wanted 2.0 cores and got 0.7; they waited for a core 65% "
+         "of that time (1.3 cores' worth): other programs took 1.3 of 2 cores"),
+    # The same loop alone: it keeps both cores busy and its threads waited 2% of a core (1% of
+    # the 2.02 cores they wanted): no contention, every core is its own work.
+    Case("2 cores: the same loop alone", Shape(2, 5.0, every_core(2, 100.0), [("train", 1, "main", 0.0, 5.0)],
+                                               workload=constant(200.0), waiting=constant(2.0)),
+         "CPU-bound", "CPU-bound: 2.0 of 2 cores busy (100%) on average: every core is working"),
+    # 4 cores allowed of 64 (an affinity of cores 0-3), all four full with the workload's work;
+    # the machine reads 4/64 = 6%, but every core it may use is working.
+    Case("64 cores, 4 allowed: every allowed core busy", Shape(64, 5.0, some_cores(64, 4),
+                                                               [("train", 1, "main", 0.0, 5.0)],
+                                                               workload=constant(400.0), waiting=constant(3.0),
+                                                               limits={"host_cores": 64, "affinity": "0-3"}),
+         "CPU-bound", "CPU-bound: the workload keeps 4.0 of 4 cores allowed of 64 busy on average: every core it "
+         "may use is working"),
+    # 0.5 cores of CPU quota of 2: the workload's 2 threads got 0.5 and waited 1.5 cores' worth
+    # (75% of the 2.0 they wanted), nobody else on the machine: it wants more than it may use.
+    Case("2 cores, half a core of quota: more threads than the quota", Shape(2, 5.0, every_core(2, 25.0),
+                                                                            [("train", 1, "main", 0.0, 5.0)],
+                                                                            workload=constant(50.0),
+                                                                            waiting=constant(150.0),
+                                                                            limits={"host_cores": 2,
+                                                                                    "quota_cores": 0.5}),
+         "contended", "contended: the workload's 4 threads wanted 2.0 cores and got 0.5; they waited for a core 75% "
+         "of that time (1.5 cores' worth): it wants more cores than the 0.5 cores allowed of 2 it may use"),
+
+    # -- too short, too early ---------------------------------------------------------------------
     Case("2 cores: one sample", Shape(2, 0.1, lambda t: [100.0, 0.0]),
          "too short", "too few samples to judge (the run lasted under a sample or two)"),
+    # 10 samples 0.05-0.95 s: 0.9 s of samples, under the 2 s a verdict needs.
+    Case("2 cores: the first second", Shape(2, 1.0, every_core(2, 100.0)),
+         "too early", "too early to tell: 0.9 s of samples, and a verdict needs 2 s and 5 samples"),
 ]
 
 
@@ -321,7 +375,8 @@ def test_the_demo_runs_differ_in_the_figures_that_decide(tmp_path: Path) -> None
 DOC = ROOT / "docs" / "verdicts.md"
 THRESHOLDS = ("IDLE_THRESHOLD", "DIP_THRESHOLD", "MIN_DIP_SECONDS", "SM_ACTIVE_LOW", "GPU_BUSY",
               "VALIDATION_DIP_SHARE", "FEED_ALL_CORES", "FEED_ONE_CORE", "DATA_WAIT_BOUND", "CPU_BOUND",
-              "CORE_SATURATED", "SERIAL_CORES", "OWN_CORE", "LANES_OVERLAP", "PACING_LANE")
+              "CORE_SATURATED", "SERIAL_CORES", "OWN_CORE", "LANES_OVERLAP", "PACING_LANE", "CONTENDED_WAIT",
+              "CONTENDED_SHARE", "MIN_SECONDS", "MIN_SAMPLES", "MARGIN_PERCENT", "MARGIN_SHARE", "MARGIN_CORES")
 
 
 def _doc_rows(title: str) -> list[list[str]]:
