@@ -58,7 +58,7 @@ from .output import OutputPump
 from .stdout_epochs import StdoutEpochs
 from .streams import WorkloadStreams
 from .terminal import Terminal, status_text
-from .workload import RUNNING, STOPPED, WAITING_FOR_INPUT, Workload
+from .workload import ENDING_SIGNALS, PASSED_SIGNALS, RUNNING, STOPPED, WAITING_FOR_INPUT, Workload
 
 STATUS_EVERY = 0.5               # seconds between updates of the terminal status line
 EVENTS_EVERY = 0.1               # seconds between reads of the workload's events at the most
@@ -66,8 +66,10 @@ LIMITS_EVERY = 1.0               # seconds between looks at the cores the worklo
 CANCELLED = "cancelled by the user"
 TRIAL_OVER = "the trial's window was measured: ended on purpose"
 TERMINAL_CLOSED = "terminal closed"
-# Signals that cancel a recording, and why the end record says it ended.
-CANCEL_SIGNALS = {signal.SIGINT: CANCELLED, signal.SIGTERM: "terminated (SIGTERM)", signal.SIGHUP: TERMINAL_CLOSED}
+# The workload's grace after SIGTERM or SIGHUP from outside, when --grace is left at its default:
+# the time Kubernetes (terminationGracePeriodSeconds) and Slurm (KillWait) give by default, so
+# that devicewatch never kills a workload saving its checkpoint sooner than they would.
+OUTSIDE_GRACE = 30.0
 
 
 def host_info(gpu: GpuProbe) -> dict[str, Any]:
@@ -100,6 +102,9 @@ class Recorder:
         self._cancel_reason = CANCELLED
         self._trial_over = False           # a trial's window measured: the workload is ended on purpose
         self._write_failed: OSError | None = None
+        self._write_failed_at = 0.0
+        self._write_lock = threading.Lock()   # one thread says that writing failed
+        self._outside: list[signal.Signals] = []   # signals from outside, to pass on at the next tick
         self._phases = events.PhaseTracker()
         self._speaks = False               # the workload says its phases itself (``phase_source``)
         self._epoch: int | None = None     # for the status line: from events, else from output
@@ -127,6 +132,17 @@ class Recorder:
         if not self._cancel_requested.is_set():
             self._cancel_reason = reason
         self._cancel_requested.set()
+
+    def from_outside(self, sig: signal.Signals) -> None:
+        """A signal from outside (SIGTERM, SIGHUP, SIGUSR1, SIGUSR2), passed to the workload as
+        itself within a tick. Safe from a signal handler."""
+        self._outside.append(sig)
+
+    @property
+    def outside_grace(self) -> float:
+        """The workload's grace after an ending signal from outside: ``--grace`` when given,
+        else ``OUTSIDE_GRACE``."""
+        return OUTSIDE_GRACE if self.options.grace == RecordOptions.grace else self.options.grace
 
     def terminal_resized(self, size: tuple[int, int] | None = None) -> None:
         """Our terminal (or the dashboard's panel) changed size: the workload's follows."""
@@ -171,7 +187,11 @@ class Recorder:
             self.streams.release()
             channel.close()
             self.gpu.stop()
-            self.writer.close()
+            try:
+                self.writer.close()
+            except OSError as exc:   # EIO on close: what was written stands, and the run was said to end
+                if self._write_failed is None:
+                    self.terminal.say(f"devicewatch: closing {self.options.output} failed: {_why(exc)}")
             compact(self.options.output)  # the run has ended: its columnar form beside the journal
             withdraw()
             os.close(self._claim)
@@ -200,14 +220,21 @@ class Recorder:
         return round(time.monotonic() - self.start_mono, 4)
 
     def _write(self, record: dict[str, Any]) -> None:
+        """Write RECORD. A write that fails (disk full, the file size limit, EIO) ends the
+        recording, never the workload: nothing more is written (the file holds every record up
+        to then), the workload runs on to its own end, echoed as before, and stderr says so."""
         if self._write_failed is not None:
             return
         try:
             assert self.writer is not None
             self.writer.write(record)
-        except OSError as exc:  # disk full, file size limit: stop the run, keep what is written
-            self._write_failed = exc
-            self._cancel_requested.set()
+        except OSError as exc:
+            with self._write_lock:
+                if self._write_failed is not None:
+                    return
+                self._write_failed, self._write_failed_at = exc, self._t()
+            self.terminal.say(f"devicewatch: writing {self.options.output} failed: {_why(exc)}; it holds the run "
+                              f"up to {self._write_failed_at:.1f} s; recording stopped, the workload runs on")
 
     def _on_event(self, record: dict[str, Any]) -> None:
         """What the coordinator follows of the workload's events: its phases and its epoch.
@@ -342,6 +369,7 @@ class Recorder:
             while due - now > EVENTS_EVERY:   # a long interval: the workload's events are read meanwhile
                 time.sleep(EVENTS_EVERY)
                 channel.read_ready()
+                self._pass_outside_signals(tree)
                 now = time.monotonic()
             if due > now:
                 time.sleep(due - now)
@@ -353,6 +381,7 @@ class Recorder:
             if code is not None:
                 return code
             now = time.monotonic()
+            self._pass_outside_signals(tree)
             if self._cancel_requested.is_set():
                 self.workload.cancel_step(now, tree.pids())
             if now - last_status >= STATUS_EVERY:
@@ -362,6 +391,26 @@ class Recorder:
             if now - last_limits >= LIMITS_EVERY:
                 last_limits = now
                 self._check_limits()
+
+    def _pass_outside_signals(self, tree: ProcessTreeProbe) -> None:
+        """Signals from outside passed on as themselves, each said in a notice; and, once the
+        workload's grace after SIGTERM or SIGHUP is over, the next step of its end."""
+        assert self.workload is not None
+        now = time.monotonic()
+        while self._outside:
+            sig = self._outside.pop(0)
+            self.workload.pass_on(sig, now, tree.pids(), self.outside_grace)
+            message = f"{sig.name} from outside, passed to the workload"
+            if sig in ENDING_SIGNALS:
+                message += f"; it has {self.outside_grace:g} s to end"
+            self._write(records.notice(self._t(), message, level="info", outside_signal=sig.name))
+        step = self.workload.outside_step(now, tree.pids())
+        if step is not None:
+            outside = self.workload.outside_signal
+            assert outside is not None
+            self._write(records.notice(self._t(), f"the workload still runs {self.outside_grace:g} s after "
+                                                  f"{outside.name} from outside: {step.name} sent",
+                                       outside_signal=outside.name))
 
     def _check_limits(self) -> None:
         """A ``cpu_limits`` record of the cores the workload's root process may use, at its launch
@@ -430,14 +479,21 @@ class Recorder:
     def _finish(self, exit_code: int, cancelled: bool) -> None:
         assert self.workload is not None
         signal_name = self.workload.signal_name
-        if self._write_failed is not None:
-            status, reason = "error", f"writing the run file failed: {self._write_failed.strerror}"
-        elif self._trial_over and self._cancel_reason == TRIAL_OVER:
+        outside = self.workload.outside_signal
+        extra: dict[str, Any] = {"outside_signal": outside.name} if outside is not None else {}
+        if self._trial_over and self._cancel_reason == TRIAL_OVER:
             status, reason = "trial", TRIAL_OVER
         elif cancelled:
             status, reason = "cancelled", self._cancel_reason
         elif self.streams.interrupts:   # a Ctrl-C typed into its terminal, which the workload then ended on
             status, reason = "cancelled", CANCELLED
+        elif outside is not None and exit_code == 0:   # its handler saved its work and it finished
+            status, reason = "ok", f"the workload finished after {outside.name} from outside"
+        elif outside is not None:   # stopped from outside (a time limit, a pod deleted, a closed terminal)
+            status = "cancelled"
+            how = f"killed by {signal_name}" if signal_name else f"exit code {exit_code}"
+            reason = TERMINAL_CLOSED if outside == signal.SIGHUP else \
+                f"{outside.name} from outside, passed to the workload: {how}"
         elif exit_code == 0:
             status, reason = "ok", "the workload finished"
         else:
@@ -448,10 +504,16 @@ class Recorder:
         t = round(end_mono - self.start_mono, 4)
         self._write(records.end(t, status, exit_code, signal_name, reason,
                                 clock={"unix": end_unix, "mono": end_mono},
-                                instrument=self.instrumentation.summary()))
+                                instrument=self.instrumentation.summary(), **extra))
         if self._write_failed is not None:
-            raise RecorderError(f"writing {self.options.output} failed: {self._write_failed.strerror}; "
-                                "the workload was stopped and the file holds everything up to then")
+            how = f"killed by {signal_name}" if signal_name else f"exit code {exit_code}"
+            self.terminal.say(f"devicewatch: the recording stopped at {self._write_failed_at:.1f} s "
+                              f"({_why(self._write_failed)}): {self.options.output} holds the run up to then; "
+                              f"the workload ran on to its end ({how})")
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc)
 
 
 def claim(path: str, overwrite: bool = False) -> int:
@@ -482,19 +544,27 @@ def claim(path: str, overwrite: bool = False) -> int:
 
 def record(options: RecordOptions, on_start: Callable[[Recorder], None] | None = None,
            out: TextIO | None = None, err: TextIO | None = None) -> int:
-    """Run a recorder with Ctrl-C, SIGTERM and a hang-up (its terminal closed) turned into a
-    clean cancel of the workload, as any program started from a shell ends with its terminal.
-    A hang-up ignored when the recorder starts (``nohup``) stays ignored: the user chose so.
-    Off the main thread (a dashboard's trials beside its UI) the signals stay the main
-    thread's, as Python requires: the caller cancels through ``on_start``'s recorder."""
+    """Run a recorder with Ctrl-C turned into a clean cancel of the workload (SIGINT, SIGTERM,
+    SIGKILL a grace period apart), and the signals from outside passed to the workload as
+    themselves: SIGTERM (a batch system's time limit, a pod deleted), SIGHUP (its terminal
+    closed: the workload ends with it, as any program started from a shell does), SIGUSR1 and
+    SIGUSR2. After SIGTERM or SIGHUP the workload has its grace to end, and is ended after it.
+    A signal ignored when the recorder starts (``nohup``) stays ignored, by the workload too:
+    the user chose so. Off the main thread (a dashboard's trials beside its UI) the signals
+    stay the main thread's, as Python requires: the caller cancels through ``on_start``'s
+    recorder."""
     recorder = Recorder(options, out=out, err=err)
 
-    def handle(signum: int, _frame: Any) -> None:
-        recorder.cancel(CANCEL_SIGNALS[signal.Signals(signum)])
+    def cancel(_signum: int, _frame: Any) -> None:
+        recorder.cancel(CANCELLED)
+
+    def pass_on(signum: int, _frame: Any) -> None:
+        recorder.from_outside(signal.Signals(signum))
 
     on_main = threading.current_thread() is threading.main_thread()
-    previous = {sig: signal.signal(sig, handle) for sig in CANCEL_SIGNALS
-                if on_main and (signal.getsignal(sig) is not signal.SIG_IGN or sig != signal.SIGHUP)}
+    previous = {signal.SIGINT: signal.signal(signal.SIGINT, cancel)} if on_main else {}
+    previous.update({sig: signal.signal(sig, pass_on) for sig in PASSED_SIGNALS
+                     if on_main and signal.getsignal(sig) is not signal.SIG_IGN})
     if on_main:   # our terminal resized: the workload's pseudo-terminal follows
         previous[signal.SIGWINCH] = signal.signal(signal.SIGWINCH, lambda _s, _f: recorder.terminal_resized())
     try:

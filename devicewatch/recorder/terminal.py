@@ -7,7 +7,7 @@ only where the workload left the cursor at the start of a line (below a line it 
 it would be written into it). While the workload owns the terminal (a pseudo-terminal: it may
 draw anywhere on the screen) there is no status line at all.
 A terminal that goes away (a closed window, EIO, a viewer that quit) ends the echo or the
-status line, never the recording.
+status line, never the recording; a recording that cannot be written is said here (``say``).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ class Terminal:
         self._lock = threading.Lock()
         self._shown = False
         self._line_open = False          # the workload's last echoed byte did not end a line
+        self._raw = False                # the user's terminal is the workload's, in raw mode
 
     @property
     def echoing(self) -> bool:
@@ -74,6 +75,20 @@ class Terminal:
     def workload_owns_terminal(self) -> None:
         """The workload draws on our terminal through its pseudo-terminal: no status line."""
         self._status_line = False
+        self._raw = True
+
+    def say(self, line: str) -> None:
+        """One line of devicewatch's own on stderr (a recording that cannot be written), on a
+        line of its own below the workload's output; whether stderr is still there or not."""
+        end = "\r\n" if self._raw else "\n"   # the user's terminal is in raw mode while the workload owns it
+        with self._lock:
+            self._clear()
+            try:
+                self._err.write((end if self._line_open else "") + line + end)
+                self._err.flush()
+                self._line_open = False
+            except (OSError, ValueError):
+                pass
 
     def wants_status(self) -> bool:
         if self._status_line is None:

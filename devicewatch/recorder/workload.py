@@ -1,12 +1,15 @@
 """The workload's processes: launched, signalled as one tree, and none left running.
 
 The workload starts in a session of its own (a Ctrl-C or hang-up meant for the recorder's
-terminal reaches the recorder, which then cancels the workload in order) with the parent-death
-signal armed (``lifeline``). Signals go to its process group and to every descendant ever seen,
-so a process that left the group (``setsid``) is reached too. A cancel escalates: SIGINT (a
+terminal reaches the recorder, which then passes it on in order) with the parent-death signal
+armed (``lifeline``). Signals go to its process group and to every descendant ever seen, so a
+process that left the group (``setsid``) is reached too. A cancel escalates: SIGINT (a
 training script's KeyboardInterrupt handler can save its work), SIGTERM one grace period later,
-SIGKILL one more grace period later. Descendants still alive when the workload itself has
-exited are ended: none is left orphaned.
+SIGKILL one more grace period later. A signal from outside (SIGTERM, SIGHUP, SIGUSR1, SIGUSR2)
+is passed on as itself (``pass_on``); after SIGTERM or SIGHUP the workload has a grace period of
+its own to end (its handler saves a checkpoint), and only then does it escalate: SIGTERM (after
+a SIGHUP), SIGKILL. Descendants still alive when the workload itself has exited are ended: none
+is left orphaned.
 
 Its standard streams are what the recorder was given, as far as a recorder can pass them on
 (recorder.py decides): a pseudo-terminal where the user has a terminal, pipes elsewhere; its
@@ -31,6 +34,9 @@ from ..probes.procfs import ProcFile
 from .pseudo_terminal import take_controlling_terminal
 
 CANCEL_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
+# Signals from outside passed to the workload as themselves; the first two end it, with its grace.
+PASSED_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
+ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 # The read system calls by number (/proc/PID/syscall), where the kernel has them.
 READ_CALLS = {"x86_64": {0, 19}, "aarch64": {63, 65}}.get(platform.machine(), set())
 WAITING_FOR_INPUT, STOPPED, RUNNING = "waiting for input", "stopped", "running"
@@ -52,6 +58,10 @@ class Workload:
         self.input_names: set[str] = set()   # what its standard input is (/proc/PID/fd names)
         self._cancel_stage = 0
         self._cancel_at = 0.0
+        self._outside_steps: list[signal.Signals] = []   # what follows an ending signal from outside
+        self._outside_at = 0.0
+        self._outside_grace = grace
+        self.outside_signal: signal.Signals | None = None   # the first ending signal passed on
         self._syscalls: dict[int, ProcFile] = {}   # /proc/PID/syscall of the processes ``state`` looks at
 
     def start(self, stdin: Any = subprocess.PIPE, stdout: Any = subprocess.PIPE, stderr: Any = subprocess.PIPE,
@@ -153,6 +163,26 @@ class Workload:
             self.signal_tree(CANCEL_SIGNALS[self._cancel_stage], tree_pids)
             self._cancel_stage += 1
             self._cancel_at = now
+
+    def pass_on(self, sig: signal.Signals, now: float, tree_pids: Iterable[int], grace: float) -> None:
+        """A signal from outside, to the workload as itself. After SIGTERM or SIGHUP the workload
+        has GRACE seconds to end before ``outside_step`` escalates (a second one is passed on
+        too, and changes no deadline)."""
+        self.signal_tree(sig, tree_pids)
+        if sig in ENDING_SIGNALS and self.outside_signal is None:
+            self.outside_signal = sig
+            self._outside_steps = [step for step in (signal.SIGTERM, signal.SIGKILL) if step != sig]
+            self._outside_at, self._outside_grace = now, grace
+
+    def outside_step(self, now: float, tree_pids: Iterable[int]) -> signal.Signals | None:
+        """Called on every tick: once the grace after an ending signal from outside is over, the
+        next step (SIGTERM after a SIGHUP, then SIGKILL); returns the signal sent, if any."""
+        if not self._outside_steps or now - self._outside_at < self._outside_grace:
+            return None
+        sig = self._outside_steps.pop(0)
+        self.signal_tree(sig, tree_pids)
+        self._outside_at = now
+        return sig
 
     def stragglers(self) -> list[psutil.Process]:
         """Descendants still alive after the workload exited (zombies are not alive)."""

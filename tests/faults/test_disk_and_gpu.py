@@ -7,15 +7,15 @@ import resource
 import signal
 import subprocess
 
-import psutil
 import pynvml
+import pytest
 
 from devicewatch.runformat import runfile
 from devicewatch.probes.gpu import GpuProbe
 from devicewatch.recorder import Recorder, RecordOptions
 from tests.fakes.nvml import FakeGpu, FakeNVML
 
-from .conftest import PY, alive, child_env, no_traceback, reap, script, start_recorder, wait_for  # noqa: F401
+from .conftest import PY, child_env, no_traceback, start_recorder
 
 
 def _file_size_limit(limit: int):
@@ -27,25 +27,82 @@ def _file_size_limit(limit: int):
     return apply
 
 
-def test_file_size_limit_mid_run_stops_the_workload_and_keeps_the_file(tmp_path, reap):
-    out = tmp_path / "run.jsonl"
-    limit = 200_000
-    recorder = start_recorder(out, PY, script("chatty.py"), preexec_fn=_file_size_limit(limit))
-    reap.append(recorder.pid)
-    workload = wait_for(lambda: psutil.Process(recorder.pid).children(), what="the workload")[0]
-    reap.append(workload.pid)
-    _, err = recorder.communicate(timeout=60)
-    err_text = err.decode()
-    no_traceback(err_text)
-    assert recorder.returncode == 2
-    assert err_text.count("\n") == 1 and "File too large" in err_text, err_text
-    assert not alive(workload.pid)
-    assert out.stat().st_size <= limit
-    # Everything written before the limit reads back; a line cut by the limit may end it.
+# Prints LINES lines of 1 KB, then sends three times what the event FIFO holds, prints "done" and
+# exits with CODE: a recorder that stopped reading its events once it could no longer write
+# would leave it blocked on the FIFO for ever.
+TRAINING = """
+import sys, time
+from devicewatch import events
+lines, code = int(sys.argv[1]), int(sys.argv[2])
+for i in range(lines):
+    print(f"{i:08d} " + "y" * 1000, flush=True)
+    if i % 50 == 0:
+        time.sleep(0.01)
+for i in range(30_000):
+    events.marker("after the recording stopped", i=i)
+print("done", flush=True)
+sys.exit(code)
+"""
+
+
+def _training(tmp_path) -> str:
+    path = tmp_path / "training.py"
+    path.write_text(TRAINING)
+    return str(path)
+
+
+def _ran_on_to_its_end(out, recorder, stdout: bytes, stderr: bytes, why: str, lines: int, code: int) -> None:
+    """The workload ran to its end, echoed, its exit status the recorder's; stderr said what was
+    lost when it happened and again at the end; the file holds every record up to then."""
+    err = stderr.decode()
+    no_traceback(err)
+    assert recorder.returncode == code, err
+    said = [line for line in err.splitlines() if line.startswith("devicewatch:")]
+    assert len(said) == 2, err
+    assert said[0].startswith(f"devicewatch: writing {out} failed: {why}; it holds the run up to ")
+    assert said[0].endswith("recording stopped, the workload runs on")
+    assert said[1].startswith("devicewatch: the recording stopped at ") and why in said[1]
+    assert said[1].endswith(f"the workload ran on to its end (exit code {code})")
+    echoed = stdout.decode()
+    assert f"{lines - 1:08d} " in echoed and "\ndone\n" in echoed   # still echoed after the failure
     run = runfile.load(out)
-    assert run.bad_lines == 0
+    assert run.bad_lines == 0   # every complete line reads back; a line cut by the failure may end it
     assert run.logs and run.samples
+    assert len(run.logs) < lines   # nothing written after the failure
     assert run.end is None   # no room was left for it: the reader reports an abrupt end
+
+
+def test_file_size_limit_mid_run_stops_the_recording_and_the_workload_runs_to_its_end(tmp_path, reap):
+    out = tmp_path / "run.jsonl"
+    limit, lines = 200_000, 3000
+    recorder = start_recorder(out, PY, _training(tmp_path), str(lines), "3", quiet=False,
+                              preexec_fn=_file_size_limit(limit))
+    reap.append(recorder.pid)
+    stdout, stderr = recorder.communicate(timeout=120)
+    assert out.stat().st_size <= limit
+    _ran_on_to_its_end(out, recorder, stdout, stderr, "File too large", lines, 3)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real 256 KiB filesystem (tmpfs); skipped where mounting is not allowed."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a small filesystem here: {made.stderr.strip()}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def test_disk_full_mid_run_stops_the_recording_and_the_workload_runs_to_its_end(tmp_path, small_disk, reap):
+    out = small_disk / "run.jsonl"
+    lines = 3000   # 3 MB of output on a disk of 256 KiB
+    recorder = start_recorder(out, PY, _training(tmp_path), str(lines), "0", quiet=False)
+    reap.append(recorder.pid)
+    stdout, stderr = recorder.communicate(timeout=120)
+    _ran_on_to_its_end(out, recorder, stdout, stderr, "No space left on device", lines, 0)
 
 
 def test_file_size_limit_before_the_header_is_one_line(tmp_path):

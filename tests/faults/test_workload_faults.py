@@ -37,7 +37,7 @@ def test_cancel_escalates_to_sigkill_when_sigterm_is_ignored(tmp_path, reap):
     [pid] = read_pids(pidfile)
     reap.append(pid)
     cancelled = time.monotonic()
-    recorder.send_signal(signal.SIGTERM)   # what a dashboard's "stop" or `kill` sends the recorder
+    recorder.send_signal(signal.SIGINT)   # a cancel: Ctrl-C, `devicewatch runs --stop`, a dashboard's "stop"
     _, err = recorder.communicate(timeout=30)
     took = time.monotonic() - cancelled
     no_traceback(err.decode())

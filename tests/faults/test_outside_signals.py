@@ -1,0 +1,176 @@
+"""Signals from outside (a batch system's time limit, a pod deleted, `kill`, a closed terminal)
+reach the workload as themselves, with its grace: the observer never ends the observed.
+
+The workload here notes every signal it gets in a file named after it, so a test sees which
+signal arrived, not only that the workload ended.
+"""
+
+from __future__ import annotations
+
+import itertools
+import signal
+from pathlib import Path
+
+import pytest
+
+from devicewatch.recorder import Recorder, RecordOptions
+from devicewatch.recorder.recorder import OUTSIDE_GRACE
+from devicewatch.runformat import runfile
+
+from .conftest import PY, alive, no_traceback, read_pids, start_recorder, wait_for
+
+# argv: FOLDER, then what it does on SIGTERM and SIGHUP: "save SECONDS CODE" (sleep, write a
+# checkpoint, exit with CODE), "die" (end of the signal itself, as without a handler) or
+# "ignore". Every signal it gets is noted in FOLDER/<SIGNAME>; its pid in FOLDER/pid once its
+# handlers are in place; it runs until a signal ends it, or until FOLDER/stop exists.
+WORKLOAD = """
+import os, signal, sys, time
+folder, how = sys.argv[1], sys.argv[2]
+
+def got(signum, _frame):
+    name = signal.Signals(signum).name
+    with open(os.path.join(folder, name), "w") as f:
+        f.write(str(os.getpid()))
+    print(f"got {name}", flush=True)
+    if signum not in (signal.SIGTERM, signal.SIGHUP) or how == "ignore":
+        return
+    if how == "die":
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
+    time.sleep(float(sys.argv[3]))   # saving a checkpoint takes a while
+    with open(os.path.join(folder, "checkpoint"), "w") as f:
+        f.write("saved")
+    print("checkpoint saved", flush=True)
+    sys.exit(int(sys.argv[4]))
+
+for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
+    signal.signal(sig, got)
+with open(os.path.join(folder, "pid.tmp"), "w") as f:
+    f.write(str(os.getpid()))
+os.replace(os.path.join(folder, "pid.tmp"), os.path.join(folder, "pid"))
+while not os.path.exists(os.path.join(folder, "stop")):
+    time.sleep(0.02)
+print("stopped on request", flush=True)
+"""
+
+
+def _start(tmp_path: Path, reap: list[int], *how: str, grace: float = 0.5):
+    """The workload under a recorder, its handlers in place: (recorder, workload pid, run file, folder)."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    script = tmp_path / "workload.py"
+    script.write_text(WORKLOAD)
+    out = tmp_path / "run.jsonl"
+    recorder = start_recorder(out, PY, str(script), str(folder), *how, grace=grace)
+    reap.append(recorder.pid)
+    [pid] = read_pids(folder / "pid")
+    reap.append(pid)
+    return recorder, pid, out, folder
+
+
+def _got(folder: Path) -> set[str]:
+    return {p.name for p in folder.iterdir() if p.name.startswith("SIG")}
+
+
+def test_sigusr1_and_sigusr2_pass_through_and_the_run_goes_on(tmp_path, reap):
+    recorder, pid, out, folder = _start(tmp_path, reap, "ignore")
+    for sig in (signal.SIGUSR1, signal.SIGUSR2):
+        recorder.send_signal(sig)
+        wait_for(lambda sig=sig: (folder / sig.name).exists(), what=f"the workload to get {sig.name}")
+    assert alive(pid) and recorder.poll() is None   # the run goes on
+    (folder / "stop").touch()
+    _, err = recorder.communicate(timeout=30)
+    no_traceback(err.decode())
+    assert recorder.returncode == 0
+    assert _got(folder) == {"SIGUSR1", "SIGUSR2"}
+    run = runfile.load(out)
+    assert run.end["status"] == "ok" and "outside_signal" not in run.end
+    said = [n for n in run.notices if n.get("outside_signal")]
+    assert [n["message"] for n in said] == ["SIGUSR1 from outside, passed to the workload",
+                                            "SIGUSR2 from outside, passed to the workload"]
+    assert "stopped on request" in [log["line"] for log in run.logs]
+
+
+@pytest.mark.parametrize("code", [0, 3])
+def test_sigterm_reaches_the_workload_and_its_slow_handler_runs_to_its_end(tmp_path, reap, code):
+    """A batch system's SIGTERM: the workload's handler takes 3 s to save its checkpoint, and
+    does, recorded as it goes; the recorder's exit status is the workload's."""
+    recorder, _pid, out, folder = _start(tmp_path, reap, "save", "3", str(code), grace=10)
+    recorder.send_signal(signal.SIGTERM)
+    _, err = recorder.communicate(timeout=60)
+    no_traceback(err.decode())
+    assert _got(folder) == {"SIGTERM"}   # as itself: no SIGINT, nothing else
+    assert (folder / "checkpoint").read_text() == "saved"
+    assert recorder.returncode == code
+    run = runfile.load(out)
+    lines = [log["line"] for log in run.logs]
+    assert "got SIGTERM" in lines and "checkpoint saved" in lines
+    end = run.end
+    assert end["outside_signal"] == "SIGTERM" and end["exit_code"] == code and end["signal"] is None
+    if code == 0:
+        assert end["status"] == "ok" and end["reason"] == "the workload finished after SIGTERM from outside"
+    else:
+        assert end["status"] == "cancelled"
+        assert end["reason"] == "SIGTERM from outside, passed to the workload: exit code 3"
+    [said] = [n for n in run.notices if n.get("outside_signal")]
+    assert said["message"] == "SIGTERM from outside, passed to the workload; it has 10 s to end"
+    # Sampled all along: the handler's 3 s are in the run.
+    assert run.samples[-1]["t"] - said["t"] >= 2.5
+
+
+def test_sighup_reaches_the_workload_as_itself_and_ends_it(tmp_path, reap):
+    """A closed terminal: the workload gets the hang-up itself, and ends of it as it would."""
+    recorder, pid, out, folder = _start(tmp_path, reap, "die")
+    recorder.send_signal(signal.SIGHUP)
+    _, err = recorder.communicate(timeout=30)
+    no_traceback(err.decode())
+    assert _got(folder) == {"SIGHUP"}
+    assert not alive(pid)
+    assert recorder.returncode == 128 + signal.SIGHUP
+    run = runfile.load(out)
+    assert (run.end["status"], run.end["reason"], run.end["signal"], run.end["outside_signal"]) == \
+        ("cancelled", "terminal closed", "SIGHUP", "SIGHUP")
+
+
+@pytest.mark.parametrize("sig, steps", [(signal.SIGTERM, {"SIGTERM"}), (signal.SIGHUP, {"SIGHUP", "SIGTERM"})])
+def test_a_workload_still_running_after_its_grace_is_ended(tmp_path, reap, sig, steps):
+    """Nothing runs unseen: a workload that ignores the signal from outside is ended once its
+    grace is over (SIGTERM after a SIGHUP, then SIGKILL, a grace period apart)."""
+    grace = 0.5
+    recorder, pid, out, folder = _start(tmp_path, reap, "ignore", grace=grace)
+    recorder.send_signal(sig)
+    _, err = recorder.communicate(timeout=30)
+    no_traceback(err.decode())
+    assert not alive(pid)
+    assert _got(folder) == steps
+    assert recorder.returncode == 128 + signal.SIGKILL
+    run = runfile.load(out)
+    assert run.end["status"] == "cancelled" and run.end["signal"] == "SIGKILL"
+    assert run.end["outside_signal"] == sig.name
+    said = [n for n in run.notices if n.get("outside_signal")]
+    sent = [n["message"].rsplit(": ", 1)[1] for n in said[1:]]
+    assert sent == [f"{s} sent" for s in ("SIGTERM", "SIGKILL") if s != sig.name]
+    # Each step came a grace period after the one before.
+    times = [n["t"] for n in said]
+    assert all(b - a >= grace - 0.05 for a, b in itertools.pairwise(times))
+
+
+def test_sigint_to_the_recorder_still_cancels(tmp_path, reap):
+    """Ctrl-C to the recorder (or `devicewatch runs --stop`) is a cancel, as before: SIGINT."""
+    recorder, pid, out, folder = _start(tmp_path, reap, "die")
+    recorder.send_signal(signal.SIGINT)
+    wait_for(lambda: (folder / "SIGINT").exists(), what="the workload to get SIGINT")
+    _, err = recorder.communicate(timeout=30)
+    no_traceback(err.decode())
+    assert not alive(pid)
+    run = runfile.load(out)
+    assert run.end["status"] == "cancelled" and run.end["reason"] == "cancelled by the user"
+    assert "outside_signal" not in run.end
+
+
+def test_the_grace_after_a_signal_from_outside_is_30_s_unless_grace_is_given():
+    options = RecordOptions(output="unused.jsonl", command=["true"])
+    assert Recorder(options).outside_grace == OUTSIDE_GRACE == 30.0
+    options.grace = 0.5
+    assert Recorder(options).outside_grace == 0.5
