@@ -336,6 +336,7 @@ class Recorder:
         for thread in readers:
             thread.join(timeout=5)
         self.streams.release()
+        self.terminal.terminal_given_back()
         channel.finish()
         self.stdout_epochs.close()
         self._finish(exit_code, cancelled)

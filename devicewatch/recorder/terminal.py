@@ -77,6 +77,10 @@ class Terminal:
         self._status_line = False
         self._raw = True
 
+    def terminal_given_back(self) -> None:
+        """The user's terminal is out of raw mode again (the workload has ended)."""
+        self._raw = False
+
     def say(self, line: str) -> None:
         """One line of devicewatch's own on stderr (a recording that cannot be written), on a
         line of its own below the workload's output; whether stderr is still there or not."""
