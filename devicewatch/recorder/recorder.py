@@ -488,9 +488,10 @@ class Recorder:
             status, reason = "cancelled", self._cancel_reason
         elif self.streams.interrupts:   # a Ctrl-C typed into its terminal, which the workload then ended on
             status, reason = "cancelled", CANCELLED
-        elif outside is not None and exit_code == 0:   # its handler saved its work and it finished
+        elif outside is not None and exit_code == 0 and not self.options.trial:   # its handler saved its work
             status, reason = "ok", f"the workload finished after {outside.name} from outside"
-        elif outside is not None:   # stopped from outside (a time limit, a pod deleted, a closed terminal)
+        elif outside is not None:   # stopped from outside (a time limit, a pod deleted, a closed terminal);
+            # a trial so stopped is no measurement, however it ended: ``devicewatch try`` stops there
             status = "cancelled"
             how = f"killed by {signal_name}" if signal_name else f"exit code {exit_code}"
             reason = TERMINAL_CLOSED if outside == signal.SIGHUP else \
