@@ -9,8 +9,11 @@
    seconds, each living a second and a half, as a DataLoader's do without
    ``persistent_workers``), from the moment over sixty have come and gone: what the recorder
    does for every process it has seen must not grow with them (``--churn`` alone).
+4. The recorder's CPU while the workload's tree holds 200 threads (four processes of 50, mostly
+   waiting, a few waking every millisecond), beside the idle workload's figure of the same run:
+   every thread's run-queue delay is read each sample (``--threads`` alone; budget 1%).
 
-    python -m bench.bench_recorder [--seconds 30] [--churn]
+    python -m bench.bench_recorder [--seconds 30] [--churn | --threads]
 """
 
 from __future__ import annotations
@@ -53,6 +56,25 @@ while time.monotonic() < end:
         worker.wait()
 """
 
+# Four processes of 50 threads each: 200 threads in the tree, as a DataLoader with workers and
+# operator pools has; a few of them wake every millisecond, so their delays move.
+THREADS = """
+import subprocess, sys, threading, time
+seconds = float(sys.argv[1])
+if len(sys.argv) == 2:
+    children = [subprocess.Popen([sys.executable, __file__, sys.argv[1], "child"]) for _ in range(3)]
+def wait(): time.sleep(seconds)
+def tick():
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        time.sleep(0.001)
+threads = [threading.Thread(target=tick if i < 4 else wait, daemon=True) for i in range(49)]
+for t in threads: t.start()
+time.sleep(seconds)
+if len(sys.argv) == 2:
+    for child in children: child.wait()
+"""
+
 
 def record(workload: list[str], out: str, measure_from: float, measure_to: float,
            options: tuple[str, ...] = ()) -> float:
@@ -80,9 +102,26 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0, help="length of each recording")
     parser.add_argument("--churn", action="store_true",
                         help="only the third: workers that come and go (a 60 s recording, measured over its last 25 s)")
+    parser.add_argument("--threads", action="store_true",
+                        help="only the fourth: 200 threads in the workload's tree, beside an idle workload")
     args = parser.parse_args()
     seconds = args.seconds
     folder = tempfile.mkdtemp()
+    if args.threads:
+        script = os.path.join(folder, "threads.py")
+        with open(script, "w") as f:
+            f.write(THREADS)
+        idle_cpu = record([sys.executable, "-c", f"import time; time.sleep({seconds})"],
+                          os.path.join(folder, "one.jsonl"), 3.0, seconds - 1.0)
+        many_out = os.path.join(folder, "many.jsonl")
+        many_cpu = record([sys.executable, script, str(seconds)], many_out, 3.0, seconds - 1.0)
+        many = load(many_out)
+        threads = np.nanmax(many.samples.proc("threads"))
+        waited = many.samples.proc("cpu_wait")
+        print(f"recorder CPU at 10 Hz: one thread {idle_cpu:.2f}%, {threads:.0f} threads in the tree "
+              f"{many_cpu:.2f}% of one core (budget 1%; their wait for a core read every sample, "
+              f"{np.count_nonzero(~np.isnan(waited))} of {len(waited)} samples)")
+        return
     if args.churn:
         script = os.path.join(folder, "churn.py")
         with open(script, "w") as f:

@@ -33,6 +33,7 @@ from . import procfs
 REFRESH_EVERY = 10
 MAX_TASKS_READ = 128    # threads' children lists read per process and refresh
 MAX_MEMBERS = 64        # processes read per sample
+THREADS_READ = 40       # threads' run-queue delays read per sample, in turn: 10 a core-ms at 10 Hz
 
 # The workload tree's readings, in the order the run file stores them; RSS in MiB. ``cpu_wait``:
 # how long its threads waited for a core (run-queue delay), % of one core like ``cpu``: 100 is
@@ -203,11 +204,19 @@ class ProcessTreeProbe:
             rss += reading[1]
             threads += reading[2]
             count += 1
-            delays = self._delays.get(pid)
-            if delays is not None:
-                waited += delays.waited()
         if count == 0:
             return None
+        # The threads' delays, THREADS_READ a sample, the processes taken in turn from a
+        # different one each sample so that none is left out however many there are.
+        budget = THREADS_READ
+        readers = list(self._delays.values())
+        start = self._tick % len(readers) if readers else 0
+        for delays in readers[start:] + readers[:start]:
+            if budget <= 0:
+                break
+            most = min(budget, delays.threads)
+            waited += delays.waited(most)
+            budget -= most
         sample: dict[str, Any] = {"cpu": round(cpu, 1), "rss": rss, "threads": threads, "count": count}
         now = time.monotonic()
         if self._delays and self._delays_at is not None and now > self._delays_at:

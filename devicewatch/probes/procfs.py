@@ -177,7 +177,7 @@ class ThreadDelays:
     in ns), summed over the threads. A thread that wants a core and does not get one (another
     program has it, or more threads than cores) adds to it; a thread that sleeps, blocks or
     waits on a lock does not. Each thread's file is kept open; the list of threads is looked
-    at again on ``refresh`` (once a second), and at most ``MAX_THREADS`` are read per process."""
+    at again on ``refresh`` (once a second), and at most ``MAX_THREADS`` are kept per process."""
 
     MAX_THREADS = 512
 
@@ -185,6 +185,7 @@ class ThreadDelays:
         self.pid = pid
         self._files: dict[str, ProcFile] = {}
         self._last: dict[str, int] = {}
+        self._cursor = 0
         self.available = os.path.exists(f"/proc/{pid}/task/{pid}/schedstat")
         self.refresh()
 
@@ -202,13 +203,21 @@ class ThreadDelays:
                 except OSError:
                     continue
 
-    def waited(self) -> int:
-        """Nanoseconds this process's threads waited for a core since the previous call (a
-        thread's first read only primes it)."""
+    def waited(self, most: int | None = None) -> int:
+        """Nanoseconds this process's threads waited for a core since each was last read (a
+        thread's first read only primes it). With MOST, at most that many threads are read,
+        the next ones on the next call: each delay is a running total, so a thread read every
+        few calls adds all its waiting since, and the sum over a run stays whole."""
         total = 0
-        for tid, file in list(self._files.items()):
+        tids = list(self._files)
+        if most is not None and most < len(tids):
+            start = self._cursor % len(tids)
+            tids = (tids + tids)[start:start + most]
+            self._cursor = start + most
+        for tid in tids:
+            file = self._files[tid]
             try:
-                delay = int(file.read().split()[1])
+                delay = int(file.read().split(b" ", 2)[1])
             except (OSError, ValueError, IndexError):   # the thread has ended
                 file.close()
                 del self._files[tid]
@@ -219,6 +228,10 @@ class ThreadDelays:
             if last is not None and delay > last:
                 total += delay - last
         return total
+
+    @property
+    def threads(self) -> int:
+        return len(self._files)
 
     def close(self) -> None:
         for file in self._files.values():
