@@ -59,7 +59,7 @@ def top_parser() -> CommandParser:
                          help="this help; `devicewatch COMMAND --help` for one command's options")
     # Left out of --help on purpose (docs/reliability.md): the dashboard and tests use them.
     options.add_argument("--watcher-pid", type=int, help=argparse.SUPPRESS)
-    options.add_argument("--grace", type=_grace, default=3.0, help=argparse.SUPPRESS)
+    options.add_argument("--grace", type=_grace, default=None, help=argparse.SUPPRESS)
     options.add_argument("--terminal", type=_terminal, help=argparse.SUPPRESS)   # COLSxROWS: the dashboard's panel
     parser.add_argument("words", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)  # the command and its own
     parser.set_defaults(**{k: None for k in DEFAULTS})

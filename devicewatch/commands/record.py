@@ -26,8 +26,9 @@ def run(args: argparse.Namespace) -> int:
     options = RecordOptions(output=args.record, command=target.command, workload=target.workload,
                             workload_args=target.args, interval=args.interval, gpu=args.gpu,
                             echo=not args.quiet, watcher_pid=args.watcher_pid, control=args.control,
-                            grace=args.grace, overwrite=args.overwrite, instrument=not args.no_instrument,
-                            terminal=args.terminal)
+                            overwrite=args.overwrite, instrument=not args.no_instrument, terminal=args.terminal,
+                            # --grace, where given, is every grace: a cancel's steps and the workload's own
+                            **({} if args.grace is None else {"grace": args.grace, "outside_grace": args.grace}))
     code = record(options)
     summary = report_text(load(options.output))  # as wide as `report` makes it: the terminal's, or COLUMNS
     try:

@@ -24,6 +24,10 @@ class RecordOptions:
     status_line: bool | None = None   # None: only when stderr is a terminal
     watcher_pid: int | None = None    # a dashboard following this run: its CPU is sampled too
     grace: float = 3.0                # seconds between SIGINT, SIGTERM and SIGKILL on cancel
+    # The workload's own grace after SIGTERM or SIGHUP from outside: the time Kubernetes
+    # (terminationGracePeriodSeconds) and Slurm (KillWait) give by default, so that devicewatch
+    # never kills a workload saving its checkpoint sooner than they would.
+    outside_grace: float = 30.0
     control: bool = False             # read commands on stdin (devicewatch.control)
     instrument: bool = True           # offer the zero-code instrumentation to a Python workload
     overwrite: bool = False           # replace an existing recording at ``output``

@@ -66,10 +66,8 @@ LIMITS_EVERY = 1.0               # seconds between looks at the cores the worklo
 CANCELLED = "cancelled by the user"
 TRIAL_OVER = "the trial's window was measured: ended on purpose"
 TERMINAL_CLOSED = "terminal closed"
-# The workload's grace after SIGTERM or SIGHUP from outside, when --grace is left at its default:
-# the time Kubernetes (terminationGracePeriodSeconds) and Slurm (KillWait) give by default, so
-# that devicewatch never kills a workload saving its checkpoint sooner than they would.
-OUTSIDE_GRACE = 30.0
+# The workload's grace after SIGTERM or SIGHUP from outside, when --grace is not given.
+OUTSIDE_GRACE = RecordOptions.outside_grace
 
 
 def host_info(gpu: GpuProbe) -> dict[str, Any]:
@@ -141,8 +139,8 @@ class Recorder:
     @property
     def outside_grace(self) -> float:
         """The workload's grace after an ending signal from outside: ``--grace`` when given,
-        else ``OUTSIDE_GRACE``."""
-        return OUTSIDE_GRACE if self.options.grace == RecordOptions.grace else self.options.grace
+        else ``OUTSIDE_GRACE`` (``RecordOptions.outside_grace``)."""
+        return self.options.outside_grace
 
     def terminal_resized(self, size: tuple[int, int] | None = None) -> None:
         """Our terminal (or the dashboard's panel) changed size: the workload's follows."""
