@@ -110,7 +110,6 @@ from .verdicts import (
     input_name,
     lane_use,
     run_judgement,
-    settled,
     verdict,
 )
 from .wording import (
@@ -211,7 +210,6 @@ __all__ = [
     "run_info",
     "run_judgement",
     "series",
-    "settled",
     "sm_active_mean",
     "stats",
     "status_text",

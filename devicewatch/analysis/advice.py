@@ -30,11 +30,12 @@ import numpy as np
 
 from .. import events
 from ..runformat.runfile import Run
+from .contention import cores_text
 from .epoch_rows import data_wait, epochs
 from .pairing import Phase, phases
 from .utilization import Series, series
 from .verdicts import Verdict
-from .verdicts import settled as verdict_of
+from .verdicts import verdict as verdict_of
 
 INPUT_BOUND_SHARE = 0.3     # a data wait from which more loader workers are worth a try
 MAX_WORKERS = 8             # the most workers advice proposes, however many cores
@@ -304,11 +305,7 @@ def _advice(b: Baseline, knob: str, value: Any, why: str) -> Advice:
 
 def _of_cores(b: Baseline) -> str:
     """``2 cores`` or ``4 cores allowed of 64``."""
-    if b.allowed_cores is None:
-        return f"{b.cores} cores"
-    allowed = b.allowed_cores
-    return f"{allowed:.0f} cores allowed of {b.cores}" if abs(allowed - round(allowed)) < 0.05 \
-        else f"{allowed:.1f} cores allowed of {b.cores}"
+    return cores_text(b.allowed_cores, b.cores)
 
 
 def _word(value: Any) -> str:

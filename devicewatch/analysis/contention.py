@@ -101,8 +101,7 @@ class Contention:
 
     def cores_text(self) -> str:
         """``2 cores`` or ``4 cores allowed of 64``."""
-        return f"{_cores(self.allowed)} cores allowed of {self.host_cores}" if self.limited \
-            else f"{self.host_cores} cores"
+        return cores_text(self.allowed if self.limited else None, self.host_cores)
 
     def others_text(self) -> str | None:
         """``other programs took 1.1 of 2 cores``, where they took enough to matter."""
@@ -115,6 +114,14 @@ class Contention:
                 "workload_cores": _round(self.workload), "others_cores": _round(self.others),
                 "devicewatch_cores": round(self.devicewatch, 3), "waiting_cores": _round(self.waiting),
                 "wait_share": _round(self.wait_share, 3), "threads": _round(self.threads, 1)}
+
+
+def cores_text(allowed: float | None, host_cores: int) -> str:
+    """The cores a figure is "of": ``2 cores``, or where fewer are allowed ``4 cores allowed of
+    64``, ``1 core allowed of 2``, ``0.5 cores allowed of 2``: the one wording of every view."""
+    if allowed is None:
+        return f"{host_cores} core{'s' * (host_cores != 1)}"
+    return f"{_cores(allowed)} core{'s' * (_cores(allowed) != '1')} allowed of {host_cores}"
 
 
 def _round(value: float | None, digits: int = 2) -> float | None:

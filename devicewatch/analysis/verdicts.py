@@ -12,7 +12,7 @@ import numpy as np
 from .. import events
 from ..runformat.runfile import Run
 from ..runformat.percent import MISSING_PERCENT
-from .contention import CONTENDED_SHARE, CONTENDED_WAIT, Contention, contention
+from .contention import CONTENDED_SHARE, CONTENDED_WAIT, Contention, contention, cores_text
 from .epoch_rows import DataWait, EpochRow, data_wait, epochs
 from .idle import IDLE_THRESHOLD, DeviceIdle, device_idle
 from .pairing import Phase, lane_overlap, phases, union_length
@@ -125,10 +125,7 @@ class CpuUse:
 
     def of_cores(self) -> str:
         """``2 cores`` or ``4 cores allowed of 64``."""
-        if self.allowed is None:
-            return f"{self.cores} cores"
-        allowed = f"{self.allowed:.0f}" if abs(self.allowed - round(self.allowed)) < 0.05 else f"{self.allowed:.1f}"
-        return f"{allowed} cores allowed of {self.cores}"
+        return cores_text(self.allowed, self.cores)
 
     def busy_from(self, percent: float) -> bool:
         """The cores it may use are at least PERCENT busy: the machine's, or the workload's own
@@ -226,9 +223,9 @@ def verdict(run: Run, s: Series | None = None, all_phases: list[Phase] | None = 
     lanes did side by side, and by how long its training loop waited on data. ``epoch_rows``:
     ``epochs(run, all_phases)`` where the caller keeps them already (the live model).
 
-    ``held``: the label given before (the live view's last, or the run's as it stood a verdict
-    earlier, ``settled``): it stands while the figures are within their margins of giving it,
-    so a figure hovering at a threshold does not flip the verdict."""
+    ``held``: the label a live view showed before: it stands while the figures are within their
+    margins of giving it, so a figure hovering at a threshold does not flip the verdict while
+    the run goes on; the sentence then says it was held. A finished run is judged without it."""
     s = series(run) if s is None else s
     all_phases = phases(run) if all_phases is None else all_phases
     if len(s.t) < 2:
@@ -276,36 +273,8 @@ def verdict(run: Run, s: Series | None = None, all_phases: list[Phase] | None = 
     for sign in (-1, 1):
         eased = decide(THRESHOLDS.eased(sign))
         if eased.label == held:
-            return eased
+            return replace(eased, text=f"{eased.text} (held within its thresholds' margins)")
     return found
-
-
-def settled(run: Run, s: Series | None = None, all_phases: list[Phase] | None = None,
-            epoch_rows: list[EpochRow] | None = None, before: float = 3.0) -> Verdict:
-    """The verdict of a whole run by the rule the live view follows: the label the run had
-    BEFORE seconds before its last sample (the live view's previous verdict) is held while the
-    figures are within their margins of it. A finished run reads as its live view last read."""
-    s = series(run) if s is None else s
-    all_phases = phases(run) if all_phases is None else all_phases
-    if len(s.t) < 2:
-        return verdict(run, s, all_phases, epoch_rows)
-    cut = float(s.t[-1]) - before
-    earlier_s = _until(s, cut)
-    earlier_phases = [p if p.end <= cut else replace(p, end=cut) for p in all_phases if p.start < cut]
-    earlier = verdict(run, earlier_s, earlier_phases) if len(earlier_s.t) >= 2 else None
-    return verdict(run, s, all_phases, epoch_rows, held=earlier.label if earlier is not None else None)
-
-
-def _until(s: Series, cut: float) -> Series:
-    """The samples up to run time CUT, as a series of their own."""
-    n = int(np.searchsorted(s.t, cut, "right"))
-    gpu_n = [int(np.searchsorted(t, cut, "right")) for t in s.gpu_t]
-    # cpu is given as the function that makes it, as ``series`` gives it (``Series.cpu``)
-    return Series(s.t[:n], lambda: s.cpu[:n], s.cpu_total[:n],  # type: ignore[arg-type]
-                  s.proc_cpu[:n], s.proc_rss[:n], s.proc_wait[:n],
-                  s.recorder_cpu[:n], s.watcher_cpu[:n], [t[:k] for t, k in zip(s.gpu_t, gpu_n)],
-                  [u[:k] for u, k in zip(s.gpu_util, gpu_n)], s.gpu_mem_used[:n], s.gpu_power[:n],
-                  None if s.cpu_percent is None else s.cpu_percent[:n])
 
 
 def _contended(shared: Contention, cpu: CpuUse, figures: dict[str, float]) -> Verdict:
@@ -452,7 +421,7 @@ def host_figures(run: Run) -> list[HostFigures]:
         s, node_phases = series(node), phases(node)
         out.append(HostFigures(label, node.header.host.hostname, len(node.samples),
                                stats(s.cpu_total)["mean"], device_idle(node, s, node_phases),
-                               settled(node, s, node_phases)))
+                               verdict(node, s, node_phases)))
     return out
 
 
@@ -464,7 +433,7 @@ def run_judgement(run: Run, s: Series | None = None, all_phases: list[Phase] | N
     if not hosts:
         s = series(run) if s is None else s
         all_phases = phases(run) if all_phases is None else all_phases
-        return device_idle(run, s, all_phases), settled(run, s, all_phases), []
+        return device_idle(run, s, all_phases), verdict(run, s, all_phases), []
     devices = [replace(d, device=f"{h.host}: {d.device}") for h in hosts for d in h.devices]
     labels = {h.verdict.label for h in hosts}
     joined = Verdict(labels.pop() if len(labels) == 1 else "mixed",

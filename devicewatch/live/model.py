@@ -592,11 +592,12 @@ class RunModel:
         # A merged run's node is judged against its own ranks' phases, which ``machine`` holds,
         # and its epochs from them; a run's own are the model's epoch rows, kept up to date.
         own = self.machine is self.run
-        # The label shown before holds while the figures are within their margins of it: the
-        # rule ``analysis.settled`` follows for a finished run, so live and final read alike.
+        # While the run goes on, the label shown holds while the figures are within their
+        # margins of it (a figure at a threshold does not flip it at every look); once it has
+        # ended, the verdict is the finished run's, as ``report`` gives it.
+        held = self.verdict.label if self.verdict is not None and self.run.end is None else None
         self.verdict = analysis.verdict(self.machine, self.series(), all_phases=self.phases if own else None,
-                                        epoch_rows=self.epoch_rows if own else None,
-                                        held=self.verdict.label if self.verdict is not None else None)
+                                        epoch_rows=self.epoch_rows if own else None, held=held)
         # What to try next rests on the verdict's figures: worked out with it, never in a render.
         self.advice = advice_.shown(self.machine, self.verdict)
         # Judged over the whole run, the verdict costs more as the run grows: it comes again

@@ -15,6 +15,7 @@ from rich.table import Table
 
 from .. import analysis
 from ..analysis import advice
+from ..analysis.contention import CONTENDED_WAIT, OTHERS_NOTABLE, cores_text
 from ..analysis.utilization import active_mask
 from ..runformat.runfile import Run
 from ..safe_text import inert
@@ -112,6 +113,14 @@ def tables(run: Run, summary: analysis.Summary, width: int = DEFAULT_WIDTH) -> l
     head.add_row("duration", f"{summary.duration:.1f}s, {summary.samples} samples")
     head.add_row("host", f"{host.get('cpu_model', '?')}, {host.get('cpu_count', '?')} cores"
                  + "".join(f"; {g.get('name')}" for g in host.get("gpus", [])))
+    limits = run.cpu_limits
+    if limits is not None and limits.tightest.limited:
+        changed = f" ({len(limits.changes)} change{'s' * (len(limits.changes) != 1)} during the run)" \
+            if limits.changes else ""
+        head.add_row("cores", f"{limits.tightest.text()}{changed}")
+    shared = _shared_text(summary.verdict.figures)
+    if shared:
+        head.add_row("beside it", shared)
     gpu = summary.gpu
     head.add_row("GPU", "sampled" if gpu.available else f"not sampled: {gpu.reason or 'unknown'}")
     if summary.instrumentation:
@@ -239,3 +248,15 @@ def report_text(run: Run, chart: bool = False, width: int | None = None) -> str:
         except (ImportError, AttributeError) as exc:  # plotext 6 dropped the API used here
             text += f"\n(timeline not drawn: this plotext lacks it: {exc})\n"
     return inert(text, newlines=True)  # the output has no escape codes of its own
+
+
+def _shared_text(figures: dict[str, Any]) -> str | None:
+    """What the machine's other programs took and how long the workload's threads waited for a
+    core, where either is large enough to tell (the verdict's figures)."""
+    others, waiting = figures.get("others_cores"), figures.get("waiting_cores")
+    parts = []
+    if isinstance(others, (int, float)) and others >= OTHERS_NOTABLE:
+        parts.append(f"other programs took {others:.1f} of {cores_text(figures.get('allowed_cores'), figures['cores'])}")
+    if isinstance(waiting, (int, float)) and waiting >= CONTENDED_WAIT:
+        parts.append(f"its threads waited {waiting:.1f} cores' worth for a core")
+    return "; ".join(parts) or None

@@ -401,3 +401,19 @@ def test_the_doc_lists_every_label_and_threshold():
     for name in THRESHOLDS:
         value = getattr(analysis, name)
         assert f"`{name} = {value:g}`" in text, name
+
+
+def test_a_live_label_holds_within_its_thresholds_margins_and_no_further(tmp_path: Path) -> None:
+    # Both cores at 84%: a point under CPU_BOUND (85), and no core saturated: waiting, alone.
+    near = Shape(2, 5.0, every_core(2, 84.0)).run(tmp_path / "near.jsonl")
+    assert analysis.verdict(near).label == "waiting"
+    # Shown CPU-bound before, the live view keeps it: 84 is within MARGIN_PERCENT (3) of 85.
+    held = analysis.verdict(near, held="CPU-bound")
+    assert held.label == "CPU-bound"
+    assert held.text == ("CPU-bound: 1.7 of 2 cores busy (84%) on average: every core is working "
+                         "(held within its thresholds' margins)")
+    # At 81% it is 4 points under: past the margin, the label gives way.
+    far = Shape(2, 5.0, every_core(2, 81.0)).run(tmp_path / "far.jsonl")
+    assert analysis.verdict(far, held="CPU-bound").label == "waiting"
+    # A label the figures could not give within any margin is not held either.
+    assert analysis.verdict(near, held="GPU-bound").label == "waiting"
