@@ -82,7 +82,7 @@ from .utilization import (
     sm_active_mean,
     stats,
 )
-from .contention import CONTENDED_SHARE, CONTENDED_WAIT, Contention, contention
+from .contention import CONTENDED_SHARE, CONTENDED_WAIT, Contention, contention, cores_text
 from .verdicts import (
     CORE_SATURATED,
     CPU_BOUND,
@@ -181,6 +181,7 @@ __all__ = [
     "active_mask",
     "advice",
     "contention",
+    "cores_text",
     "cpu_use",
     "data_wait",
     "data_wait_dict",

@@ -570,6 +570,13 @@ class RunModel:
             self._main_lane = (self.phases_version, arrays.taking(index, names))
         return self._main_lane[1]
 
+    def cores_text(self) -> str:
+        """``2 cores``, or ``1 core allowed of 2`` where the workload may use fewer (the
+        tightest limit recorded)."""
+        limits = self.machine.cpu_limits
+        allowed = limits.tightest.allowed if limits is not None and limits.tightest.limited else None
+        return analysis.cores_text(allowed, self.cores)
+
     def series(self) -> analysis.Series:
         """The model's columns (full rate recently, min/max-folded before) as the analysis takes them."""
         t = self.t.values

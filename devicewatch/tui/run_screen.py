@@ -149,7 +149,7 @@ class RunScreen(RedrawOnce):
         self._saw_finished = False
         self._try_offered = False
         self._found: dict[str, Widget] = {}
-        self._legend_of: tuple[Palette, int] | None = None   # what the heat legend shows was made for
+        self._legend_of: tuple[Palette, str] | None = None   # what the heat legend shows was made for
         self._gpu_half_of: tuple[bool, str | None] | None = None   # what the GPU half shows without GPUs
 
     # -- layout ------------------------------------------------------------------------------
@@ -371,10 +371,10 @@ class RunScreen(RedrawOnce):
         if clock_legend is not None:
             self._set("heat-legend", clock_legend)
             self._legend_of = None
-        elif self._legend_of != (palette, model.cores):   # the same legend: not made again each tick
-            self._legend_of = (palette, model.cores)
+        elif self._legend_of != (palette, cores := model.cores_text()):   # the same legend: not made again each tick
+            self._legend_of = (palette, cores)
             self._set("heat-legend", Text.assemble(
-                "colour: ", *[(s.text, s.style or "") for s in heat_legend(palette)], f"   {model.cores} cores"))
+                "colour: ", *[(s.text, s.style or "") for s in heat_legend(palette)], f"   {cores}"))
         self._find("#cpu-total", AreaChart).data = AreaInput(
             view, model.samples_version, palette, t, model.cpu_total.values, 100.0, "%", overlay)
         self._draw_gpus(model, view, palette, overlay)
