@@ -21,7 +21,7 @@ from ..render.palette import NORMAL, PRESENTER, Palette
 from ..safe_text import inert
 from .drawing import (AXIS, AreaInput, BRAILLE_BITS, ChartInput, EIGHTHS, Grid, HeatInput, LanesInput, LinesInput, Overlay, Row,
                       View, _changed_columns, _fmt, clamp, _label, _phase_colours, _span_columns, _time_axis,
-                      format_seconds, per_column, style_id, style_of)
+                      format_seconds, lane_labels, per_column, style_id, style_of)
 
 # -- the charts -------------------------------------------------------------------------------
 
@@ -259,7 +259,8 @@ def draw_lanes(data: LanesInput, width: int, height: int) -> Grid:
     ids = _styles(palette, "lanes", lambda back, fg: Style(color=fg, bgcolor=back),
                   [palette.empty_bg, *_phase_colours(palette)], [text_colour, palette.boundary, palette.marker]).T
     span = max(view.t1 - view.t0, 1e-9)
-    for y, lane in enumerate(lanes):
+    labels = lane_labels(lanes)
+    for y in range(len(lanes)):
         mine = (data.lane_of == y).nonzero()[0]
         starts, ends = data.starts[mine], data.ends[mine]
         owner = _span_columns(starts, ends, view, plot_w)
@@ -284,7 +285,7 @@ def draw_lanes(data: LanesInput, width: int, height: int) -> Grid:
         names[kind == 2] = "▼"
         grid.chars[y, AXIS:] = names
         grid.styles[y, AXIS:] = ids[kind, colour]
-        _label(grid, y, lane, axis_style)
+        _label(grid, y, labels[y], axis_style)
     return grid
 
 

@@ -14,6 +14,7 @@ stacked in one panel line up. Each reduces its data to one value per column with
 from __future__ import annotations
 
 import math
+import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
@@ -212,6 +213,44 @@ def _put(grid: Grid, y: int, x: int, text: str, style: Style | None) -> None:
 
 def _label(grid: Grid, y: int, text: str, style: Style) -> None:
     _put(grid, y, 0, text[:AXIS - 1].rjust(AXIS - 1) + " ", style)
+
+
+_TAIL = re.compile(r"([-_:. ]?)([^-_:. ]*)$")
+_WORDS = re.compile(r"[^-_:. ]+")
+
+
+def _compact(name: str) -> str:
+    """A name's words as their first letters, its numbers whole: ``rank 10 train`` → ``r10t``."""
+    return "".join(word if word.isdigit() else word[0] for word in _WORDS.findall(name))
+
+
+def lane_labels(lanes: Sequence[str], width: int = AXIS - 1) -> list[str]:
+    """Each lane's name in WIDTH columns, no two alike: a name that fits as it is; a longer one
+    keeps its last part (``validate-0`` → ``vali-0``), which is what tells lanes apart most
+    often; names still alike so are made of their words' first letters and their numbers
+    (``rank 10 train`` → ``r10t``), and any left alike get their place among them (``~2``)."""
+    labels = []
+    for name in lanes:
+        if len(name) <= width:
+            labels.append(name)
+            continue
+        sep, tail = _TAIL.search(name).groups()  # type: ignore[union-attr]  # the pattern matches any string
+        keep = width - len(sep) - len(tail)
+        labels.append(name[:keep] + sep + tail if tail and keep >= 2 else name[:width])
+    for step in (0, 1):
+        groups: dict[str, list[int]] = {}
+        for i, label in enumerate(labels):
+            groups.setdefault(label, []).append(i)
+        for label, members in groups.items():
+            if len(members) < 2:
+                continue
+            for k, i in enumerate(members, 1):
+                if step == 0 and len(_compact(lanes[i])) <= width:
+                    labels[i] = _compact(lanes[i])
+                elif step == 1:
+                    mark = f"~{k}"
+                    labels[i] = lanes[i][:width - len(mark)] + mark
+    return labels
 
 
 # -- the time window and what lies behind every chart -----------------------------------------
