@@ -7,14 +7,16 @@ this module; ``--help`` is generated from the parsers the commands build.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import os
+import shutil
 import sys
 from types import ModuleType
 
 from . import __version__
-from .commands import (MODULES, SUBCOMMANDS, CommandParser, add_dashboard_options, add_instrument_option,
-                       add_sampling_options, synopsis)
+from .commands import (MODULES, SUBCOMMANDS, CommandParser, HelpFormatter, add_dashboard_options,
+                       add_instrument_option, add_sampling_options, synopsis, wrap)
 from .errors import DevicewatchError, UsageError
 from .safe_text import inert
 
@@ -38,9 +40,10 @@ def _command_parser(name: str) -> CommandParser:
     return parser
 
 
-def top_parser() -> CommandParser:
+def top_parser(width: int | None = None) -> CommandParser:
+    """The global options; their help WIDTH columns wide (default: the terminal's)."""
     parser = CommandParser(prog="devicewatch", add_help=False, usage=argparse.SUPPRESS,
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+                           formatter_class=functools.partial(HelpFormatter, width=width))
     options = parser.add_argument_group("options (before the workload or command)")
     options.add_argument("--record", metavar="FILE",
                          help="headless: record to FILE without the dashboard, print a summary")
@@ -85,29 +88,41 @@ def _grace(value: str) -> float:
     return grace
 
 
-def usage_lines() -> list[str]:
-    """The command table of ``--help`` (and of the README), one line per way to start devicewatch."""
-    lines = [("devicewatch", "dashboard; pick a workload and run it")]
+def usage_lines(width: int | None = None) -> list[str]:
+    """The command table of ``--help`` (and, unlimited, of the README): each way to start
+    devicewatch and what it does, side by side where WIDTH allows; else the synopsis on its
+    line(s) and what it does indented under it."""
+    rows = [("devicewatch", "dashboard; pick a workload and run it")]
     for name in SUBCOMMANDS:
-        lines.append((synopsis(_command_parser(name)), _command(name).HELP))
-    lines.insert(2, (f"devicewatch --record FILE {_command('run').TARGET}", "headless: no UI, writes FILE, prints a summary"))
-    width = max(len(left) for left, _ in lines)
-    return [f"{left:<{width}}  {right}" for left, right in lines]
+        rows.append((synopsis(_command_parser(name)), _command(name).HELP))
+    rows.insert(2, (f"devicewatch --record FILE {_command('run').TARGET}", "headless: no UI, writes FILE, prints a summary"))
+    left = max(len(synopsis_) for synopsis_, _ in rows)
+    if width is None or left + 2 + max(len(text) for _, text in rows) <= width:
+        return [f"{synopsis_:<{left}}  {text}" for synopsis_, text in rows]
+    return [line for synopsis_, text in rows
+            for line in wrap(synopsis_, width, hanging="    ") + wrap(text, width, indent="      ")]
 
 
-def help_text() -> str:
-    parser = top_parser()
-    parser.description = "usage:\n" + "\n".join("  " + line for line in usage_lines())
+def help_width() -> int:
+    """The width argparse gives its help: the terminal's (``$COLUMNS`` first) less a margin of 2."""
+    return shutil.get_terminal_size().columns - 2
+
+
+def help_text(width: int | None = None) -> str:
+    """``devicewatch --help`` WIDTH columns wide; left out, unwrapped (the README quotes it)."""
+    table_width = None if width is None else width - 2  # each line indented 2
+    parser = top_parser(width=10**6 if width is None else width)
     parser.epilog = ("A run file is JSON Lines (docs/run-format.md). The exit status of --record is "
                      "the workload's.\n`devicewatch workloads` lists the workloads and their options.")
-    return parser.format_help()
+    table = "usage:\n" + "\n".join("  " + line for line in usage_lines(table_width))
+    return table + "\n\n" + parser.format_help()
 
 
 def parse(argv: list[str]) -> tuple[ModuleType, argparse.Namespace]:
     """Which command runs, and its arguments with the global options merged in."""
     args = top_parser().parse_args(argv)
     if args.help:
-        print(help_text(), end="")
+        print(help_text(help_width()), end="")
         raise SystemExit(0)
     if args.version:
         print(f"devicewatch {__version__}")

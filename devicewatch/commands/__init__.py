@@ -13,6 +13,9 @@ parsers themselves. A command raises `devicewatch.errors.UsageError` (or another
 from __future__ import annotations
 
 import argparse
+import re
+import textwrap
+from collections.abc import Iterable
 from typing import NoReturn
 
 from ..errors import UsageError
@@ -23,11 +26,49 @@ SUBCOMMANDS = ("run", "demo", "replay", "runs", "compare", "report", "try", "mer
 MODULES = {"try": "trials"}
 
 
+def wrap(text: str, width: int, indent: str = "", hanging: str | None = None) -> list[str]:
+    """TEXT in lines of at most WIDTH, broken at spaces only: ``zero-code``, a path like
+    ``runs/try-DATE-TIME`` and ``--a="--device cpu"`` stay whole (textwrap's default breaks
+    after a hyphen); a word longer than the line is left long rather than cut."""
+    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent if hanging is None else hanging,
+                         break_on_hyphens=False, break_long_words=False)
+
+
+USAGE_PART = r"\(.*?\)+(?=\s|$)|\[.*?\]+(?=\s|$)|\S+"  # argparse's own: an option with its argument
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's help as wide as the terminal (argparse reads it, ``$COLUMNS`` first), with no
+    word broken across lines; a text's own line breaks are kept."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return wrap(" ".join(text.split()), width)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "\n".join(line for paragraph in text.splitlines()
+                         for line in wrap(" ".join(paragraph.split()), width, indent))
+
+    def _format_usage(self, usage: str | None, actions: Iterable[argparse.Action],
+                      groups: Iterable[argparse._MutuallyExclusiveGroup], prefix: str | None) -> str:
+        """argparse's usage, or where its options aligned after the program's name do not fit
+        (a narrow terminal), the same words wrapped under it."""
+        text = super()._format_usage(usage, actions, groups, prefix)
+        if all(len(line) <= self._width for line in text.splitlines()):
+            return text
+        lines = [""]
+        for part in re.findall(USAGE_PART, " ".join(text.split())):  # "[--epochs EPOCHS]" kept whole
+            if lines[-1] and len(lines[-1]) + 1 + len(part) > self._width:
+                lines.append("   ")
+            lines[-1] += f" {part}" if lines[-1] else part
+        return "\n".join(lines) + "\n\n"
+
+
 class CommandParser(argparse.ArgumentParser):
     """argparse that reports bad input as a UsageError (one line, exit 2) instead of exiting."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         kwargs.setdefault("allow_abbrev", False)  # --rec is not --record: no guessing
+        kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]  # argparse's keyword arguments, passed through
 
     def error(self, message: str) -> NoReturn:
