@@ -290,10 +290,23 @@ async def test_in_the_dashboard_the_output_panel_is_its_terminal(tmp_path):
 def test_ctrl_z_stops_it_and_devicewatch_as_one_job_and_fg_brings_both_back(tmp_path):
     """A shell with job control is the user's: Ctrl-Z gives it the terminal back, ``fg`` resumes."""
     run_file = tmp_path / "run.jsonl"
-    command = " ".join(under_devicewatch(run_file, PY, "-c", "'import time; print(\"rea\" \"dy\", flush=True); "
-                                                             "time.sleep(1.5); print(\"after\")'"))
+    # Between its two lines the workload runs until the run file says it runs again (after fg),
+    # rather than sleeping for a time a busy machine may outlast before the Ctrl-Z reaches it
+    # (the signals themselves are no condition to wait on: its terminal's SIGTSTP, which POSIX
+    # discards, may come after the recorder's SIGCONT and take it from the queue).
+    script = tmp_path / "stopped_and_continued.py"
+    script.write_text(
+        "import os, sys, time\n"
+        "os.write(1, b'ready\\n')\n"   # one write: the Ctrl-Z's echo comes after its line, not inside it
+        "deadline = time.monotonic() + 60\n"
+        "while '\"state\":\"running\"' not in open(sys.argv[1]).read() and time.monotonic() < deadline:\n"
+        "    time.sleep(0.05)\n"
+        "print('after')\n")
+    command = " ".join(under_devicewatch(run_file, PY, str(script), str(run_file)))
+    # exit is typed once fg has returned and the shell reads its terminal again.
     steps = [(b"bash", b"PS1='$ '; " + command.encode() + b"\r"), (b"ready", b"\x1a"),
-             (b"Stopped", b"stty -a | grep -o -- '-\\?icanon'; fg\r"), (b"after", None), (b"status ", b"exit\r")]
+             (b"Stopped", b"stty -a | grep -o -- '-\\?icanon'; fg; echo \"fg \"\"returned $?\"\r"),
+             (b"after", None), (b"fg returned 0", b"exit\r")]
 
     def shell(out: bytes, _master: int) -> bytes | None:
         while steps and steps[0][0] in out[shell.seen:]:  # type: ignore[attr-defined]
@@ -302,8 +315,8 @@ def test_ctrl_z_stops_it_and_devicewatch_as_one_job_and_fg_brings_both_back(tmp_
         return None
 
     shell.seen = 0  # type: ignore[attr-defined]
-    _code, received, _before, _after = in_terminal(["bash", "--norc", "--noprofile", "-i"], shell, timeout=40)
-    assert not steps, received[-600:]
+    code, received, _before, _after = in_terminal(["bash", "--norc", "--noprofile", "-i"], shell, timeout=40)
+    assert not steps and code == 0, received[-600:]   # the shell read the exit typed for it
     # Stopped, the shell had its terminal as it was (canonical, not devicewatch's raw mode).
     assert re.search(rb"\n(\x1b\[\?2004l)?icanon\n", received.replace(b"\r", b""))
     run = runfile.load(str(run_file))
