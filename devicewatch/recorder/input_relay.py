@@ -89,7 +89,7 @@ class InputRelay:
         def copy() -> None:
             while not self._closed:
                 try:
-                    if not select.select([source], [], [], POLL)[0]:
+                    if not select.select([source], [], [], POLL)[0] or self._closed:
                         continue
                     chunk = os.read(source, CHUNK)
                 except InterruptedError:
