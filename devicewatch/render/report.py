@@ -7,6 +7,7 @@ utilization with epoch and phase marks: the headless form of the dip picture.
 from __future__ import annotations
 
 import io
+import textwrap
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ from .. import analysis
 from ..analysis import advice
 from ..analysis.contention import CONTENDED_WAIT, OTHERS_NOTABLE, cores_text
 from ..analysis.utilization import active_mask
+from ..runformat.downsample import minmax
 from ..runformat.runfile import Run
 from ..safe_text import inert
 from .fit import DEFAULT_WIDTH, PER_CORE_TEXT_LIMIT, Column, fit, output_width
@@ -208,27 +210,46 @@ def tables(run: Run, summary: analysis.Summary, width: int = DEFAULT_WIDTH) -> l
     return out
 
 
+# The timeline's series are told apart by their marker, not their colour: (plotext's name, its look).
+MARKERS = [("hd", "▚"), ("braille", "⢕"), ("dot", "•"), ("+", "+"), ("x", "x"), ("o", "o"), ("*", "*"), ("#", "#")]
+
+
 def timeline_chart(run: Run, width: int = 100, height: int = 18, summary: analysis.Summary | None = None) -> str:
     """Utilization over time with epoch boundaries, as plotext text (no colour codes); from
-    SUMMARY's series and epochs where the report has them already."""
+    SUMMARY's series and epochs where the report has them already. Drawn with plotext 6's
+    figure API; each series reaches plotext as at most a minimum and a maximum per braille dot
+    column (so a dip survives), so an hour's run draws as fast as a minute's."""
     import plotext as plt
 
     summary = analysis.summarize(run) if summary is None else summary
     s = summary.series
-    plt.clear_figure()
-    plt.plotsize(width, height)
-    plt.theme("clear")
-    if len(s.t):
-        plt.plot(s.t.tolist(), [0.0 if v != v else v for v in s.cpu_total.tolist()], label="CPU total %", marker="braille")
-    for g in range(s.gpus):
-        if s.gpu_t[g].size:
-            plt.plot(s.gpu_t[g].tolist(), s.gpu_util[g].tolist(), label=f"GPU {g} %", marker="braille")
+    fig = plt.figure
+    fig.clear()
+    plt.terminal.limit(False, False)  # the report chose the size; plotext must not shrink it to the terminal's
+    fig.plot_size(width, height)
+    fig.theme("colorless")
+    lines: list[tuple[np.ndarray, np.ndarray, str]] = []
+    for t, values, label in [(s.t, s.cpu_total, "CPU total %"),
+                             *((s.gpu_t[g], s.gpu_util[g], f"GPU {g} %") for g in range(s.gpus))]:
+        read = np.isfinite(t) & np.isfinite(values)  # a sample without a reading is no point (plotext aborts on NaN)
+        if read.any():
+            lines.append((t[read], values[read], label))
+    markers = [MARKERS[i % len(MARKERS)] for i in range(len(lines))]
+    for (t, values, _), (marker, _) in zip(lines, markers):
+        t, values = minmax(t, values, buckets=2 * width)
+        fig.draw(fig.signal(t.tolist(), values.tolist(), marker=marker).lines())
     for start in sorted({e.start for e in summary.epoch_rows}):
-        plt.vertical_line(start)
-    plt.ylim(0, 100)
-    plt.xlabel(f"seconds (vertical lines: {summary.unit} starts)")
-    plt.title(f"Utilization: {run.title}")
-    return plt.build()
+        fig.line(start, orientation="vertical")
+    first, last = min((t[0] for t, _, _ in lines), default=0.0), max((t[-1] for t, _, _ in lines), default=0.0)
+    if last > first:
+        fig.ruler("x").lim(float(first), float(last))  # the samples' span: epoch lines do not widen it
+    fig.ruler("y").lim(0, 100)
+    fig.label(f"seconds (vertical lines: {summary.unit} starts)")
+    title = f"Utilization: {run.title}"
+    fig.title(title if len(title) < width else title[:width - 2] + "…")  # plotext drops a title too long
+    chart = "\n".join(line.rstrip() for line in str(fig.build().string(colorless=True)).splitlines())
+    key = "   ".join(f"{look} {label}" for (_, _, label), (_, look) in zip(lines, markers))
+    return chart + "\n" + "".join(line + "\n" for line in textwrap.wrap(key, width, break_on_hyphens=False))
 
 
 def report_text(run: Run, chart: bool = False, width: int | None = None) -> str:
@@ -244,9 +265,9 @@ def report_text(run: Run, chart: bool = False, width: int | None = None) -> str:
     text = "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())  # rich pads to the width
     if chart and run.samples:
         try:
-            text += "\n" + timeline_chart(run, width=min(width, 120), summary=summary) + "\n"
-        except (ImportError, AttributeError) as exc:  # plotext 6 dropped the API used here
-            text += f"\n(timeline not drawn: this plotext lacks it: {exc})\n"
+            text += "\n" + timeline_chart(run, width=min(width, 120), summary=summary)
+        except ImportError:
+            text += "\n(timeline not drawn: plotext is not installed)\n"
     return inert(text, newlines=True)  # the output has no escape codes of its own
 
 
