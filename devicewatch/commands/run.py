@@ -7,16 +7,24 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import registry
 from ..errors import UsageError
 from ..integrations.zero_code import SWITCH_VAR
+from ..safe_text import inert
 from . import add_dashboard_options, add_instrument_option, add_sampling_options
+
+if TYPE_CHECKING:
+    from ..live.source import LiveSource
 
 NAME = "run"
 HELP = "dashboard, starting WORKLOAD (or any -- COMMAND) at once"
 TARGET = "WORKLOAD [OPTIONS…] | -- COMMAND [ARGS…]"
+ENDING_WAIT = 10.0  # seconds a run left from the home screen may take to finish its file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,10 +50,39 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"cannot create the runs folder {args.runs_dir}: {exc.strerror}") from None
     from ..live.source import LiveSource
-    from ..tui.app import launch
+    from ..tui.app import launch_run
 
     switch_instrumentation(args)
-    return launch(settings(args), LiveSource(args.runs_dir, target, args.interval, args.gpu))
+    source = LiveSource(args.runs_dir, target, args.interval, args.gpu)
+    code, left_recording = launch_run(settings(args), source)
+    for line in ending(source, left_recording):
+        print(line)
+    if source.error:
+        print(f"devicewatch: {inert(source.error)}", file=sys.stderr)
+    return code
+
+
+def ending(source: LiveSource, left_recording: bool) -> list[str]:
+    """What ``devicewatch run`` says once its dashboard has closed, as ``demo`` names its files:
+    where the recording is, and for a finished run how it ended and its verdict, in report's
+    words."""
+    from ..analysis import status_text, verdict
+    from ..runformat.runfile import RunFileError, load
+
+    if left_recording:
+        return [f"recording: {source.path} (still recording; `devicewatch runs` lists it)"]
+    if source.process is not None:
+        try:  # left from the home screen, the run is being ended now: its end record comes
+            source.process.wait(timeout=ENDING_WAIT)
+        except subprocess.TimeoutExpired:
+            pass
+    try:
+        run = load(source.path)
+    except (OSError, RunFileError):
+        return []  # nothing recorded: the recorder's error says why
+    if not run.finished:
+        return [f"recording: {source.path} (not finished)"]
+    return [f"recording: {source.path} ({status_text(run)})", inert(f"verdict: {verdict(run).text}")]
 
 
 def home(args: argparse.Namespace) -> int:

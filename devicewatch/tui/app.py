@@ -111,6 +111,7 @@ class DashboardApp(App[int]):
         self.story_files: list[Path] = []
         self.story_headline: str | None = None
         self._quit_when_finished: RunScreen | None = None   # "stop and quit" was chosen on it
+        self.left_recording: set[Path] = set()   # the runs "quit, keep recording" left behind
 
     def watch_presenter(self, presenter: bool) -> None:
         self.set_class(presenter, "-presenter")
@@ -273,6 +274,7 @@ class DashboardApp(App[int]):
             elif choice == "leave":
                 if isinstance(screen.source, LiveSource):  # it is: only a live source runs
                     screen.source.detach()
+                    self.left_recording.add(screen.source.path)
                 self._close_sources()
                 self.exit(0)
 
@@ -339,12 +341,18 @@ class DashboardApp(App[int]):
 
 def launch(settings: DashboardSettings, start: Source | None) -> int:
     """Run the dashboard: the home screen, with ``start``'s run on top when given."""
+    return launch_run(settings, start)[0]
+
+
+def launch_run(settings: DashboardSettings, start: Source | None) -> tuple[int, bool]:
+    """``launch``; also whether the user left START recording when the dashboard closed
+    (``devicewatch run`` then says so instead of its verdict)."""
     app = DashboardApp(settings, start)
     end_runs_on_hangup()
     code = app.run()
     if start is not None:
         start.close()
-    return code if isinstance(code, int) else 0
+    return (code if isinstance(code, int) else 0), start is not None and start.path in app.left_recording
 
 
 def launch_story(settings: DashboardSettings, story: Sequence[Target],
