@@ -56,7 +56,7 @@ PACING_LANE = 0.9           # share of the phase time one lane is busy: it sets 
 
 
 MIN_SECONDS = 2.0           # samples spanning at least this long before any verdict: "too early to tell"
-MIN_SAMPLES = 5             # ... and at least this many of them
+MIN_SAMPLES = 4             # ... and at least this many of them (a second a sample: 4 over 3 s)
 
 
 # How far a figure may cross a threshold before a label given earlier gives way to another

@@ -351,7 +351,7 @@ CASES = [
          "too short", "too few samples to judge (the run lasted under a sample or two)"),
     # 10 samples 0.05-0.95 s: 0.9 s of samples, under the 2 s a verdict needs.
     Case("2 cores: the first second", Shape(2, 1.0, every_core(2, 100.0)),
-         "too early", "too early to tell: 0.9 s of samples, and a verdict needs 2 s and 5 samples"),
+         "too early", "too early to tell: 0.9 s of samples, and a verdict needs 2 s and 4 samples"),
 ]
 
 

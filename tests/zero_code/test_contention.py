@@ -45,7 +45,7 @@ def test_beside_a_busy_program_the_loop_is_contended_and_try_measures_fewer_thre
     base, *tried = said["variants"]
     assert base["verdict"] == "contended", base
     run = runfile.load(base["run_file"])
-    verdict = analysis.settled(run)
+    verdict = analysis.verdict(run)
     figures = verdict.figures
     # in figures: its threads waited for cores that another program took
     assert figures["waiting_cores"] >= analysis.CONTENDED_WAIT and figures["others_cores"] >= 0.25, figures
@@ -65,7 +65,7 @@ def test_alone_the_same_loop_gets_no_contention_verdict_and_no_threads_advice(tm
                              timeout=400)
     assert result.returncode == 0, result.stderr[-3000:]
     run = runfile.load(out)
-    verdict = analysis.settled(run)
+    verdict = analysis.verdict(run)
     others = verdict.figures.get("others_cores", 0.0)
     if others >= 0.25:  # the precondition, measured: with other programs on the cores it is not alone
         pytest.skip(f"the machine was not quiet: other programs took {others:.2f} cores during the run")
