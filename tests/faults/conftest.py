@@ -141,3 +141,16 @@ def recording_in_epoch_two(tmp_path: Path, reap: list[int]) -> tuple[subprocess.
     reap.append(pid)
     wait_for(lambda: has_event(out, kind="phase_begin", name="train", epoch=2), what="epoch 2")
     return recorder, pid, out
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real 256 KiB filesystem (tmpfs); skipped where mounting is not allowed."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a small filesystem here: {made.stderr.strip()}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], capture_output=True)

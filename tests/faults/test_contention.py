@@ -108,19 +108,6 @@ def test_follower_keeps_following_the_file_it_opened(tmp_path, how):
     assert len(follower.run.samples) == 4
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    """A real 256 KiB filesystem (tmpfs); skipped where mounting is not allowed."""
-    mount = tmp_path / "small"
-    mount.mkdir()
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
-    if made.returncode != 0:
-        pytest.skip(f"cannot mount a small filesystem here: {made.stderr.strip()}")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], capture_output=True)
-
-
 def test_disk_full_at_start(small_disk):
     (small_disk / "filler").write_bytes(b"x" * (256 * 1024))
     out = small_disk / "run.jsonl"

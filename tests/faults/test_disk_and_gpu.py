@@ -8,7 +8,6 @@ import signal
 import subprocess
 
 import pynvml
-import pytest
 
 from devicewatch.runformat import runfile
 from devicewatch.probes.gpu import GpuProbe
@@ -81,19 +80,6 @@ def test_file_size_limit_mid_run_stops_the_recording_and_the_workload_runs_to_it
     stdout, stderr = recorder.communicate(timeout=120)
     assert out.stat().st_size <= limit
     _ran_on_to_its_end(out, recorder, stdout, stderr, "File too large", lines, 3)
-
-
-@pytest.fixture
-def small_disk(tmp_path):
-    """A real 256 KiB filesystem (tmpfs); skipped where mounting is not allowed."""
-    mount = tmp_path / "small"
-    mount.mkdir()
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
-    if made.returncode != 0:
-        pytest.skip(f"cannot mount a small filesystem here: {made.stderr.strip()}")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], capture_output=True)
 
 
 def test_disk_full_mid_run_stops_the_recording_and_the_workload_runs_to_its_end(tmp_path, small_disk, reap):
