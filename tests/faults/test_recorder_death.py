@@ -115,11 +115,15 @@ def test_orphaned_grandchild_is_sampled_while_it_runs(tmp_path, reap):
     recorder, pids, out = _family(tmp_path, reap)
     adopted = [pid for pid in pids[1:] if psutil.Process(pid).ppid() == recorder.pid]
     assert len(adopted) == 1   # the double-forked one; not init's
-    time.sleep(1.5)  # past one refresh of the tree after the family was complete
+
+    def counts() -> list[int]:
+        return [s["proc"]["count"] for s in runfile.load(out).samples if s.get("proc")]
+
+    # The workload, its child, the orphan, the setsid one, and the zombie the double fork left:
+    # sampled once the tree is refreshed after the family was complete (a loaded machine's
+    # refresh comes later than a quiet one's; a recorder that never finds five fails here).
+    wait_for(lambda: 5 in counts(), timeout=30, what="a sample of the whole family")
     recorder.send_signal(signal.SIGTERM)
     recorder.communicate(timeout=30)
-    run = runfile.load(out)
-    # The workload, its child, the orphan, the setsid one, and the zombie the double fork left.
-    counts = [s["proc"]["count"] for s in run.samples if s.get("proc")]
-    assert max(counts) == 5, counts
+    assert max(counts()) == 5, counts()
     assert not any(alive(pid) for pid in pids)

@@ -212,8 +212,20 @@ def test_in_a_pipe_stdin_and_its_end_reach_it_and_partial_lines_come_as_they_are
 
 def test_a_workload_waiting_for_input_and_a_stopped_one_are_said_so(tmp_path):
     path = tmp_path / "run.jsonl"
-    process = subprocess.Popen(under_devicewatch(path, PY, "-c", "import os, signal, sys; sys.stdin.readline(); "
-                                                 "os.kill(os.getpid(), signal.SIGSTOP); import time; time.sleep(1.5)"),
+    # Continued, the workload runs until the run file says so, not for a time a busy machine's
+    # recorder may take longer than to look at it twice.
+    script = tmp_path / "reads_and_stops.py"
+    script.write_text(
+        "import os, signal, sys, time\n"
+        "sys.stdin.readline()\n"
+        "os.kill(os.getpid(), signal.SIGSTOP)\n"
+        "deadline = time.monotonic() + 60\n"
+        "while time.monotonic() < deadline:\n"
+        "    said = open(sys.argv[1]).read()\n"
+        "    if said.rfind('\"state\":\"running\"') > said.rfind('\"state\":\"stopped\"'):\n"
+        "        break\n"
+        "    time.sleep(0.05)\n")
+    process = subprocess.Popen(under_devicewatch(path, PY, str(script), str(path)),
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env())
     assert process.stdin is not None
 
@@ -234,7 +246,7 @@ def test_a_workload_waiting_for_input_and_a_stopped_one_are_said_so(tmp_path):
         process.stdin.write(b"go\n")
         process.stdin.flush()
         wait_for("stopped")
-        (workload,) = [p for p in psutil.Process(process.pid).children() if "SIGSTOP" in " ".join(p.cmdline())]
+        (workload,) = [p for p in psutil.Process(process.pid).children() if str(script) in p.cmdline()]
         workload.send_signal(signal.SIGCONT)
         process.stdin.close()
         assert process.wait(timeout=30) == 0
