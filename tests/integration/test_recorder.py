@@ -181,11 +181,17 @@ def test_samples_follow_the_interval_without_drift(tmp_path):
     out = tmp_path / "run.jsonl"
     assert devicewatch("--record", str(out), "--interval", "0.05", "--quiet", "--",
                        sys.executable, "-c", "import time; time.sleep(1.5)").returncode == 0
-    times = [s["t"] for s in load(out).samples]
-    # 1.5 s at 0.05 s: about 30 samples, each due at k * 0.05 s after the start.
-    assert 25 <= len(times) <= 33
-    late = [t - round(t / 0.05) * 0.05 for t in times]
-    assert max(abs(x) for x in late) < 0.04  # on schedule: no accumulated drift
+    run = load(out)
+    times = [s["t"] for s in run.samples]
+    # Sample k is due at k * 0.05 s after the start; one taken late is followed by the next one
+    # due, not a tick later (the loop catches up, it never skips). So the run's length, which
+    # holds the workload's start too (slower on a loaded machine), gives their number.
+    assert abs(len(times) - run.end["duration"] / 0.05) <= 1.5, (len(times), run.end["duration"])
+    late = [t - k * 0.05 for k, t in enumerate(times, start=1)]
+    assert min(late) > -0.002   # none early
+    # On schedule: no lateness accumulated. A loop sleeping the interval after each sample's work
+    # would be late by the work of every sample before; one late sample (a busy machine) is not.
+    assert min(late[-5:]) < 0.005, late
 
 
 def test_an_unknown_command_is_one_line(tmp_path):
