@@ -54,7 +54,7 @@ async def _input_thread(driver_class: type[LinuxDriver], terminal: int):
     return driver, app, thread
 
 
-async def _until(condition, timeout: float = 3.0) -> None:
+async def _until(condition, timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition() and time.monotonic() < deadline:
         await asyncio.sleep(0.02)
