@@ -401,13 +401,26 @@ class TextPanel(KeptLines, KeptRows):
 
 
 class LinesPanel(TextPanel):
-    """A ``TextPanel`` whose lines are never wrapped: each is one row, cut with an ellipsis where
-    it is wider than the panel. The verdict and a line per advice cost their count in rows at
-    any width (on a 100-column screen a wrapped verdict and advice took the charts' rows)."""
+    """A ``TextPanel`` whose lines wrap at words onto at most ``MAX_ROWS`` rows each: the verdict
+    and a line per advice cost a bounded number of the charts' rows at any width (a verdict and
+    its advice wrapped whole once took half a 100-column screen). A line longer still ends its
+    last row at a word with an ellipsis: a figure is shown whole or not at all, never cut."""
+
+    MAX_ROWS = 3
 
     def _wrapped(self, width: int) -> list[Content]:
         content = Content.from_rich_text(self.text, self.app.console)
-        return [line.truncate(max(width, 1), ellipsis=True) for line in content.split("\n", allow_blank=True)]
+        width = max(width, 1)
+        out: list[Content] = []
+        for line in content.split("\n", allow_blank=True):
+            rows = line.wrap(width)
+            if len(rows) > self.MAX_ROWS:
+                last = rows[self.MAX_ROWS - 1]
+                plain = last.plain
+                cut = plain.rstrip().rfind(" ", 0, max(width - 1, 1))   # the last word that leaves room for "…"
+                rows = [*rows[:self.MAX_ROWS - 1], last[:cut if cut > 0 else width - 1] + "…"]
+            out.extend(rows)
+        return out
 
 
 class RenderedTable(KeptLines):

@@ -21,6 +21,7 @@ from devicewatch.runformat import runfile  # noqa: E402
 from devicewatch.trials import load_set as load_trials  # noqa: E402
 from devicewatch.errors import UsageError  # noqa: E402
 from devicewatch.live.source import open_replay  # noqa: E402
+from devicewatch.tui import panels  # noqa: E402
 from devicewatch.tui.app import DashboardApp, DashboardSettings  # noqa: E402
 from devicewatch.tui.charts import AreaChart  # noqa: E402
 from devicewatch.tui.dialogs import ConfirmTrials  # noqa: E402
@@ -135,11 +136,16 @@ async def test_the_advice_is_a_line_under_the_verdict_and_t_offers_to_try_it(tmp
         lines = panel.text.plain.split("\n")
         assert lines[0].startswith("verdict: input-bound")
         assert lines[1] == f"advice: {advice.text(expected)}  (t: try it)"
-        # one row each, cut with an ellipsis where the screen is narrower than the line
-        assert panel.size.height == 2
-        shown = panel._lines[1].plain
+        # each line wraps at words where the screen is narrower than it, onto at most MAX_ROWS
+        # rows: every word shown whole, none cut at the panel's edge
         width = size[0] - 2   # the panel's padding
-        assert shown == lines[1] if len(lines[1]) <= width else (shown == lines[1][:width - 1] + "…")
+        rows = [line.plain for line in panel._lines]
+        assert len(rows) == panel.size.height <= 2 * panels.LinesPanel.MAX_ROWS
+        assert all(len(row) <= width for row in rows)
+        words = " ".join(rows).split()
+        assert words == " ".join(lines).split() or words[-1].endswith("…")
+        if len(lines[1]) <= width:
+            assert panel.size.height == 2
         assert screen.check_action("try_advice", ()) is True
         assert "Try the advice" in {b.binding.description for b in screen.active_bindings.values() if b.enabled}
 
