@@ -8,27 +8,38 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from .. import registry
 from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from ..recorder import RecordOptions
+
+
+def options_of(args: argparse.Namespace) -> RecordOptions:
+    """The recorder's options from the command line: ``--grace``, where given, is every grace
+    (a cancel's steps and the workload's own after a signal from outside), else each its own."""
+    from ..recorder import RecordOptions
+
+    target = registry.resolve(args.target)
+    if os.path.isdir(args.record):
+        raise UsageError(f"--record needs a file, and {args.record} is a directory")
+    return RecordOptions(output=args.record, command=target.command, workload=target.workload,
+                         workload_args=target.args, interval=args.interval, gpu=args.gpu,
+                         echo=not args.quiet, watcher_pid=args.watcher_pid, control=args.control,
+                         overwrite=args.overwrite, instrument=not args.no_instrument, terminal=args.terminal,
+                         **({} if args.grace is None else {"grace": args.grace, "outside_grace": args.grace}))
 
 
 def run(args: argparse.Namespace) -> int:
     # Here, not at the top: cli imports this module for every command, and only --record
     # needs the recorder (psutil, the probes) and the report's tables (rich).
-    from ..recorder import RecordOptions, record
+    from ..recorder import record
     from ..render.report import report_text
     from ..runformat.runfile import load
 
-    target = registry.resolve(args.target)
-    if os.path.isdir(args.record):
-        raise UsageError(f"--record needs a file, and {args.record} is a directory")
-    options = RecordOptions(output=args.record, command=target.command, workload=target.workload,
-                            workload_args=target.args, interval=args.interval, gpu=args.gpu,
-                            echo=not args.quiet, watcher_pid=args.watcher_pid, control=args.control,
-                            overwrite=args.overwrite, instrument=not args.no_instrument, terminal=args.terminal,
-                            # --grace, where given, is every grace: a cancel's steps and the workload's own
-                            **({} if args.grace is None else {"grace": args.grace, "outside_grace": args.grace}))
+    options = options_of(args)
     code = record(options)
     summary = report_text(load(options.output))  # as wide as `report` makes it: the terminal's, or COLUMNS
     try:

@@ -241,7 +241,7 @@ def lane_labels(lanes: Sequence[str], width: int = AXIS - 1) -> list[str]:
         groups: dict[str, list[int]] = {}
         for i, label in enumerate(labels):
             groups.setdefault(label, []).append(i)
-        for label, members in groups.items():
+        for members in groups.values():
             if len(members) < 2:
                 continue
             for k, i in enumerate(members, 1):

@@ -169,8 +169,15 @@ def test_sigint_to_the_recorder_still_cancels(tmp_path, reap):
     assert "outside_signal" not in run.end
 
 
-def test_the_grace_after_a_signal_from_outside_is_30_s_unless_grace_is_given():
-    options = RecordOptions(output="unused.jsonl", command=["true"])
-    assert Recorder(options).outside_grace == OUTSIDE_GRACE == 30.0
-    options.grace = 0.5
-    assert Recorder(options).outside_grace == 0.5
+def test_the_grace_after_a_signal_from_outside_is_30_s_unless_grace_is_given(tmp_path):
+    from devicewatch import cli
+    from devicewatch.commands.record import options_of
+
+    out = str(tmp_path / "run.jsonl")
+    _module, args = cli.parse(["--record", out, "--", "true"])
+    options = options_of(args)
+    assert Recorder(options).outside_grace == OUTSIDE_GRACE == 30.0 and options.grace == 3.0
+    for given in ("0.5", "3"):   # given, it is every grace: the default's own value included
+        _module, args = cli.parse(["--record", out, "--grace", given, "--", "true"])
+        options = options_of(args)
+        assert Recorder(options).outside_grace == options.grace == float(given)
