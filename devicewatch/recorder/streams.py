@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 from collections.abc import Callable
 from typing import Any, TextIO
 
@@ -139,7 +140,17 @@ class WorkloadStreams:
             return
         self._on_stopped()
         raw.restore()
-        os.killpg(os.getpgrp(), signal.SIGTSTP)   # returns once the shell continues the job
+        # The job stops as one, and this thread goes on only once the shell continues it: a
+        # SIGTSTP sent to the group alone is taken by whichever thread the kernel picks, and
+        # this one would run on, give the terminal back to raw mode and continue the workload
+        # before the recorder had stopped. So the signal is made this thread's own too, held
+        # blocked until the group has been sent its, and taken here when unblocked.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTSTP})
+        try:
+            signal.pthread_kill(threading.get_ident(), signal.SIGTSTP)
+            os.killpg(os.getpgrp(), signal.SIGTSTP)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTSTP})   # stops here until fg
         raw.enter()
         _signal_group(workload.pid, signal.SIGCONT)
         self.resized()

@@ -320,15 +320,29 @@ def test_ctrl_z_stops_it_and_devicewatch_as_one_job_and_fg_brings_both_back(tmp_
              (b"Stopped", b"stty -a | grep -o -- '-\\?icanon'; fg; echo \"fg \"\"returned $?\"\r"),
              (b"after", None), (b"fg returned 0", b"exit\r")]
 
+    stopped_states: list[str] = []
+
+    def workload_state() -> str | None:
+        for proc in psutil.process_iter(["cmdline", "status"]):
+            if str(script) in (proc.info["cmdline"] or []) and "devicewatch" not in proc.info["cmdline"]:
+                return proc.info["status"]
+        return None
+
     def shell(out: bytes, _master: int) -> bytes | None:
         while steps and steps[0][0] in out[shell.seen:]:  # type: ignore[attr-defined]
             shell.seen = out.rindex(steps[0][0]) + len(steps[0][0])  # type: ignore[attr-defined]
+            if steps[0][0] == b"Stopped":   # the job is stopped: the workload with it, not running on
+                deadline = time.monotonic() + 10
+                while workload_state() != psutil.STATUS_STOPPED and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                stopped_states.append(str(workload_state()))
             return steps.pop(0)[1]
         return None
 
     shell.seen = 0  # type: ignore[attr-defined]
     code, received, _before, _after = in_terminal(["bash", "--norc", "--noprofile", "-i"], shell, timeout=40)
     assert not steps and code == 0, received[-600:]   # the shell read the exit typed for it
+    assert stopped_states == [psutil.STATUS_STOPPED]
     # Stopped, the shell had its terminal as it was (canonical, not devicewatch's raw mode).
     assert re.search(rb"\n(\x1b\[\?2004l)?icanon\n", received.replace(b"\r", b""))
     run = runfile.load(str(run_file))
