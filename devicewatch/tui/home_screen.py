@@ -106,6 +106,9 @@ class HomeScreen(Screen[None]):
             self.path_a, self.path_b = path_a, path_b
 
     BINDINGS = [
+        # Quit first: the footer shows a screen's keys before the app's, and cuts what does not
+        # fit, so the way out stays on screen at 80 columns.
+        Binding("q", "app.quit", "Quit"),
         Binding("r", "run", "Run workload"),
         Binding("R", "replay", "Replay recording", key_display="shift+r"),
         Binding("f5", "rescan", "Rescan runs"),

@@ -79,6 +79,9 @@ def _title(widget: Widget, title: str) -> None:
 
 class RunScreen(RedrawOnce):
     BINDINGS = [
+        # Quit first: the footer shows a screen's keys before the app's, and cuts what does not
+        # fit, so the way out stays on screen at 80 columns.
+        Binding("q", "app.quit", "Quit"),
         Binding("s", "stop", "Stop run"),
         Binding("m", "marker", "Marker"),
         Binding("space", "pause", "Pause"),
