@@ -6,7 +6,8 @@ Three loops (tests/zero_code/trial_scripts/), each run by ``devicewatch try --js
 * ``compute_loop.py`` beside one program that keeps a core busy: its operator threads wait for
   cores; the advice is ``threads`` (fewer), predicted from the waiting it removes;
 * ``cpu_dataset.py`` (one thread, a Dataset that works a millisecond an item, no workers)
-  beside the same program: the advice is ``num_workers``, predicted from the cores free;
+  beside the same program, with ``--vary num_workers=2``: workers predicted from the cores
+  free (the advice itself says none is worth it where no core is: ``advice.MIN_GAIN``);
 * ``compute_loop.py`` alone: the verdict and advice, which should name no contention.
 
 For each variant: predicted and measured steps a second and measured / predicted (the budget:
@@ -29,13 +30,13 @@ ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "tests" / "zero_code" / "trial_scripts"
 
 
-def trials(script: str, seconds: float, busy: bool) -> dict:
+def trials(script: str, seconds: float, busy: bool, vary: tuple[str, ...] = ()) -> dict:
     """``devicewatch try --json`` of SCRIPT, with a busy program beside it when BUSY."""
     program = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
     try:
         with tempfile.TemporaryDirectory() as folder:
             result = subprocess.run([sys.executable, "-m", "devicewatch", "try", "--seconds", str(seconds),
-                                     "--warmup", "10", "--out", str(Path(folder) / "trials"), "--json", "--",
+                                     "--warmup", "10", "--out", str(Path(folder) / "trials"), "--json", *vary, "--",
                                      sys.executable, str(SCRIPTS / script)], cwd=folder, capture_output=True,
                                     text=True)
     finally:
@@ -52,8 +53,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=8.0)
     args = parser.parse_args()
     worst = 0.0
-    for script, busy in (("compute_loop.py", True), ("cpu_dataset.py", True), ("compute_loop.py", False)):
-        said = trials(script, args.seconds, busy)
+    for script, busy, vary in (("compute_loop.py", True, ()), ("cpu_dataset.py", True, ("--vary", "num_workers=2")),
+                               ("compute_loop.py", False, ())):
+        said = trials(script, args.seconds, busy, vary)
         base, *variants = said["variants"]
         beside = "beside a busy program" if busy else "alone"
         print(f"{script} {beside}: as written {base['steps_per_s']:.1f} steps/s, verdict {base['verdict']}",

@@ -40,6 +40,7 @@ from .verdicts import verdict as verdict_of
 INPUT_BOUND_SHARE = 0.3     # a data wait from which more loader workers are worth a try
 MAX_WORKERS = 8             # the most workers advice proposes, however many cores
 MIN_RUNNING = 0.02          # the least share of a contended step taken as running: gains up to 50x
+MIN_GAIN = 1.1              # a knob predicted to gain less is not advised: no core to spread the work over
 
 
 @dataclass(frozen=True)
@@ -271,6 +272,7 @@ def advise(run: Run, verdict: Verdict | None = None) -> list[Advice]:
         out.append(_advice(b, "threads", min(limit, b.threads + more),
                            f"{verdict.label}: PyTorch runs its operators on {b.threads} thread{'s' * (b.threads != 1)} "
                            f"and {max(0.0, free):.1f} of {_of_cores(b)} are free"))
+    out = [_worth_it(a, b) for a in out]
     if not out:
         if verdict.label == "contended":
             why = (f"contended: its threads waited for a core {b.wait_share or 0:.0%} of the time they wanted one, "
@@ -301,6 +303,17 @@ def _advice(b: Baseline, knob: str, value: Any, why: str) -> Advice:
     predicted = predict(b, knob, value)
     gain = predicted / b.steps_per_s if predicted and b.steps_per_s else None
     return Advice(knob, value, why, round(predicted, 3) if predicted else None, round(gain, 3) if gain else None)
+
+
+def _worth_it(a: Advice, b: Baseline) -> Advice:
+    """A knob whose predicted gain is under MIN_GAIN becomes advice to leave it: more loader
+    workers or threads with no core free to run them only share the cores the loop has."""
+    if a.knob is None or a.predicted_gain is None or a.predicted_gain >= MIN_GAIN:
+        return a
+    others = f"; other programs took {b.others_cores:.1f} of them" if (b.others_cores or 0) >= 0.25 else ""
+    return Advice(None, None, f"{a.why}, and {a.label} is predicted at {a.predicted_gain:.2f}× the steps/s: "
+                              f"its work has no core to spread over ({b.usable_cores:.1f} of {_of_cores(b)} "
+                              f"can be had{others})")
 
 
 def _of_cores(b: Baseline) -> str:

@@ -42,12 +42,15 @@ PROC_FIELDS = ("cpu", "rss", "threads", "count", "cpu_wait")
 PROC_SCALE = {"rss": 1 << 20}
 
 
-def descendants(root: int, window: dict[int, int] | None = None, skipped: list[int] | None = None) -> list[int]:
+def descendants(root: int, window: dict[int, int] | None = None, skipped: list[int] | None = None,
+                opened: dict[tuple[int, str], procfs.ProcFile] | None = None) -> list[int]:
     """PIDs below ``root``, from /proc's children lists where the kernel offers them.
 
     With ``window`` (pid -> rotating offset), a process with more than MAX_TASKS_READ threads
     has only that many of its lists read, the next ones on the next call; the number of lists
-    left unread is added to ``skipped[0]``.
+    left unread is added to ``skipped[0]``. With ``opened``, each thread's list is kept open
+    there between calls and read again in place (a tree of 200 threads is 200 opens a second
+    otherwise); the lists of threads no longer seen are closed.
     """
     if not os.path.exists(f"/proc/{root}/task/{root}/children"):
         try:
@@ -55,6 +58,7 @@ def descendants(root: int, window: dict[int, int] | None = None, skipped: list[i
         except psutil.Error:
             return []
     found: list[int] = []
+    seen: set[tuple[int, str]] = set()
     stack = [root]
     while stack:
         pid = stack.pop()
@@ -71,12 +75,23 @@ def descendants(root: int, window: dict[int, int] | None = None, skipped: list[i
                 skipped[0] += len(rest) + 1 - len(tasks)
         for tid in tasks:
             try:
-                with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
-                    children = [int(c) for c in f.read().split()]
+                if opened is None:
+                    with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                        text = f.read()
+                else:
+                    seen.add((pid, tid))
+                    file = opened.get((pid, tid))
+                    if file is None:
+                        file = opened[(pid, tid)] = procfs.ProcFile(f"/proc/{pid}/task/{tid}/children", 256)
+                    text = file.read()
+                children = [int(c) for c in text.split()]
             except (OSError, ValueError):
                 continue
             found.extend(children)
             stack.extend(children)
+    if opened is not None:
+        for key in [key for key in opened if key not in seen]:
+            opened.pop(key).close()
     return found
 
 
@@ -119,6 +134,7 @@ class ProcessTreeProbe:
         self._delays_at: float | None = None
         self._tick = 0
         self._window: dict[int, int] = {}
+        self._children: dict[tuple[int, str], procfs.ProcFile] = {}   # each thread's children list, kept open
         self._notices: list[str] = []
         self._said: set[str] = set()
         self._root_seen = self._track(root_pid)
@@ -150,7 +166,7 @@ class ProcessTreeProbe:
         if not self._root_seen:
             return
         skipped = [0]
-        found = descendants(self.root_pid, self._window, skipped)
+        found = descendants(self.root_pid, self._window, skipped, self._children)
         if self.adopter is not None:
             from ..lifeline import adopted_children, reap
 
