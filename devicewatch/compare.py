@@ -71,6 +71,25 @@ class Side:
     def command(self) -> str:
         return command_of(self.run)
 
+    @property
+    def others(self) -> float | None:
+        """Cores other programs kept busy while its phases ran (the verdict's figure), or None
+        for a run that did not record its process tree."""
+        value = self.verdict.figures.get("others_cores")
+        return float(value) if isinstance(value, (int, float)) else None
+
+    @property
+    def allowed(self) -> float:
+        """The cores it may use (all of the machine's unless fewer were allowed)."""
+        value = self.verdict.figures.get("allowed_cores")
+        return float(value) if isinstance(value, (int, float)) else float(self.cores)
+
+    def others_text(self) -> str:
+        """``1.1 of 2 cores``, or ``-`` where not recorded."""
+        if self.others is None:
+            return "-"
+        return f"{self.others:.1f} of {analysis.cores_text(self.allowed if self.allowed < self.cores else None, self.cores)}"
+
 
 def command_of(run: Run) -> str:
     """How the run's workload was asked for: a registered name and its arguments, else the command."""
@@ -284,6 +303,27 @@ def _duration(seconds: float, scale: float | None = None) -> str:
     return f"{seconds:.2f}s" if scale < 10 else f"{seconds:.1f}s" if scale < 600 else f"{seconds / 60:.1f} min"
 
 
+# Other programs' load that may explain a difference between two runs: a gap of at least a
+# quarter of a core between what they took in A and in B, and a tenth of the cores the runs may
+# use. Below it the machine's background (a terminal, the recorder's neighbours) moves by itself.
+LOAD_DIFFERS_CORES = 0.25
+LOAD_DIFFERS_SHARE = 0.1
+
+
+def load_note(c: Comparison) -> str | None:
+    """One line where other programs took the cores unequally in A and B: the difference in
+    time may be theirs, not the change's. None for a pair whose background was alike."""
+    a, b = c.a.others, c.b.others
+    if a is None or b is None:
+        return None
+    cores = max(c.a.allowed, c.b.allowed)
+    if abs(a - b) < max(LOAD_DIFFERS_CORES, LOAD_DIFFERS_SHARE * cores):
+        return None
+    slower = "B" if b > a else "A"
+    return (f"other programs took {a:.1f} cores in A and {b:.1f} in B (of {cores:.0f}): the runs did not have "
+            f"the same machine, and {slower}'s time may be theirs as much as the change's")
+
+
 def verdict_change(c: Comparison) -> str:
     """What became of the verdict: "A: single-core-bound → B: lane-bound", or "both CPU-bound"."""
     a, b = c.a.verdict.label, c.b.verdict.label
@@ -350,6 +390,9 @@ def comparison(run_a: Run, run_b: Run) -> Comparison:
                    per_core=a.cores == b.cores, per_gpu=a.gpus == b.gpus and a.gpus > 0,
                    idle_kind=idle_kind, notes=_notes(a, b, basis))
     c.headline = headline(c)
+    note = load_note(c)
+    if note:
+        c.headline += f"; {note}"
     return c
 
 
@@ -381,6 +424,7 @@ def _side_dict(s: Side) -> dict[str, Any]:
         "cores": s.cores, "gpus": s.gpu_names, "run_info": s.run_info,
         "idle": _device_dict(s.idle_device), "devices": [_device_dict(d) for d in s.devices],
         "verdict": {"label": s.verdict.label, "text": s.verdict.text, "figures": s.verdict.figures},
+        "others_cores": _r(s.others, 2),
         "unit": s.unit,
         "data_wait": s.data_wait,
         "data_wait_unmeasured": analysis.unmeasured_dict(s.unmeasured),
@@ -397,6 +441,7 @@ def to_dict(c: Comparison) -> dict[str, Any]:
         "seconds": {"a": _r(c.seconds_a), "b": _r(c.seconds_b)},
         "speedup": _r(c.speedup), "change": _r(c.change, 4),
         "notes": c.notes,
+        "load_differs": load_note(c) is not None,
         "a": _side_dict(c.a), "b": _side_dict(c.b),
         "units": {"a": c.a.unit, "b": c.b.unit},
         "epochs": [{"epoch": p.epoch, "a": _epoch_dict(p.a, c.a.unit), "b": _epoch_dict(p.b, c.b.unit),

@@ -87,6 +87,8 @@ def _specs(c: Comparison) -> dict[str, Section]:
     for key in ("framework", "device", "params", "data"):
         if key in c.a.run_info or key in c.b.run_info:
             rows.append((key, str(c.a.run_info.get(key, "-")), str(c.b.run_info.get(key, "-"))))
+    if c.a.others is not None or c.b.others is not None:
+        rows.append(("other programs", c.a.others_text(), c.b.others_text()))
     rows.append(("verdict", c.a.verdict.label, c.b.verdict.label))
     speed = "-" if c.speedup is None else f"{c.speedup:.2f}x (A time / B time, over the {c.basis})"
     rows.append(("speedup of B", "", speed))
