@@ -310,14 +310,18 @@ LOAD_DIFFERS_CORES = 0.25
 LOAD_DIFFERS_SHARE = 0.1
 
 
+def load_differs(a: float | None, b: float | None, cores: float) -> bool:
+    """Other programs took A and B cores of CORES unequally enough to explain a difference
+    (the one rule of compare, the demo and ``devicewatch try``)."""
+    return a is not None and b is not None and abs(a - b) >= max(LOAD_DIFFERS_CORES, LOAD_DIFFERS_SHARE * cores)
+
+
 def load_note(c: Comparison) -> str | None:
     """One line where other programs took the cores unequally in A and B: the difference in
     time may be theirs, not the change's. None for a pair whose background was alike."""
     a, b = c.a.others, c.b.others
-    if a is None or b is None:
-        return None
     cores = max(c.a.allowed, c.b.allowed)
-    if abs(a - b) < max(LOAD_DIFFERS_CORES, LOAD_DIFFERS_SHARE * cores):
+    if a is None or b is None or not load_differs(a, b, cores):
         return None
     slower = "B" if b > a else "A"
     return (f"other programs took {a:.1f} cores in A and {b:.1f} in B (of {cores:.0f}): the runs did not have "

@@ -23,6 +23,7 @@ import numpy as np
 
 from .analysis import advice as advice_
 from . import analysis, events
+from .compare import load_differs
 from .errors import UsageError
 from .integrations.zero_code import TRIAL_VAR, VARY_VAR
 from .recorder import RecordOptions, record
@@ -66,11 +67,14 @@ class TrialResult:
     varied: list[str] = field(default_factory=list)        # "num_workers 0 → 2"
     not_applied: list[str] = field(default_factory=list)   # "prefetch_factor: needs workers…"
     note: str | None = None                                # why it was not measured
+    others_cores: float | None = None    # what other programs took meanwhile, in cores
+    allowed_cores: float | None = None   # the cores it may use
 
     def to_json(self) -> dict[str, Any]:
         return {"knob": self.variant.knob, "value": self.variant.value, "label": self.variant.label,
                 "steps_per_s": self.steps_per_s, "predicted_steps_per_s": self.predicted_steps_per_s,
                 "data_wait_share": self.data_wait_share, "cores_busy": self.cores_busy,
+                "others_cores": self.others_cores, "allowed_cores": self.allowed_cores,
                 "gpu_busy": self.gpu_busy, "verdict": self.verdict, "run_file": self.path,
                 "status": self.status, "varied": self.varied, "not_applied": self.not_applied,
                 "note": self.note}
@@ -89,6 +93,7 @@ class TrialSet:
 
     def to_json(self) -> dict[str, Any]:
         return {"command": self.command, "budget": self.budget, "headline": self.headline(),
+                "load_moved": [r.variant.label for r in load_moved(self.results)],
                 "advice": [a.to_json() for a in self.advice], "stopped": self.stopped,
                 "variants": [r.to_json() for r in self.results]}
 
@@ -208,6 +213,8 @@ def result_of(run: Run, variant: Variant, predicted: float | None = None) -> Tri
     verdict = analysis.verdict(run, s, all_phases)
     result.verdict = verdict.label
     result.cores_busy = verdict.figures.get("workload_cores", verdict.figures.get("cores_busy"))
+    result.others_cores = verdict.figures.get("others_cores")
+    result.allowed_cores = verdict.figures.get("allowed_cores", verdict.figures.get("cores"))
     if s.gpus:
         means = [float(np.nanmean(u)) for u in s.gpu_util if u.size]
         result.gpu_busy = round(max(means), 1) if means else None
@@ -321,7 +328,8 @@ def load_set(path: str) -> tuple[TrialSet, str]:
                 number(v.get("data_wait_share")), number(v.get("cores_busy")), number(v.get("gpu_busy")),
                 str(v["verdict"]) if v.get("verdict") is not None else None,
                 [str(x) for x in v.get("varied") or []], [str(x) for x in v.get("not_applied") or []],
-                str(v["note"]) if v.get("note") is not None else None))
+                str(v["note"]) if v.get("note") is not None else None,
+                number(v.get("others_cores")), number(v.get("allowed_cores"))))
         advised = [advice_.Advice(a.get("knob"), a.get("value"), str(a.get("why", "")),
                                   number(a.get("predicted_steps_per_s")), number(a.get("predicted_gain")))
                    for a in data.get("advice") or []]
@@ -335,19 +343,47 @@ def load_set(path: str) -> tuple[TrialSet, str]:
     return trial_set, folder
 
 
+def load_moved(results: list[TrialResult]) -> list[TrialResult]:
+    """The variants during which other programs took the cores unequally enough, against the
+    script as written, to explain their difference from it (``compare.load_differs``)."""
+    if not results:
+        return []
+    base = results[0]
+    return [r for r in results[1:] if load_differs(base.others_cores, r.others_cores,
+                                                  float(base.allowed_cores or r.allowed_cores or 1))]
+
+
+def load_moved_text(results: list[TrialResult]) -> str | None:
+    """The line under the table where the machine's load moved between trials, or None."""
+    moved = load_moved(results)
+    if not moved:
+        return None
+    base = results[0]
+    each = ", ".join(f"{r.variant.label} {r.others_cores:.1f}" for r in moved)
+    return (f"* other programs took {base.others_cores:.1f} cores during the script as written and {each}: "
+            "the machine's load moved between trials, so these figures are not like for like (run the set "
+            "again on a quieter machine)")
+
+
 def table_text(results: list[TrialResult]) -> str:
-    """The variants side by side, one line each."""
-    header = ["variant", "steps/s", "predicted", "data wait", "cores busy", "GPU busy", "verdict"]
+    """The variants side by side, one line each; a variant whose trial ran beside a different
+    load of other programs than the script as written is marked ``*``."""
+    header = ["variant", "steps/s", "predicted", "data wait", "cores busy", "others", "GPU busy", "verdict"]
     rows = [header]
+    moved = {id(r) for r in load_moved(results)}
     for r in results:
-        rows.append([r.variant.label, _num(r.steps_per_s), _num(r.predicted_steps_per_s) if r.variant.knob else "-",
+        mark = "*" if id(r) in moved else ""
+        rows.append([r.variant.label + mark, _num(r.steps_per_s), _num(r.predicted_steps_per_s) if r.variant.knob else "-",
                      f"{r.data_wait_share:.0%}" if r.data_wait_share is not None else "not measured",
-                     _num(r.cores_busy), f"{r.gpu_busy:.0f}%" if r.gpu_busy is not None else "-",
+                     _num(r.cores_busy), _num(r.others_cores), f"{r.gpu_busy:.0f}%" if r.gpu_busy is not None else "-",
                      r.verdict or "-"])
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["  ".join(cell.rjust(w) if 0 < i < 6 else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
+    lines = ["  ".join(cell.rjust(w) if 0 < i < 7 else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
              for row in rows]
     notes = []
+    moved_text = load_moved_text(results)
+    if moved_text:
+        notes.append(moved_text)
     for r in results:
         for line in r.varied:
             notes.append(f"  {r.variant.label}: {line}")

@@ -360,21 +360,24 @@ class TrialsScreen(RedrawOnce):
     def _table(self) -> Table:
         table = Table(box=None, pad_edge=False, padding=(0, 1), expand=False, header_style="bold")
         table.add_column("variant", no_wrap=True)
-        for name in ("steps/s", "predicted", "data wait", "cores busy", "GPU busy"):
+        for name in ("steps/s", "predicted", "data wait", "cores busy", "others", "GPU busy"):
             table.add_column(name, justify="right", no_wrap=True)
         table.add_column("verdict")
+        moved = {id(r) for r in trials.load_moved([row.result for row in self.rows if row.result is not None])}
         for row in self.rows:
             r = row.result
-            label = Text(inert(row.variant.label), style="bold" if row.state == "running" else "")
+            mark = "*" if r is not None and id(r) in moved else ""
+            label = Text(inert(row.variant.label) + mark, style="bold" if row.state == "running" else "")
             predicted = _number(row.predicted) if row.variant.knob else "-"
             if r is None:
                 state = {"running": "running…", "waiting": "waiting", "not run": "not run"}.get(row.state, row.state)
-                table.add_row(label, Text(state, style="grey50"), predicted, "", "", "", "")
+                table.add_row(label, Text(state, style="grey50"), predicted, "", "", "", "", "")
                 continue
             table.add_row(label, _number(r.steps_per_s) if r.steps_per_s else Text("not measured", style="red"),
                           predicted,
                           f"{r.data_wait_share:.0%}" if r.data_wait_share is not None else "not measured",
-                          _number(r.cores_busy), f"{r.gpu_busy:.0f}%" if r.gpu_busy is not None else "-",
+                          _number(r.cores_busy), _number(r.others_cores),
+                          f"{r.gpu_busy:.0f}%" if r.gpu_busy is not None else "-",
                           inert(r.verdict or "-"))
         return table
 
@@ -398,6 +401,9 @@ class TrialsScreen(RedrawOnce):
                     line(f"{label}: not measured: ", r.note, "yellow")
             if row.missing:
                 line(f"{label}: no chart: ", row.missing, "yellow")
+        moved = trials.load_moved_text([row.result for row in self.rows if row.result is not None])
+        if moved:
+            line("", moved, "yellow")
         if not self.trials_running:
             for item in self.trial_set.advice:
                 if item.knob is None:

@@ -187,8 +187,8 @@ async def test_a_saved_set_shows_every_variant_its_notes_and_a_cpu_chart_each(tm
         assert headline.startswith("num_workers=2: 2.5× the steps/s of the script as written")
         assert "data wait 75% → 20%" in headline
         table = text_of(screen, "#trials-table").splitlines()
-        assert table[0].split() == ["variant", "steps/s", "predicted", "data", "wait", "cores", "busy", "GPU",
-                                    "busy", "verdict"]
+        assert table[0].split() == ["variant", "steps/s", "predicted", "data", "wait", "cores", "busy", "others",
+                                    "GPU", "busy", "verdict"]
         rows = {line.split()[0]: line.split() for line in table[1:]}
         assert set(rows) == {"as", "num_workers=2", "num_workers=4"}
         assert rows["as"][2:5] == ["10.0", "-", "75%"]
