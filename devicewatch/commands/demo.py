@@ -10,6 +10,7 @@ pool (the dip fills), and the dashboard ends on the two runs side by side with t
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from .. import registry
@@ -61,8 +62,32 @@ def run(args: argparse.Namespace) -> int:
     from .run import settings
 
     code, headline, files = launch_story(settings(args), story, args.pause)
+    busy = []
     for label, path in zip("AB", files):
-        print(f"{label}: {path}")
+        taken = _others(path)
+        print(f"{label}: {path}" + (f" (other programs took {taken})" if taken else ""))
+        busy += [taken] if taken else []
     if headline:
         print(headline)
+    if busy:
+        print("the overlapped run gains only from a core left free: on a machine whose other programs take "
+              "the cores, its gain shrinks or vanishes (close them and run make demo again to see it)")
     return code
+
+
+def _others(path: str | os.PathLike[str]) -> str | None:
+    """``1.1 of 2 cores``: what other programs took during the run's phases, where it was
+    enough to matter (``analysis.contention.OTHERS_NOTABLE``); None otherwise or unreadable."""
+    from .. import analysis
+    from ..analysis.contention import OTHERS_NOTABLE
+    from ..errors import RunFileError
+    from ..runformat.runfile import load
+
+    try:
+        figures = analysis.verdict(load(path)).figures
+    except (RunFileError, OSError):
+        return None
+    others = figures.get("others_cores")
+    if not isinstance(others, (int, float)) or others < OTHERS_NOTABLE:
+        return None
+    return f"{others:.1f} of {analysis.cores_text(figures.get('allowed_cores'), int(figures.get('cores', 1)))}"
