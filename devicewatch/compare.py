@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import analysis
+from .analysis.contention import OTHERS_NOTABLE
 from .beside import Beside
 from .runformat.runfile import Run
 
@@ -83,6 +84,22 @@ class Side:
         """The cores it may use (all of the machine's unless fewer were allowed)."""
         value = self.verdict.figures.get("allowed_cores")
         return float(value) if isinstance(value, (int, float)) else float(self.cores)
+
+    @property
+    def workload_cores(self) -> float | None:
+        """Cores its process tree kept busy while its phases ran (the verdict's figure)."""
+        value = self.verdict.figures.get("workload_cores")
+        return float(value) if isinstance(value, (int, float)) else None
+
+    @property
+    def waiting_cores(self) -> float | None:
+        """Cores' worth of its threads waiting for a core (the verdict's figure), or None."""
+        value = self.verdict.figures.get("waiting_cores")
+        return float(value) if isinstance(value, (int, float)) else None
+
+    @property
+    def contended(self) -> bool:
+        return self.verdict.label == "contended"
 
     def others_text(self) -> str:
         """``1.1 of 2 cores``, or ``-`` where not recorded."""
@@ -303,29 +320,130 @@ def _duration(seconds: float, scale: float | None = None) -> str:
     return f"{seconds:.2f}s" if scale < 10 else f"{seconds:.1f}s" if scale < 600 else f"{seconds / 60:.1f} min"
 
 
-# Other programs' load that may explain a difference between two runs: a gap of at least a
-# quarter of a core between what they took in A and in B, and a tenth of the cores the runs may
-# use. Below it the machine's background (a terminal, the recorder's neighbours) moves by itself.
-LOAD_DIFFERS_CORES = 0.25
-LOAD_DIFFERS_SHARE = 0.1
+# When other programs' load may explain a difference between two runs; every test in figures.
+# The load moved: what they took differs by at least a quarter of a core and a tenth of the cores
+# the runs may use (a busy laptop's background moves by less than that between two runs by
+# itself). And it matters: the cores it took from the busier run could have cost that run at
+# least half the time between A and B, and at least a twentieth of its own time (a few percent
+# is what two runs of one script differ by on a quiet machine).
+LOAD_MOVED_CORES = 0.25
+LOAD_MOVED_SHARE = 0.1
+LOAD_EXPLAINS = 0.5
+LOAD_COST_FLOOR = 0.05
 
 
-def load_differs(a: float | None, b: float | None, cores: float) -> bool:
-    """Other programs took A and B cores of CORES unequally enough to explain a difference
-    (the one rule of compare, the demo and ``devicewatch try``)."""
-    return a is not None and b is not None and abs(a - b) >= max(LOAD_DIFFERS_CORES, LOAD_DIFFERS_SHARE * cores)
+@dataclass(frozen=True)
+class LoadGap:
+    """Other programs took the cores unequally in A and B: what each took, of how many cores,
+    and what the difference could have cost the busier run."""
+
+    others_a: float
+    others_b: float
+    cores_a: float             # the cores each run may use
+    cores_b: float
+    seconds_a: float
+    seconds_b: float
+    could_cost: float          # the share of the busier run's time its extra load could have taken
+
+    @property
+    def cores(self) -> float:
+        return max(self.cores_a, self.cores_b)
+
+    @property
+    def busier(self) -> str:
+        return "B" if self.others_b > self.others_a else "A"
+
+    @property
+    def slower(self) -> str | None:
+        """The run that took longer, None where they took as long (within half a percent)."""
+        if self.seconds_a <= 0 or abs(self.seconds_b - self.seconds_a) < 0.005 * self.seconds_a:
+            return None
+        return "B" if self.seconds_b > self.seconds_a else "A"
+
+    @property
+    def matters(self) -> bool:
+        """The time the extra load could have cost the busier run is at least LOAD_EXPLAINS of
+        the difference between A and B, and LOAD_COST_FLOOR of the busier run's own time."""
+        busier_seconds = self.seconds_b if self.busier == "B" else self.seconds_a
+        could = self.could_cost * busier_seconds
+        return (self.could_cost >= LOAD_COST_FLOOR
+                and could >= LOAD_EXPLAINS * abs(self.seconds_b - self.seconds_a))
+
+    def line(self) -> str | None:
+        """One line where it matters: the busier run is the slower, so the difference may be
+        the other programs'; or the faster, so the change may gain more on a quiet machine."""
+        if not self.matters:
+            return None
+        of = (_cores(self.cores_a) if _cores(self.cores_a) == _cores(self.cores_b)
+              else f"{_cores(self.cores_a)} and {_cores(self.cores_b)}")
+        took = f"other programs took {self.others_a:.1f} cores in A and {self.others_b:.1f} in B (of {of})"
+        if self.slower == self.busier:
+            return f"{took}: the difference may be theirs, not the change's"
+        return f"{took}: {self.busier} ran beside more of them and may be faster on a quiet machine"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"others_cores": {"a": round(self.others_a, 2), "b": round(self.others_b, 2)},
+                "of_cores": {"a": round(self.cores_a, 2), "b": round(self.cores_b, 2)}, "busier": self.busier,
+                "could_cost": round(self.could_cost, 3), "matters": self.matters, "line": self.line()}
+
+
+def load_gap(others_a: float | None, others_b: float | None, cores: float | tuple[float, float],
+             seconds_a: float, seconds_b: float, busier_workload: float | None = None,
+             busier_waiting: float | None = None) -> LoadGap | None:
+    """The load of other programs in A and B, of CORES (A's and B's where they differ), where it
+    moved (``LOAD_MOVED_*``, against the larger), else None (a
+    quiet pair, or a run that did not record its process tree). The busier run could have had at
+    most the extra cores they took, and no more than its threads waited for (BUSIER_WAITING,
+    where measured); with them its BUSIER_WORKLOAD cores would have done the same work in
+    workload / (workload + extra) of the time: an upper bound, as not all work spreads."""
+    if others_a is None or others_b is None:
+        return None
+    cores_a, cores_b = cores if isinstance(cores, tuple) else (cores, cores)
+    extra = abs(others_b - others_a)
+    if extra < max(LOAD_MOVED_CORES, LOAD_MOVED_SHARE * max(cores_a, cores_b)):
+        return None
+    could_have = extra if busier_waiting is None else min(extra, busier_waiting)
+    got = busier_workload or 0.0
+    could_cost = could_have / (got + could_have) if could_have > 0 else 0.0
+    return LoadGap(others_a, others_b, cores_a, cores_b, seconds_a, seconds_b, could_cost)
+
+
+def comparison_load(c: Comparison) -> LoadGap | None:
+    """The comparison's ``load_gap``: A's and B's other programs over the phases the verdicts
+    judge, against the time of the comparison's basis."""
+    busier = c.b if (c.b.others or 0.0) > (c.a.others or 0.0) else c.a
+    return load_gap(c.a.others, c.b.others, (c.a.allowed, c.b.allowed), c.seconds_a, c.seconds_b,
+                    busier.workload_cores, busier.waiting_cores)
 
 
 def load_note(c: Comparison) -> str | None:
-    """One line where other programs took the cores unequally in A and B: the difference in
-    time may be theirs, not the change's. None for a pair whose background was alike."""
-    a, b = c.a.others, c.b.others
-    cores = max(c.a.allowed, c.b.allowed)
-    if a is None or b is None or not load_differs(a, b, cores):
-        return None
-    slower = "B" if b > a else "A"
-    return (f"other programs took {a:.1f} cores in A and {b:.1f} in B (of {cores:.0f}): the runs did not have "
-            f"the same machine, and {slower}'s time may be theirs as much as the change's")
+    """The headline's line on the load of other programs, None for a pair where it did not
+    move or could not explain the difference."""
+    gap = comparison_load(c)
+    return None if gap is None else gap.line()
+
+
+def load_lines(c: Comparison) -> list[str]:
+    """What was taking the cores, said beside the notes even where A and B were alike: what
+    other programs took where either run's was enough to matter (``OTHERS_NOTABLE``), and each
+    contended run, whose gain from running work side by side needs a core left free."""
+    lines = []
+    if any(s.others is not None and s.others >= OTHERS_NOTABLE for s in (c.a, c.b)):
+        known = [s for s in (c.a, c.b) if s.others is not None]
+        # "1.1 of 2 cores during A and 0.3 during B": the cores said once where they are alike
+        alike = len({s.others_text().partition(" of ")[2] for s in known}) == 1
+        each = [f"{s.others:.1f}" if i and alike else s.others_text() for i, s in enumerate(known)]
+        lines.append("other programs took " + " and ".join(f"{t} during {s.label}" for t, s in zip(each, known)))
+    for s in (c.a, c.b):
+        if s.contended:
+            waited = f" ({s.waiting_cores:.1f} cores' worth)" if s.waiting_cores is not None else ""
+            lines.append(f"{s.label} was contended: its threads waited for a core{waited}, so what it gains "
+                         "by running work side by side needs a free core")
+    return lines
+
+
+def _cores(value: float) -> str:
+    return f"{value:.0f}" if abs(value - round(value)) < 0.05 else f"{value:.1f}"
 
 
 def verdict_change(c: Comparison) -> str:
@@ -396,7 +514,7 @@ def comparison(run_a: Run, run_b: Run) -> Comparison:
     c.headline = headline(c)
     note = load_note(c)
     if note:
-        c.headline += f"; {note}"
+        c.headline += f"\n{note}"   # one more line: the sentence above stays whole
     return c
 
 
@@ -446,6 +564,8 @@ def to_dict(c: Comparison) -> dict[str, Any]:
         "speedup": _r(c.speedup), "change": _r(c.change, 4),
         "notes": c.notes,
         "load_differs": load_note(c) is not None,
+        "load": None if (gap := comparison_load(c)) is None else gap.to_json(),
+        "load_lines": load_lines(c),
         "a": _side_dict(c.a), "b": _side_dict(c.b),
         "units": {"a": c.a.unit, "b": c.b.unit},
         "epochs": [{"epoch": p.epoch, "a": _epoch_dict(p.a, c.a.unit), "b": _epoch_dict(p.b, c.b.unit),

@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import analysis
-from ..compare import Comparison
+from ..compare import Comparison, load_lines
 from ..safe_text import inert, inert_table
 from .fit import DEFAULT_WIDTH, PER_CORE_TEXT_LIMIT, Column, fit, output_width
 
@@ -204,6 +204,7 @@ def closing_lines(c: Comparison) -> list[str]:
         lines.append(f"{c.a.cores} cores: per-core columns are in --json only")
     lines += [f"verdict A: {c.a.verdict.text}", f"verdict B: {c.b.verdict.text}"]
     lines += [f"note: {note}" for note in c.notes]
+    lines += [f"load: {line}" for line in load_lines(c)]
     lines.append(f"in short: {c.headline}")
     return [inert(line, newlines=True) for line in lines]
 

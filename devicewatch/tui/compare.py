@@ -181,7 +181,7 @@ class CompareScreen(RedrawOnce):
     def on_compare_screen_compared(self, message: Compared) -> None:
         """Headline, notes, both verdicts and the tables, once the thread has worked them out."""
         c = self.comparison = message.comparison
-        self.query_one("#cmp-headline", Static).update(Text(inert(c.headline), style="bold"))
+        self.query_one("#cmp-headline", Static).update(Text(inert(c.headline, newlines=True), style="bold"))
         self.query_one("#cmp-notes", Static).update(self._notes_text(c))
         for panel, s in zip(self.query(ComparePanel), (c.a, c.b)):
             panel.show_verdict(s)
@@ -193,14 +193,15 @@ class CompareScreen(RedrawOnce):
 
     @staticmethod
     def _notes_text(c: compare.Comparison) -> Text:
-        """compare's notes: what is not comparable between the runs, said rather than hidden."""
-        notes = c.notes
+        """compare's notes: what is not comparable between the runs, said rather than hidden; and
+        what was taking the cores (``compare.load_lines``)."""
+        notes = [("note: ", note) for note in c.notes] + [("load: ", line) for line in compare.load_lines(c)]
         if not notes:
             return Text("comparable: same workload, machine, cores, GPUs, epoch count and sampling interval",
                         style="grey50")
         text = Text()
-        for i, note in enumerate(notes):
-            text.append(("\n" if i else "") + "note: ", style="bold")
+        for i, (kind, note) in enumerate(notes):
+            text.append(("\n" if i else "") + kind, style="bold")
             text.append(inert(note))
         return text
 
