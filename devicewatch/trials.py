@@ -23,7 +23,7 @@ import numpy as np
 
 from .analysis import advice as advice_
 from . import analysis, events
-from .compare import load_differs
+from .compare import LoadGap, load_gap
 from .errors import UsageError
 from .integrations.zero_code import TRIAL_VAR, VARY_VAR
 from .recorder import RecordOptions, record
@@ -67,14 +67,16 @@ class TrialResult:
     varied: list[str] = field(default_factory=list)        # "num_workers 0 → 2"
     not_applied: list[str] = field(default_factory=list)   # "prefetch_factor: needs workers…"
     note: str | None = None                                # why it was not measured
-    others_cores: float | None = None    # what other programs took meanwhile, in cores
+    others_cores: float | None = None    # what other programs took during its window, in cores
     allowed_cores: float | None = None   # the cores it may use
+    waiting_cores: float | None = None   # cores' worth of its threads waiting for a core, in its window
 
     def to_json(self) -> dict[str, Any]:
         return {"knob": self.variant.knob, "value": self.variant.value, "label": self.variant.label,
                 "steps_per_s": self.steps_per_s, "predicted_steps_per_s": self.predicted_steps_per_s,
                 "data_wait_share": self.data_wait_share, "cores_busy": self.cores_busy,
                 "others_cores": self.others_cores, "allowed_cores": self.allowed_cores,
+                "waiting_cores": self.waiting_cores,
                 "gpu_busy": self.gpu_busy, "verdict": self.verdict, "run_file": self.path,
                 "status": self.status, "varied": self.varied, "not_applied": self.not_applied,
                 "note": self.note}
@@ -93,7 +95,7 @@ class TrialSet:
 
     def to_json(self) -> dict[str, Any]:
         return {"command": self.command, "budget": self.budget, "headline": self.headline(),
-                "load_moved": [r.variant.label for r in load_moved(self.results)],
+                "load_moved": bool(load_moved(self.results)), "load": load_json(self.results),
                 "advice": [a.to_json() for a in self.advice], "stopped": self.stopped,
                 "variants": [r.to_json() for r in self.results]}
 
@@ -213,12 +215,28 @@ def result_of(run: Run, variant: Variant, predicted: float | None = None) -> Tri
     verdict = analysis.verdict(run, s, all_phases)
     result.verdict = verdict.label
     result.cores_busy = verdict.figures.get("workload_cores", verdict.figures.get("cores_busy"))
-    result.others_cores = verdict.figures.get("others_cores")
     result.allowed_cores = verdict.figures.get("allowed_cores", verdict.figures.get("cores"))
+    shared = _window_contention(run, s, window)
+    if shared is not None:
+        result.others_cores = None if shared.others is None else round(shared.others, 2)
+        result.waiting_cores = None if shared.waiting is None else round(shared.waiting, 2)
+    else:  # no window with samples in it: the phases the verdict judged
+        result.others_cores = verdict.figures.get("others_cores")
+        result.waiting_cores = verdict.figures.get("waiting_cores")
     if s.gpus:
         means = [float(np.nanmean(u)) for u in s.gpu_util if u.size]
         result.gpu_busy = round(max(means), 1) if means else None
     return result
+
+
+def _window_contention(run: Run, s: analysis.Series, window: dict[str, Any] | None) -> analysis.Contention | None:
+    """Who took the cores during the trial's measured window (its ``done`` event's time less its
+    seconds), where two samples or more fall in it."""
+    if window is None or not isinstance(window.get("t"), (int, float)) or not isinstance(window.get("seconds"), (int, float)):
+        return None
+    end = float(window["t"])
+    in_window = (s.t >= end - float(window["seconds"])) & (s.t <= end)
+    return analysis.contention(run, s, in_window) if int(in_window.sum()) >= 2 else None
 
 
 def headline(results: list[TrialResult], given_advice: list[advice_.Advice] | None = None,
@@ -329,7 +347,7 @@ def load_set(path: str) -> tuple[TrialSet, str]:
                 str(v["verdict"]) if v.get("verdict") is not None else None,
                 [str(x) for x in v.get("varied") or []], [str(x) for x in v.get("not_applied") or []],
                 str(v["note"]) if v.get("note") is not None else None,
-                number(v.get("others_cores")), number(v.get("allowed_cores"))))
+                number(v.get("others_cores")), number(v.get("allowed_cores")), number(v.get("waiting_cores"))))
         advised = [advice_.Advice(a.get("knob"), a.get("value"), str(a.get("why", "")),
                                   number(a.get("predicted_steps_per_s")), number(a.get("predicted_gain")))
                    for a in data.get("advice") or []]
@@ -343,37 +361,66 @@ def load_set(path: str) -> tuple[TrialSet, str]:
     return trial_set, folder
 
 
-def load_moved(results: list[TrialResult]) -> list[TrialResult]:
-    """The variants during which other programs took the cores unequally enough, against the
-    script as written, to explain their difference from it (``compare.load_differs``)."""
-    if not results:
+def load_gaps(results: list[TrialResult]) -> list[tuple[TrialResult, LoadGap]]:
+    """Each variant whose trial ran beside a load of other programs unlike the script as
+    written's, enough to explain (or hide) its difference in steps a second from it: the rule
+    of ``devicewatch compare`` (``compare.load_gap``), a step's time for a run's."""
+    base = results[0] if results else None
+    if base is None or not base.steps_per_s:
         return []
-    base = results[0]
-    return [r for r in results[1:] if load_differs(base.others_cores, r.others_cores,
-                                                  float(base.allowed_cores or r.allowed_cores or 1))]
+    base_steps = base.steps_per_s
+    out = []
+    for r in results[1:]:
+        if not r.steps_per_s or base.others_cores is None or r.others_cores is None:
+            continue
+        busier = r if r.others_cores > base.others_cores else base
+        cores = float(max(base.allowed_cores or 0.0, r.allowed_cores or 0.0) or 1.0)
+        gap = load_gap(base.others_cores, r.others_cores, cores, 1.0 / base_steps, 1.0 / r.steps_per_s,
+                       busier.cores_busy, busier.waiting_cores)
+        if gap is not None and gap.matters:
+            out.append((r, gap))
+    return out
+
+
+def load_moved(results: list[TrialResult]) -> list[TrialResult]:
+    """The variants whose measured figures the machine's load may explain (``load_gaps``)."""
+    return [r for r, _gap in load_gaps(results)]
 
 
 def load_moved_text(results: list[TrialResult]) -> str | None:
-    """The line under the table where the machine's load moved between trials, or None."""
-    moved = load_moved(results)
-    if not moved:
+    """The legend of the ``*`` under the table, where the machine's load moved between trials."""
+    gaps = load_gaps(results)
+    if not gaps:
         return None
     base = results[0]
-    each = ", ".join(f"{r.variant.label} {r.others_cores:.1f}" for r in moved)
-    return (f"* other programs took {base.others_cores:.1f} cores during the script as written and {each}: "
-            "the machine's load moved between trials, so these figures are not like for like (run the set "
-            "again on a quieter machine)")
+    each = ", ".join(f"{r.others_cores:.1f} during {r.variant.label}" for r, _gap in gaps)
+    return (f"* the machine's load moved: other programs took {base.others_cores:.1f} of "
+            f"{_cores(gaps[0][1].cores)} cores during the script as written and {each}: the steps/s marked * "
+            "may differ for them, not for the knob (run the set again on a quieter machine)")
+
+
+def load_json(results: list[TrialResult]) -> dict[str, Any] | None:
+    """trials.json's account of the load that moved: the legend and each marked variant's figures."""
+    gaps = load_gaps(results)
+    if not gaps:
+        return None
+    return {"line": load_moved_text(results),
+            "variants": [{"label": r.variant.label, **gap.to_json()} for r, gap in gaps]}
+
+
+def _cores(value: float) -> str:
+    return f"{value:.0f}" if abs(value - round(value)) < 0.05 else f"{value:.1f}"
 
 
 def table_text(results: list[TrialResult]) -> str:
-    """The variants side by side, one line each; a variant whose trial ran beside a different
-    load of other programs than the script as written is marked ``*``."""
+    """The variants side by side, one line each; the steps a second of a variant whose trial ran
+    beside a load of other programs unlike the script as written's is marked ``*``."""
     header = ["variant", "steps/s", "predicted", "data wait", "cores busy", "others", "GPU busy", "verdict"]
     rows = [header]
     moved = {id(r) for r in load_moved(results)}
     for r in results:
         mark = "*" if id(r) in moved else ""
-        rows.append([r.variant.label + mark, _num(r.steps_per_s), _num(r.predicted_steps_per_s) if r.variant.knob else "-",
+        rows.append([r.variant.label, _num(r.steps_per_s) + mark, _num(r.predicted_steps_per_s) if r.variant.knob else "-",
                      f"{r.data_wait_share:.0%}" if r.data_wait_share is not None else "not measured",
                      _num(r.cores_busy), _num(r.others_cores), f"{r.gpu_busy:.0f}%" if r.gpu_busy is not None else "-",
                      r.verdict or "-"])

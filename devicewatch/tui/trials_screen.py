@@ -367,13 +367,13 @@ class TrialsScreen(RedrawOnce):
         for row in self.rows:
             r = row.result
             mark = "*" if r is not None and id(r) in moved else ""
-            label = Text(inert(row.variant.label) + mark, style="bold" if row.state == "running" else "")
+            label = Text(inert(row.variant.label), style="bold" if row.state == "running" else "")
             predicted = _number(row.predicted) if row.variant.knob else "-"
             if r is None:
                 state = {"running": "running…", "waiting": "waiting", "not run": "not run"}.get(row.state, row.state)
                 table.add_row(label, Text(state, style="grey50"), predicted, "", "", "", "", "")
                 continue
-            table.add_row(label, _number(r.steps_per_s) if r.steps_per_s else Text("not measured", style="red"),
+            table.add_row(label, _number(r.steps_per_s) + mark if r.steps_per_s else Text("not measured", style="red"),
                           predicted,
                           f"{r.data_wait_share:.0%}" if r.data_wait_share is not None else "not measured",
                           _number(r.cores_busy), _number(r.others_cores),
