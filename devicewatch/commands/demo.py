@@ -12,10 +12,14 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import registry
 from ..errors import UsageError
 from . import add_dashboard_options, add_sampling_options
+
+if TYPE_CHECKING:
+    from ..analysis import Verdict
 
 NAME = "demo"
 HELP = "the lecture story: pipeline serial, then overlapped, live, then side by side"
@@ -43,11 +47,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_dashboard_options(parser, default=argparse.SUPPRESS)
 
 
+VARIANTS = ("serial", "overlapped")   # run A and run B
+
+
 def targets(args: argparse.Namespace) -> list[registry.Target]:
     """Run A (serial) and run B (overlapped): the same options but the variant."""
     common = ["--epochs", str(args.epochs), "--train-samples", str(args.train_samples),
               "--val-samples", str(args.val_samples), "--device", args.device]
-    return [registry.resolve(["pipeline", "--variant", variant, *common]) for variant in ("serial", "overlapped")]
+    return [registry.resolve(["pipeline", "--variant", variant, *common]) for variant in VARIANTS]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,32 +69,45 @@ def run(args: argparse.Namespace) -> int:
     from .run import settings
 
     code, headline, files = launch_story(settings(args), story, args.pause)
-    busy = []
-    for label, path in zip("AB", files):
-        taken = _others(path)
-        print(f"{label}: {path}" + (f" (other programs took {taken})" if taken else ""))
-        busy += [taken] if taken else []
+    verdicts = [_verdict(path) for path in files]
+    for label, variant, path, verdict in zip("AB", VARIANTS, files, verdicts):
+        print(f"{label}: {path}")
+        taken = _others_text(verdict)
+        if taken:
+            print(f"   other programs took {taken} during the {variant} run")
     if headline:
         print(headline)
-    if busy:
-        print("the overlapped run gains only from a core left free: on a machine whose other programs take "
-              "the cores, its gain shrinks or vanishes (close them and run make demo again to see it)")
+    contended = [variant for variant, verdict in zip(VARIANTS, verdicts) if verdict and verdict.label == "contended"]
+    if contended:
+        print(f"the {' and the '.join(contended)} run{'s were' if len(contended) > 1 else ' was'} contended (threads "
+              "waited for a core): the overlapped run gains only from a core left free, so here its gain shrinks "
+              "or vanishes; close other programs and run the demo again to see it")
     return code
 
 
-def _others(path: str | os.PathLike[str]) -> str | None:
-    """``1.1 of 2 cores``: what other programs took during the run's phases, where it was
-    enough to matter (``analysis.contention.OTHERS_NOTABLE``); None otherwise or unreadable."""
+def _verdict(path: str | os.PathLike[str]) -> Verdict | None:
+    """The run's verdict, None where its file cannot be read."""
     from .. import analysis
-    from ..analysis.contention import OTHERS_NOTABLE
     from ..errors import RunFileError
     from ..runformat.runfile import load
 
     try:
-        figures = analysis.verdict(load(path)).figures
+        return analysis.verdict(load(path))
     except (RunFileError, OSError):
         return None
+
+
+def _others_text(verdict: Verdict | None) -> str | None:
+    """``1.1 of 2 cores``: what other programs took during the run's phases, where it was
+    enough to matter (``analysis.contention.OTHERS_NOTABLE``); None otherwise."""
+    from .. import analysis
+    from ..analysis.contention import OTHERS_NOTABLE
+
+    figures = verdict.figures if verdict is not None else {}
     others = figures.get("others_cores")
     if not isinstance(others, (int, float)) or others < OTHERS_NOTABLE:
         return None
-    return f"{others:.1f} of {analysis.cores_text(figures.get('allowed_cores'), int(figures.get('cores', 1)))}"
+    cores = int(figures.get("cores", 1))
+    allowed = figures.get("allowed_cores")
+    limited = isinstance(allowed, (int, float)) and allowed < cores - 1e-6
+    return f"{others:.1f} of {analysis.cores_text(allowed if limited else None, cores)}"
