@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     contended = [variant for variant, verdict in zip(VARIANTS, verdicts) if verdict and verdict.label == "contended"]
     if contended:
         print(f"the {' and the '.join(contended)} run{'s were' if len(contended) > 1 else ' was'} contended (threads "
-              "waited for a core): the overlapped run gains only from a core left free, so here its gain shrinks "
+              "waited for a core): overlapping validation gains only from a core left free, so here its gain shrinks "
               "or vanishes; close other programs and run the demo again to see it")
     return code
 
