@@ -374,8 +374,8 @@ class LoadGap:
         the other programs'; or the faster, so the change may gain more on a quiet machine."""
         if not self.matters:
             return None
-        of = (_cores(self.cores_a) if _cores(self.cores_a) == _cores(self.cores_b)
-              else f"{_cores(self.cores_a)} and {_cores(self.cores_b)}")
+        of = (cores_figure(self.cores_a) if cores_figure(self.cores_a) == cores_figure(self.cores_b)
+              else f"{cores_figure(self.cores_a)} and {cores_figure(self.cores_b)}")
         took = f"other programs took {self.others_a:.1f} cores in A and {self.others_b:.1f} in B (of {of})"
         if self.slower == self.busier:
             return f"{took}: the difference may be theirs, not the change's"
@@ -391,8 +391,8 @@ def load_gap(others_a: float | None, others_b: float | None, cores: float | tupl
              seconds_a: float, seconds_b: float, busier_workload: float | None = None,
              busier_waiting: float | None = None) -> LoadGap | None:
     """The load of other programs in A and B, of CORES (A's and B's where they differ), where it
-    moved (``LOAD_MOVED_*``, against the larger), else None (a
-    quiet pair, or a run that did not record its process tree). The busier run could have had at
+    moved (``LOAD_MOVED_*``, against the larger), else None (a quiet pair, or a run that did not
+    record its process tree). The busier run could have had at
     most the extra cores they took, and no more than its threads waited for (BUSIER_WAITING,
     where measured); with them its BUSIER_WORKLOAD cores would have done the same work in
     workload / (workload + extra) of the time: an upper bound, as not all work spreads."""
@@ -442,7 +442,8 @@ def load_lines(c: Comparison) -> list[str]:
     return lines
 
 
-def _cores(value: float) -> str:
+def cores_figure(value: float) -> str:
+    """``2`` cores, or ``1.5`` where a quota allows a part of one."""
     return f"{value:.0f}" if abs(value - round(value)) < 0.05 else f"{value:.1f}"
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from .analysis import advice as advice_
 from . import analysis, events
-from .compare import LoadGap, load_gap
+from .compare import LoadGap, cores_figure, load_gap
 from .errors import UsageError
 from .integrations.zero_code import TRIAL_VAR, VARY_VAR
 from .recorder import RecordOptions, record
@@ -395,7 +395,7 @@ def load_moved_text(results: list[TrialResult]) -> str | None:
     base = results[0]
     each = ", ".join(f"{r.others_cores:.1f} during {r.variant.label}" for r, _gap in gaps)
     return (f"* the machine's load moved: other programs took {base.others_cores:.1f} of "
-            f"{_cores(gaps[0][1].cores)} cores during the script as written and {each}: the steps/s marked * "
+            f"{cores_figure(gaps[0][1].cores)} cores during the script as written and {each}: the steps/s marked * "
             "may differ for them, not for the knob (run the set again on a quieter machine)")
 
 
@@ -406,10 +406,6 @@ def load_json(results: list[TrialResult]) -> dict[str, Any] | None:
         return None
     return {"line": load_moved_text(results),
             "variants": [{"label": r.variant.label, **gap.to_json()} for r, gap in gaps]}
-
-
-def _cores(value: float) -> str:
-    return f"{value:.0f}" if abs(value - round(value)) < 0.05 else f"{value:.1f}"
 
 
 def table_text(results: list[TrialResult]) -> str:
