@@ -162,8 +162,10 @@ def test_a_tiny_run_reports_phases_and_metrics(tmp_path, framework_args, framewo
     assert (info["batch_size"], info["epochs"], info["steps_per_epoch"]) == (32, 2, 2)
     if cpu_method == "env":
         assert info["cuda_visible_devices"] == ""
-    begins = [(e["name"], e["epoch"]) for e in events_of(run, "phase_begin")]
-    ends = [(e["name"], e["epoch"]) for e in events_of(run, "phase_end")]
+    # A wait of the loop long enough to draw is a ``data`` phase nested in ``train``: whether
+    # there is one depends on how busy the machine is, not on the workload; the rest is fixed.
+    begins = [(e["name"], e["epoch"]) for e in events_of(run, "phase_begin") if e["name"] != "data"]
+    ends = [(e["name"], e["epoch"]) for e in events_of(run, "phase_end") if e["name"] != "data"]
     expected = [("train", 1), ("validate", 1), ("train", 2), ("validate", 2)]
     assert begins == expected and ends == expected
     epochs = events_of(run, "epoch")
