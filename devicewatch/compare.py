@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import analysis
-from .analysis.contention import OTHERS_NOTABLE
+from .analysis.contention import OTHERS_NOTABLE, cores_figure
 from .beside import Beside
 from .runformat.runfile import Run
 
@@ -440,11 +440,6 @@ def load_lines(c: Comparison) -> list[str]:
             lines.append(f"{s.label} was contended: its threads waited for a core{waited}, so what it gains "
                          "by running work side by side needs a free core")
     return lines
-
-
-def cores_figure(value: float) -> str:
-    """``2`` cores, or ``1.5`` where a quota allows a part of one."""
-    return f"{value:.0f}" if abs(value - round(value)) < 0.05 else f"{value:.1f}"
 
 
 def verdict_change(c: Comparison) -> str:

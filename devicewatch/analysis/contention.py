@@ -99,16 +99,6 @@ class Contention:
         """Cores the workload can get: those allowed less what other programs took."""
         return max(0.0, self.allowed - (self.others or 0.0) - self.devicewatch)
 
-    def cores_text(self) -> str:
-        """``2 cores`` or ``4 cores allowed of 64``."""
-        return cores_text(self.allowed if self.limited else None, self.host_cores)
-
-    def others_text(self) -> str | None:
-        """``other programs took 1.1 of 2 cores``, where they took enough to matter."""
-        if self.others is None or self.others < OTHERS_NOTABLE:
-            return None
-        return f"other programs took {self.others:.1f} of {_cores(self.allowed)} cores"
-
     def to_json(self) -> dict[str, float | None]:
         return {"allowed_cores": round(self.allowed, 2), "host_cores": self.host_cores,
                 "workload_cores": _round(self.workload), "others_cores": _round(self.others),
@@ -121,14 +111,15 @@ def cores_text(allowed: float | None, host_cores: int) -> str:
     64``, ``1 core allowed of 2``, ``0.5 cores allowed of 2``: the one wording of every view."""
     if allowed is None:
         return f"{host_cores} core{'s' * (host_cores != 1)}"
-    return f"{_cores(allowed)} core{'s' * (_cores(allowed) != '1')} allowed of {host_cores}"
+    return f"{cores_figure(allowed)} core{'s' * (cores_figure(allowed) != '1')} allowed of {host_cores}"
 
 
 def _round(value: float | None, digits: int = 2) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def _cores(value: float) -> str:
+def cores_figure(value: float) -> str:
+    """A number of cores: ``2``, or ``1.5`` where a quota allows a part of one."""
     return f"{value:.0f}" if abs(value - round(value)) < 0.05 else f"{value:.1f}"
 
 
