@@ -18,6 +18,7 @@ from . import __version__
 from .commands import (MODULES, SUBCOMMANDS, CommandParser, HelpFormatter, add_dashboard_options,
                        add_instrument_option, add_sampling_options, synopsis, wrap)
 from .errors import DevicewatchError, UsageError
+from .job import PATTERN_HELP
 from .safe_text import inert
 
 DEFAULTS = {"interval": 0.1, "gpu": True, "runs_dir": "runs", "presenter": False, "no_instrument": False}
@@ -46,7 +47,7 @@ def top_parser(width: int | None = None) -> CommandParser:
                            formatter_class=functools.partial(HelpFormatter, width=width))
     options = parser.add_argument_group("options (before the workload or command)")
     options.add_argument("--record", metavar="FILE",
-                         help="headless: record to FILE without the dashboard, print a summary")
+                         help="headless: record to FILE without the dashboard, print a summary. " + PATTERN_HELP)
     add_sampling_options(options)
     add_instrument_option(options)
     add_dashboard_options(options)

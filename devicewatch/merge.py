@@ -171,6 +171,10 @@ def _check(nodes: list[Node]) -> None:
     """One job's nodes, each once, overlapping in time; else one line saying which files and why."""
     for i, a in enumerate(nodes):
         for b in nodes[i + 1:]:
+            launched = a.run.header.job, b.run.header.job
+            if launched[0] and launched[1] and launched[0].id != launched[1].id:
+                raise RunFileError(f"{a.name} and {b.name} are from different jobs "
+                                   f"({launched[0].id} vs {launched[1].id})")
             if (a.job and b.job and a.job != b.job) or (a.world_size and b.world_size and a.world_size != b.world_size):
                 what = f"{a.job} vs {b.job}" if a.job != b.job else f"world size {a.world_size} vs {b.world_size}"
                 raise RunFileError(f"{a.name} and {b.name} are from different jobs ({what})")

@@ -23,6 +23,7 @@ from ..compare import comparison, to_dict
 from ..errors import DevicewatchError, UsageError
 from ..recorder import check_interval, record_argv
 from ..render.compare_text import print_comparison
+from ..job_files import load_run
 from ..runformat.runfile import load
 
 NAME = "compare"
@@ -33,7 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = ("Put two recorded runs side by side: totals and speedup, epochs, "
                           "utilization per phase, GPU idle time and dips, verdicts.")
     parser.add_argument("files", nargs="*", metavar="FILE",
-                        help="two run files, A then B; or one folder of devicewatch try (or its trials.json)")
+                        help="two run files (or jobs' folders of their nodes' run files), A then B; or one folder "
+                        "of devicewatch try (or its trials.json)")
     parser.add_argument("--text", action="store_true", help="print the comparison as a table")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--pair", metavar="WORKLOAD", help="record WORKLOAD twice (options --a, then --b), then compare")
@@ -63,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"compare: give two run files, A and B, or a folder of devicewatch try "
                              f"(got {len(args.files)} files)")
         path_a, path_b = args.files
-    run_a, run_b = load(path_a), load(path_b)
+    run_a, run_b = (load_run(path, say=lambda line: print(f"devicewatch: {line}", file=sys.stderr))
+                    for path in (path_a, path_b))
     if args.json:
         print(json.dumps(to_dict(comparison(run_a, run_b)), indent=2, default=str))
         return 0

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 
 from ..errors import UsageError
 from ..render import export
-from ..runformat.runfile import load
+from ..job_files import load_run
 
 NAME = "export"
 HELP = "a run as a Perfetto trace, CSV or Parquet tables, or an SVG chart"
@@ -18,7 +19,7 @@ HELP = "a run as a Perfetto trace, CSV or Parquet tables, or an SVG chart"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = ("Export a recorded run: a Perfetto/Chrome trace, CSV or Parquet tables for "
                           "pandas, polars and DuckDB, or an SVG chart for slides.")
-    parser.add_argument("file", help="the run file")
+    parser.add_argument("file", help="the run file, or a job's folder of its nodes' run files")
     parser.add_argument("--format", required=True, choices=export.FORMATS)
     parser.add_argument("-o", "--output", required=True, metavar="OUT",
                         help="perfetto: OUT.json; svg: OUT.svg; csv: OUT_samples.csv, OUT_epochs.csv "
@@ -36,7 +37,7 @@ def inside_directory(output: str, run_file: str, fmt: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    recording = load(args.file)
+    recording = load_run(args.file, say=lambda line: print(f"devicewatch: {line}", file=sys.stderr))
     args.output = inside_directory(args.output, args.file, args.format)
     try:
         if args.format == "perfetto":

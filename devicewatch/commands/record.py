@@ -10,7 +10,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from .. import registry
+from .. import job, registry
 from ..errors import UsageError
 
 if TYPE_CHECKING:
@@ -25,7 +25,8 @@ def options_of(args: argparse.Namespace) -> RecordOptions:
     target = registry.resolve(args.target)
     if os.path.isdir(args.record):
         raise UsageError(f"--record needs a file, and {args.record} is a directory")
-    return RecordOptions(output=args.record, command=target.command, workload=target.workload,
+    output = job.record_path(args.record)   # a pattern (runs/%j/%h.jsonl) filled in and reserved
+    return RecordOptions(output=output, job=job.job_of(), command=target.command, workload=target.workload,
                          workload_args=target.args, interval=args.interval, gpu=args.gpu,
                          echo=not args.quiet, watcher_pid=args.watcher_pid, control=args.control,
                          overwrite=args.overwrite, instrument=not args.no_instrument, terminal=args.terminal,

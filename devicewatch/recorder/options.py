@@ -7,6 +7,7 @@ import sys
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
+from ..job import JobId
 from ..registry import Target
 
 INTERVAL_RANGE = (0.01, 60.0)    # seconds: the sampling periods --interval accepts
@@ -34,6 +35,7 @@ class RecordOptions:
     environment: dict[str, str] = field(default_factory=dict)  # added to the workload's (a trial's variant)
     trial: bool = False               # a trial of ``devicewatch try``: ended once its window is measured
     terminal: tuple[int, int] | None = None  # (rows, columns): a pseudo-terminal for a dashboard's panel
+    job: JobId | None = None          # the job this node's run belongs to (its launcher's variables)
 
 
 def check_interval(value: str | float) -> float:

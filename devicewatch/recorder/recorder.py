@@ -212,6 +212,7 @@ class Recorder:
             "workload": {"name": self.options.workload, "args": self.options.workload_args,
                          "command": self.options.command},
             "instrument": self.instrumentation.offered,
+            **({"job": self.options.job.to_json()} if self.options.job else {}),
         }
 
     def _t(self) -> float:

@@ -196,6 +196,31 @@ class Instrument:
 
 
 @dataclass(frozen=True)
+class JobId:
+    """Which job one node's run belongs to, as its launcher said (``devicewatch.job``), and
+    which node it is: a folder shared by several jobs never mixes their nodes."""
+
+    id: str
+    source: str                  # the variable it came from (SLURM_JOB_ID, …)
+    node: str | None = None      # the node's index, where the launcher gives one
+    node_source: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        record: dict[str, Any] = {"id": self.id, "from": self.source}
+        if self.node is not None:
+            record.update(node=self.node, node_from=self.node_source)
+        return record
+
+    @classmethod
+    def parse(cls, value: Any) -> JobId | None:
+        """A node's header ``job``; None for anything else (none, or a merged run's, which has no ``from``)."""
+        job = _dict(value)
+        if not isinstance(job.get("id"), str) or not isinstance(job.get("from"), str):
+            return None
+        return cls(job["id"], job["from"], _text(job.get("node")), _text(job.get("node_from")))
+
+
+@dataclass(frozen=True)
 class Node:
     """One node of a merged run (the header's ``hosts``): its label, machine and workload."""
 
@@ -225,6 +250,7 @@ class Header:
     nodes: tuple[Node, ...] = ()           # a merged run's nodes; empty for one node's run
     raw: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), compare=False, repr=False)
     alignment: Mapping[str, Any] | None = None   # a merged run's: the clock alignment error merge assumed
+    job: JobId | None = None               # one node's run of a job: the job's id from its launcher
 
     @classmethod
     def parse(cls, record: Mapping[str, Any]) -> Header:
@@ -247,7 +273,8 @@ class Header:
                    Clock.parse(record.get("clock")), Host.parse(record.get("host")),
                    Workload.parse(record.get("workload")), Instrument.parse(record.get("instrument")),
                    lists("fields", str), lists("scale", float), lists("digits", int), nodes, MappingProxyType(record),
-                   MappingProxyType(record["alignment"]) if isinstance(record.get("alignment"), dict) else None)
+                   MappingProxyType(record["alignment"]) if isinstance(record.get("alignment"), dict) else None,
+                   JobId.parse(record.get("job")))
 
     def to_json(self) -> dict[str, Any]:
         """The record as read (with what ``for_node`` replaced), for a file or ``--json``."""
