@@ -17,7 +17,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = ("Epochs, phase times, utilization per phase, GPU idle time and dips, verdict. "
                           "For a merged multi-node run (devicewatch merge), the stragglers per epoch, and "
                           "each node's devices, dips and verdict from its own machine's samples.")
-    parser.add_argument("file", help="a run file (.jsonl, or .jsonl.gz), or a job's folder of its nodes' run files")
+    parser.add_argument("file", help="a run file (.jsonl, or .jsonl.gz), or a job's folder "
+                        "of its nodes' run files")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--chart", action="store_true", help="draw the utilization timeline even when not on a terminal")
     parser.add_argument("--no-chart", action="store_true", help="never draw the timeline")

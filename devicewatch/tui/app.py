@@ -25,6 +25,7 @@ from textual.screen import Screen
 
 from .. import trials
 from ..errors import UsageError
+from ..live.job import JobModel
 from ..live.source import LiveSource, Source, end_runs_on_hangup, open_replay, previous_run
 from ..registry import Target
 from ..runformat.runfile import Run, RunFileError, load
@@ -32,6 +33,7 @@ from ..safe_text import markup
 from .compare import CompareScreen, open_compare
 from .dialogs import ConfirmTrials, QuitDuringRun
 from .home_screen import HomeScreen
+from .job_screen import JobScreen
 from .run_screen import TICK, RunScreen
 from . import chops
 from .strips import mend_strip_cycles
@@ -93,7 +95,8 @@ class DashboardApp(App[int]):
     def __init__(self, settings: DashboardSettings | None = None, start: Source | None = None,
                  tick: float = TICK, compare: tuple[Run, Run] | None = None,
                  story: Sequence[Target] = (), story_pause: float = STORY_PAUSE,
-                 trial_set: tuple[trials.TrialSet, str] | None = None, trial_runner: Runner | None = None):
+                 trial_set: tuple[trials.TrialSet, str] | None = None, trial_runner: Runner | None = None,
+                 job: JobModel | None = None):
         super().__init__()
         mend_strip_cycles()
         chops.install()
@@ -101,6 +104,7 @@ class DashboardApp(App[int]):
         self.start_source = start
         self.start_compare = compare
         self.start_trials = trial_set   # a saved set of devicewatch try and its folder
+        self.start_job = job            # a job's nodes followed (devicewatch replay DIR)
         # How a trial started from the dashboard is recorded (tests give a runner of their own).
         self.trial_runner: Runner = trial_runner or partial(run_trial_beside, interval=self.settings.interval,
                                                             gpu=self.settings.gpu)
@@ -124,6 +128,9 @@ class DashboardApp(App[int]):
             return
         if self.start_trials is not None:  # devicewatch try, or compare DIR/trials.json: the set alone
             self.push_screen(TrialsScreen.saved(*self.start_trials))
+            return
+        if self.start_job is not None:  # devicewatch replay DIR: the job's nodes; enter opens one
+            self.push_screen(JobScreen(self.start_job))
             return
         if self.start_source is not None:  # the run first; the home screen once escape asks for it
             self.push_screen(RunScreen(self.start_source, self.tick))
@@ -223,6 +230,9 @@ class DashboardApp(App[int]):
             self.notify(f"cannot create {self.settings.runs_dir}: {exc.strerror}", severity="error")
             return
         self.push_screen(RunScreen(source, self.tick))
+
+    def on_job_screen_node_wanted(self, message: JobScreen.NodeWanted) -> None:
+        self.start_replay(str(message.path))
 
     def on_home_screen_run_requested(self, message: HomeScreen.RunRequested) -> None:
         self.start_live(message.target)
@@ -353,6 +363,14 @@ def launch_run(settings: DashboardSettings, start: Source | None) -> tuple[int, 
     if start is not None:
         start.close()
     return (code if isinstance(code, int) else 0), start is not None and start.path in app.left_recording
+
+
+def launch_job(settings: DashboardSettings, job: JobModel) -> int:
+    """``devicewatch replay DIR`` (or several files): the job's nodes live, one screen."""
+    app = DashboardApp(settings, job=job)
+    code = app.run()
+    job.close()
+    return code if isinstance(code, int) else 0
 
 
 def launch_story(settings: DashboardSettings, story: Sequence[Target],

@@ -1,0 +1,285 @@
+"""The job screen: every node of a multi-node job on one screen while it trains.
+
+Drawn from a ``live.job.JobModel`` (a job's folder, or its nodes' files, followed): one row per
+node with its machine (a cell per core, a cell per GPU, shaded by their latest reading), its
+ranks and how it is (running, ended, joined late, silent since when); one lane per rank with
+its phases on the job's one time axis; and each finished epoch's straggler with the phase it
+lost its time in. Enter opens the chosen node's own run in the run screen.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from ..live.job import JobModel, NodeFeed
+from ..phase_kinds import KINDS, kind_of
+from ..render.palette import NORMAL, PRINT
+from ..safe_text import inert
+
+TICK = 0.5                      # seconds between polls of the nodes' files (2 Hz)
+WINDOWS = (None, 600.0, 60.0, 10.0)   # the lanes' time window: the whole job, then the last N s
+PHASE_GLYPH = {"train": "█", "validate": "▓", "data": "░", "copy": "▒", "other": "▪"}
+LABEL = 18                      # columns of a lane's label
+
+
+def clock(unix: float) -> str:
+    return datetime.fromtimestamp(unix).strftime("%H:%M:%S")
+
+
+def span(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, s = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{s:02d}s"
+
+
+def cells(values: np.ndarray, width: int) -> Text:
+    """One cell per value (a core, a GPU), shaded by it; folded (the busiest of each group) to WIDTH."""
+    text = Text()
+    if not len(values) or width <= 0:
+        return text
+    if len(values) > width:
+        groups = np.array_split(np.nan_to_num(values, nan=-1.0), width)
+        values = np.array([g.max() for g in groups])
+    for value in values:
+        if not np.isfinite(value) or value < 0:
+            text.append("·", style=NORMAL.axis)
+        else:
+            text.append("█", style=NORMAL.heat[min(int(value) // 10, len(NORMAL.heat) - 1)])
+    return text
+
+
+def node_state(node: NodeFeed, origin: float | None, now: float) -> Text:
+    if node.error:
+        return Text(inert(node.error), style="bold red")
+    if node.silent(now) and node.grown_at is not None:
+        return Text(f"silent since {clock(node.grown_at)}", style="bold red")
+    parts = Text()
+    if node.finished:
+        status = node.status or "?"
+        parts.append(f"ended {status}", style="green" if status == "ok" else "yellow")
+    elif node.run is None:
+        parts.append("waiting for its recorder", style=NORMAL.axis)
+    else:
+        parts.append("running", style="green")
+    start = node.start_unix
+    if origin is not None and start is not None and start - origin >= 1.0:
+        parts.append(f" · joined {clock(start)} (+{span(start - origin)})", style="cyan")
+    return parts
+
+
+class JobScreen(Screen[None]):
+    """A job's nodes live; ``enter`` opens one node (the app acts on ``NodeWanted``)."""
+
+    DEFAULT_CSS = """
+    JobScreen #job-title { height: 1; background: $boost; text-style: bold; padding: 0 1; }
+    JobScreen #job-nodes { height: auto; max-height: 45%; padding: 0 1; }
+    JobScreen #job-epochs { height: auto; max-height: 9; padding: 0 1; border-top: dashed $primary 40%; }
+    JobScreen #job-lanes-box { height: 1fr; border-top: dashed $primary 40%; }
+    JobScreen #job-lanes { height: auto; padding: 0 1; }
+    """
+    BINDINGS = [
+        Binding("q", "app.quit", "Quit"),
+        Binding("down,j", "cursor(1)", "Next node"),
+        Binding("up,k", "cursor(-1)", "Previous node"),
+        Binding("enter", "open_node", "Open node"),
+        Binding("w", "window", "Window"),
+    ]
+
+    class NodeWanted(Message):
+        """The user asked for one node's own run (its file)."""
+
+        def __init__(self, path: Path):
+            super().__init__()
+            self.path = path
+
+    def __init__(self, model: JobModel, tick: float = TICK):
+        super().__init__()
+        self.model = model
+        self.tick_seconds = tick
+        self.cursor = 0
+        self.window_index = 0
+        self._drawn: tuple[object, ...] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="job-title")
+        yield Static(id="job-nodes")
+        yield Static(id="job-epochs")
+        with VerticalScroll(id="job-lanes-box"):
+            yield Static(id="job-lanes")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.draw()
+        self.set_interval(self.tick_seconds, self.tick)
+
+    def on_resize(self) -> None:
+        self._drawn = None
+        self.draw()
+
+    def tick(self) -> None:
+        self.model.poll()
+        self.draw()
+
+    # -- keys -------------------------------------------------------------------------------
+
+    def action_cursor(self, step: int) -> None:
+        nodes = len(self.model.nodes)
+        if nodes:
+            self.cursor = (self.cursor + step) % nodes
+            self._drawn = None
+            self.draw()
+
+    def action_open_node(self) -> None:
+        nodes = self.model.ordered()
+        if nodes:
+            self.post_message(self.NodeWanted(nodes[min(self.cursor, len(nodes) - 1)].path))
+
+    def action_window(self) -> None:
+        self.window_index = (self.window_index + 1) % len(WINDOWS)
+        self._drawn = None
+        self.draw()
+
+    # -- drawing ----------------------------------------------------------------------------
+
+    def draw(self) -> None:
+        """Redraw when the files gained records, a node's state moved (silent, ended), or the
+        terminal, the chosen node or the window changed; a quiet job costs nothing to watch."""
+        now = time.time()
+        model = self.model
+        nodes = model.ordered()
+        states = tuple((n.silent(now), n.finished, n.error) for n in nodes)
+        key = (model.version, states, self.size, self.cursor, self.window_index)
+        if key == self._drawn:
+            return
+        self._drawn = key
+        width = max(20, self.size.width - 2)
+        self.query_one("#job-title", Static).update(self.title_text(nodes))
+        self.query_one("#job-nodes", Static).update(self.nodes_text(nodes, width, now))
+        self.query_one("#job-epochs", Static).update(self.epochs_text(width))
+        self.query_one("#job-lanes", Static).update(self.lanes_text(width))
+
+    def title_text(self, nodes: list[NodeFeed]) -> Text:
+        model = self.model
+        ranks = len(model.ranks())
+        world = model.world_size
+        origin = model.origin
+        text = Text(f"job {model.job or '?'}", style="bold")
+        text.append(f" · {inert(model.source_name)} · {len(nodes)} node{'s' * (len(nodes) != 1)} · "
+                    f"{ranks}{f'/{world}' if world else ''} ranks")
+        if origin is not None:
+            text.append(f" · {clock(origin)} +{span(model.now_unix() - origin)}")
+        text.append(f" · {model.alignment_text()}")
+        if model.left_out:
+            text.append(f" · {len(model.left_out)} other file(s) left out", style="yellow")
+        return text
+
+    def nodes_text(self, nodes: list[NodeFeed], width: int, now: float) -> Text:
+        text = Text()
+        if not nodes:
+            return Text("no node has written its file yet", style=NORMAL.axis)
+        origin = self.model.origin
+        host_width = min(16, max(len(n.hostname) for n in nodes))
+        label_width = min(16, max(len(n.label) for n in nodes))
+        fixed = 2 + label_width + 1 + host_width + 1 + 12 + 1 + 10 + 1
+        state_width = 34
+        room = max(8, width - fixed - state_width)
+        gpu_room = min(16, max((n.gpus for n in nodes), default=0))
+        core_room = max(4, room - gpu_room - 8)
+        for i, node in enumerate(nodes):
+            mark = "▸ " if i == self.cursor else "  "
+            text.append(mark, style="bold")
+            text.append(f"{inert(node.label)[:label_width]:<{label_width}} ", style="bold" if i == self.cursor else "")
+            text.append(f"{inert(node.hostname)[:host_width]:<{host_width}} ", style=NORMAL.axis)
+            cpu = float(np.nanmean(node.cpu)) if len(node.cpu) and not np.isnan(node.cpu).all() else None
+            text.append(f"{node.cores:>3}c {'—' if cpu is None else f'{cpu:3.0f}%':>4}  ")
+            text.append_text(cells(node.cpu, min(core_room, max(node.cores, len(node.cpu)))))
+            if node.gpus:
+                text.append("  GPU ")
+                text.append_text(cells(node.gpu, gpu_room))
+            ranks = ",".join(map(str, sorted(node.ranks)))
+            text.append(f"  rank {ranks or '—'}  ")
+            text.append_text(node_state(node, origin, now))
+            text.append("\n")
+        text.rstrip()
+        return text
+
+    def epochs_text(self, width: int) -> Text:
+        rows = sorted(self.model.stragglers.values(), key=lambda row: row.epoch)
+        if not rows:
+            return Text("stragglers: each epoch's slowest rank once every rank has left it", style=NORMAL.axis)
+        text = Text()
+        for row in rows[-8:]:
+            fastest = max(row.waited, key=lambda r: row.waited[r]) if row.waited else None
+            line = Text(f"epoch {row.epoch:>3}  ", style="bold")
+            line.append(f"slowest rank {row.last_rank} ({row.node})", style="bold yellow")
+            if fastest is not None:
+                line.append(f"  +{row.spread:.2f} s over rank {fastest}")
+            if row.phase is not None:
+                line.append(f"  lost in {row.phase}: +{row.phase_excess:.2f} s on the others' median")
+            line.truncate(width)
+            text.append_text(line)
+            text.append("\n")
+        text.rstrip()
+        return text
+
+    def lanes_text(self, width: int) -> Text:
+        model = self.model
+        ranks = model.ranks()
+        origin = model.origin
+        if origin is None or not ranks:
+            return Text("rank lanes: when the ranks say their phases (devicewatch.events, or zero code)",
+                        style=NORMAL.axis)
+        end = model.now_unix()
+        window = WINDOWS[self.window_index]
+        start = origin if window is None else max(origin, end - window)
+        columns = max(10, width - LABEL - 1)
+        per_cell = max((end - start) / columns, 1e-6)
+        text = Text()
+        axis = Text(" " * LABEL + "│")
+        axis.append(f"{clock(start)} (+{span(start - origin)})", style=NORMAL.axis)
+        label = f"{clock(end)} (+{span(end - origin)}) · w: window"
+        axis.append(" " * max(1, columns - len(axis.plain) + LABEL + 1 - len(label)) + label, style=NORMAL.axis)
+        text.append_text(axis)
+        text.append("\n")
+        kinds = {kind: i for i, kind in enumerate(KINDS)}
+        for rank in ranks:
+            lane = np.full(columns, -1)
+            node = rank.node
+            for phase in rank.phases:
+                begin = node.unix(phase.begin)
+                finish = node.unix(phase.end) if phase.end is not None else end
+                if finish < start:
+                    continue
+                a = int((begin - start) / per_cell)
+                b = max(a + 1, int((finish - start) / per_cell + 0.999))
+                lane[max(0, a):max(0, min(columns, b))] = kinds[kind_of(phase.name)]
+            silent = node.silent(time.time())
+            name = f"rank {rank.rank} {node.label}"
+            text.append(f"{name[:LABEL]:<{LABEL}}│", style="bold red" if silent else "")
+            for value in lane:
+                if value < 0:
+                    text.append(" ")
+                else:
+                    kind = KINDS[value]
+                    text.append(PHASE_GLYPH[kind], style=PRINT.phase[kind])
+            text.append("\n")
+        legend = Text(" " * LABEL + " ")
+        for kind in KINDS:
+            legend.append(PHASE_GLYPH[kind], style=PRINT.phase[kind])
+            legend.append(f" {kind}  ", style=NORMAL.axis)
+        text.append_text(legend)
+        return text

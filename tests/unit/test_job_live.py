@@ -1,0 +1,103 @@
+"""A job's nodes followed live: literal node files written a record at a time, so every aligned
+time, straggler and silence is reasoned from what was written."""
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from devicewatch.errors import RunFileError
+from devicewatch.live.job import SILENT_AFTER, JobModel, open_job
+
+from job_nodes import NodeWriter, epoch
+
+def test_an_epochs_straggler_is_named_once_every_rank_has_left_it_with_the_phase_it_lost_time_in(tmp_path):
+    # node 1 started 2 s after node 0 on the wall clock; its own t counts from its start
+    a, b = NodeWriter(tmp_path, 0, 1000.0, 50.0), NodeWriter(tmp_path, 1, 1002.0, 900.0)
+    a.sample(0.1, [10, 20, 30, 40])
+    epoch(a, 1, 2.0, 1.0)                  # ends at wall 1000 + 3.5 = 1003.5
+    epoch(b, 1, 0.0, 1.3)                  # ends at wall 1002 + 1.8 = 1003.8: 0.3 s later, in train
+    model = JobModel(folder=tmp_path)
+    assert model.job == "4711" and len(model.nodes) == 2
+    assert [n.label for n in model.ordered()] == ["node 0", "node 1"]
+    assert model.stragglers == {}          # nobody has begun epoch 2: epoch 1 may still go on
+    a.phase("phase_begin", 3.6, 2)
+    model.poll()
+    assert model.stragglers == {}          # rank 1 has not left epoch 1 yet
+    b.phase("phase_begin", 1.9, 2)
+    assert model.poll()
+    row = model.stragglers[1]
+    assert (row.last_rank, row.node, row.phase) == (1, "node 1", "train")
+    assert row.waited == {0: pytest.approx(0.3)}
+    assert row.phase_excess == pytest.approx(0.3)
+    assert list(model.nodes.values())[0].cpu.tolist() == [10, 20, 30, 40]   # the latest reading of each core
+
+
+def test_a_node_that_joins_late_is_followed_and_said_to_have_joined_late(tmp_path):
+    first = NodeWriter(tmp_path, 0, 1000.0, 50.0)
+    first.sample(0.1, [1, 2, 3, 4])
+    model = JobModel(folder=tmp_path)
+    assert [n.label for n in model.ordered()] == ["node0"]   # no rank has spoken: its file
+    first.phase("phase_begin", 0.5, 1)
+    late = NodeWriter(tmp_path, 1, 1045.0, 60.0)
+    late.phase("phase_begin", 0.5, 1)
+    assert model.poll()
+    assert [n.label for n in model.ordered()] == ["node 0", "node 1"]
+    assert model.origin == 1000.0 and model.ordered()[1].start_unix - model.origin == 45.0
+
+
+def test_a_node_whose_file_stops_growing_is_silent_since_its_last_write_and_an_ended_one_is_not(tmp_path):
+    a, b = NodeWriter(tmp_path, 0, 1000.0, 50.0), NodeWriter(tmp_path, 1, 1000.0, 50.0)
+    a.sample(0.1, [1, 2, 3, 4])
+    b.sample(0.1, [1, 2, 3, 4])
+    b.end(0.2)
+    long_ago = time.time() - SILENT_AFTER - 10
+    for path in (a.path, b.path):
+        os.utime(path, (long_ago, long_ago))
+    model = JobModel(folder=tmp_path)
+    now = time.time()
+    node_a, node_b = model.ordered()
+    assert node_a.silent(now) and node_a.grown_at == pytest.approx(long_ago)
+    assert not node_b.silent(now) and node_b.status == "ok"
+    a.sample(0.2, [5, 5, 5, 5])            # it speaks again
+    model.poll()
+    assert not node_a.silent(time.time())
+
+
+def test_the_end_pair_refines_a_nodes_clock_rate_as_merge_does(tmp_path):
+    a = NodeWriter(tmp_path, 0, 1000.0, 50.0)
+    a.phase("phase_begin", 0.0, 1)
+    a.phase("phase_end", 100.0, 1)
+    model = JobModel(folder=tmp_path)
+    node = model.ordered()[0]
+    assert node.unix(100.0) == 1100.0                  # the start pair alone: rate 1
+    a.end(100.0, drift=0.0005)                         # the wall clock ran 0.05 % fast (NTP slewing)
+    model.poll()
+    assert node.unix(100.0) == pytest.approx(1100.05)
+    a2 = NodeWriter(tmp_path, 1, 1000.0, 50.0)
+    a2.end(100.0, drift=0.01)                          # 1 %: a step of the clock, not a rate: left out
+    model.poll()
+    assert model.ordered()[1].unix(100.0) == 1100.0
+
+
+def test_another_jobs_file_in_the_folder_is_not_mixed_in(tmp_path):
+    NodeWriter(tmp_path, 0, 500.0, 5.0, job="old", name="old0.jsonl").end(1.0)
+    NodeWriter(tmp_path, 0, 1000.0, 50.0)
+    NodeWriter(tmp_path, 1, 1000.0, 50.0)
+    model = JobModel(folder=tmp_path)
+    assert model.job == "4711" and sorted(p.name for p in model.nodes) == ["node0.jsonl", "node1.jsonl"]
+    assert model.left_out == ("old0.jsonl: of job old",)
+
+
+def test_bad_input_is_one_line(tmp_path):
+    (tmp_path / "x.jsonl").write_text("not a run\n")
+    with pytest.raises(RunFileError, match=r"holds no node's run file \(x.jsonl: not a devicewatch run file\)"):
+        open_job([str(tmp_path)])
+    with pytest.raises(RunFileError, match="x.jsonl is not a devicewatch run file"):
+        open_job([str(tmp_path / "x.jsonl"), str(tmp_path / "x.jsonl")])
+    with pytest.raises(RunFileError, match="no such file"):
+        open_job([str(tmp_path / "nope.jsonl"), str(tmp_path / "x.jsonl")])
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert open_job([str(empty)]).nodes == {}   # a job about to start: its nodes join as they come
