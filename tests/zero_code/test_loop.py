@@ -351,3 +351,97 @@ def test_a_rank_waiting_at_a_barrier_is_waiting_not_training():
     # epoch 1's figures went out when it began waiting: 3 steps in 0.91 s
     assert heard.figures()[1]["steps"] == 3
     assert heard.figures()[1]["steps_per_s"] == round(3 / 0.91, 3)
+
+
+def test_a_new_iterator_every_step_is_not_a_new_epoch():
+    """``next(iter(loader))`` every step: one batch from each new iterator, none run out."""
+    heard = Heard()
+    loop = Loop(heard)
+    t = 0.0
+    for _ in range(5):
+        loop.fetch(TRAIN_SET, True, True, t, t + 0.2, length=100)
+        loop.compute(t + 0.2)
+        t += 0.3
+        loop.step(t)
+    loop.finish(t)
+    assert [p[1:3] for p in heard.phases() if p[0] == "begin"] == [("train", 1)]
+    assert heard.units == ["segment"]
+    assert heard.figures()[1]["steps"] == 5
+
+
+def test_a_pass_that_could_not_end_within_a_run_gives_segments_between_evaluations():
+    """A sampler of a billion batches, read until a step count, with an evaluation every 3 steps."""
+    heard = Heard()
+    loop = Loop(heard)
+    t = 0.0
+    for segment in range(2):
+        for i in range(3):
+            loop.fetch(TRAIN_SET, True, segment == 0 and i == 0, t, t + 0.1, length=10**9)
+            t += 0.3
+            loop.step(t)
+        loop.mode(False, t)
+        loop.fetch(VAL_SET, False, True, t, t + 0.1, length=4)
+        t += 0.5
+        loop.mode(True, t)
+    loop.finish(t)
+    assert heard.units == ["segment", "segment"]
+    assert [f["steps"] for f in heard.figures().values()] == [3, 3]
+
+
+def test_the_loops_wait_between_steps_is_input_in_the_share_the_watcher_found():
+    """No DataLoader: the loop waits 0.3 s between its steps (from the optimizer step to the
+    model's call); the watcher found two thirds of that wait in a queue, a third in logging."""
+    heard = Heard()
+    loop = Loop(heard)
+    loop.mode(True, 0.0)
+    loop.backward(0.1)
+    loop.step(0.2)
+    for _ in range(2):
+        loop.sampled(loop_module.INPUT, "queue at train.py:9")
+    loop.sampled(loop_module.OWN, "logging")
+    t = 0.2
+    for _ in range(4):
+        loop.compute(t + 0.3)     # the wait ends at the model's call
+        t += 0.5
+        loop.step(t)              # ... its compute took 0.2 s
+    loop.finish(t)
+    figures = heard.figures()[1]
+    assert heard.units == ["segment"]
+    assert figures["wait_s"] == pytest.approx(1.2)
+    assert figures["data_wait_s"] == pytest.approx(0.8)
+    assert figures["waited_on"] == "queue at train.py:9"
+
+
+def test_the_wait_across_an_evaluation_is_not_the_loops_and_unwatched_it_is_the_scripts_own():
+    heard = Heard()
+    loop = Loop(heard)
+    loop.mode(True, 0.0)
+    loop.step(1.0)
+    loop.mode(False, 1.5)         # evaluation: the stretch since the step is not counted
+    loop.mode(True, 3.0)          # training resumes: its wait runs until the model is called
+    loop.compute(3.25)
+    loop.step(4.0)
+    loop.finish(4.0)
+    second = heard.figures()[2]
+    assert second["wait_s"] == pytest.approx(0.25)
+    assert second["data_wait_s"] == 0       # nothing sampled it as input: not called input
+    assert "waited_on" not in second
+
+
+def test_what_a_waiting_loop_is_doing_is_named_from_its_stack():
+    spent_on = loop_module.spent_on
+    script = ("/home/u/train.py", "main", 42, False, False)
+    lib = "/usr/lib/python3.11/"
+    torch_data = "/venv/site-packages/torch/utils/data/dataloader.py"
+    assert spent_on([(lib + "threading.py", "wait", 1, False, True), (lib + "queue.py", "get", 2, False, True),
+                     script]) == (loop_module.INPUT, "queue at train.py:42")
+    assert spent_on([(lib + "multiprocessing/queues.py", "get", 1, False, True),
+                     (torch_data, "__next__", 2, False, True), script]) == (loop_module.LOADER, "DataLoader")
+    assert spent_on([(lib + "logging/__init__.py", "emit", 1, False, True), (torch_data, "__init__", 2, False, True),
+                     (torch_data, "__iter__", 3, False, True), script])[0] == loop_module.INPUT
+    assert spent_on([("/home/u/data.py", "batches", 7, True, False), script]) == \
+        (loop_module.INPUT, "generator batches() in data.py")
+    assert spent_on([("/venv/site-packages/torch/serialization.py", "load", 1, False, True), script]) == \
+        (loop_module.INPUT, "torch.load at train.py:42")
+    assert spent_on([(lib + "logging/__init__.py", "info", 1, False, True), script]) == (loop_module.OWN, "logging")
+    assert spent_on([script]) == (loop_module.OWN, "train.py:42")   # a .item() or a print on one of its lines

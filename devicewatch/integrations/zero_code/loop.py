@@ -17,21 +17,34 @@ How it reads a loop:
   once, and training activity (``model.train()``, a training batch, a backward pass, a step)
   ends it.
 - **Epochs**: with a DataLoader, an epoch is one pass over the training data set, with the
-  validation that follows it. The pass is the one the loop consumes, not the one the loader
-  produces: a wrapper that reads ahead (Accelerate, a prefetch generator) runs the DataLoader
-  out a batch or two before the loop's last step, so the loader running out only marks the
-  pass as read; the epoch's training ends when validation begins, a new pass begins, or the
-  process ends, and the steps until then are the epoch's.
-- **Segments**: a loop with no DataLoader of known length (batches sampled by hand, an
-  endless stream) has no epochs: its units are the training stretches between evaluations
-  (the train → validate → train turn), sent as epochs marked ``unit: "segment"``. A
-  ``model.train()`` after the last evaluation opens nothing until training goes on, so no
+  validation that follows it, and only a pass that ends is one: the loader runs out, or the
+  loop leaves it after several batches for a new pass (``break`` after N batches). The pass is
+  the one the loop consumes, not the one the loader produces: a wrapper that reads ahead
+  (Accelerate, a prefetch generator) runs the DataLoader out a batch or two before the loop's
+  last step, so the loader running out only marks the pass as read; the epoch's training ends
+  when validation begins, a new pass begins, or the process ends, and the steps until then
+  are the epoch's. A new iterator left after one batch (``next(iter(loader))`` every step) is
+  not a new pass.
+- **Segments**: a loop whose passes do not end has no epochs: batches sampled by hand, an
+  endless stream, a new iterator every step, or a pass that would outlast LONG_PASS at the
+  loop's pace when the first evaluation comes in its middle (a sampler of huge length and a
+  trainer that stops at a step count). Its units are the training stretches between
+  evaluations (the train → validate → train turn), sent as epochs marked ``unit: "segment"``.
+  A ``model.train()`` after the last evaluation opens nothing until training goes on, so no
   empty unit trails at the end. Numbered from 1.
-- **Data wait**: the time the loop was blocked in the training DataLoader's ``__next__``,
-  summed exactly per epoch (``data_wait_s``), and drawn as ``data`` phases inside the train
-  phase where a wait is long enough to see (``DataPhases``; waits under DATA_JOINABLE are
-  only summed). A loop that read no measured loader sends no ``data_wait_s`` (not measured,
-  never 0).
+- **The loop's wait** (``wait_s``): the time from the end of one training step (its optimizer
+  step, or its backward pass where no optimizer steps) to the start of the next step's
+  compute (the trained model called), whatever the loop did in between; the stretch across an
+  evaluation or a barrier is not counted, nor the wait before the first step. What it was
+  spent on is told by ``sampled`` (a watcher reading the loop's stack while it waits): input
+  (a DataLoader, a queue, a generator, ``torch.load``…) or the script's own work (logging,
+  ``.item()``).
+- **Data wait** (``data_wait_s``): the loop's input wait: the time blocked in the training
+  DataLoader's ``__next__``, summed exactly, plus the share of the rest of the loop's wait
+  that the watcher found spent on input; ``waited_on`` names what most of it was spent on.
+  Drawn as ``data`` phases inside the train phase where a wait is long enough to see
+  (``DataPhases``; waits under DATA_JOINABLE are only summed). A loop with neither a measured
+  loader nor a measured step sends no ``data_wait_s`` (not measured, never 0).
 - **Waiting for other ranks**: a ``torch.distributed.barrier`` is a ``wait`` phase, not
   training: a rank that waits while another validates is seen waiting.
 
@@ -56,6 +69,11 @@ DATA_JOIN_SHARE = 0.9   # ... while waiting fills this share of the joined span
 DATA_PHASE_RATE = 10.0  # data phases a second at most (a token bucket) ...
 DATA_PHASE_BURST = 10.0  # ... after a burst of this many; the waits left undrawn still count in data_wait_s
 PENDING_DATA_PHASES = 16  # data phases held while training is not yet confirmed
+LONG_PASS = 86400.0     # seconds: a pass longer than this at the loop's pace does not end within a run
+WATCH_EVERY = 32        # steps between two looks at whether the loop waits enough to be watched ...
+WATCH_SHARE = 0.05      # ... which it does when its wait outside a DataLoader fills this share of the time
+LOADER, INPUT, OWN = "loader", "input", "own"  # what a sample of the loop's wait was spent on
+DATALOADER = "DataLoader"  # what the waits timed in a DataLoader's ``__next__`` were spent on
 
 
 class Voice(Protocol):
@@ -75,6 +93,9 @@ class EpochCounts:
     train_time: float = 0.0
     train_since: float | None = None
     fetched: bool = False        # a measured loader was read: the data wait is known
+    loop_wait: float = 0.0       # the loop's wait between steps (``Loop.compute``)
+    gaps: int = 0                # waits measured
+    samples: dict[tuple[str, str], int] = field(default_factory=dict)  # (kind, what) -> samples of the wait
 
     def open_train(self, at: float) -> None:
         if self.train_since is None:
@@ -85,13 +106,29 @@ class EpochCounts:
             self.train_time += max(0.0, at - self.train_since)
             self.train_since = None
 
-    def metrics(self, now: float, optimizer_seen: bool) -> dict[str, Any]:
+    def metrics(self, now: float, optimizer_seen: bool,
+                fallback: dict[tuple[str, str], int] | None = None) -> dict[str, Any]:
         """``steps`` are optimizer steps; a loop that updates its weights by hand (no
-        optimizer ever stepped) counts its backward passes instead."""
+        optimizer ever stepped) counts its backward passes instead. The loop's wait outside a
+        DataLoader is input in the share of its samples that were (this unit's, else
+        FALLBACK's: the loop's so far); unsampled, it is the script's own."""
         seconds = self.train_time + (max(0.0, now - self.train_since) if self.train_since is not None else 0.0)
         steps = self.steps if optimizer_seen else self.backwards
         figures: dict[str, Any] = {"steps": steps}
-        if self.fetched:
+        if self.gaps:
+            rest = max(0.0, self.loop_wait - self.data_wait)
+            samples = self.samples or fallback or {}
+            inputs = {what: n for (kind, what), n in samples.items() if kind == INPUT}
+            outside = sum(inputs.values()) + sum(n for (kind, _), n in samples.items() if kind == OWN)
+            input_rest = rest * sum(inputs.values()) / outside if outside else 0.0
+            figures["wait_s"] = round(max(self.loop_wait, self.data_wait), 6)
+            figures["data_wait_s"] = round(self.data_wait + input_rest, 6)
+            spent = {what: input_rest * n / outside for what, n in inputs.items()}
+            if self.data_wait > 0:
+                spent[DATALOADER] = spent.get(DATALOADER, 0.0) + self.data_wait
+            if spent and max(spent.values()) > 0:
+                figures["waited_on"] = max(spent, key=spent.__getitem__)
+        elif self.fetched:
             figures["data_wait_s"] = round(self.data_wait, 6)
         if seconds > 0:
             figures["steps_per_s"] = round(steps / seconds, 3)
@@ -179,6 +216,21 @@ class Loop:
         self.declared: tuple[str, int | None, str] | None = None
         self.declared_counts: dict[int | None, EpochCounts] = {}
         self.declared_pending = 0.0
+        # the loop's wait between steps: open since GAP_SINCE (None: it computes, validates or waits at a barrier)
+        self.gap_since: float | None = None
+        self.gap_loader = 0.0              # the DataLoader wait of the unit when the gap opened
+        self.watch: Any = None             # starts the watcher that samples the wait (set by the hooks)
+        self.watched = False
+        self.watch_steps = 0
+        self.watch_from: float | None = None
+        self.watch_rest = 0.0              # wait outside a DataLoader since WATCH_FROM
+        self.sample_totals: dict[tuple[str, str], int] = {}
+        self.pass_batches = 0              # training batches taken from this pass's iterator
+        self.pass_length: int | None = None  # batches in the pass (None: unknown)
+        self.pass_since = 0.0
+        self.passes_ended = 0              # passes over the training data that ran out or were left after several batches
+        self.reiterated = False            # a new iterator was taken after a single batch of the last
+        self.long_pass = False             # a pass would outlast LONG_PASS: segments
 
     # -- observations -----------------------------------------------------------------------
 
@@ -198,15 +250,19 @@ class Loop:
             self._end(now)  # training begins where it goes on (no empty unit if it never does)
             if self.resume_at is None:
                 self.resume_at = now
+                self.gap_since, self.gap_loader = now, self.counts.data_wait
         elif not training and (self.phase == TRAIN or self.resume_at is not None):
             self._validate(now)
 
-    def fetch(self, source: Hashable, grad: bool, first_of_pass: bool, start: float, end: float) -> None:
-        """A batch came out of a DataLoader of data set SOURCE; the loop waited from START to END."""
+    def fetch(self, source: Hashable, grad: bool, first_of_pass: bool, start: float, end: float,
+              length: int | None = None) -> None:
+        """A batch came out of a DataLoader of data set SOURCE; the loop waited from START to END.
+        The first batch of a pass (FIRST_OF_PASS: a new iterator) tells its LENGTH in batches."""
         training = grad and self.training_mode
         if training and source == self.train_source and not first_of_pass and self.phase == TRAIN \
                 and not self.over and not self.owner:  # the common case, every batch: kept short
             self.counts.data_wait += end - start
+            self.pass_batches += 1
             if end - start >= DATA_JOINABLE:
                 self.data.wait(start, end, self.epoch, self.lane)
             return
@@ -215,6 +271,10 @@ class Loop:
             return
         if not self.confirmed:
             self._pending_wait(source, training, first_of_pass, start, end)
+            if training:
+                if first_of_pass:
+                    self._new_pass(length, start)
+                self.pass_batches += 1
             return
         if not training or (self.train_source is not None and source != self.train_source):
             if self.phase == TRAIN or self.resume_at is not None:
@@ -222,11 +282,17 @@ class Loop:
             return
         if first_of_pass and source == self.train_source:
             if self.pass_open and not self.over:
-                self._close_training(start)
+                if self.pass_read or self.pass_batches > 1:
+                    self.passes_ended += not self.pass_read  # left for a new pass: it ended here
+                    self._close_training(start)
+                else:
+                    self.reiterated = True  # a new iterator each step: the same pass goes on
             self._train_activity(start)
             self.pass_open = True
+            self._new_pass(length, start)
         else:
             self._train_activity(start)
+        self.pass_batches += 1
         self.last_train_source = source
         self.counts.data_wait += end - start
         self.data.wait(start, end, self.epoch, self.lane)
@@ -236,6 +302,7 @@ class Loop:
         loop may still hold batches read ahead, so the epoch's training ends at what follows
         (validation, a new pass, the end)."""
         if source == self.train_source and not self.over:
+            self.passes_ended += not self.pass_read
             self.pass_read = True
 
     def endless(self, source: Hashable) -> None:
@@ -250,6 +317,7 @@ class Loop:
         if begin:
             if self.phase == WAIT:
                 return
+            self.gap_since = None
             if self.phase == TRAIN and self.pass_read and not self.over:
                 self._close_training(now)
             self.after_wait = self.phase if self.phase is not None else (TRAIN if self.resume_at is not None else None)
@@ -264,6 +332,8 @@ class Loop:
         if self.phase != TRAIN or self.over or self.owner:
             self._trained(now)
         self._counts(now).backwards += 1
+        if not self.optimizer_seen and not self.owner and self.phase == TRAIN:
+            self.gap_since, self.gap_loader = now, self.counts.data_wait  # a step by hand ends here
 
     def step(self, now: float) -> None:
         if self.trial is not None:
@@ -272,11 +342,40 @@ class Loop:
         if self.phase != TRAIN or self.over or self.owner:
             self._trained(now)
             self._counts(now).steps += 1
+            if self.owner or self.phase != TRAIN:
+                return
         else:
             self.counts.steps += 1
+        self.gap_since, self.gap_loader = now, self.counts.data_wait
+
+    def compute(self, now: float) -> None:
+        """The trained model is called with gradients on: the step's compute begins, and the
+        loop's wait since the last step (or since training resumed) ends."""
+        since, self.gap_since = self.gap_since, None
+        if since is None or self.owner or not self.confirmed:
+            return
+        if self.phase != TRAIN or self.over:
+            if self.resume_at is None and self.phase != TRAIN:
+                return
+            self._train_activity(now)  # the model trains again after model.train()
+            self.gap_since = None
+        counts = self.counts
+        wait = max(0.0, now - since)
+        counts.loop_wait += wait
+        counts.gaps += 1
+        if not self.watched:
+            self._look(max(0.0, wait - max(0.0, counts.data_wait - self.gap_loader)), now)
+
+    def sampled(self, kind: str, what: str) -> None:
+        """The watcher found the waiting loop in WHAT, of KIND (LOADER, INPUT or OWN)."""
+        key = (kind, what)
+        samples, totals = self.counts.samples, self.sample_totals
+        samples[key] = samples.get(key, 0) + 1
+        totals[key] = totals.get(key, 0) + 1
 
     def finish(self, now: float) -> None:
         """The process is ending: close what is open, send the last epoch's figures."""
+        self.gap_since = None  # the last step has no next
         self.data.flush()
         if not self.confirmed or self.owner:
             return
@@ -285,18 +384,23 @@ class Loop:
         self._end(now)
 
     def data_wait_total(self) -> float | None:
-        """The loop's data wait so far, over every unit (None where no loader was measured)."""
+        """The loop's data wait so far, over every unit (None where neither a loader nor the
+        loop's wait was measured)."""
         declared = list(self.declared_counts.values())
         if not (self.wait_measured or self.train_source is not None or self.counts.fetched
-                or any(c.fetched for c in declared)):
+                or self.counts.gaps or any(c.fetched for c in declared)):
             return None
-        return self.closed_wait + self.counts.data_wait + sum(c.data_wait for c in declared)
+        open_wait = self.counts.metrics(0.0, self.optimizer_seen, self.sample_totals).get(
+            "data_wait_s", self.counts.data_wait)
+        return self.closed_wait + open_wait + sum(c.data_wait for c in declared)
 
     @property
     def unit(self) -> str:
-        """What one unit of this loop is: an epoch (a pass over a training DataLoader of known
-        length) or a segment (the training between evaluations)."""
-        return SEGMENT if self.train_source is None or self.train_source in self.endless_sources else EPOCH
+        """What one unit of this loop is: an epoch (a pass over a training DataLoader that
+        ends) or a segment (the training between evaluations)."""
+        if self.train_source is None or self.train_source in self.endless_sources or self.long_pass:
+            return SEGMENT
+        return SEGMENT if self.reiterated and not self.passes_ended else EPOCH
 
     # -- a framework's callback owns the phases -------------------------------------------
 
@@ -434,7 +538,13 @@ class Loop:
 
     def _validate(self, at: float) -> None:
         """Validation begins: it ends the unit's training when the pass has been read, or for
-        a loop of segments; validation in the middle of a pass stays in its epoch."""
+        a loop of segments; validation in the middle of a pass stays in its epoch, unless the
+        pass could not end within a run (LONG_PASS)."""
+        self.gap_since = None
+        if not self.over and not self.pass_read and not self.passes_ended and self.unit == EPOCH \
+                and self.pass_length is not None and self.pass_batches > 0 \
+                and (self.pass_length - self.pass_batches) * (at - self.pass_since) / self.pass_batches > LONG_PASS:
+            self.long_pass = True
         if not self.over and (self.pass_read or self.unit == SEGMENT):
             self._close_training(at)
         self.resume_at = None
@@ -445,17 +555,36 @@ class Loop:
         code after the loader ran out); training activity after this begins the next epoch."""
         self.data.flush()
         self.counts.fetched = self.counts.fetched or self.train_source is not None
-        self.closed_wait += self.counts.data_wait
-        self.wait_measured = self.wait_measured or self.counts.fetched
-        self.voice.epoch(self.epoch, self.counts.metrics(at, self.optimizer_seen), self.unit)
+        figures = self.counts.metrics(at, self.optimizer_seen, self.sample_totals)
+        self.closed_wait += figures.get("data_wait_s", self.counts.data_wait)
+        self.wait_measured = self.wait_measured or self.counts.fetched or bool(self.counts.gaps)
+        self.voice.epoch(self.epoch, figures, self.unit)
         self.counts = EpochCounts()
         self.over = True
+
+    def _new_pass(self, length: int | None, at: float) -> None:
+        self.pass_batches, self.pass_length, self.pass_since = 0, length, at
+
+    def _look(self, rest: float, now: float) -> None:
+        """Whether the loop waits enough outside a DataLoader (REST, this step) to be watched:
+        WATCH_SHARE of the time over WATCH_EVERY steps or a fifth of a second."""
+        if self.watch_from is None:
+            self.watch_from = now - rest
+        self.watch_rest += rest
+        self.watch_steps += 1
+        if self.watch_steps >= WATCH_EVERY or now - self.watch_from >= 0.2:
+            if self.watch_rest >= WATCH_SHARE * (now - self.watch_from) and self.watch is not None:
+                self.watched = True
+                self.watch()
+            self.watch_steps, self.watch_from, self.watch_rest = 0, now, 0.0
 
     def _begin(self, name: str, at: float) -> None:
         self._end(at)
         self.phase = name
         if name == TRAIN:
             self.counts.open_train(at)
+            if not self.owner and self.gap_since is None:  # training resumes: the wait until its compute
+                self.gap_since, self.gap_loader = at, self.counts.data_wait
         self.voice.phase("begin", name, self.epoch, self.lane, at)
 
     def _end(self, at: float) -> None:
@@ -466,3 +595,45 @@ class Loop:
             self.counts.close_train(at)
         self.voice.phase("end", self.phase, self.epoch, self.lane, at)
         self.phase = None
+
+
+# -- what the waiting loop is doing ------------------------------------------------------------
+
+# A frame of the loop's stack, innermost first: (file, function, line, is a generator, is a library's)
+Frame = tuple[str, str, int, bool, bool]
+QUEUE_GETS = (("/queue.py", "get"), ("/multiprocessing/queues.py", "get"), ("/multiprocessing/connection.py", "recv"))
+
+
+def spent_on(frames: list[Frame]) -> tuple[str, str]:
+    """What a loop waiting between steps is doing, from its stack (innermost first): (LOADER,
+    "DataLoader") in a DataLoader's ``__next__`` (timed exactly apart), (INPUT, what) where it
+    takes its input (a DataLoader's start-up, a queue, ``torch.load``, tf.data, a generator or
+    an iterator of its own), else (OWN, what): the script's own work (logging, a progress bar,
+    a ``.item()`` or a print on one of its lines)."""
+    paths = [(path.replace("\\", "/"), function) for path, function, *_ in frames]
+    where = next((f"{_base(path)}:{line}" for path, _, line, _, library in frames if not library), "")
+    at = f" at {where}" if where else ""
+    if any("/torch/utils/data/" in path for path, _ in paths):  # inside a DataLoader, whatever it calls
+        if any(p.endswith("/torch/utils/data/dataloader.py") and f == "__next__" for p, f in paths):
+            return LOADER, DATALOADER
+        return INPUT, "DataLoader's start-up (a new iterator)"
+    for (path, function), (_, _, _, generator, library) in zip(paths, frames):
+        if any(path.endswith(end) and function == name for end, name in QUEUE_GETS):
+            return INPUT, f"queue{at}"
+        if path.endswith("/torch/serialization.py"):
+            return INPUT, f"torch.load{at}"
+        if "/tensorflow/python/data/" in path:
+            return INPUT, "tf.data input"
+        if "/logging/" in path and library:
+            return OWN, "logging"
+        if "/tqdm/" in path or "/rich/" in path:
+            return OWN, "progress bar"
+        if generator:
+            return INPUT, f"generator {function}() in {_base(path)}"
+        if function == "__next__" and not library:
+            return INPUT, f"iterator in {_base(path)}"
+    return OWN, where or "the script"
+
+
+def _base(path: str) -> str:
+    return path.rsplit("/", 1)[-1]

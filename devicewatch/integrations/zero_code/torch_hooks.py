@@ -6,6 +6,13 @@
   its fetch (``train_dataloader_next``) and torchtnt its ``next(data_iter)``: here on the
   iterator class itself, so that a loop of any shape (plain ``for``, Lightning, Hugging Face,
   Keras on torch) is measured the same way, with two clock reads a batch.
+- **The loop's wait**: ``Module.__call__`` is wrapped to see the trained model called (one
+  attribute read a module call; the rest only while the loop waits between steps), so the
+  loop's wait from a step's end to the next step's compute is timed whatever feeds it. Where
+  that wait is more than a few per cent of the time outside a DataLoader, a watcher thread
+  reads the loop's stack every WATCH_INTERVAL while it waits and names what it does
+  (``loop.spent_on``), as a sampling profiler does: only then, so a loop that does not wait
+  pays nothing for it.
 - **Train or validate**: ``nn.Module.train`` (``eval()`` calls it too) is wrapped, counting only
   the outermost call on a model whose parameters an optimizer holds; grad mode is read at each
   batch. No forward hook: a global one takes every module off PyTorch's fast call path, and
@@ -27,16 +34,23 @@ from __future__ import annotations
 
 import atexit
 import functools
+import sys
+import sysconfig
 import threading
 import time
 from typing import Any
 from collections.abc import Callable
 
+from .loop import Frame, spent_on
 from .process_state import Process
 
 _monotonic = time.monotonic
 get_ident = threading.get_ident
 _MAIN = threading.main_thread().ident
+WATCH_INTERVAL = 0.005   # seconds between two looks at a waiting loop's stack
+STACK_DEPTH = 64         # frames read, innermost first
+_LIBRARIES = tuple({sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")})
+_OURS = __file__.rsplit("/", 3)[0]  # the devicewatch package: its frames are not the loop's
 
 
 def arm(torch: Any, process: Process) -> None:
@@ -48,6 +62,8 @@ def arm(torch: Any, process: Process) -> None:
     hooks = _Hooks(torch, process)
     hooks.wrap(_BaseDataLoaderIter, "__next__", hooks.timed_next)
     hooks.wrap(Module, "train", hooks.counted_train)
+    hooks.wrap(Module, "__call__", hooks.timed_call)
+    process.loop.watch = hooks.start_watcher
     hooks.wrap(torch.autograd, "backward", hooks.counted_backward)
     distributed = getattr(torch, "distributed", None)
     if distributed is not None and callable(getattr(distributed, "barrier", None)):
@@ -69,7 +85,8 @@ class _Hooks:
         # Whether each hook still counts (a failed one is off): plain attributes, read on every
         # batch and step, where a call or a set look-up would cost more than the rest.
         self.timed_next_on = self.counted_train_on = self.counted_backward_on = True
-        self.after_step_on = self.at_exit_on = self.timed_barrier_on = True
+        self.after_step_on = self.at_exit_on = self.timed_barrier_on = self.timed_call_on = True
+        self.trained_modules: dict[int, bool] = {}
         self.trained_params: set[int] = set()
         self.optimizers: set[int] = set()
         self.train_depth = 0
@@ -121,9 +138,13 @@ class _Hooks:
                 raise
             end = _monotonic()
             try:
-                if first and not _has_length(iterator._dataset):
-                    endless(id(iterator._dataset))
-                fetch(id(iterator._dataset), is_grad_enabled(), first, start, end)
+                length = None
+                if first:
+                    if _has_length(iterator._dataset):
+                        length = _length(iterator)
+                    else:
+                        endless(id(iterator._dataset))
+                fetch(id(iterator._dataset), is_grad_enabled(), first, start, end, length)
             except Exception as exc:
                 self.failed("timed_next", exc)
             return batch
@@ -148,6 +169,58 @@ class _Hooks:
                     self.failed("counted_train", exc)
             return result
         return train
+
+    def timed_call(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        loop = self.loop
+
+        def __call__(module: Any, *args: Any, **kwargs: Any) -> Any:
+            if loop.gap_since is not None and self.timed_call_on:
+                self.called(module)
+            return original(module, *args, **kwargs)
+        return __call__
+
+    def called(self, module: Any) -> None:
+        """A module is called while the loop waits between steps: the trained model's call
+        (with gradients on, in training mode, on the main thread) begins the step's compute."""
+        if not (self.process.live and get_ident() == _MAIN and module.training and self.is_grad_enabled()):
+            return
+        try:
+            trained = self.trained_modules.get(id(module))
+            if trained is None:
+                # PyTorch's own parameters(): a model may hide its own (a wrapper that keeps them private)
+                params = self.torch.nn.Module.parameters(module)
+                trained = not self.trained_params or any(id(p) in self.trained_params for p in params)
+                if self.trained_params:  # known for good once an optimizer has stepped
+                    self.trained_modules[id(module)] = trained
+            if trained:
+                self.loop.compute(_monotonic())
+        except Exception as exc:
+            self.failed("timed_call", exc)
+
+    def start_watcher(self) -> None:
+        """The loop waits enough outside a DataLoader to name what it waits on: sample it."""
+        threading.Thread(target=self.watch, name="devicewatch-wait-watcher", daemon=True).start()
+
+    def watch(self) -> None:
+        loop, frames_now, main = self.loop, sys._current_frames, _MAIN or 0
+        try:
+            while self.process.live and self.timed_call_on:
+                time.sleep(WATCH_INTERVAL)
+                if loop.gap_since is None:
+                    continue
+                frame = frames_now().get(main)
+                stack: list[Frame] = []
+                while frame is not None and len(stack) < STACK_DEPTH:
+                    code = frame.f_code
+                    path = code.co_filename
+                    if not path.startswith(_OURS):
+                        stack.append((path, code.co_name, frame.f_lineno, bool(code.co_flags & _GENERATOR),
+                                      path.startswith(_LIBRARIES) or path.startswith("<")))
+                    frame = frame.f_back
+                if loop.gap_since is not None and stack:  # still waiting: the sample is of the wait
+                    loop.sampled(*spent_on(stack))
+        except Exception as exc:
+            self.process.error("torch", "wait watcher", exc)
 
     def counted_backward(self, original: Callable[..., Any]) -> Callable[..., Any]:
         process, backward_seen = self.process, self.loop.backward
@@ -211,6 +284,17 @@ class _Hooks:
         if not self.trained_params:
             return True
         return any(id(p) in self.trained_params for p in module.parameters())
+
+
+_GENERATOR = 0x20  # inspect.CO_GENERATOR
+
+
+def _length(iterator: Any) -> int | None:
+    """Batches in the pass of ITERATOR (its sampler's length), or None."""
+    try:
+        return len(iterator)
+    except Exception:  # a sampler without a length
+        return None
 
 
 def _has_length(dataset: Any) -> bool:
