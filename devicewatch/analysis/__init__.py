@@ -15,7 +15,6 @@ from . import advice
 from .epoch_rows import (
     DATA_WAIT_METRIC,
     EPOCH_UNIT,
-    LOOP_WAIT_LEGEND,
     MEASURED_LOADERS,
     SEGMENT_UNIT,
     DataWait,
@@ -137,7 +136,6 @@ __all__ = [
     "GPU_BUSY",
     "IDLE_THRESHOLD",
     "LANES_OVERLAP",
-    "LOOP_WAIT_LEGEND",
     "MARGIN_CORES",
     "MARGIN_PERCENT",
     "MARGIN_SHARE",

@@ -26,10 +26,6 @@ EPOCH_UNIT, SEGMENT_UNIT = "epoch", "segment"
 MEASURED_LOADERS = "DataLoader or tf.data dataset"
 
 
-# What the epoch tables' loop and data wait columns hold (``EpochRow.train_loop``, ``loop_wait_share``).
-LOOP_WAIT_LEGEND = "loop: the training loop, data waits included; data wait: the share of the loop spent waiting on input"
-
-
 @dataclass
 class EpochRow:
     """One epoch's seconds, counted so that no instant counts twice within a lane: a phase

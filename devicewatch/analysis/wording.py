@@ -1,5 +1,6 @@
 """What the workload said about itself and how the run ended, in words: run info, results,
-the last error line, the instrumentation's line, the status, GPU names, the driver's rate.
+the last error line, the instrumentation's line, the status, GPU names, the driver's rate; and
+the names of an epoch row's loop and data wait, which every view shows the same.
 """
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import events
+from ..phase_kinds import kind_of
 from ..runformat.runfile import NO_END_RECORD, Run
 
 
@@ -84,3 +86,32 @@ def driver_rate_text(period: float | None) -> str:
     if period is None:
         return "GPU utilization: driver sample period unknown (one-second averages)"
     return f"GPU utilization: driver samples every {period * 1000:.0f} ms"
+
+
+# -- the data figure of an epoch row ---------------------------------------------------------
+# One figure per row says how long the training loop waited on its input: the data wait, in
+# seconds and as its share of the loop (the share the verdict judges). Where it is shown, the
+# seconds of the row's ``data`` phases are not shown beside it: they are that wait (or the part
+# of it long enough to draw), and two "data" figures on one row read as two different things.
+# The report, the comparison and the dashboard's panels take their names and legend from here.
+
+LOOP = "loop"
+DATA_WAIT = "data wait"
+DATA_WAIT_LEGEND = (f"{LOOP}: the training loop, its data wait included; "
+                    f"{DATA_WAIT}: the loop's seconds waiting on input, and their share of the loop")
+
+
+def data_wait_text(seconds: float | None, share: float | None) -> str:
+    """``0.22s 17%``: a row's data wait and its share of the loop; ``-`` where not measured."""
+    if seconds is None:
+        return "-"
+    text = f"{seconds:.2f}s" if seconds < 10 else f"{seconds:.1f}s"
+    return text + (f" {share:.0%}" if share is not None else "")
+
+
+def shown_phases(names: list[str], data_wait_shown: bool) -> list[str]:
+    """The phases whose seconds an epoch row shows: all of NAMES, but those of kind ``data``
+    where the row shows its data wait (one data figure per row)."""
+    if not data_wait_shown:
+        return list(names)
+    return [n for n in names if kind_of(n) != "data"]

@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import analysis
+from ..analysis import wording
 from ..compare import Comparison, load_lines
 from ..safe_text import inert, inert_table
 from .fit import DEFAULT_WIDTH, PER_CORE_TEXT_LIMIT, Column, fit, output_width
@@ -38,8 +39,9 @@ def _both(a: float | None, b: float | None) -> str:
     return f"{_percent(a)} → {_percent(b)}"
 
 
-def _share(value: float | None) -> str:
-    return "-" if value is None else f"{value:.0%}"
+def _data_wait(row: analysis.EpochRow | None) -> str:
+    """One side's data wait in an epoch (``wording.data_wait_text``), ``-`` where it has none."""
+    return "-" if row is None else wording.data_wait_text(row.data_wait, row.loop_wait_share)
 
 
 @dataclass
@@ -157,14 +159,15 @@ def _epoch_sections(c: Comparison) -> dict[str, Section]:
                Column("Δ %", ["-" if p.change() is None else f"{p.change() * 100:+.0f}%"  # type: ignore[operator]  # change() is not None there
                               for p in pairs])]
     explained = "Δ = B − A; each phase: A / B, lanes merged"
-    if any(r.data_wait is not None for p in pairs for r in (p.a, p.b) if r is not None):
-        columns += [Column("loop A / B", [f"{_secs((p.a.train_loop if p.a else None) or None)} / "
-                                          f"{_secs((p.b.train_loop if p.b else None) or None)}" for p in pairs]),
-                    Column("data wait A → B", [f"{_share(p.loop_wait_share('a'))} → {_share(p.loop_wait_share('b'))}"
-                                               for p in pairs])]
-        explained += f"; {analysis.LOOP_WAIT_LEGEND}"
+    waits = any(r.data_wait is not None for p in pairs for r in (p.a, p.b) if r is not None)
+    if waits:
+        columns += [Column(f"{wording.LOOP} A / B", [f"{_secs((p.a.train_loop if p.a else None) or None)} / "
+                                                     f"{_secs((p.b.train_loop if p.b else None) or None)}"
+                                                     for p in pairs]),
+                    Column(f"{wording.DATA_WAIT} A → B", [f"{_data_wait(p.a)} → {_data_wait(p.b)}" for p in pairs])]
+        explained += f"; {wording.DATA_WAIT_LEGEND}"
     columns += [Column(n, [f"{_secs(p.a.phases.get(n) if p.a else None)} / {_secs(p.b.phases.get(n) if p.b else None)}"
-                           for p in pairs]) for n in names]
+                           for p in pairs]) for n in wording.shown_phases(names, waits)]
     columns.append(Column("A / B in no phase",
                           [f"{_secs(p.a.untracked if p.a else None)} / {_secs(p.b.untracked if p.b else None)}"
                            for p in pairs]))

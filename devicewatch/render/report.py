@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .. import analysis
-from ..analysis import advice
+from ..analysis import advice, wording
 from ..analysis.contention import CONTENDED_WAIT, OTHERS_NOTABLE, cores_text
 from ..analysis.utilization import active_mask
 from ..runformat.downsample import minmax
@@ -46,16 +46,13 @@ def _cell(value: Any) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value if value is not None else "-")
 
 
-def _share(value: float | None) -> str:
-    return "-" if value is None else f"{value:.0%}"
-
-
 def epoch_tables(summary: analysis.Summary, width: int) -> list[Any]:
     """The epoch table (titled segments for a run of segments): the total, then where the data
-    wait is measured the training loop's seconds and the share of them spent waiting (what the
+    wait is measured the training loop's seconds and its data wait, seconds and share (what the
     verdict judges: a loop that mostly waited shows its time, not "train 0.0s"), every phase's
-    seconds, then the workload's own metrics but those that repeat a phase; what does not fit
-    goes on in a further table."""
+    seconds (the data phases' only where no data wait is shown: one data figure a row), then
+    the workload's own metrics but those that repeat a phase; what does not fit goes on in a
+    further table."""
     rows = summary.epochs
     unit = summary.unit
     names = list(dict.fromkeys(n for row in rows for n in row.phase_seconds))
@@ -63,11 +60,14 @@ def epoch_tables(summary: analysis.Summary, width: int) -> list[Any]:
     repeated = analysis.repeated_metrics(names, metric_names)
     columns = [Column("total", [_secs(row.total) for row in rows])]
     title = f"{unit.capitalize()}s (seconds in each phase, lanes merged)"
-    if any(row.data_wait is not None for row in rows):
-        columns += [Column("loop", [_secs(row.train_loop or None) for row in rows]),
-                    Column("data wait", [_share(row.loop_wait_share) for row in rows])]
-        title = f"{unit.capitalize()}s ({analysis.LOOP_WAIT_LEGEND}; seconds per phase, lanes merged)"
-    columns += [Column(n, [_secs(row.phase_seconds.get(n)) for row in rows]) for n in names]
+    waits = any(row.data_wait is not None for row in rows)
+    if waits:
+        columns += [Column(wording.LOOP, [_secs(row.train_loop or None) for row in rows]),
+                    Column(wording.DATA_WAIT, [wording.data_wait_text(row.data_wait, row.loop_wait_share)
+                                               for row in rows])]
+        title = f"{unit.capitalize()}s ({wording.DATA_WAIT_LEGEND}; seconds per phase, lanes merged)"
+    columns += [Column(n, [_secs(row.phase_seconds.get(n)) for row in rows])
+                for n in wording.shown_phases(names, waits)]
     columns.append(Column("no phase", [_secs(row.untracked) for row in rows]))
     columns += [Column(m, [_cell(row.metrics.get(m)) for row in rows]) for m in metric_names if m not in repeated]
     return fit(title, [Column(unit, [str(row.epoch) for row in rows])], columns, width)

@@ -29,7 +29,7 @@ from textual.visual import Visual
 from .drawing import format_seconds
 from .kept_lines import KeptLines, KeptRows
 from .. import analysis
-from ..analysis import advice
+from ..analysis import advice, wording
 from ..live.model import RunModel
 from ..render.palette import Palette
 from ..safe_text import inert
@@ -150,11 +150,11 @@ NO_PHASE = "grey37"
 
 
 def _loop_text(row: analysis.EpochRow) -> str:
-    """``  loop  2.2s waited  98%``: the training loop's time and the share of it spent waiting
-    on data, so that a loop that mostly waited never reads as no training."""
+    """``  loop  2.2s data wait 2.16s 98%``: the training loop's time and its data wait (the
+    row's one data figure), so that a loop that mostly waited never reads as no training."""
     loop = f"{row.train_loop:4.1f}s" if row.train_loop > 0 else "    -"
-    share = row.loop_wait_share
-    return f"  loop {loop} waited " + (f"{share:4.0%}" if share is not None else "   -")
+    wait = wording.data_wait_text(row.data_wait, row.loop_wait_share)
+    return f"  {wording.LOOP} {loop} {wording.DATA_WAIT} {wait:>9}"
 
 
 def epoch_bars(rows: list[analysis.EpochRow], width: int, max_rows: int = 40,
@@ -162,8 +162,10 @@ def epoch_bars(rows: list[analysis.EpochRow], width: int, max_rows: int = 40,
     """One bar per epoch (or segment) with a segment per named phase (data, train, copy,
     validate, …, lanes merged) and the time in no phase, scaled to the longest; the newest
     ``max_rows`` of them. Where the run says how long its loop waited on data (``data_wait_s``,
-    or ``data`` phases), each also gets its training loop's seconds and the share of them spent
-    waiting (``loop 2.2s waited 98%``: the verdict's share); where it has them, its ``steps``.
+    or ``data`` phases), each also gets its training loop's seconds and its data wait, seconds
+    and share (``loop 2.2s data wait 2.16s 98%``: the verdict's share), and its figures leave
+    out the data phases' seconds (one data figure a row: ``2.5s: 0.1 + 0.2 + 0.0``, not ``=``);
+    where it has them, its ``steps``.
     ``unmeasured`` (``analysis.Unmeasured.text``) says once, last, why a data wait is missing."""
     text = Text()
     if not rows:
@@ -176,8 +178,9 @@ def epoch_bars(rows: list[analysis.EpochRow], width: int, max_rows: int = 40,
     for i, name in enumerate(names):
         text.append(("  " if i else "") + "█ " + inert(name), style=PHASE_BAR.get(name, "cyan"))
     text.append("  █ no phase", style=NO_PHASE)
-    text.append("   (seconds" + ("; loop: the training loop, data waits included; waited: its share "
-                                 "waiting on data)\n" if waits else ")\n"), style="grey50")
+    figured = wording.shown_phases(names, waits)
+    text.append("   (seconds" + (f": {' + '.join(map(inert, figured))} + no phase; {wording.DATA_WAIT_LEGEND})\n"
+                                 if waits else ")\n"), style="grey50")
     longest = max(max(r.total, sum(r.phases.values())) for r in rows) or 1.0
     # The legend and the note wrap in a narrow panel: the lines they take beyond the legend's
     # first come out of the rows shown, so the newest rows stay on screen.
@@ -186,7 +189,9 @@ def epoch_bars(rows: list[analysis.EpochRow], width: int, max_rows: int = 40,
     # The figures of the rows shown only (a long run has thousands of rows), the bars as wide
     # as those figures leave.
     rows, steps = rows[-shown:], steps[-shown:]
-    numbers = [" = " + " + ".join(f"{r.phases.get(n, 0.0):.1f}" for n in names) + f" + {r.untracked:.1f}"
+    # Without the data phases the figures do not add up to the total: ":" rather than "=".
+    numbers = [(": " if len(figured) < len(names) else " = ")
+               + "".join(f"{r.phases.get(n, 0.0):.1f} + " for n in figured) + f"{r.untracked:.1f}"
                + (_loop_text(r) if waits else "")
                + (f"  {inert(str(n)) if n is not None else '-':>{steps_w}} steps" if steps_w else "")
                for r, n in zip(rows, steps)]

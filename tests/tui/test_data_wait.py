@@ -9,6 +9,7 @@ pytest.importorskip("textual")
 from textual.geometry import Region  # noqa: E402
 
 from devicewatch import analysis  # noqa: E402
+from devicewatch.analysis import wording  # noqa: E402
 from devicewatch.runformat import runfile
 from devicewatch.live.source import open_replay  # noqa: E402
 from devicewatch.tui.app import DashboardApp, DashboardSettings  # noqa: E402
@@ -50,11 +51,14 @@ async def test_the_epochs_panel_shows_each_epochs_data_wait(tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: first_frame(app) and "wait" in str(app.screen.query_one("#epochs").render()))
         lines = str(app.screen.query_one("#epochs").render()).splitlines()
-        assert "loop: the training loop, data waits included; waited: its share waiting on data" in lines[0] + lines[1]
+        legend = " ".join(" ".join(lines[:3]).split())
+        assert f"(seconds: train + no phase; {wording.DATA_WAIT_LEGEND})" in legend, legend
         # Each epoch's loop is its train phase, 10 s: epoch 1 waited 3 s of it (its data phases),
-        # epoch 2 2.5 s (its metric).
-        assert [line.split("=")[-1].split("  ", 1)[1] for line in lines if line.strip()[:1].isdigit()] \
-            == ["loop 10.0s waited  30%", "loop 10.0s waited  25%"]
+        # epoch 2 2.5 s (its metric). The data wait is the row's one data figure: the data
+        # phases' 3 s are not among the figures beside it, which therefore follow a ":", not "=".
+        rows = [line for line in lines if line.strip()[:1].isdigit()]
+        assert [line.split("s: ")[1] for line in rows] == ["7.0 + 0.0  loop 10.0s data wait 3.00s 30%",
+                                                           "10.0 + 0.0  loop 10.0s data wait 2.50s 25%"]
 
 
 @pytest.mark.asyncio
@@ -68,7 +72,8 @@ async def test_the_comparison_views_epoch_table_shows_the_data_wait(tmp_path):
         strips = table.render_lines(Region(0, 0, table.size.width, table.size.height))
         rendered = "\n".join("".join(s.text for s in strip) for strip in strips)
         # epoch 1: 30% in A, 10% in B (1 s of data phases); epoch 2: 25% and 10% (the metric)
-        assert "data wait" in rendered and "30% → 10%" in rendered and "25% → 10%" in rendered, rendered
+        assert "data wait A → B" in rendered, rendered
+        assert "3.00s 30% → 1.00s 10%" in rendered and "2.50s 25% → 1.00s 10%" in rendered, rendered
 
 
 # -- segments, a loop that mostly waited, a data wait not measured --------------------------------
@@ -94,10 +99,11 @@ def test_the_epochs_panel_shows_a_waiting_loop_as_a_loop_that_waited(tmp_path):
 
     rows = analysis.epochs(waiting_run(tmp_path / "w.jsonl"))
     lines = epoch_bars(rows, 100, 10).plain.splitlines()
-    # Epoch 1: data 2.2 s, train 0.1 s, validate 0.2 s; its loop 2.3 s waited 2.2 s (96%).
-    assert [line.split("s = ")[1] for line in lines[1:]] == [
-        "2.2 + 0.1 + 0.2 + 0.0  loop  2.3s waited  96%  100 steps",
-        "0.5 + 1.5 + 0.5 + 0.0  loop  2.0s waited  25%  100 steps"]
+    # Epoch 1: data 2.2 s, train 0.1 s, validate 0.2 s; its loop 2.3 s waited 2.2 s (96%): one
+    # data figure, the data wait, and not the data phase's seconds beside it.
+    assert [line.split("s: ")[1] for line in lines[1:]] == [
+        "0.1 + 0.2 + 0.0  loop  2.3s data wait 2.20s 96%  100 steps",
+        "1.5 + 0.5 + 0.0  loop  2.0s data wait 0.50s 25%  100 steps"]
 
 
 def test_the_progress_line_of_a_segment_run_counts_segments_without_a_total(tmp_path):
@@ -144,7 +150,7 @@ async def test_the_comparison_view_titles_segments_and_says_why_a_side_has_no_wa
         rendered = "\n".join("".join(s.text for s in strip) for strip in strips)
         assert rendered.startswith("Segments (Δ = B − A;"), rendered
         # B waited 0.5 s of each 2 s loop: 25%; A read no loader, said once under the table.
-        assert "- → 25%" in rendered and "250 / 250" in rendered
+        assert "- → 0.50s 25%" in rendered and "250 / 250" in rendered
         assert rendered.count("not measured") == 1
         assert "A: data wait: not measured — the training loop read no DataLoader or tf.data dataset" \
             in " ".join(rendered.split())
@@ -166,12 +172,12 @@ def _many_epochs_run(path, epochs: int):
 @pytest.mark.asyncio
 @pytest.mark.parametrize("size", [(200, 50), (100, 30)])
 async def test_the_epochs_panel_keeps_the_newest_epoch_in_sight_when_its_rows_wrap(tmp_path, size):
-    # At 200×50 the panel is 55 columns: "  12 ████████  2.0s = 0.5 + 1.0 + 0.5 + 0.0  loop 1.5s
-    # waited  33%  1200 steps" takes two lines. Rows chosen for one line each pushed the newest
+    # At 200×50 the panel is 55 columns: "  12 ████████  2.0s: 1.0 + 0.5 + 0.0  loop  1.5s data
+    # wait 0.50s 33%  1200 steps" takes two lines. Rows chosen for one line each pushed the newest
     # epochs below the panel's last line: a live demo showed epoch 15 while 19 were done.
     app = DashboardApp(DashboardSettings(), open_replay(str(_many_epochs_run(tmp_path / "m.jsonl", 40))))
     async with app.run_test(size=size) as pilot:
-        await until(pilot, lambda: first_frame(app) and "waited" in str(app.screen.query_one("#epochs").render()))
+        await until(pilot, lambda: first_frame(app) and "data wait" in str(app.screen.query_one("#epochs").render()))
         await pilot.pause(0.1)
         panel = app.screen.query_one("#epochs")
         region = panel.region

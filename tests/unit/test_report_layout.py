@@ -53,8 +53,9 @@ def test_the_pipeline_report_fits_and_cuts_no_number(width):
     summary = analysis.summarize(run).to_json()
     for row in summary["epochs"]:
         drawn = [cell for cells in table_rows(text, str(row["epoch"])) for cell in cells[1:]]
-        expected = [f"{row['total']:.1f}s", *[f"{v:.1f}s" for v in row["phase_seconds"].values()],
-                    f"{row['train_loop']:.1f}s", f"{row['loop_wait_share']:.0%}"]
+        # The data wait is the row's one data figure: the data phase's seconds are not shown beside it.
+        expected = [f"{row['total']:.1f}s", *[f"{v:.1f}s" for k, v in row["phase_seconds"].items() if k != "data"],
+                    f"{row['train_loop']:.1f}s", f"{row['data_wait']:.2f}s {row['loop_wait_share']:.0%}"]
         expected += [f"{v:.4g}" if isinstance(v, float) else str(v) for k, v in row["metrics"].items()
                      if not k.endswith("_s")]
         assert all(cell in drawn for cell in expected), (row["epoch"], expected, drawn)
@@ -64,14 +65,14 @@ def test_the_pipeline_report_fits_and_cuts_no_number(width):
 def test_no_phase_is_shown_again_as_a_metric(width):
     text = report_text(runfile.load(OVERLAPPED), width=width)
     shown = headers(text)
-    for phase in ("data", "train", "copy", "validate"):
+    for phase in ("train", "copy", "validate"):
         assert phase in shown and f"{phase}_s" not in shown
+    # One data figure a row: the data wait, neither the data phase's seconds nor data_s beside it.
+    assert shown.count("data wait") == 1 and "data" not in shown and "data_s" not in shown
     for metric in ("loss", "accuracy", "val_loss", "val_accuracy", "copy_share_pct"):
         assert shown.count(metric) == 1
-    # The epoch table's 14 columns need 144 columns in all (101 of text, the loop's 4 with
-    # them, 3 around each, 1 at the edge): in one table at 200, the rest in a second one at
-    # 80 and 100.
-    assert ("Epochs, continued" in text) == (width < 144)
+    # The epoch table's 13 columns no longer fit 100 (nor 80), in one table at 200.
+    assert ("Epochs, continued" in text) == (width < 200)
 
 
 @pytest.mark.parametrize("width", WIDTHS)
@@ -131,14 +132,18 @@ def test_report_and_compare_show_each_epochs_data_wait(tmp_path):
     first = headers(text)[:4]
     assert first == ["epoch", "total", "loop", "data wait"]
     assert [rows[0][1:4] for rows in (table_rows(text, "1"), table_rows(text, "2"))] \
-        == [["5.0s", "4.0s", "75%"], ["5.0s", "4.0s", "75%"]]
+        == [["5.0s", "4.0s", "3.00s 75%"], ["5.0s", "4.0s", "3.00s 75%"]]
     assert "input-bound: the training loop waited on its DataLoader 75% of the time" in " ".join(text.split())
     assert "not measured" not in text
     c = compare.comparison(a, b)
     assert [(p.loop_wait_share("a"), p.loop_wait_share("b")) for p in c.epochs] == [(0.25, 0.75), (0.25, 0.75)]
     assert [(p.data_wait_share("a"), p.data_wait_share("b")) for p in c.epochs] == [(0.2, 0.6), (0.2, 0.6)]
     compared = comparison_text(c, width=200)
-    assert "25% → 75%" in compared and "4.00s / 4.00s" in compared and "50 / 50" in compared
+    assert "1.00s 25% → 3.00s 75%" in compared and "4.00s / 4.00s" in compared and "50 / 50" in compared
+    # One data figure a row: the visible waits' data phase has no column of its own beside it.
+    epoch_headers = [h for line in compared.splitlines() if line.startswith("┃") and "Δ total" in line
+                     for h in (c.strip() for c in line.strip("┃").split("┃"))]
+    assert "data wait A → B" in epoch_headers and "data" not in epoch_headers
     data = compare.to_dict(c)
     assert data["epochs"][0]["loop_wait_share"] == {"a": 0.25, "b": 0.75}
     assert data["epochs"][0]["data_wait_share"] == {"a": 0.2, "b": 0.6}
@@ -175,10 +180,10 @@ def test_epochs_count_every_named_phase(tmp_path):
     text = report_text(run, width=100)
     header = next(line for line in text.splitlines() if "epoch" in line and "total" in line)
     # The data phase is in the training lane: the loop is it and the train phase, 3 s, of which
-    # it waited 1 s, 33%.
-    assert [w for w in header.replace("┃", " ").split()] == ["epoch", "total", "loop", "data", "wait", "data",
+    # it waited 1 s, 33%: the data wait, the row's one data figure (no data column beside it).
+    assert [w for w in header.replace("┃", " ").split()] == ["epoch", "total", "loop", "data", "wait",
                                                              "train", "validate", "copy", "no", "phase"]
-    assert table_rows(text, "1")[0] == ["1", "4.0s", "3.0s", "33%", "1.0s", "2.0s", "0.5s", "0.1s", "0.4s"]
+    assert table_rows(text, "1")[0] == ["1", "4.0s", "3.0s", "1.00s 33%", "2.0s", "0.5s", "0.1s", "0.4s"]
 
 
 def test_a_run_that_fails_before_its_first_phase_prints_its_error_first_and_no_tables(tmp_path, monkeypatch):

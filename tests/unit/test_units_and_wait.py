@@ -155,14 +155,14 @@ def test_a_wait_that_begins_with_its_train_phase_is_the_nested_one(tmp_path):
 
 def test_the_report_shows_the_loop_and_its_wait_so_no_one_reads_no_training(tmp_path):
     text = report_text(waiting_run(tmp_path / "w.jsonl"), width=120)
-    assert headers(text)[0] == ["epoch", "total", "loop", "data wait", "data", "train", "validate", "no phase",
-                                "steps"]
-    # Epoch 1: 2.5 s; loop 2.3 s of which 2.2 s waiting (96%); data 2.2, train 0.1, validate 0.2.
-    # Epoch 2: 2.5 s; loop 2.0 s, 0.5 s waiting (25%); data 0.5, train 1.5, validate 0.5.
-    assert table_rows(text, "1")[0] == ["1", "2.5s", "2.3s", "96%", "2.2s", "0.1s", "0.2s", "0.0s", "100"]
-    assert table_rows(text, "2")[0] == ["2", "2.5s", "2.0s", "25%", "0.5s", "1.5s", "0.5s", "0.0s", "100"]
+    # One data figure a row: the data wait; the data phase (the wait, drawn) has no column beside it.
+    assert headers(text)[0] == ["epoch", "total", "loop", "data wait", "train", "validate", "no phase", "steps"]
+    # Epoch 1: 2.5 s; loop 2.3 s of which 2.2 s waiting (96%); train 0.1, validate 0.2.
+    # Epoch 2: 2.5 s; loop 2.0 s, 0.5 s waiting (25%); train 1.5, validate 0.5.
+    assert table_rows(text, "1")[0] == ["1", "2.5s", "2.3s", "2.20s 96%", "0.1s", "0.2s", "0.0s", "100"]
+    assert table_rows(text, "2")[0] == ["2", "2.5s", "2.0s", "0.50s 25%", "1.5s", "0.5s", "0.0s", "100"]
     flat = " ".join(text.split())
-    assert "data wait: the share of the loop spent waiting on input" in flat
+    assert "data wait: the loop's seconds waiting on input, and their share of the loop" in flat
     # The verdict judges the same share: 2.7 s of the loops' 4.3 s, 63%.
     assert "the training loop waited on its DataLoader 63% of the time (2.7 of 4.3 s)" in flat
     assert "not measured" not in text
@@ -205,7 +205,8 @@ def test_the_reason_is_said_once_for_the_rows_that_lack_it(tmp_path):
                                     "the training loop read no DataLoader or tf.data dataset")
     text = report_text(run, width=120)
     # The loop is the train phase, 2 s, of which 0.5 s waiting: 25%; the third says "-".
-    assert [table_rows(text, str(k))[0][2:4] for k in (1, 2, 3)] == [["2.0s", "25%"], ["2.0s", "25%"], ["2.0s", "-"]]
+    assert [table_rows(text, str(k))[0][2:4] for k in (1, 2, 3)] \
+        == [["2.0s", "0.50s 25%"], ["2.0s", "0.50s 25%"], ["2.0s", "-"]]
     assert text.count("not measured") == 1
 
 
@@ -232,7 +233,7 @@ def test_compare_two_segment_runs(tmp_path):
     assert epochs_table[:7] == ["segment", "A total", "B total", "Δ total", "Δ %", "loop A / B", "data wait A → B"]
     # A measured no wait, B 0.5 s of each 2 s loop: 25%. Steps 250 on both sides.
     row = table_rows(text, "1")[0]
-    assert row[5:7] == ["2.00s / 2.00s", "- → 25%"] and row[-1] == "250 / 250"
+    assert row[5:7] == ["2.00s / 2.00s", "- → 0.50s 25%"] and row[-1] == "250 / 250"
     assert "A: data wait: not measured — the training loop read no DataLoader or tf.data dataset" in text
     assert "Segment metrics (A → B)" in text and "Epoch" not in text
     data = compare.to_dict(c)
