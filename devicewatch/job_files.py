@@ -47,13 +47,18 @@ class JobFolder:
         return [str(f.path) for f in self.files]
 
 
-def node_files(folder: str | os.PathLike[str]) -> list[NodeFile | str]:
-    """Every ``*.jsonl`` of FOLDER: a node's run file with its header, or "name: why not"."""
+def node_files(folder: str | os.PathLike[str], known: dict[Path, Header] | None = None) -> list[NodeFile | str]:
+    """Every ``*.jsonl`` of FOLDER: a node's run file with its header, or "name: why not".
+    KNOWN keeps the headers read, for a caller that asks again and again (a live view)."""
     found: list[NodeFile | str] = []
     for path in sorted(Path(folder).glob("*.jsonl")):
-        if not path.is_file():
-            continue
-        header = read_header(path)
+        header = known.get(path) if known is not None else None
+        if header is None:
+            if not path.is_file():
+                continue
+            header = read_header(path)
+            if header is not None and known is not None:
+                known[path] = header
         if header is None:
             if path.stat().st_size > 0:   # an empty file: a recorder that has not yet begun
                 found.append(f"{path.name}: not a devicewatch run file")
@@ -64,13 +69,14 @@ def node_files(folder: str | os.PathLike[str]) -> list[NodeFile | str]:
     return found
 
 
-def job_folder(folder: str | os.PathLike[str], job: str | None = None) -> JobFolder:
+def job_folder(folder: str | os.PathLike[str], job: str | None = None,
+               known: dict[Path, Header] | None = None) -> JobFolder:
     """The newest job's node files in FOLDER (or job JOB's): the job whose latest node started
     last. Files of other jobs and files that are no node's run are left out, each saying why."""
     folder = Path(folder)
     if not folder.is_dir():
         raise RunFileError(f"no such folder: {folder}")
-    found = node_files(folder)
+    found = node_files(folder, known)
     nodes = [f for f in found if isinstance(f, NodeFile)]
     left = [f for f in found if isinstance(f, str)]
     jobs: dict[str | None, list[NodeFile]] = {}

@@ -32,6 +32,7 @@ from ..errors import RunFileError
 from ..job_files import job_folder
 from ..merge import MAX_RATE_ERROR, SAME_BOOT
 from ..phase_kinds import kind_of
+from ..runformat.header import Header
 from ..runformat.runfile import Follower, Run, load_columns, read_header
 
 # A node whose file has not grown for this long, and has no end record, is silent: at the
@@ -280,6 +281,7 @@ class JobModel:
         self.left_out: tuple[str, ...] = ()
         self.version = 0
         self.stragglers: dict[int, EpochStraggler] = {}
+        self._headers: dict[Path, Header] = {}
         self.poll()
 
     @property
@@ -287,11 +289,14 @@ class JobModel:
         return str(self.folder) if self.folder is not None else ", ".join(p.name for p in self.files or [])
 
     def _paths(self) -> list[Path]:
+        """The files to follow: the given ones, or the folder's newest job's. A newer job
+        starting in the folder (its first node's header written) takes the view over."""
         if self.folder is None:
             return [p for p in self.files or [] if p.exists()]
-        found = job_folder(self.folder, self.job)
-        if self.job is None and found.job is not None:
-            found = job_folder(self.folder, found.job)
+        found = job_folder(self.folder, known=self._headers)
+        if found.job != self.job and self.nodes:
+            self.close()
+            self.nodes, self.stragglers = {}, {}
         self.job = found.job
         self.left_out = found.left_out
         return [f.path for f in found.files]

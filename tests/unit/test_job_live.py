@@ -90,6 +90,17 @@ def test_another_jobs_file_in_the_folder_is_not_mixed_in(tmp_path):
     assert model.left_out == ("old0.jsonl: of job old",)
 
 
+def test_a_newer_job_starting_in_the_folder_takes_the_view_over(tmp_path):
+    NodeWriter(tmp_path, 0, 500.0, 5.0, job="earlier", name="old.jsonl").end(1.0)
+    model = JobModel(folder=tmp_path)      # opened before the new job's recorders wrote a line
+    assert model.job == "earlier" and [p.name for p in model.nodes] == ["old.jsonl"]
+    (tmp_path / "reserved.jsonl").touch()  # a recorder's file, reserved, its header not yet written
+    NodeWriter(tmp_path, 0, 1000.0, 50.0)
+    model.poll()
+    assert model.job == "4711" and [p.name for p in model.nodes] == ["node0.jsonl"]
+    assert model.left_out == ("old.jsonl: of job earlier",)
+
+
 def test_bad_input_is_one_line(tmp_path):
     (tmp_path / "x.jsonl").write_text("not a run\n")
     with pytest.raises(RunFileError, match=r"holds no node's run file \(x.jsonl: not a devicewatch run file\)"):
