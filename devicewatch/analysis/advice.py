@@ -18,7 +18,12 @@ use less what other programs took). More threads divide ``C`` at best by the rat
 (an upper bound: serial parts do not divide). Fewer threads, where its threads waited for cores
 they could not get (``contended``), remove that waiting: ``C`` becomes ``C·(1 − w)^T``, ``w`` the
 share of the time its threads wanted a core that they waited for one and ``T`` its operator
-threads (a parallel operator runs only while all ``T`` hold a core).
+threads (a parallel operator runs only while all ``T`` hold a core). A loop that takes a new
+iterator every step or two (``restarts``, iterators a step) splits ``L`` into the wait in the
+DataLoader's ``__next__``, ``N`` (a batch loaded, as fast by a worker as by the loop), and the
+workers' start-up, ``S``: without workers a step takes ``C + N``; with persistent workers the
+reset first waits for the ``p`` batches each worker had prefetched (``prefetch_factor``, 2 by
+default), ``C + N·(1 + p·max(1, k/cores))``; a loop that runs its passes out loses only ``S``.
 """
 
 from __future__ import annotations
@@ -34,13 +39,15 @@ from .contention import cores_text
 from .epoch_rows import data_wait, epochs
 from .pairing import Phase, phases
 from .utilization import Series, series
-from .verdicts import Verdict
+from .verdicts import Verdict, input_name
 from .verdicts import verdict as verdict_of
 
 INPUT_BOUND_SHARE = 0.3     # a data wait from which more loader workers are worth a try
 MAX_WORKERS = 8             # the most workers advice proposes, however many cores
 MIN_RUNNING = 0.02          # the least share of a contended step taken as running: gains up to 50x
 MIN_GAIN = 1.1              # a knob predicted to gain less is not advised: no core to spread the work over
+RESTARTS = 0.5              # new iterators a step from which the loop is read as re-creating its iterator
+PREFETCH = 2                # batches each worker reads ahead where the loader does not say (PyTorch's default)
 
 
 @dataclass(frozen=True)
@@ -79,6 +86,9 @@ class Baseline:
     allowed_cores: float | None = None   # the cores it may use, where fewer than the machine's
     others_cores: float | None = None    # cores other programs kept busy meanwhile
     waiting_cores: float | None = None   # cores' worth of its threads waiting for a core
+    loader_wait_share: float | None = None  # the share of the time waited in the DataLoader's __next__
+    restarts: float | None = None        # new iterators over the training data a step
+    worker_batch_s: float | None = None  # what one batch took a loader worker to make
 
     @property
     def limit(self) -> float:
@@ -143,6 +153,7 @@ def baseline(run: Run, verdict: Verdict | None = None) -> Baseline:
         steps_per_s = steps / loop if steps and loop > 0 else None
         wait = data_wait(rows)
         share = wait.share if wait is not None else None
+    loader_share, restarts, worker_batch = _loader_figures(rows, share)
     setup = setup_of(run)
     figures = verdict.figures
     return Baseline(
@@ -159,7 +170,26 @@ def baseline(run: Run, verdict: Verdict | None = None) -> Baseline:
         instrumented=setup is not None,
         allowed_cores=figures.get("allowed_cores"),
         others_cores=figures.get("others_cores"),
-        waiting_cores=figures.get("waiting_cores"))
+        waiting_cores=figures.get("waiting_cores"),
+        loader_wait_share=loader_share,
+        restarts=restarts,
+        worker_batch_s=worker_batch)
+
+
+def _loader_figures(rows: list[Any], share: float | None) -> tuple[float | None, float | None, float | None]:
+    """The part of the data wait SHARE spent in the DataLoader's ``__next__``, the new
+    iterators a step, and what a batch took a worker to make, from the units that measured
+    them (``loader_wait_s``, ``iterators``, ``worker_batch_s``)."""
+    measured = [r.metrics for r in rows if isinstance(r.metrics.get("loader_wait_s"), (int, float))]
+    if not measured or share is None:
+        return None, None, None
+    made = [float(m["worker_batch_s"]) for m in measured if isinstance(m.get("worker_batch_s"), (int, float))]
+    loader = sum(float(m["loader_wait_s"]) for m in measured)
+    waited = sum(float(m.get("data_wait_s") or 0.0) for m in measured)
+    steps = sum(int(m.get("steps") or 0) for m in measured)
+    iterators = sum(int(m.get("iterators") or 0) for m in measured)
+    return ((share * min(1.0, loader / waited) if waited > 0 else 0.0), (iterators / steps if steps else None),
+            sum(made) / len(made) if made else None)
 
 
 def _loading_cores(s: Series, all_phases: list[Phase]) -> float:
@@ -186,6 +216,18 @@ def predict(b: Baseline, knob: str, value: Any) -> float | None:
     busy = b.workload_cores if b.workload_cores is not None else 1.0
     waiting = b.data_wait_share or 0.0
     compute_cores = float(np.clip((busy - waiting * b.loading_cores) / max(1e-6, 1 - waiting), 1.0, b.usable_cores))
+    if knob in ("num_workers", "persistent_workers") and b.loader_wait_share is not None:
+        # N: a batch, as a worker made it where timed, else the whole wait in the DataLoader's __next__
+        batch = min(b.worker_batch_s, step) if b.worker_batch_s is not None else step * b.loader_wait_share
+        restarting = (b.restarts or 0.0) >= RESTARTS
+        if knob == "num_workers" and int(value) == 0 and restarting and b.workers:
+            return 1.0 / (compute + batch)
+        if knob == "persistent_workers" and value and b.workers:
+            if not restarting:
+                return 1.0 / (compute + batch)        # the start-up of each pass is gone
+            prefetch = int((b.loader or {}).get("prefetch_factor") or PREFETCH)
+            drained = prefetch * max(1.0, b.workers / b.usable_cores)
+            return 1.0 / min(step, compute + batch * (1 + drained))
     if knob in ("num_workers", "map_parallel"):
         workers = int(value)
         if workers <= 0:
@@ -238,9 +280,20 @@ def advise(run: Run, verdict: Verdict | None = None) -> list[Advice]:
                                           "already parallel: the loading itself is the cost (make each element "
                                           "cheaper, cache or prefetch it)"))
         elif b.loader is None:
-            out.append(Advice(None, None, f"the loop waited on its input {share:.0%} of the time, but it reads "
-                                          "no DataLoader: its input is made in the loop itself, which no knob set "
-                                          "from outside can spread; a Dataset read by a DataLoader with workers could"))
+            out.append(Advice(None, None, f"the loop waited on its {input_name(run)} {share:.0%} of the time, but it "
+                                          "reads no DataLoader on its training thread: how its batches are made is "
+                                          "the script's own, which no knob set from outside reaches; a Dataset read "
+                                          "by a DataLoader with workers could spread it"))
+        elif b.workers and (b.restarts or 0.0) >= RESTARTS:
+            every = f"every {1 / b.restarts:.0f} steps" if b.restarts and b.restarts < 0.95 else "every step"
+            why = (f"the loop waited on its DataLoader {share:.0%} of the time and takes a new iterator {every}: "
+                   f"its {b.workers} worker{'s' * (b.workers != 1)} start anew each time")
+            out.append(_advice(b, "num_workers", 0, f"{why}; without workers nothing starts"))
+            if not (b.loader or {}).get("persistent_workers"):
+                out.append(_advice(b, "persistent_workers", True,
+                                   f"{why}; persistent workers are not started again, but each new iterator "
+                                   "waits for the batches they had read ahead"))
+            out.sort(key=lambda a: -(a.predicted_gain or 0.0))
         elif b.workers < min(limit, MAX_WORKERS):
             workers = min(limit, MAX_WORKERS) if b.workers == 0 else min(2 * b.workers, limit, MAX_WORKERS)
             why = (f"the loop waited on its DataLoader {share:.0%} of the time; the DataLoader has "

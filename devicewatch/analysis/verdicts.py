@@ -295,9 +295,19 @@ def _contended(shared: Contention, cpu: CpuUse, figures: dict[str, float]) -> Ve
 
 
 def input_name(run: Run) -> str:
-    """What the training loop read its batches from, as the zero-code instrumentation saw it
-    (its ``setup`` event): "DataLoader", "tf.data input", "input" where it read neither, and
+    """What the training loop waited on for its batches, as the zero-code instrumentation saw
+    it: what most of its data wait was spent on (its units' ``waited_on``: a queue at a line
+    of the script, a generator, a DataLoader's start-up…), else how its data was fed (its
+    ``setup`` event): "DataLoader", "tf.data input", "input" where it read neither, and
     "DataLoader" for a run without one (a workload's own ``data_wait_s``, an older recording)."""
+    spent: dict[str, float] = {}
+    for event in run.events.of(events.EPOCH):
+        metrics = event.get("metrics") or {}
+        what, seconds = metrics.get("waited_on"), metrics.get("data_wait_s")
+        if isinstance(what, str) and isinstance(seconds, (int, float)):
+            spent[what] = spent.get(what, 0.0) + float(seconds)
+    if spent:
+        return max(spent, key=spent.__getitem__)
     for event in run.events.of(events.INSTRUMENT):
         if event.get("state") == "setup":
             if event.get("loader"):

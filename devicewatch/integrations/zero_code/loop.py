@@ -95,6 +95,7 @@ class EpochCounts:
     fetched: bool = False        # a measured loader was read: the data wait is known
     loop_wait: float = 0.0       # the loop's wait between steps (``Loop.compute``)
     gaps: int = 0                # waits measured
+    iterators: int = 0           # new iterators over the training data begun
     samples: dict[tuple[str, str], int] = field(default_factory=dict)  # (kind, what) -> samples of the wait
 
     def open_train(self, at: float) -> None:
@@ -123,6 +124,9 @@ class EpochCounts:
             input_rest = rest * sum(inputs.values()) / outside if outside else 0.0
             figures["wait_s"] = round(max(self.loop_wait, self.data_wait), 6)
             figures["data_wait_s"] = round(self.data_wait + input_rest, 6)
+            if self.fetched:
+                figures["loader_wait_s"] = round(self.data_wait, 6)  # in the DataLoader's __next__
+                figures["iterators"] = self.iterators
             spent = {what: input_rest * n / outside for what, n in inputs.items()}
             if self.data_wait > 0:
                 spent[DATALOADER] = spent.get(DATALOADER, 0.0) + self.data_wait
@@ -231,6 +235,8 @@ class Loop:
         self.passes_ended = 0              # passes over the training data that ran out or were left after several batches
         self.reiterated = False            # a new iterator was taken after a single batch of the last
         self.long_pass = False             # a pass would outlast LONG_PASS: segments
+        self.worker_batches: Any = None    # () -> (seconds, batches) the loader's workers took so far (the hooks')
+        self.workers_counted = (0.0, 0)    # ... when the last unit was sent
 
     # -- observations -----------------------------------------------------------------------
 
@@ -290,6 +296,7 @@ class Loop:
             self._train_activity(start)
             self.pass_open = True
             self._new_pass(length, start)
+            self.counts.iterators += 1
         else:
             self._train_activity(start)
         self.pass_batches += 1
@@ -475,6 +482,7 @@ class Loop:
         if pending.source is not None:
             self.train_source = pending.source
             self.pass_open = True
+            self.counts.iterators += 1
         self._say_setup(self.train_source)
         self.counts.data_wait += pending.data_wait
         for start, end in pending.waits:
@@ -556,6 +564,11 @@ class Loop:
         self.data.flush()
         self.counts.fetched = self.counts.fetched or self.train_source is not None
         figures = self.counts.metrics(at, self.optimizer_seen, self.sample_totals)
+        if self.worker_batches is not None and "loader_wait_s" in figures:
+            (seconds, batches), (before, counted) = self.worker_batches(), self.workers_counted
+            self.workers_counted = (seconds, batches)
+            if batches > counted:  # what one batch took a worker to make
+                figures["worker_batch_s"] = round((seconds - before) / (batches - counted), 6)
         self.closed_wait += figures.get("data_wait_s", self.counts.data_wait)
         self.wait_measured = self.wait_measured or self.counts.fetched or bool(self.counts.gaps)
         self.voice.epoch(self.epoch, figures, self.unit)

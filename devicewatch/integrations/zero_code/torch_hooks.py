@@ -13,6 +13,11 @@
   reads the loop's stack every WATCH_INTERVAL while it waits and names what it does
   (``loop.spent_on``), as a sampling profiler does: only then, so a loop that does not wait
   pays nothing for it.
+- **A worker's batch**: a loop that starts its workers anew each step waits for them to start
+  as much as for its batch; what a batch alone costs is timed in the workers themselves
+  (``_MapDatasetFetcher.fetch`` and its iterable twin), each worker adding its time to a slot of
+  a page shared with the process that forked it (``WorkerBatches``), read when a unit ends
+  (``worker_batch_s``). Workers started by ``spawn`` share no page: the figure is then absent.
 - **Train or validate**: ``nn.Module.train`` (``eval()`` calls it too) is wrapped, counting only
   the outermost call on a model whose parameters an optimizer holds; grad mode is read at each
   batch. No forward hook: a global one takes every module off PyTorch's fast call path, and
@@ -34,6 +39,8 @@ from __future__ import annotations
 
 import atexit
 import functools
+import mmap
+import struct
 import sys
 import sysconfig
 import threading
@@ -51,6 +58,8 @@ WATCH_INTERVAL = 0.005   # seconds between two looks at a waiting loop's stack
 STACK_DEPTH = 64         # frames read, innermost first
 _LIBRARIES = tuple({sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")})
 _OURS = __file__.rsplit("/", 3)[0]  # the devicewatch package: its frames are not the loop's
+WORKER_SLOTS = 64        # workers timed apart (a worker id beyond shares a slot: a lost count at worst)
+_SLOT = struct.Struct("dq")   # seconds making batches, batches made
 
 
 def arm(torch: Any, process: Process) -> None:
@@ -70,6 +79,12 @@ def arm(torch: Any, process: Process) -> None:
         hooks.wrap(distributed, "barrier", hooks.timed_barrier)
     hooks.step_handle = register_optimizer_step_post_hook(hooks.after_step)
     process.knobs.wrap_dataloader(DataLoader)
+    from torch.utils.data import _utils
+
+    batches = WorkerBatches(_utils.worker.get_worker_info, process)
+    for fetcher in (_utils.fetch._MapDatasetFetcher, _utils.fetch._IterableDatasetFetcher):
+        hooks.wrap(fetcher, "fetch", batches.timed_fetch)
+    process.loop.worker_batches = batches.total
     process.knobs.set_threads(torch)
     process.threads = torch.get_num_threads
     atexit.register(hooks.at_exit)
@@ -295,6 +310,40 @@ def _length(iterator: Any) -> int | None:
         return len(iterator)
     except Exception:  # a sampler without a length
         return None
+
+
+class WorkerBatches:
+    """What the DataLoader workers forked from this process took to make their batches: each
+    adds to its own slot of an anonymous shared page, so no two write the same bytes."""
+
+    def __init__(self, worker_info: Callable[[], Any], process: Process):
+        self.page = mmap.mmap(-1, _SLOT.size * WORKER_SLOTS)
+        self.worker_info = worker_info
+        self.process = process
+
+    def timed_fetch(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        page, info, slot, process = self.page, self.worker_info, _SLOT, self.process
+
+        def fetch(fetcher: Any, *args: Any, **kwargs: Any) -> Any:
+            if process.live:  # the loop's own process (a fork is not live): its DataLoader's __next__ is timed already
+                return original(fetcher, *args, **kwargs)
+            start = _monotonic()
+            batch = original(fetcher, *args, **kwargs)
+            try:
+                worker = info()
+                if worker is not None:
+                    at = slot.size * (worker.id % WORKER_SLOTS)
+                    seconds, count = slot.unpack_from(page, at)
+                    slot.pack_into(page, at, seconds + _monotonic() - start, count + 1)
+            except Exception:  # a worker has no one to report to: its batch goes on untimed
+                pass
+            return batch
+        return fetch
+
+    def total(self) -> tuple[float, int]:
+        """Seconds the workers spent making batches, and how many, so far."""
+        slots = [_SLOT.unpack_from(self.page, _SLOT.size * i) for i in range(WORKER_SLOTS)]
+        return sum(s for s, _ in slots), sum(n for _, n in slots)
 
 
 def _has_length(dataset: Any) -> bool:
