@@ -175,6 +175,11 @@ class NodeFeed:
         return (self.start_unix or 0.0) + t * self.rate
 
     @property
+    def last_seen(self) -> float:
+        """The node's own t of the latest thing its file holds."""
+        return self.run.duration if self.run is not None else 0.0
+
+    @property
     def finished(self) -> bool:
         return self.run is not None and self.run.finished
 
@@ -341,7 +346,7 @@ class JobModel:
 
     def now_unix(self) -> float:
         """The job's latest moment: the newest reading of any node, on the wall clock."""
-        ends = [n.unix(n.run.duration) for n in self.nodes.values() if n.run is not None]
+        ends = [n.unix(n.last_seen) for n in self.nodes.values() if n.run is not None]
         return max(ends) if ends else time.time()
 
     def alignment_text(self) -> str:

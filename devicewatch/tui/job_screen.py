@@ -218,22 +218,33 @@ class JobScreen(Screen[None]):
         return text
 
     def epochs_text(self, width: int) -> Text:
+        """A line for the whole job (which rank was slowest how often, and where it lost the
+        time), then the latest epochs, one line each."""
         rows = sorted(self.model.stragglers.values(), key=lambda row: row.epoch)
         if not rows:
-            return Text("stragglers: each epoch's slowest rank once every rank has left it", style=NORMAL.axis)
+            return Text("stragglers: each epoch's slowest rank, once every rank has left the epoch", style=NORMAL.axis)
+        counts: dict[int, int] = {}
+        for row in rows:
+            counts[row.last_rank] = counts.get(row.last_rank, 0) + 1
+        worst = max(counts, key=lambda rank: counts[rank])
+        phases = [row.phase for row in rows if row.last_rank == worst and row.phase]
+        where = max(set(phases), key=phases.count) if phases else None
+        head = Text("stragglers: ", style="bold")
+        head.append(f"rank {worst} slowest in {counts[worst]} of {len(rows)} epochs", style="bold yellow")
+        if where:
+            head.append(f", mostly losing its time in {where}")
+        head.truncate(width)
         text = Text()
-        for row in rows[-8:]:
-            fastest = max(row.waited, key=lambda r: row.waited[r]) if row.waited else None
-            line = Text(f"epoch {row.epoch:>3}  ", style="bold")
-            line.append(f"slowest rank {row.last_rank} ({row.node})", style="bold yellow")
-            if fastest is not None:
-                line.append(f"  +{row.spread:.2f} s over rank {fastest}")
+        text.append_text(head)
+        for row in rows[-6:]:
+            line = Text(f"\nepoch {row.epoch:>3}  ")
+            line.append(f"rank {row.last_rank} ({row.node}) last", style="yellow")
+            if row.waited:
+                line.append(f" by {row.spread:.2f} s")
             if row.phase is not None:
-                line.append(f"  lost in {row.phase}: +{row.phase_excess:.2f} s on the others' median")
-            line.truncate(width)
+                line.append(f" · {row.phase} +{row.phase_excess:.2f} s on the other ranks' median")
+            line.truncate(width + 1)
             text.append_text(line)
-            text.append("\n")
-        text.rstrip()
         return text
 
     def lanes_text(self, width: int) -> Text:
@@ -261,7 +272,8 @@ class JobScreen(Screen[None]):
             node = rank.node
             for phase in rank.phases:
                 begin = node.unix(phase.begin)
-                finish = node.unix(phase.end) if phase.end is not None else end
+                # an open phase lasts to its node's latest reading (a silent node's stops there)
+                finish = node.unix(phase.end if phase.end is not None else node.last_seen)
                 if finish < start:
                     continue
                 a = int((begin - start) / per_cell)

@@ -119,7 +119,7 @@ async def test_the_job_screen_follows_two_real_nodes_while_they_train_and_sees_o
             app = DashboardApp(DashboardSettings(), job=model)
             async with app.run_test(size=(200, 50)) as pilot:
                 def trained_an_epoch() -> bool:
-                    return "slowest rank 1" in shown(app, "epochs")
+                    return "rank 1 slowest in" in shown(app, "epochs")
 
                 await until(pilot, trained_an_epoch, seconds=90)
                 running = [r.poll() is None for r in recorders]
@@ -127,7 +127,7 @@ async def test_the_job_screen_follows_two_real_nodes_while_they_train_and_sees_o
                 nodes_text, lanes = shown(app, "nodes"), shown(app, "lanes")
                 assert "node 0" in nodes_text and "node 1" in nodes_text, nodes_text
                 assert "rank 0 node" in lanes and "rank 1 node" in lanes, lanes
-                assert "lost in train" in shown(app, "epochs")
+                assert "mostly losing its time in train" in shown(app, "epochs") and "rank 1 (node 1) last" in shown(app, "epochs")
                 assert model.job == job_id and model.left_out == ("old.jsonl: of job earlier",)
                 # one host, two recorders given one name: two files, each with the job's id
                 host = job.host_name()

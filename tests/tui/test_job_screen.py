@@ -43,11 +43,11 @@ async def test_the_job_screen_follows_a_folder_as_its_nodes_write(tmp_path, size
         epoch(b, 1, 0.2, 1.4)
         a.phase("phase_begin", 1.8, 2)
         b.phase("phase_begin", 2.2, 2)
-        await until(pilot, lambda: "slowest rank 1" in shown(app, "epochs"))
+        await until(pilot, lambda: "rank 1 slowest in" in shown(app, "epochs"))
         nodes, lanes = shown(app, "nodes"), shown(app, "lanes")
         assert "node 0" in nodes and "node 1" in nodes and "rank 0" in nodes and "rank 1" in nodes
         assert "rank 0 node 0" in lanes and "rank 1 node 1" in lanes
-        assert "lost in train" in shown(app, "epochs")
+        assert "mostly losing its time in train" in shown(app, "epochs") and "rank 1 (node 1) last" in shown(app, "epochs")
         assert all(len(line) <= size[0] for line in lanes.splitlines())
         # node 1's recorder goes away: its file stops growing
         long_ago = time.time() - QUIET - 5
