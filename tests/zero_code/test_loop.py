@@ -445,3 +445,12 @@ def test_what_a_waiting_loop_is_doing_is_named_from_its_stack():
         (loop_module.INPUT, "torch.load at train.py:42")
     assert spent_on([(lib + "logging/__init__.py", "info", 1, False, True), script]) == (loop_module.OWN, "logging")
     assert spent_on([script]) == (loop_module.OWN, "train.py:42")   # a .item() or a print on one of its lines
+
+
+def test_a_function_of_the_script_that_the_loop_calls_while_waiting_is_its_input_unless_named_for_logging():
+    spent_on = loop_module.spent_on
+    loop_frame = ("/home/u/train.py", "<module>", 80, False, False)
+    assert spent_on([("/home/u/train.py", "get_batch", 45, False, False), loop_frame], loop_at=1) == \
+        (loop_module.INPUT, "get_batch() at train.py:45")
+    assert spent_on([("/home/u/train.py", "log_metrics", 12, False, False), loop_frame], loop_at=1)[0] == loop_module.OWN
+    assert spent_on([loop_frame], loop_at=0) == (loop_module.OWN, "train.py:80")   # the loop's own line

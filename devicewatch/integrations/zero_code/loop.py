@@ -55,6 +55,7 @@ keeps only the data wait and the steps, which the callback adds to its epoch's m
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from collections.abc import Hashable
@@ -229,6 +230,7 @@ class Loop:
         self.watch_from: float | None = None
         self.watch_rest = 0.0              # wait outside a DataLoader since WATCH_FROM
         self.sample_totals: dict[tuple[str, str], int] = {}
+        self.loop_code: Any = None         # the code of the frame that calls the trained model (the hooks')
         self.pass_batches = 0              # training batches taken from this pass's iterator
         self.pass_length: int | None = None  # batches in the pass (None: unknown)
         self.pass_since = 0.0
@@ -617,12 +619,17 @@ Frame = tuple[str, str, int, bool, bool]
 QUEUE_GETS = (("/queue.py", "get"), ("/multiprocessing/queues.py", "get"), ("/multiprocessing/connection.py", "recv"))
 
 
-def spent_on(frames: list[Frame]) -> tuple[str, str]:
-    """What a loop waiting between steps is doing, from its stack (innermost first): (LOADER,
-    "DataLoader") in a DataLoader's ``__next__`` (timed exactly apart), (INPUT, what) where it
-    takes its input (a DataLoader's start-up, a queue, ``torch.load``, tf.data, a generator or
-    an iterator of its own), else (OWN, what): the script's own work (logging, a progress bar,
-    a ``.item()`` or a print on one of its lines)."""
+OWN_WORDS = re.compile(r"log|print|metric|report|save|checkpoint|eval|valid|plot|track|summar|wandb|tensorboard", re.I)
+
+
+def spent_on(frames: list[Frame], loop_at: int | None = None) -> tuple[str, str]:
+    """What a loop waiting between steps is doing, from its stack (innermost first; LOOP_AT:
+    where in it the frame that calls the model is, where known): (LOADER, "DataLoader") in a
+    DataLoader's ``__next__`` (timed exactly apart), (INPUT, what) where it takes its input (a
+    DataLoader's start-up, a queue, ``torch.load``, tf.data, a generator or an iterator of its
+    own, a function of the script that the loop calls, ``get_batch()``, unless named for its
+    logging, metrics or checkpoints), else (OWN, what): the script's own work (logging, a
+    progress bar, a ``.item()`` or a print on the loop's own lines)."""
     paths = [(path.replace("\\", "/"), function) for path, function, *_ in frames]
     where = next((f"{_base(path)}:{line}" for path, _, line, _, library in frames if not library), "")
     at = f" at {where}" if where else ""
@@ -645,6 +652,12 @@ def spent_on(frames: list[Frame]) -> tuple[str, str]:
             return INPUT, f"generator {function}() in {_base(path)}"
         if function == "__next__" and not library:
             return INPUT, f"iterator in {_base(path)}"
+    if loop_at is not None:  # the script's function nearest the loop, called by it
+        called = [f for f in frames[:loop_at] if not f[4]]
+        if called:
+            path, function, line = called[-1][:3]
+            kind = OWN if OWN_WORDS.search(function) else INPUT
+            return kind, f"{function}() at {_base(path)}:{line}"
     return OWN, where or "the script"
 
 

@@ -209,6 +209,8 @@ class _Hooks:
                     self.trained_modules[id(module)] = trained
             if trained:
                 self.loop.compute(_monotonic())
+                if self.loop.loop_code is None:
+                    self.loop.loop_code = sys._getframe(2).f_code  # who called the model: the loop
         except Exception as exc:
             self.failed("timed_call", exc)
 
@@ -225,15 +227,18 @@ class _Hooks:
                     continue
                 frame = frames_now().get(main)
                 stack: list[Frame] = []
+                loop_at = None
                 while frame is not None and len(stack) < STACK_DEPTH:
                     code = frame.f_code
                     path = code.co_filename
+                    if code is loop.loop_code and loop_at is None:
+                        loop_at = len(stack)
                     if not path.startswith(_OURS):
                         stack.append((path, code.co_name, frame.f_lineno, bool(code.co_flags & _GENERATOR),
                                       path.startswith(_LIBRARIES) or path.startswith("<")))
                     frame = frame.f_back
                 if loop.gap_since is not None and stack:  # still waiting: the sample is of the wait
-                    loop.sampled(*spent_on(stack))
+                    loop.sampled(*spent_on(stack, loop_at))
         except Exception as exc:
             self.process.error("torch", "wait watcher", exc)
 

@@ -13,7 +13,7 @@ accumulation, the loop's own rules), never copied from a devicewatch run:
   Validation passes outside every epoch (Lightning's sanity check before training) belong to
   no unit and are not counted.
 - ``data_wait``: the share of the training loop spent waiting on input, as a (low, high)
-  range, or NOT_MEASURED where the script has no loader to time (its batches are made inline).
+  range, or NOT_MEASURED where the loop's wait cannot be seen.
   ``wait_may_be_unmeasured``: the script's batches are pulled inside a compiled step (Keras
   fit on TensorFlow), where "not measured" is also an honest answer; a measured share must
   still fall in the range.
@@ -126,7 +126,7 @@ CASES: list[Case] = [
               "early stopping (patience 1, min_delta 0.02) stops after epoch 4 of at most 10 "
               "(val loss 0.8286, 0.7097, 0.6712, 0.6599: epoch 4 improves by 0.011 < 0.02)"),
     Case("lm_steps", "lm_steps.py", unit="segment", units=3, steps=(60,) * 3, validations=(1,) * 3,
-         data_wait=NOT_MEASURED,
+         data_wait=LOW,
          note="nanoGPT-style, max_iters=180, estimate_loss() every 60 steps: 3 segments of 60 steps; "
               "get_batch() slices a tensor, no DataLoader"),
     Case("torchrun_ddp", "torchrun_ddp.py", units=3, steps=(32,) * 3, validations=(1,) * 3, data_wait=LOW,
