@@ -22,6 +22,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .analysis import advice as advice_
+from .analysis.wording import last_error_lines
 from . import analysis, events
 from .compare import LoadGap, cores_figure, load_gap
 from .errors import UsageError
@@ -30,6 +31,7 @@ from .recorder import RecordOptions, record
 from .runformat.runfile import Run, load
 
 TRIALS_FILE = "trials.json"
+ERROR_LINES = 6        # the last lines of a failed script's stderr that try shows
 LIMIT_FLOOR = 120.0    # seconds: the least a trial may take before it is stopped unmeasured
 
 
@@ -70,6 +72,23 @@ class TrialResult:
     others_cores: float | None = None    # what other programs took during its window, in cores
     allowed_cores: float | None = None   # the cores it may use
     waiting_cores: float | None = None   # cores' worth of its threads waiting for a core, in its window
+    failed: str | None = None            # "exit code 1": its script failed (not ended on purpose)
+    error_lines: list[str] = field(default_factory=list)   # the script's last lines on stderr, where it failed
+    window_steps: int | None = None      # the steps its window measured
+    window_seconds: float | None = None  # the seconds its window measured
+    cut_short: bool = False              # the script ended before its window was full
+
+    def window_text(self, budget: dict[str, Any]) -> str | None:
+        """What the window measured against what was asked, where the script ended first:
+        ``2.1 s of the 15 s window measured (40 steps): the script ended first``."""
+        if not self.cut_short or self.window_seconds is None:
+            return None
+        if budget.get("steps"):
+            asked = f"{self.window_steps} of the {budget['steps']} steps of its window measured, in {self.window_seconds:.2g} s"
+        else:
+            asked = (f"{self.window_seconds:.2g} s of the {float(budget.get('seconds') or 0):g} s window measured "
+                     f"({self.window_steps} steps)")
+        return f"{asked}: the script ended first"
 
     def to_json(self) -> dict[str, Any]:
         return {"knob": self.variant.knob, "value": self.variant.value, "label": self.variant.label,
@@ -79,7 +98,8 @@ class TrialResult:
                 "waiting_cores": self.waiting_cores,
                 "gpu_busy": self.gpu_busy, "verdict": self.verdict, "run_file": self.path,
                 "status": self.status, "varied": self.varied, "not_applied": self.not_applied,
-                "note": self.note}
+                "note": self.note, "failed": self.failed, "error_lines": self.error_lines,
+                "window": {"steps": self.window_steps, "seconds": self.window_seconds, "cut_short": self.cut_short}}
 
 
 @dataclass
@@ -206,10 +226,16 @@ def result_of(run: Run, variant: Variant, predicted: float | None = None) -> Tri
     if window is not None:
         result.steps_per_s = window.get("steps_per_s")
         result.data_wait_share = window.get("data_wait_share")
-        if window.get("partial"):
+        result.window_steps = window.get("steps")
+        result.window_seconds = window.get("seconds")
+        result.cut_short = bool(window.get("partial"))
+        if result.cut_short:
             result.note = f"the script ended before its window was full ({window.get('steps')} steps measured)"
     elif result.note is None:
         result.note = str(end.get("reason") or "no training step was measured")
+    if result.status == "failed":   # its own exit code or signal: a trial ended on purpose is "trial"
+        result.failed = str(end.get("reason") or "failed")
+        result.error_lines = last_error_lines(run, ERROR_LINES)
     s = analysis.series(run)
     all_phases = analysis.phases(run)
     verdict = analysis.verdict(run, s, all_phases)
@@ -245,15 +271,21 @@ def headline(results: list[TrialResult], given_advice: list[advice_.Advice] | No
     base = results[0] if results else None
     if base is None:
         return stopped or "no trial ran"
+    if base.failed:
+        said = base.error_lines[-1].strip() if base.error_lines else "it wrote nothing on stderr"
+        return f"the script as written failed ({base.failed}): {said}"
     if not base.steps_per_s:
         return f"the script as written was not measured: {base.note or base.status}"
-    measured = [r for r in results[1:] if r.steps_per_s]
+    measured = [r for r in results[1:] if r.steps_per_s and not r.failed]
     if not measured:
         if len(results) == 1 and stopped:
             return f"as written: {base.steps_per_s:.1f} steps/s; {stopped}"
         if len(results) == 1:
             why = next((a.why for a in given_advice or [] if a.knob is None), None)
             return f"as written: {base.steps_per_s:.1f} steps/s; nothing to try" + (f": {why}" if why else "")
+        broken = [r.variant.label for r in results[1:] if r.failed]
+        if broken:
+            return f"as written: {base.steps_per_s:.1f} steps/s; the script failed with {', '.join(broken)}"
         return f"as written: {base.steps_per_s:.1f} steps/s; no variant was measured"
     best = max(measured, key=lambda r: r.steps_per_s or 0)
     ratio = (best.steps_per_s or 0) / base.steps_per_s
@@ -308,6 +340,9 @@ def run_set(command: list[str], variants: list[Variant], budget: dict[str, Any],
                 trial_set.advice = advice_.advise(run)
             on_result(index, result, run, trial_set)
             if index == 0:
+                if result.failed:
+                    trial_set.stopped = f"the script as written failed ({result.failed}), so no variant was tried"
+                    break
                 if not result.steps_per_s:
                     trial_set.stopped = "the script as written was not measured, so no variant can be compared with it"
                     break
@@ -347,7 +382,9 @@ def load_set(path: str) -> tuple[TrialSet, str]:
                 str(v["verdict"]) if v.get("verdict") is not None else None,
                 [str(x) for x in v.get("varied") or []], [str(x) for x in v.get("not_applied") or []],
                 str(v["note"]) if v.get("note") is not None else None,
-                number(v.get("others_cores")), number(v.get("allowed_cores")), number(v.get("waiting_cores"))))
+                number(v.get("others_cores")), number(v.get("allowed_cores")), number(v.get("waiting_cores")),
+                str(v["failed"]) if v.get("failed") is not None else None, [str(x) for x in v.get("error_lines") or []],
+                *_window(v.get("window"))))
         advised = [advice_.Advice(a.get("knob"), a.get("value"), str(a.get("why", "")),
                                   number(a.get("predicted_steps_per_s")), number(a.get("predicted_gain")))
                    for a in data.get("advice") or []]
@@ -408,9 +445,11 @@ def load_json(results: list[TrialResult]) -> dict[str, Any] | None:
             "variants": [{"label": r.variant.label, **gap.to_json()} for r, gap in gaps]}
 
 
-def table_text(results: list[TrialResult]) -> str:
+def table_text(results: list[TrialResult], budget: dict[str, Any] | None = None) -> str:
     """The variants side by side, one line each; the steps a second of a variant whose trial ran
-    beside a load of other programs unlike the script as written's is marked ``*``."""
+    beside a load of other programs unlike the script as written's is marked ``*``. Under it,
+    what each variant changed, a window the script cut short (against BUDGET's), a failed
+    script's last lines on stderr."""
     header = ["variant", "steps/s", "predicted", "data wait", "cores busy", "others", "GPU busy", "verdict"]
     rows = [header]
     moved = {id(r) for r in load_moved(results)}
@@ -432,9 +471,27 @@ def table_text(results: list[TrialResult]) -> str:
             notes.append(f"  {r.variant.label}: {line}")
         for line in r.not_applied:
             notes.append(f"  {r.variant.label}: not applied: {line}")
-        if r.note and not r.steps_per_s:
+        if r.note and not r.steps_per_s and not r.failed:
             notes.append(f"  {r.variant.label}: not measured: {r.note}")
+        window = r.window_text(budget) if budget is not None else None
+        if window:
+            notes.append(f"  {r.variant.label}: {window}")
+        notes += [f"  {line}" for line in failure_lines(r)]
     return "\n".join(lines + notes)
+
+
+def failure_lines(result: TrialResult) -> list[str]:
+    """A failed trial in lines: that it failed and how, then its script's last lines on stderr."""
+    if not result.failed:
+        return []
+    return [f"{result.variant.label}: the script failed ({result.failed}); its last lines on stderr:",
+            *[f"  | {line}" for line in result.error_lines]] if result.error_lines else \
+        [f"{result.variant.label}: the script failed ({result.failed}) and wrote nothing on stderr"]
+
+
+def failed(results: list[TrialResult]) -> list[TrialResult]:
+    """The trials whose script failed: ``devicewatch try`` then exits non-zero."""
+    return [r for r in results if r.failed]
 
 
 def save(trial_set: TrialSet, folder: str) -> str:
@@ -458,6 +515,16 @@ def _num(value: float | None) -> str:
     if value is None:
         return "-"
     return f"{value:.1f}" if value < 1000 else f"{value:.0f}"
+
+
+def _window(saved: Any) -> tuple[int | None, float | None, bool]:
+    """trials.json's ``window`` back as (steps, seconds, cut_short); a set saved before it: unknown."""
+    if not isinstance(saved, dict):
+        return None, None, False
+    steps, seconds = saved.get("steps"), saved.get("seconds")
+    return (int(steps) if isinstance(steps, (int, float)) and not isinstance(steps, bool) else None,
+            float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else None,
+            saved.get("cut_short") is True)
 
 
 def _word(value: Any) -> str:

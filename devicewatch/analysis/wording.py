@@ -32,10 +32,21 @@ def results(run: Run) -> list[dict[str, Any]]:
 
 def last_error_line(run: Run) -> str | None:
     """The workload's last line on stderr: a workload that fails says why there."""
+    lines = last_error_lines(run, 1)
+    return lines[0].strip() if lines else None
+
+
+def last_error_lines(run: Run, count: int) -> list[str]:
+    """The workload's last COUNT lines on stderr (blank ones left out), oldest first: a
+    traceback's last frames and its error."""
+    out: list[str] = []
     for line in reversed(run.logs):
-        if line.get("stream") == "stderr" and str(line.get("line", "")).strip():
-            return str(line["line"]).strip()
-    return None
+        text = str(line.get("line", ""))
+        if line.get("stream") == "stderr" and text.strip():
+            out.append(text.rstrip())
+            if len(out) >= count:
+                break
+    return out[::-1]
 
 
 def instrumentation_text(run: Run) -> str | None:

@@ -15,6 +15,7 @@ import sys
 from ..errors import UsageError
 
 NAME = "try"
+FAILED = 1   # the exit status of a set in which the script failed (its own status is in trials.json)
 HELP = "try the fix the verdict names on the unchanged script, variants side by side"
 
 
@@ -71,27 +72,38 @@ def run(args: argparse.Namespace) -> int:
         print(f"trial {index + 1}/{of}: {variant.label}{ahead} …", file=say, flush=True)
 
     def on_result(index: int, result: trials.TrialResult, run: object, so_far: trials.TrialSet) -> None:
-        measured = f"{result.steps_per_s:.1f} steps/s" if result.steps_per_s else f"not measured: {result.note}"
+        if result.steps_per_s:
+            measured = f"{result.steps_per_s:.1f} steps/s"
+        else:
+            measured = "not measured" + ("" if result.failed else f": {result.note}")
         wait = f", data wait {result.data_wait_share:.0%}" if result.data_wait_share is not None else ""
         print(f"  {measured}{wait}; {result.verdict}", file=say, flush=True)
-        if index == 0 and len(variants) == 1:
+        window = result.window_text(budget)
+        if window:
+            print(f"  {window}", file=say, flush=True)
+        if result.failed:   # its last lines on stderr come with the table
+            said = f": {result.error_lines[-1].strip()}" if result.error_lines else ""
+            print(f"  the script failed ({result.failed}){said}", file=say, flush=True)
+        if index == 0 and len(variants) == 1 and not result.failed:
             print("advice: " + "; ".join(advice.text(a) for a in so_far.advice), file=say, flush=True)
 
     trial_set = trials.run_set(command, variants, budget, folder, runner, on_trial=on_trial, on_result=on_result)
+    # A script that failed in any trial is a failure of the set, whatever else was measured.
+    code = FAILED if trials.failed(trial_set.results) else 0
     if args.json:
         print(json.dumps(trial_set.to_json(), indent=2, default=str))
-        return 0
+        return code
     print()
-    print(trials.table_text(trial_set.results))
+    print(trials.table_text(trial_set.results, trial_set.budget))
     if trial_set.stopped:
         print(trial_set.stopped)
     print(trial_set.headline())
     print(f"recordings and trials.json in {folder}/", flush=True)
     if args.no_view or not sys.stdout.isatty():
-        return 0
+        return code
     try:
         from ..tui.app import launch_trials
     except ImportError:  # the dashboard's extra is not installed: the table above is the result
-        return 0
+        return code
     launch_trials(trial_set, folder, presenter=bool(getattr(args, "presenter", False)))
-    return 0
+    return code

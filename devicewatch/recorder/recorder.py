@@ -245,8 +245,10 @@ class Recorder:
         kind = record["kind"]
         if kind == events.INSTRUMENT:
             self.instrumentation.take(record)
+            # A full window ends the trial; a partial one is said as its script exits, which then
+            # ends as it would (a failure's exit code kept, not hidden by an end on purpose).
             if self.options.trial and record.get("state") == "trial" and record.get("stage") == "done" \
-                    and not self._trial_over and self.workload is not None:
+                    and not record.get("partial") and not self._trial_over and self.workload is not None:
                 self._trial_over = True
                 self.workload.end_without_interrupt()
                 self.cancel(TRIAL_OVER)

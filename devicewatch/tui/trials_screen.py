@@ -378,12 +378,13 @@ class TrialsScreen(RedrawOnce):
                           f"{r.data_wait_share:.0%}" if r.data_wait_share is not None else "not measured",
                           _number(r.cores_busy), _number(r.others_cores),
                           f"{r.gpu_busy:.0f}%" if r.gpu_busy is not None else "-",
-                          inert(r.verdict or "-"))
+                          Text(f"failed ({r.failed})", style="red") if r.failed else inert(r.verdict or "-"))
         return table
 
     def _notes(self) -> Text:
-        """What each variant changed, what was not applied, why a trial was not measured, the
-        advice of the script as written, and why the set stopped early."""
+        """What each variant changed, what was not applied, why a trial was not measured, a
+        window its script cut short, a failed script's last lines on stderr, the advice of the
+        script as written, and why the set stopped early."""
         text = Text()
 
         def line(head: str, body: str, style: str = "") -> None:
@@ -397,8 +398,13 @@ class TrialsScreen(RedrawOnce):
                     line(f"{label}: ", varied)
                 for skipped in r.not_applied:
                     line(f"{label}: not applied: ", skipped, "yellow")
-                if r.note and not r.steps_per_s:
+                if r.note and not r.steps_per_s and not r.failed:
                     line(f"{label}: not measured: ", r.note, "yellow")
+                window = r.window_text(self.trial_set.budget)
+                if window:
+                    line(f"{label}: ", window, "yellow")
+                for i, failure in enumerate(trials.failure_lines(r)):
+                    line("" if i else f"{label}: ", failure.removeprefix(f"{label}: ") if not i else failure, "red")
             if row.missing:
                 line(f"{label}: no chart: ", row.missing, "yellow")
         moved = trials.load_moved_text([row.result for row in self.rows if row.result is not None])
