@@ -27,7 +27,7 @@ from ..phase_kinds import KINDS, kind_of
 from ..render.palette import NORMAL, PRINT
 from ..safe_text import inert
 
-TICK = 0.5                      # seconds between polls of the nodes' files (2 Hz)
+TICK = 1.0                      # seconds between polls of the nodes' files: a job's view needs no more
 WINDOWS = (None, 600.0, 60.0, 10.0)   # the lanes' time window: the whole job, then the last N s
 PHASE_GLYPH = {"train": "█", "validate": "▓", "data": "░", "copy": "▒", "other": "▪"}
 LABEL = 18                      # columns of a lane's label
@@ -46,6 +46,16 @@ def span(seconds: float) -> str:
     return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{s:02d}s"
 
 
+def _runs(text: Text, glyphs: list[str], styles: list[str]) -> None:
+    """Append cells, each run of equal cells as one segment: a lane of 180 cells is a few
+    segments, not 180, and a job of 128 lanes redraws in a few milliseconds."""
+    start = 0
+    for i in range(1, len(glyphs) + 1):
+        if i == len(glyphs) or glyphs[i] != glyphs[start] or styles[i] != styles[start]:
+            text.append(glyphs[start] * (i - start), style=styles[start] or None)
+            start = i
+
+
 def cells(values: np.ndarray, width: int) -> Text:
     """One cell per value (a core, a GPU), shaded by it; folded (the busiest of each group) to WIDTH."""
     text = Text()
@@ -54,11 +64,10 @@ def cells(values: np.ndarray, width: int) -> Text:
     if len(values) > width:
         groups = np.array_split(np.nan_to_num(values, nan=-1.0), width)
         values = np.array([g.max() for g in groups])
-    for value in values:
-        if not np.isfinite(value) or value < 0:
-            text.append("·", style=NORMAL.axis)
-        else:
-            text.append("█", style=NORMAL.heat[min(int(value) // 10, len(NORMAL.heat) - 1)])
+    shade = np.where(np.isfinite(values) & (values >= 0),
+                     np.clip(np.nan_to_num(values, nan=0.0) // 10, 0, len(NORMAL.heat) - 1), -1).astype(int)
+    _runs(text, ["█" if s >= 0 else "·" for s in shade.tolist()],
+          [NORMAL.heat[s] if s >= 0 else NORMAL.axis for s in shade.tolist()])
     return text
 
 
@@ -282,12 +291,9 @@ class JobScreen(Screen[None]):
             silent = node.silent(time.time())
             name = f"rank {rank.rank} {node.label}"
             text.append(f"{name[:LABEL]:<{LABEL}}│", style="bold red" if silent else "")
-            for value in lane:
-                if value < 0:
-                    text.append(" ")
-                else:
-                    kind = KINDS[value]
-                    text.append(PHASE_GLYPH[kind], style=PRINT.phase[kind])
+            values = lane.tolist()
+            _runs(text, [PHASE_GLYPH[KINDS[v]] if v >= 0 else " " for v in values],
+                  [PRINT.phase[KINDS[v]] if v >= 0 else "" for v in values])
             text.append("\n")
         legend = Text(" " * LABEL + " ")
         for kind in KINDS:

@@ -36,7 +36,6 @@ async def test_the_job_screen_follows_a_folder_as_its_nodes_write(tmp_path, size
     async with app.run_test(size=size) as pilot:
         screen = app.screen
         assert isinstance(screen, JobScreen)
-        screen.tick_seconds = 0.1
         await until(pilot, lambda: "node" in shown(app, "nodes"))
         assert "node0 " in shown(app, "nodes") and "node1 " in shown(app, "nodes")   # no rank has spoken: the files
         epoch(a, 1, 0.2, 1.0)
