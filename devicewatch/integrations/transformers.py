@@ -11,6 +11,7 @@ The Trainer tells a callback when an epoch begins and ends, but not when an eval
 begins: only when it is over (``on_evaluate``), with the seconds it took (``eval_runtime``).
 So the validate phase is sent when it has ended, stamped with the time it began; an
 evaluation in the middle of an epoch (``eval_strategy="steps"``) splits the train phase there.
+``trainer.evaluate()`` after ``train()`` validates the last epoch; before any training, no epoch.
 """
 
 from __future__ import annotations
@@ -94,7 +95,8 @@ class DevicewatchCallback(PhaseSpeaker, TrainerCallback):
         runtime = (metrics or {}).get("eval_runtime")
         if not isinstance(runtime, (int, float)) or not math.isfinite(runtime) or runtime < 0:
             return  # no duration: no phase to draw
-        epoch = self._epoch_of(state) if self._training else None
+        # after train(), trainer.evaluate() validates the last epoch; before it, none
+        epoch = self._epoch_of(state) if self._training else self._epoch
         resume = self._in_train_phase
         began = max(now - float(runtime), self._train_ended_at)
         if resume:  # an evaluation between steps: training stopped for it

@@ -454,3 +454,64 @@ def test_a_function_of_the_script_that_the_loop_calls_while_waiting_is_its_input
         (loop_module.INPUT, "get_batch() at train.py:45")
     assert spent_on([("/home/u/train.py", "log_metrics", 12, False, False), loop_frame], loop_at=1)[0] == loop_module.OWN
     assert spent_on([loop_frame], loop_at=0) == (loop_module.OWN, "train.py:80")   # the loop's own line
+
+
+def test_an_evaluation_before_any_training_is_said_in_no_unit_once_training_is_confirmed():
+    heard = Heard()
+    loop = Loop(heard)
+    loop.mode(False, 0.0)                          # model.eval() of the untrained model ...
+    loop.fetch(VAL_SET, False, True, 0.1, 0.2)     # ... evaluated on a batch
+    loop.mode(True, 1.0)                           # model.train(): the evaluation is over
+    loop.mode(False, 1.5)                          # an eval() that evaluates nothing ...
+    loop.mode(True, 1.51)                          # ... is no evaluation
+    loop.fetch(TRAIN_SET, True, True, 2.0, 2.1)
+    assert heard.phases() == []                    # nothing said until training is confirmed
+    loop.step(2.5)
+    loop.finish(3.0)
+    assert heard.phases()[:2] == [("begin", "validate", None, 0.0), ("end", "validate", None, 1.0)]
+    assert [p[1:3] for p in heard.phases()[2:]] == [("train", 1), ("train", 1)]
+
+
+def test_a_loop_fed_by_a_thread_whose_loader_runs_out_has_epochs():
+    """A thread reads the DataLoader into a queue; the loop reads the queue and validates after
+    each pass: the thread's loader running out makes each pass an epoch."""
+    heard = Heard()
+    loop = Loop(heard)
+    t = 0.0
+    for _ in range(2):
+        loop.mode(True, t)
+        for i in range(3):
+            loop.compute(t + 0.1)
+            t += 0.3
+            loop.step(t)
+            if i == 1:
+                loop.exhausted_elsewhere(TRAIN_SET, t)   # read ahead: the thread is done first
+        loop.mode(False, t)
+        loop.fetch(VAL_SET, False, True, t, t + 0.1)
+        t += 0.5
+    loop.finish(t)
+    assert heard.units == ["epoch", "epoch"]
+    assert [f["steps"] for f in heard.figures().values()] == [3, 3]
+
+
+def test_a_loop_that_replays_a_loader_it_ran_out_once_has_segments():
+    """``itertools.cycle(loader)``: the loader runs out once, then the loop trains on the batches
+    cycle kept, evaluating every 6 steps."""
+    heard = Heard()
+    loop = Loop(heard)
+    t = 0.0
+    for step in range(1, 13):
+        if step <= 4:
+            loop.fetch(TRAIN_SET, True, step == 1, t, t + 0.1, length=4)
+            if step == 4:
+                loop.exhausted(TRAIN_SET, t + 0.1)
+        t += 0.3
+        loop.step(t)
+        if step % 6 == 0:
+            loop.mode(False, t)
+            loop.fetch(VAL_SET, False, True, t, t + 0.1)
+            t += 0.5
+            loop.mode(True, t)
+    loop.finish(t)
+    assert heard.units == ["segment", "segment"]
+    assert [f["steps"] for f in heard.figures().values()] == [6, 6]

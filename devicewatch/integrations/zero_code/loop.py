@@ -70,6 +70,7 @@ DATA_JOIN_SHARE = 0.9   # ... while waiting fills this share of the joined span
 DATA_PHASE_RATE = 10.0  # data phases a second at most (a token bucket) ...
 DATA_PHASE_BURST = 10.0  # ... after a burst of this many; the waits left undrawn still count in data_wait_s
 PENDING_DATA_PHASES = 16  # data phases held while training is not yet confirmed
+READ_AHEAD = 2          # steps a loop may take after its loader ran out (a wrapper reads ahead); more: it replays
 LONG_PASS = 86400.0     # seconds: a pass longer than this at the loop's pace does not end within a run
 WATCH_EVERY = 32        # steps between two looks at whether the loop waits enough to be watched ...
 WATCH_SHARE = 0.05      # ... which it does when its wait outside a DataLoader fills this share of the time
@@ -237,6 +238,12 @@ class Loop:
         self.passes_ended = 0              # passes over the training data that ran out or were left after several batches
         self.reiterated = False            # a new iterator was taken after a single batch of the last
         self.long_pass = False             # a pass would outlast LONG_PASS: segments
+        self.after_read = 0                # steps since the loader ran out with no new pass
+        self.replays = False               # the loop trained on past READ_AHEAD steps after its loader ran out: segments
+        self.evaluated: list[tuple[float, float]] = []  # evaluations before training was confirmed
+        self.evaluating_since: float | None = None       # ... and the one going on
+        self.evaluating_fetched = False                  # ... which read a batch
+        self.thread_fed = False            # a DataLoader read on another thread ran out (a queue the loop reads)
         self.worker_batches: Any = None    # () -> (seconds, batches) the loader's workers took so far (the hooks')
         self.workers_counted = (0.0, 0)    # ... when the last unit was sent
 
@@ -251,8 +258,11 @@ class Loop:
             if training:
                 if self.pending.since is None:
                     self.pending.since = now
+                self._evaluated(now)
             else:
                 self.pending = Pending()
+                if self.evaluating_since is None:
+                    self.evaluating_since = now
             return
         if training and self.phase != TRAIN:
             self._end(now)  # training begins where it goes on (no empty unit if it never does)
@@ -313,6 +323,15 @@ class Loop:
         if source == self.train_source and not self.over:
             self.passes_ended += not self.pass_read
             self.pass_read = True
+            self.after_read = 0
+
+    def exhausted_elsewhere(self, source: Hashable, now: float) -> None:
+        """A DataLoader read on another thread ran out (a thread that fills the queue the loop
+        reads): where the loop reads no DataLoader of its own, the pass it is fed has been read."""
+        if self.confirmed and self.train_source is None and not self.owner and not self.over:
+            self.thread_fed = True
+            self.passes_ended += not self.pass_read
+            self.pass_read = True
 
     def endless(self, source: Hashable) -> None:
         """Data set SOURCE has no length (a stream): a loop over it has segments, not epochs."""
@@ -348,6 +367,9 @@ class Loop:
         if self.trial is not None:
             self.trial.step(now)
         self.optimizer_seen = True
+        if self.pass_read and self.train_source is not None:
+            self.after_read += 1
+            self.replays = self.replays or self.after_read > READ_AHEAD
         if self.phase != TRAIN or self.over or self.owner:
             self._trained(now)
             self._counts(now).steps += 1
@@ -407,7 +429,9 @@ class Loop:
     def unit(self) -> str:
         """What one unit of this loop is: an epoch (a pass over a training DataLoader that
         ends) or a segment (the training between evaluations)."""
-        if self.train_source is None or self.train_source in self.endless_sources or self.long_pass:
+        if self.train_source is None:
+            return EPOCH if self.thread_fed else SEGMENT
+        if self.train_source in self.endless_sources or self.long_pass or self.replays:
             return SEGMENT
         return SEGMENT if self.reiterated and not self.passes_ended else EPOCH
 
@@ -477,9 +501,24 @@ class Loop:
         if self.phase != TRAIN or self.over:
             self._train_activity(now)
 
+    def _evaluated(self, at: float) -> None:
+        """An evaluation before training ends at AT (training may begin): kept until training
+        is confirmed, when it is said, in no unit."""
+        if self.evaluating_since is not None:
+            # a model.eval() that evaluated: it read a batch, or lasted long enough to see
+            if len(self.evaluated) < PENDING_DATA_PHASES and \
+                    (self.evaluating_fetched or at - self.evaluating_since >= DATA_VISIBLE):
+                self.evaluated.append((self.evaluating_since, at))
+            self.evaluating_since, self.evaluating_fetched = None, False
+
     def _confirm(self, now: float) -> None:
         pending, self.pending = self.pending, Pending()
         self.confirmed = True
+        self._evaluated(pending.since if pending.since is not None else now)
+        for start, end in self.evaluated:  # an evaluation before any training step: in no unit
+            self.voice.phase("begin", VALIDATE, None, self.lane, start)
+            self.voice.phase("end", VALIDATE, None, self.lane, end)
+        self.evaluated = []
         self._train_activity(pending.since if pending.since is not None else now)
         if pending.source is not None:
             self.train_source = pending.source
@@ -502,7 +541,11 @@ class Loop:
         pending = self.pending
         if not training:
             self.pending = Pending()  # validation before any training: not an epoch's
+            if self.evaluating_since is None:
+                self.evaluating_since = start
+            self.evaluating_fetched = True
             return
+        self._evaluated(start)
         if first_of_pass and pending.source == source:
             self.pending = pending = Pending()  # a second pass without training: start over
         if pending.since is None:
@@ -578,7 +621,7 @@ class Loop:
         self.over = True
 
     def _new_pass(self, length: int | None, at: float) -> None:
-        self.pass_batches, self.pass_length, self.pass_since = 0, length, at
+        self.pass_batches, self.pass_length, self.pass_since, self.after_read = 0, length, at, 0
 
     def _look(self, rest: float, now: float) -> None:
         """Whether the loop waits enough outside a DataLoader (REST, this step) to be watched:

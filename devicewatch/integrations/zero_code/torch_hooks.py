@@ -30,7 +30,9 @@
   ``Tensor.backward`` calls) for loops that update their weights by hand, put back to
   PyTorch's own at the first optimizer step (each hook costs a little on every step).
 
-Only the main thread's calls count (a background prefetch thread's ``next()`` blocks no loop).
+Only the main thread's calls count (a background prefetch thread's ``next()`` blocks no loop),
+but a DataLoader that runs out on another thread tells a loop fed through a queue that its pass
+was read.
 A hook whose own work raises is restored to PyTorch's original and reported once; PyTorch's
 own exceptions (``StopIteration`` included) pass through untouched.
 """
@@ -66,6 +68,7 @@ def arm(torch: Any, process: Process) -> None:
     """Put the hooks in (once per process)."""
     from torch.nn.modules.module import Module
     from torch.optim.optimizer import register_optimizer_step_post_hook
+    from torch.utils.data import dataloader as dataloader_module
     from torch.utils.data.dataloader import DataLoader, _BaseDataLoaderIter
 
     hooks = _Hooks(torch, process)
@@ -79,12 +82,7 @@ def arm(torch: Any, process: Process) -> None:
         hooks.wrap(distributed, "barrier", hooks.timed_barrier)
     hooks.step_handle = register_optimizer_step_post_hook(hooks.after_step)
     process.knobs.wrap_dataloader(DataLoader)
-    from torch.utils.data import _utils
-
-    batches = WorkerBatches(_utils.worker.get_worker_info, process)
-    for fetcher in (_utils.fetch._MapDatasetFetcher, _utils.fetch._IterableDatasetFetcher):
-        hooks.wrap(fetcher, "fetch", batches.timed_fetch)
-    process.loop.worker_batches = batches.total
+    hooks.wrap(dataloader_module._MultiProcessingDataLoaderIter, "__init__", hooks.workers_starting)
     process.knobs.set_threads(torch)
     process.threads = torch.get_num_threads
     atexit.register(hooks.at_exit)
@@ -102,6 +100,7 @@ class _Hooks:
         self.timed_next_on = self.counted_train_on = self.counted_backward_on = True
         self.after_step_on = self.at_exit_on = self.timed_barrier_on = self.timed_call_on = True
         self.trained_modules: dict[int, bool] = {}
+        self.worker_batches: WorkerBatches | None = None
         self.trained_params: set[int] = set()
         self.optimizers: set[int] = set()
         self.train_depth = 0
@@ -135,11 +134,20 @@ class _Hooks:
 
     def timed_next(self, original: Callable[[Any], Any]) -> Callable[[Any], Any]:
         process, fetch, exhausted, is_grad_enabled = self.process, self.loop.fetch, self.loop.exhausted, self.is_grad_enabled
-        endless = self.loop.endless
+        endless, exhausted_elsewhere = self.loop.endless, self.loop.exhausted_elsewhere
 
         def __next__(iterator: Any) -> Any:
-            if not (self.timed_next_on and process.live and get_ident() == _MAIN):
+            if not (self.timed_next_on and process.live):
                 return original(iterator)
+            if get_ident() != _MAIN:  # a thread that fills a queue: only its pass running out matters
+                try:
+                    return original(iterator)
+                except StopIteration:
+                    try:
+                        exhausted_elsewhere(id(iterator._dataset), _monotonic())
+                    except Exception as exc:
+                        self.failed("timed_next", exc)
+                    raise
             first = getattr(iterator, "_num_yielded", None) == 0
             start = _monotonic()
             try:
@@ -213,6 +221,24 @@ class _Hooks:
                     self.loop.loop_code = sys._getframe(2).f_code  # who called the model: the loop
         except Exception as exc:
             self.failed("timed_call", exc)
+
+    def workers_starting(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """The first DataLoader with workers: their batches are timed from then on (a loop
+        without workers pays nothing for it)."""
+        def __init__(iterator: Any, *args: Any, **kwargs: Any) -> None:
+            if self.worker_batches is None and self.process.live:
+                try:
+                    from torch.utils.data import _utils
+
+                    batches = WorkerBatches(_utils.worker.get_worker_info, self.process)
+                    for fetcher in (_utils.fetch._MapDatasetFetcher, _utils.fetch._IterableDatasetFetcher):
+                        self.wrap(fetcher, "fetch", batches.timed_fetch)
+                    self.worker_batches = batches
+                    self.loop.worker_batches = batches.total
+                except Exception as exc:
+                    self.process.error("torch", "worker batches", exc)
+            original(iterator, *args, **kwargs)
+        return __init__
 
     def start_watcher(self) -> None:
         """The loop waits enough outside a DataLoader to name what it waits on: sample it."""
