@@ -58,3 +58,6 @@ async def test_the_job_screen_follows_a_folder_as_its_nodes_write(tmp_path, size
         await pilot.press("j", "enter")
         await until(pilot, lambda: isinstance(app.screen, RunScreen))
         assert isinstance(app.screen, RunScreen) and app.screen.source.path == b.path
+        await pilot.press("escape")   # back to the job
+        await until(pilot, lambda: isinstance(app.screen, JobScreen))
+        assert isinstance(app.screen, JobScreen)
