@@ -24,7 +24,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.reactive import var
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from .. import analysis, compare
 from ..analysis import status_text
@@ -34,9 +34,11 @@ from ..render import compare_text
 from ..render.palette import NORMAL, PRESENTER, Palette
 from ..runformat.runfile import Run, RunFileError, load
 from ..safe_text import inert, markup
+from . import layout
 from .charts import AreaChart, HeatStrip, PhaseLanes
 from .drawing import AreaInput, HeatInput, View
-from .panels import RenderedTable
+from .kept_lines import KeptFooter
+from .panels import FittedTable, LinesPanel, RenderedTable, TextPanel
 from .redraw import RedrawOnce
 from .model_inputs import lanes_input, overlay_of
 
@@ -46,9 +48,16 @@ TABLE_ORDER = ("epochs", "idle", "utilization", "runs", "metrics", "results")
 PRESENTER_TABLES = ("epochs", "idle")
 
 
-def _side_panel_title(label: str, run: Run) -> str:
-    # a border title reads markup
-    return markup(f"{label}: {compare.command_of(run)} · {Path(run.path).name} · {status_text(run)}")
+def _side_panel_title(label: str, run: Run, width: int) -> str:
+    """The panel's title as long as fits WIDTH: the command, the file and the status, or the
+    file and the status, or the status alone (a title cut by its border cut "--epochs 10" to
+    "--epochs 1…")."""
+    status = status_text(run)
+    for title in (f"{label}: {compare.command_of(run)} · {Path(run.path).name} · {status}",
+                  f"{label}: {Path(run.path).name} · {status}", f"{label}: {status}"):
+        if len(title) <= width - 6:
+            break
+    return markup(title)   # a border title reads markup
 
 
 class ComparePanel(Vertical):
@@ -63,8 +72,8 @@ class ComparePanel(Vertical):
 
     def compose(self) -> ComposeResult:
         label = self.label.lower()
-        yield Static(Text(f"verdict {self.label}: judging…", style="grey50"), id=f"cmp-verdict-{label}",
-                     classes="cmp-verdict")
+        yield LinesPanel(Text(f"verdict {self.label}: judging…", style="grey50"), id=f"cmp-verdict-{label}",
+                         classes="cmp-verdict")
         yield HeatStrip(id=f"cmp-cores-{label}", classes="cmp-cores")
         if self.model.gpus:
             for g, track in enumerate(self.model.gpus):
@@ -78,14 +87,18 @@ class ComparePanel(Vertical):
         yield PhaseLanes(id=f"cmp-lanes-{label}", classes="cmp-lanes")
 
     def on_mount(self) -> None:
-        self.border_title = _side_panel_title(self.label, self.run) + (
-            markup(f" · charts {self.model.host}") if self.model.host else "")  # a merged run: one node's machine
         self.query_one(".cmp-lanes").styles.height = max(1, self.lane_rows)
+
+    def on_resize(self) -> None:
+        host = f" · charts {self.model.host}" if self.model.host else ""   # a merged run: one node's machine
+        title = _side_panel_title(self.label, self.run, self.size.width - len(host)) + markup(host)
+        if self.border_title != title:
+            self.border_title = title
 
     def show_verdict(self, side: compare.Side) -> None:
         verdict = Text(f"verdict {self.label}: ", style="bold")
         verdict.append(inert(side.verdict.text))
-        self.query_one(".cmp-verdict", Static).update(verdict)
+        self.query_one(".cmp-verdict", LinesPanel).update(verdict)
 
     def draw(self, view: View, palette: Palette) -> None:
         """Give each chart its input; a chart whose input is unchanged draws nothing."""
@@ -113,6 +126,9 @@ def _chart_model(run: Run) -> RunModel:
 
 class CompareScreen(RedrawOnce):
     BINDINGS = [
+        # Quit first: the footer shows a screen's keys before the app's, and leaves out the
+        # keys that do not fit.
+        Binding("q", "app.quit", "Quit"),
         Binding("e", "toggle_align", "Time/epoch align"),
         Binding("right_square_bracket", "epoch(1)", "Next epoch", key_display="]"),
         Binding("left_square_bracket", "epoch(-1)", "Previous epoch", key_display="["),
@@ -148,16 +164,16 @@ class CompareScreen(RedrawOnce):
     # -- layout ------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        yield Static(Text("comparing A with B: the figures follow the charts…", style="grey50"), id="cmp-headline")
-        yield Static(id="cmp-notes")
-        yield Static(id="cmp-align")
+        yield TextPanel(Text("comparing A with B: the figures follow the charts…", style="grey50"), id="cmp-headline")
+        yield TextPanel(id="cmp-notes")
+        yield TextPanel(id="cmp-align")
         with Horizontal(id="cmp-charts"):
             lane_rows = max(len(m.lanes) for m in self.models.values())
             for label, run in self.runs.items():
                 yield ComparePanel(label, run, self.models[label], lane_rows)
         with VerticalScroll(id="cmp-tables", classes="panel"):
             yield Static(Text("working out the figures…", style="grey50"), id="cmp-pending")
-        yield Footer()
+        yield KeptFooter()
 
     def _start_comparing(self) -> None:
         Beside(self._compare, name="devicewatch-comparison")  # a daemon: quitting does not wait for it
@@ -174,22 +190,23 @@ class CompareScreen(RedrawOnce):
 
     def on_compare_screen_failed(self, message: Failed) -> None:
         error = message.error
-        self.query_one("#cmp-headline", Static).update(
+        self.query_one("#cmp-headline", TextPanel).update(
             Text(f"the figures could not be worked out: {type(error).__name__}: {error}", style="bold red"))
         self.query_one("#cmp-pending", Static).update("")
 
     def on_compare_screen_compared(self, message: Compared) -> None:
         """Headline, notes, both verdicts and the tables, once the thread has worked them out."""
         c = self.comparison = message.comparison
-        self.query_one("#cmp-headline", Static).update(Text(inert(c.headline, newlines=True), style="bold"))
-        self.query_one("#cmp-notes", Static).update(self._notes_text(c))
+        self.query_one("#cmp-headline", TextPanel).update(Text(inert(c.headline, newlines=True), style="bold"))
+        self.query_one("#cmp-notes", TextPanel).update(self._notes_text(c))
         for panel, s in zip(self.query(ComparePanel), (c.a, c.b)):
             panel.show_verdict(s)
         tables = self.query_one("#cmp-tables", VerticalScroll)
         self.query_one("#cmp-pending").remove()
-        tables.mount_all([RenderedTable(table, classes="cmp-table" + ("" if name in PRESENTER_TABLES
-                                                                         else " cmp-detail"))
+        tables.mount_all([RenderedTable(FittedTable(table), classes="cmp-table" + ("" if name in PRESENTER_TABLES
+                                                                                      else " cmp-detail"))
                           for name, table in self._tables(c)])
+        self.call_after_refresh(self._fit_layout)
 
     @staticmethod
     def _notes_text(c: compare.Comparison) -> Text:
@@ -227,6 +244,7 @@ class CompareScreen(RedrawOnce):
         self._redraw_soon()
 
     def watch_presenter(self) -> None:
+        self.call_after_refresh(self._fit_layout)
         self._redraw_soon()
 
     def redraw_all(self) -> None:
@@ -275,8 +293,48 @@ class CompareScreen(RedrawOnce):
         text.append(f"   (e: toggle, [ ]: which {a if a == b else f'{a}/{b}'})", style="grey50")
         return text
 
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._fit_layout)
+
+    def _fit_layout(self) -> None:
+        """Show what the terminal holds whole (``layout.COMPARE``): the text lines' rows as they
+        wrap, each side's charts, the figures panel with its first table's header and rows."""
+        width, height = self.size
+        if not width or not height or not self.is_mounted:
+            return
+
+        def rows(widget_id: str, at: int) -> int:
+            panel = self.query_one(f"#{widget_id}", TextPanel)
+            return len(panel._wrapped(max(1, at - panel.styles.gutter.width)))
+
+        side = max(1, (width - 4) // 2)
+        measured: dict[str, int | tuple[int | None, int | None]] = {
+            name: rows(name, width) for name in ("cmp-headline", "cmp-notes", "cmp-align")}
+        lanes = max(1, max(len(m.lanes) for m in self.models.values()))
+        for label, model in self.models.items():
+            key = label.lower()
+            measured[f"cmp-verdict-{key}"] = rows(f"cmp-verdict-{key}", side)
+            measured[f"cmp-utils-{key}"] = 4 * max(1, len(model.gpus))
+            measured[f"cmp-lanes-{key}"] = lanes
+        measured["cmp-tables"] = (2 + self._first_rows(width - 2), None)   # a least height, not its text's
+        hidden = layout.fit(layout.COMPARE, width, height, self.presenter, measured)
+        pair = {"cmp-cores-a", "cmp-cores-b"}
+        if hidden & pair:   # both sides or neither: their charts line up
+            hidden |= pair
+        layout.apply(self, layout.COMPARE, hidden, measured)
+
+    def _first_rows(self, width: int, rows: int = 3) -> int:
+        """The lines the first table shown takes down to its ROWS-th row (its title and header
+        included), at WIDTH: what the figures panel keeps on any terminal."""
+        tables = [t for t in self.query(RenderedTable) if t.display]
+        if not tables:
+            return 3
+        lines = [strip.text for strip in tables[0]._lay_out(max(1, width))]
+        rule = next((i for i, line in enumerate(lines) if line.lstrip().startswith("┡")), None)
+        return len(lines) if rule is None else min(len(lines), rule + 1 + rows)
+
     def redraw(self) -> None:
-        self.query_one("#cmp-align", Static).update(self._align_text())
+        self.query_one("#cmp-align", TextPanel).update(self._align_text())
         views = self.views()
         palette = PRESENTER if self.presenter else NORMAL
         for panel in self.query(ComparePanel):

@@ -20,10 +20,11 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Button, Checkbox, Footer, Input, Label, OptionList, Select, Static
+from textual.widgets import Button, Checkbox, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
 from .. import active_runs, registry
+from .kept_lines import KeptFooter
 
 
 class OptionError(Exception):
@@ -144,7 +145,7 @@ class HomeScreen(Screen[None]):
                 with Vertical(id="recent-panel", classes="panel"):
                     yield OptionList(id="recent")
                     yield Button("Replay", id="replay", variant="primary")
-        yield Footer()
+        yield KeptFooter()
 
     def _describe(self, name: str) -> str:
         try:

@@ -35,6 +35,7 @@ from textual.scrollbar import ScrollBar, ScrollBarCorner, ScrollBarRender
 from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
 
 
 class KeptLines(Widget):
@@ -82,7 +83,28 @@ class KeptVertical(Vertical, KeptLines):
 
 class KeptFooter(Footer, KeptLines):
     """``Footer`` whose lines are kept while unchanged (a child of the screen, it is asked for
-    them at every frame, whatever changed)."""
+    them at every frame, whatever changed), and whose keys are shown whole or not at all: a
+    key that does not fit the terminal is left out rather than cut ("? Ke"); the screens list
+    Quit first, so it is the last to go."""
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._whole_keys)
+
+    async def recompose(self) -> None:
+        await super().recompose()
+        self.call_after_refresh(self._whole_keys)
+
+    def _whole_keys(self) -> None:
+        keys = list(self.query(FooterKey))
+        palette = [key for key in keys if key.has_class("-command-palette")]
+        room = self.size.width - sum(key.outer_size.width for key in palette)
+        used = 0
+        for key in keys:
+            if key in palette:
+                continue
+            used += key.get_content_width(self.size, self.size) + key.styles.gutter.width
+            if key.display != (used <= room):
+                key.display = used <= room
 
 
 class KeptScrollBar(ScrollBar, KeptLines):

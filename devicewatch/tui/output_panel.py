@@ -91,7 +91,9 @@ class OutputLog(ScrollView, KeptLines, KeptScrollbars, KeptRows, can_focus=True)
     def __init__(self, max_lines: int = 2000, *, id: str | None = None, classes: str | None = None):
         super().__init__(id=id, classes=classes)
         self.max_lines = max_lines
-        self._lines: list[Text] = []
+        self._lines: list[Text] = []     # the rows shown: the output's lines wrapped at the panel's width
+        self._written: list[Text] = []   # the output's lines as written, wrapped again at a new width
+        self._wrap_width = 0
         self._open: Text | None = None   # the line not yet ended, drawn after the others
         self._dropped = 0      # lines no longer kept: line i here is line dropped + i of the output
         self._width = 0
@@ -125,17 +127,46 @@ class OutputLog(ScrollView, KeptLines, KeptScrollbars, KeptRows, can_focus=True)
                 (opened is None or self._open is None or opened.plain == self._open.plain):
             return
         self._strips.discard(self._dropped + len(self._lines))   # where the open line was drawn
-        self._lines += new
+        self._written = (self._written + new)[-self.max_lines:]
+        rows = [row for line in new for row in self._wrap(line)]
+        self._lines += rows
         self._open = opened
         if len(self._lines) > self.max_lines:
             drop = len(self._lines) - self.max_lines
             del self._lines[:drop]
             self._dropped += drop
         self._strips.discard(self._dropped + len(self._lines))
-        widths = [line.cell_len for line in new] + ([opened.cell_len] if opened is not None else [])
+        widths = [row.cell_len for row in rows] + ([opened.cell_len] if opened is not None else [])
         self._width = max([self._width, *widths])
         self._resize()
         if following and not self.is_vertical_scrollbar_grabbed:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self.refresh()
+
+    def _wrap(self, line: Text) -> list[Text]:
+        """LINE as the rows a terminal of the panel's width shows it: wrapped at words, a word
+        longer than a row folded (a figure at the edge is not cut: "accuracy 0.9" of 0.9306)."""
+        width = self._wrap_width
+        if width <= 0 or line.cell_len <= width:
+            return [line]
+        return list(line.wrap(self.app.console, width, overflow="fold", no_wrap=False))
+
+    def _rewrap(self) -> None:
+        """The rows again at the panel's new width, from the lines as written."""
+        width = self.scrollable_content_region.width
+        if width <= 0 or width == self._wrap_width:
+            return
+        self._wrap_width = width
+        if not any(line.cell_len > width for line in self._written) and \
+                not any(row.cell_len > width for row in self._lines) and len(self._lines) == len(self._written):
+            return   # every line fits, as before
+        self._lines = [row for line in self._written for row in self._wrap(line)][-self.max_lines:]
+        self._dropped = 0
+        self._strips.clear()
+        self._shown.clear()
+        self._width = max([0, *(row.cell_len for row in self._lines)])
+        self._resize()
+        if self._following:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
         self.refresh()
 
@@ -212,6 +243,7 @@ class OutputLog(ScrollView, KeptLines, KeptScrollbars, KeptRows, can_focus=True)
         self._following = self.is_vertical_scroll_end
 
     def on_resize(self, event: events.Resize) -> None:
+        self._rewrap()
         if self._following and not self.is_vertical_scroll_end:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
         width, height = self.scrollable_content_region.size

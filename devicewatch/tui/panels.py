@@ -15,9 +15,12 @@ from dataclasses import dataclass, field
 from collections.abc import Hashable
 
 import numpy as np
-from rich.console import RenderableType
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.segment import Segment
 from rich.style import Style
+from rich.table import Table
 from rich.text import Text
 from textual.content import Content
 from textual.geometry import Region, Size
@@ -29,10 +32,11 @@ from textual.visual import Visual
 from .drawing import format_seconds
 from .kept_lines import KeptLines, KeptRows
 from .. import analysis
+from ..render.fit import Column, fit
 from ..analysis import advice, wording
 from ..live.model import RunModel
 from ..render.palette import Palette
-from ..safe_text import inert
+from ..safe_text import inert, inert_table
 
 BAR_FULL = "█"
 BAR_EMPTY = "░"
@@ -211,6 +215,13 @@ def epoch_bars(rows: list[analysis.EpochRow], width: int, max_rows: int = 40,
     if unmeasured:
         text.append(inert(unmeasured) + "\n", style="grey50")
     return text
+
+
+def epoch_bars_width(rows: list[analysis.EpochRow]) -> int:
+    """The narrowest width at which ``epoch_bars`` draws the newest row on one line, its bar
+    at its shortest: what the epochs panel asks of the layout so that an epoch is one line."""
+    text = epoch_bars(rows[-1:], 1, 1)
+    return max((cell_len(line) for line in text.plain.split("\n") if line[:5].strip().isdigit()), default=0)
 
 
 def cost_text(model: RunModel) -> Text:
@@ -409,7 +420,7 @@ class LinesPanel(TextPanel):
     """A ``TextPanel`` whose lines wrap at words onto at most ``MAX_ROWS`` rows each: the verdict
     and a line per advice cost a bounded number of the charts' rows at any width (a verdict and
     its advice wrapped whole once took half a 100-column screen). A line longer still ends its
-    last row at a word with an ellipsis: a figure is shown whole or not at all, never cut."""
+    last row after a whole word with " …": a figure is shown whole or not at all, never cut."""
 
     MAX_ROWS = 3
 
@@ -422,10 +433,41 @@ class LinesPanel(TextPanel):
             if len(rows) > self.MAX_ROWS:
                 last = rows[self.MAX_ROWS - 1]
                 plain = last.plain
-                cut = plain.rstrip().rfind(" ", 0, max(width - 1, 1))   # the last word that leaves room for "…"
-                rows = [*rows[:self.MAX_ROWS - 1], last[:cut if cut > 0 else width - 1] + "…"]
+                # The last whole word that leaves room for " …": the space says no word was cut.
+                cut = plain.rstrip().rfind(" ", 0, max(width - 2, 1))
+                rows = [*rows[:self.MAX_ROWS - 1], last[:cut if cut > 0 else width - 2] + " …"]
             out.extend(rows)
         return out
+
+
+NATURAL_WIDTH = 10_000   # wider than any table: a table measured at it is measured as it wants
+
+
+class FittedTable:
+    """A table drawn at the width it is given: whole where it fits, else as ``render.fit`` lays
+    it out for the text (the columns that do not fit go on in a further table, the first
+    column repeated), so no figure or name is cut to "+0.6…" or "num_work…" (rich squeezes a
+    table too wide for its width into ellipses); its caption after. The cells keep their text,
+    not their colours, once split."""
+
+    def __init__(self, table: Table):
+        self.table = table
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        table = self.table
+        # Measured unbounded: a measurement at the width is clamped to it.
+        if Measurement.get(console, options.update_width(NATURAL_WIDTH), table).maximum <= options.max_width:
+            yield table
+            return
+        columns = [Column(Text(str(c.header)).plain, [Text(str(cell)).plain for cell in c.cells], c.justify)
+                   for c in table.columns]
+        for part in fit(Text(str(table.title or "")).plain, columns[:1], columns[1:], options.max_width):
+            part.caption = None
+            if not table.title:   # an untitled table's parts go untitled (no bare ", continued")
+                part.title = None
+            yield inert_table(part)
+        if table.caption:
+            yield table.caption
 
 
 class RenderedTable(KeptLines):

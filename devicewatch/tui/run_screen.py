@@ -34,7 +34,7 @@ from ..live.model import RunModel
 from ..live.source import LiveSource, Source
 from ..render.palette import NORMAL, PRESENTER, Palette
 from ..runformat.runfile import RunFileError
-from . import panels
+from . import layout, panels
 from .output_panel import OutputLog
 from .charts import AreaChart, HeatStrip, LineChart, PhaseLanes
 from .chart_cells import heat_legend
@@ -45,6 +45,9 @@ from .redraw import RedrawOnce
 
 WINDOWS: list[float | None] = [10, 30, 60, 120, 300, 600, 1800, None]  # seconds; None: whole run
 WidgetT = TypeVar("WidgetT", bound=Widget)
+# The parts whose display the layout table decides; the screen shows the GPU half, its reason
+# line and the CPU panel's lanes by what the run has (``_draw_gpus``).
+GOVERNED = {"bottom", "proc-panel", "epochs", "log", "heat-legend", "gpu-mem-power", "cores", "cpu-total", "no-gpu"}
 
 TICK = 0.5  # seconds between poll-and-redraw ticks (2 Hz)
 VIEW_STEPS = 20  # a live view's end advances in steps of 1/20 of the window
@@ -154,6 +157,9 @@ class RunScreen(RedrawOnce):
         self._found: dict[str, Widget] = {}
         self._legend_of: tuple[Palette, str] | None = None   # what the heat legend shows was made for
         self._gpu_half_of: tuple[bool, str | None] | None = None   # what the GPU half shows without GPUs
+        self._laid_out: tuple[object, ...] | None = None   # what the layout table was last fitted to
+        self._log_closed = False   # ``l`` closed the output panel
+        self._widths: dict[str, int] = {}   # each text panel's width when last shown
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -203,6 +209,55 @@ class RunScreen(RedrawOnce):
         self._redraw(force=True)
         self.set_interval(self.tick, self._on_tick)
 
+    def on_resize(self) -> None:
+        self._fit_layout()
+
+    def _fit_layout(self) -> None:
+        """Show what the terminal holds whole (``layout.RUN``): the text lines' rows as they wrap
+        at this width, the GPUs' charts this run has, the epochs panel as wide as its rows."""
+        width, height = self.size
+        if not width or not height:
+            return
+        no_gpu = self.has_class("-no-gpu")
+        gpus = [c for c in self.gpu_charts if c.display]
+        lanes = max(1, len(self.model.lanes)) if self.model is not None else 1
+        measured: dict[str, int | tuple[int | None, int | None]] = {
+            name: self._text_rows(name) for name in ("status", "progress", "verdict", "no-gpu", "heat-legend",
+                                                      "cost", "gpu-reason")}
+        measured.update({"gpu-utils": 4 * len(gpus) + 5 * sum(c.display for c in self.sm_charts),
+                         "lanes": lanes, "cpu-lanes": lanes})
+        bars = self._find("#epochs", panels.EpochBars)
+        if bars.epochs.rows:   # one epoch a line, and room for the legend, the newest and its note
+            columns = panels.epoch_bars_width(bars.epochs.rows)
+            least = panels.epoch_bars(bars.epochs.rows, columns, 1, bars.epochs.unmeasured)
+            measured["epochs"] = (2 + bars._shown_lines(least, bars.size.width - 2 if bars.size.width > 2 else columns),
+                                  columns + 4)
+        absent = {"gpu-panel", "lanes"} if no_gpu else {"no-gpu", "cpu-lanes"}
+        if not self.gpu_charts:
+            absent.add("gpu-mem-power")
+        if self._log_closed:
+            absent.add("log")
+        key = (width, height, self.presenter, tuple(sorted(measured.items())), tuple(sorted(absent)))
+        if key == self._laid_out:
+            return
+        self._laid_out = key
+        hidden = layout.fit(layout.RUN, width, height, self.presenter, measured, absent)
+        layout.apply(self, layout.RUN, hidden, measured, governed=GOVERNED)
+        # Once laid out, the panels' text is measured again at the widths they got: a panel
+        # shown or hidden changes its neighbours' widths, and with them how their text wraps.
+        self.call_after_refresh(self._fit_layout)
+
+    def _text_rows(self, widget_id: str) -> int:
+        """The rows a text panel of the screen takes at its width: the width it has, or had when
+        last shown (a hidden panel measured at its own width, the layout would show it again),
+        or its share of the screen before it was ever laid out."""
+        panel = self._find(f"#{widget_id}", panels.TextPanel)
+        width = panel.size.width or self._widths.get(widget_id) or \
+            (self.size.width * 2 // 7 if widget_id == "cost" else self.size.width) - panel.styles.gutter.width
+        if panel.size.width:
+            self._widths[widget_id] = panel.size.width
+        return len(panel._wrapped(max(1, width)))
+
     # -- state: every change redraws once -----------------------------------------------------
 
     def watch_window(self) -> None:
@@ -221,6 +276,7 @@ class RunScreen(RedrawOnce):
         self._redraw_soon()
 
     def watch_presenter(self) -> None:
+        self._laid_out = None
         self._redraw_soon()
 
     def redraw_all(self) -> None:
@@ -390,6 +446,8 @@ class RunScreen(RedrawOnce):
         if everything or (slow and now - self._bottom_at >= BOTTOM_EVERY - TICK / 4):
             self._bottom_at = now
             self._redraw_bottom(model, view, palette, overlay, force)
+        if slow:
+            self._fit_layout()
 
     def _redraw_bottom(self, model: RunModel, view: View, palette: Palette, overlay: Overlay, force: bool) -> None:
         t = model.t.values
@@ -447,7 +505,6 @@ class RunScreen(RedrawOnce):
         if not model.gpus and not no_gpu:
             self._set("gpu-reason", Text.assemble(("No GPU data yet: ", "bold"), "waiting for the first GPU sample"))
         self._find("#gpu-reason", Widget).display = not model.gpus and not no_gpu
-        self._find("#gpu-mem-power", Widget).display = bool(model.gpus)
         container = self._find("#gpu-utils", KeptVertical)
         container.display = bool(model.gpus)
         while len(self.gpu_charts) < len(model.gpus):
@@ -645,8 +702,8 @@ class RunScreen(RedrawOnce):
         self.post_message(self.TryWanted(self, *tryable))
 
     def action_toggle_log(self) -> None:
-        log = self._find("#log", Widget)
-        log.display = not log.display
+        self._log_closed = not self._log_closed
+        self._fit_layout()
 
     def action_back(self) -> None:
         if self.source.running:

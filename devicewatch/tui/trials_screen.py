@@ -30,7 +30,6 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.reactive import var
-from textual.widgets import Footer
 
 from ..analysis import advice as advice_
 from .. import trials
@@ -42,7 +41,9 @@ from ..runformat.runfile import Run, load
 from ..safe_text import inert, markup
 from .charts import AreaChart
 from .drawing import AreaInput, View, format_seconds
-from .panels import RenderedTable, TextPanel
+from . import layout
+from .kept_lines import KeptFooter
+from .panels import FittedTable, RenderedTable, TextPanel
 from .redraw import RedrawOnce
 from .model_inputs import overlay_of
 
@@ -237,7 +238,7 @@ class TrialsScreen(RedrawOnce):
         with VerticalScroll(id="trials-charts", classes="panel"):
             for i, _row in enumerate(self.rows):
                 yield AreaChart(id=f"trial-cpu-{i}", classes="trial-cpu")
-        yield Footer()
+        yield KeptFooter()
 
     def on_mount(self) -> None:
         self.query_one("#trials-table").border_title = "variants"
@@ -320,12 +321,31 @@ class TrialsScreen(RedrawOnce):
     def redraw_all(self) -> None:
         self.query_one("#trials-headline", TextPanel).update(self._headline())
         self.query_one("#trials-plan", TextPanel).update(self._plan())
-        self.query_one("#trials-table", RenderedTable).update(self._table())
+        self.query_one("#trials-table", RenderedTable).update(FittedTable(self._table()))
         notes = self._notes()
-        panel = self.query_one("#trials-notes", TextPanel)
-        panel.display = bool(notes.plain)
-        panel.update(notes)
+        self.query_one("#trials-notes", TextPanel).update(notes)
         self._draw_charts()
+        self.call_after_refresh(self._fit_layout)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._fit_layout)
+
+    def _fit_layout(self) -> None:
+        """Show what the terminal holds whole (``layout.TRIALS``): the variants' table whole, the
+        notes and the charts where there is room for them."""
+        width, height = self.size
+        if not width or not height or not self.is_mounted:
+            return
+        measured: dict[str, int | tuple[int | None, int | None]] = {}
+        for name in ("trials-headline", "trials-plan", "trials-notes"):
+            panel = self.query_one(f"#{name}", TextPanel)
+            lines = panel._wrapped(max(1, width - panel.styles.gutter.width))
+            measured[name] = len(lines) if panel.text.plain else 0
+        table = self.query_one("#trials-table", RenderedTable)
+        measured["trials-table"] = (2 + len(table._lay_out(max(1, width - 4))), None)
+        absent = set() if measured["trials-notes"] else {"trials-notes"}
+        layout.apply(self, layout.TRIALS, layout.fit(layout.TRIALS, width, height, self.presenter, measured, absent),
+                     measured)
 
     def _headline(self) -> Text:
         if self.error:
