@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import statistics
+from collections import deque
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +41,7 @@ from ..runformat.runfile import Follower, Run, load_columns, read_header
 SILENT_AFTER = 5.0
 # Samples a node keeps in its run object between polls: only its latest reading is drawn.
 KEEP = 16
-# Phases kept per rank: enough for the lanes' window and every epoch's straggler.
+# Phases kept per rank for the lanes (each epoch's are kept apart for its straggler).
 PHASES_KEPT = 4096
 
 
@@ -60,9 +61,10 @@ class Phase:
 class Rank:
     rank: int
     node: NodeFeed
-    phases: list[Phase] = field(default_factory=list)
+    phases: deque[Phase] = field(default_factory=lambda: deque(maxlen=PHASES_KEPT))
     open: dict[tuple[str, str, Any], Phase] = field(default_factory=dict)
     latest_epoch: int | None = None     # the highest epoch of a phase begun
+    by_epoch: dict[int, list[Phase]] = field(default_factory=dict)   # every phase of each epoch
 
     def take(self, event: dict[str, Any]) -> None:
         key = (str(event.get("lane", events.DEFAULT_LANE)), str(event.get("name")), event.get("epoch"))
@@ -71,8 +73,8 @@ class Rank:
             phase = Phase(str(event.get("name")), epoch, float(event["t"]), None)
             self.open[key] = phase
             self.phases.append(phase)
-            if len(self.phases) > PHASES_KEPT:
-                del self.phases[: len(self.phases) - PHASES_KEPT]
+            if epoch is not None:
+                self.by_epoch.setdefault(epoch, []).append(phase)
             if epoch is not None and (self.latest_epoch is None or epoch > self.latest_epoch):
                 self.latest_epoch = epoch
         else:
@@ -86,7 +88,7 @@ class Rank:
     def finish(self, epoch: int) -> tuple[float, dict[str, float]] | None:
         """When this rank's last phase of EPOCH ended (node t) and its time per phase name;
         None if none of its phases of EPOCH has ended."""
-        ends = [p for p in self.phases if p.epoch == epoch and p.end is not None]
+        ends = [p for p in self.by_epoch.get(epoch, ()) if p.end is not None]
         if not ends:
             return None
         spent: dict[str, float] = {}
@@ -370,7 +372,7 @@ class JobModel:
         expected = self.world_size
         if not live or (expected is not None and len(ranks) < expected):
             return
-        epochs = sorted({p.epoch for r in ranks for p in r.phases if p.epoch is not None})
+        epochs = sorted({e for r in ranks for e in r.by_epoch})
         for epoch in epochs:
             if epoch in self.stragglers:
                 continue
