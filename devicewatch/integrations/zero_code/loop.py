@@ -73,7 +73,8 @@ PENDING_DATA_PHASES = 16  # data phases held while training is not yet confirmed
 READ_AHEAD = 2          # steps a loop may take after its loader ran out (a wrapper reads ahead); more: it replays
 LONG_PASS = 86400.0     # seconds: a pass longer than this at the loop's pace does not end within a run
 WATCH_EVERY = 32        # steps between two looks at whether the loop waits enough to be watched ...
-WATCH_SHARE = 0.05      # ... which it does when its wait outside a DataLoader fills this share of the time
+WATCH_SHARE = 0.05      # ... which it does when its wait outside a DataLoader fills this share of the time,
+WATCH_GAP = 0.01        # ... or at once when one wait outside a DataLoader is this long (seconds)
 LOADER, INPUT, OWN = "loader", "input", "own"  # what a sample of the loop's wait was spent on
 DATALOADER = "DataLoader"  # what the waits timed in a DataLoader's ``__next__`` were spent on
 
@@ -192,6 +193,7 @@ class Pending:
     source: Hashable | None = None
     data_wait: float = 0.0
     waits: list[tuple[float, float]] = field(default_factory=list)
+    loop_wait: float = 0.0
 
 
 class Loop:
@@ -258,6 +260,8 @@ class Loop:
             if training:
                 if self.pending.since is None:
                     self.pending.since = now
+                if self.gap_since is None:  # the first step's wait, counted if training is confirmed
+                    self.gap_since, self.gap_loader = now, self.pending.data_wait
                 self._evaluated(now)
             else:
                 self.pending = Pending()
@@ -383,7 +387,13 @@ class Loop:
         """The trained model is called with gradients on: the step's compute begins, and the
         loop's wait since the last step (or since training resumed) ends."""
         since, self.gap_since = self.gap_since, None
-        if since is None or self.owner or not self.confirmed:
+        if since is None or self.owner:
+            return
+        if not self.confirmed:  # the first step's wait: its training is not yet confirmed
+            self.pending.loop_wait += max(0.0, now - since)
+            rest = max(0.0, now - since - max(0.0, self.pending.data_wait - self.gap_loader))
+            if not self.watched:
+                self._look(rest, now)
             return
         if self.phase != TRAIN or self.over:
             if self.resume_at is None and self.phase != TRAIN:
@@ -526,6 +536,9 @@ class Loop:
             self.counts.iterators += 1
         self._say_setup(self.train_source)
         self.counts.data_wait += pending.data_wait
+        if pending.loop_wait:
+            self.counts.loop_wait += pending.loop_wait
+            self.counts.gaps += 1
         for start, end in pending.waits:
             self.data.wait(start, end, self.epoch, self.lane)
 
@@ -550,6 +563,8 @@ class Loop:
             self.pending = pending = Pending()  # a second pass without training: start over
         if pending.since is None:
             pending.since = start
+        if self.gap_since is None:
+            self.gap_since, self.gap_loader = start, pending.data_wait
         pending.source = source
         self.last_train_source = source
         pending.data_wait += end - start
@@ -625,7 +640,11 @@ class Loop:
 
     def _look(self, rest: float, now: float) -> None:
         """Whether the loop waits enough outside a DataLoader (REST, this step) to be watched:
-        WATCH_SHARE of the time over WATCH_EVERY steps or a fifth of a second."""
+        WATCH_SHARE of the time over WATCH_EVERY steps or a fifth of a second, or WATCH_GAP at once."""
+        if rest >= WATCH_GAP and self.watch is not None:
+            self.watched = True
+            self.watch()
+            return
         if self.watch_from is None:
             self.watch_from = now - rest
         self.watch_rest += rest
