@@ -70,21 +70,17 @@ class Row:
 
 
 ROWS = [
-    Row("prefetch_thread", ROUND3 / "prefetch_thread.py",
-        xfail="reads segments of the right steps and evaluations: the pass the thread runs out is not seen as an epoch"),
+    Row("prefetch_thread", ROUND3 / "prefetch_thread.py"),
     Row("next_iter", ROUND3 / "next_iter.py"),
     Row("generator_batches", ROUND3 / "generator_batches.py",
         xfail="reads segments (the generator running out is no epoch); data wait about 0.62 of the loop against 0.94"),
-    Row("cycle_steps", ROUND3 / "cycle_steps.py",
-        xfail="reads 2 epochs of 20 and 40 steps (the first pass of the cycled loader is an epoch), not 3 segments"),
+    Row("cycle_steps", ROUND3 / "cycle_steps.py"),
     Row("loader_per_epoch", ROUND3 / "loader_per_epoch.py"),
     Row("shard_per_step", ROUND3 / "shard_per_step.py",
         xfail="reads segments; data wait 0 against 0.94 (the torch.load per step is not counted); verdict CPU-bound"),
     Row("infinite_sampler", ROUND3 / "infinite_sampler.py"),
-    Row("hf_evaluate_after_train", ROUND3 / "hf_evaluate_after_train.py", needs=("transformers",),
-        xfail="puts trainer.evaluate() after trainer.train() in no epoch (the last epoch's validations: 0)"),
-    Row("eval_at_step0", ROUND3 / "eval_at_step0.py",
-        xfail="shows no validate phase for the evaluation before training (training not yet confirmed)"),
+    Row("hf_evaluate_after_train", ROUND3 / "hf_evaluate_after_train.py", needs=("transformers",)),
+    Row("eval_at_step0", ROUND3 / "eval_at_step0.py"),
 ]
 
 
