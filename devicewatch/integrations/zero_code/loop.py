@@ -56,7 +56,7 @@ keeps only the data wait and the steps, which the callback adds to its epoch's m
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 from collections.abc import Hashable
 
@@ -86,6 +86,25 @@ class Voice(Protocol):
     def setup(self, train_source: Hashable | None) -> None: ...
 
 
+@dataclass(frozen=True)
+class UnitFigures:
+    """What the loop measured in one unit, as its epoch event's metrics: a field each, so a
+    figure is named and typed here before it can reach a run file (``to_json`` leaves out
+    what was not measured: absent, never 0)."""
+
+    steps: int
+    data_wait_s: float | None = None       # the input wait: the DataLoader's, and what the samples found input
+    wait_s: float | None = None            # the loop's whole wait between steps
+    loader_wait_s: float | None = None     # the part in the training DataLoader's __next__
+    iterators: int | None = None           # new iterators over the training data
+    waited_on: str | None = None           # what most of the input wait was spent on
+    steps_per_s: float | None = None
+    worker_batch_s: float | None = None    # what one batch took a loader worker to make
+
+    def to_json(self) -> dict[str, Any]:
+        return {name: value for name, value in self.__dict__.items() if value is not None}
+
+
 @dataclass
 class EpochCounts:
     """One epoch's training figures: optimizer steps, backward passes, data wait, train time."""
@@ -112,13 +131,17 @@ class EpochCounts:
 
     def metrics(self, now: float, optimizer_seen: bool,
                 fallback: dict[tuple[str, str], int] | None = None) -> dict[str, Any]:
+        return self.figures(now, optimizer_seen, fallback).to_json()
+
+    def figures(self, now: float, optimizer_seen: bool,
+                fallback: dict[tuple[str, str], int] | None = None) -> UnitFigures:
         """``steps`` are optimizer steps; a loop that updates its weights by hand (no
         optimizer ever stepped) counts its backward passes instead. The loop's wait outside a
         DataLoader is input in the share of its samples that were (this unit's, else
         FALLBACK's: the loop's so far); unsampled, it is the script's own."""
         seconds = self.train_time + (max(0.0, now - self.train_since) if self.train_since is not None else 0.0)
         steps = self.steps if optimizer_seen else self.backwards
-        figures: dict[str, Any] = {"steps": steps}
+        figures: dict[str, Any] = {}
         if self.gaps:
             rest = max(0.0, self.loop_wait - self.data_wait)
             samples = self.samples or fallback or {}
@@ -139,7 +162,7 @@ class EpochCounts:
             figures["data_wait_s"] = round(self.data_wait, 6)
         if seconds > 0:
             figures["steps_per_s"] = round(steps / seconds, 3)
-        return figures
+        return UnitFigures(steps, **figures)
 
 
 class DataPhases:
@@ -431,8 +454,9 @@ class Loop:
         if not (self.wait_measured or self.train_source is not None or self.counts.fetched
                 or self.counts.gaps or any(c.fetched for c in declared)):
             return None
-        open_wait = self.counts.metrics(0.0, self.optimizer_seen, self.sample_totals).get(
-            "data_wait_s", self.counts.data_wait)
+        open_wait = self.counts.figures(0.0, self.optimizer_seen, self.sample_totals).data_wait_s
+        if open_wait is None:
+            open_wait = self.counts.data_wait
         return self.closed_wait + open_wait + sum(c.data_wait for c in declared)
 
     @property
@@ -623,15 +647,15 @@ class Loop:
         code after the loader ran out); training activity after this begins the next epoch."""
         self.data.flush()
         self.counts.fetched = self.counts.fetched or self.train_source is not None
-        figures = self.counts.metrics(at, self.optimizer_seen, self.sample_totals)
-        if self.worker_batches is not None and "loader_wait_s" in figures:
+        figures = self.counts.figures(at, self.optimizer_seen, self.sample_totals)
+        if self.worker_batches is not None and figures.loader_wait_s is not None:
             (seconds, batches), (before, counted) = self.worker_batches(), self.workers_counted
             self.workers_counted = (seconds, batches)
             if batches > counted:  # what one batch took a worker to make
-                figures["worker_batch_s"] = round((seconds - before) / (batches - counted), 6)
-        self.closed_wait += figures.get("data_wait_s", self.counts.data_wait)
+                figures = replace(figures, worker_batch_s=round((seconds - before) / (batches - counted), 6))
+        self.closed_wait += figures.data_wait_s if figures.data_wait_s is not None else self.counts.data_wait
         self.wait_measured = self.wait_measured or self.counts.fetched or bool(self.counts.gaps)
-        self.voice.epoch(self.epoch, figures, self.unit)
+        self.voice.epoch(self.epoch, figures.to_json(), self.unit)
         self.counts = EpochCounts()
         self.over = True
 
