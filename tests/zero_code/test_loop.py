@@ -410,6 +410,8 @@ def test_the_loops_wait_between_steps_is_input_in_the_share_the_watcher_found():
     assert figures["wait_s"] == pytest.approx(1.2)
     assert figures["data_wait_s"] == pytest.approx(0.8)
     assert figures["waited_on"] == "queue at train.py:9"
+    # the one wait whose samples found it taking its input is drawn as a data phase
+    assert [s[2:] for s in heard.said if s[0] == "data"] == [pytest.approx((0.2, 0.5))]
 
 
 def test_the_wait_across_an_evaluation_is_not_the_loops_and_unwatched_it_is_the_scripts_own():

@@ -250,6 +250,7 @@ class Loop:
         # the loop's wait between steps: open since GAP_SINCE (None: it computes, validates or waits at a barrier)
         self.gap_since: float | None = None
         self.gap_loader = 0.0              # the DataLoader wait of the unit when the gap opened
+        self.gap_input = False             # a sample of this gap found the loop taking its input
         self.watch: Any = None             # starts the watcher that samples the wait (set by the hooks)
         self.watched = False
         self.watch_steps = 0
@@ -427,12 +428,17 @@ class Loop:
         wait = max(0.0, now - since)
         counts.loop_wait += wait
         counts.gaps += 1
+        in_loader = counts.data_wait - self.gap_loader
+        if self.gap_input and in_loader <= 0.0 and wait >= DATA_JOINABLE:
+            self.data.wait(since, now, self.epoch, self.lane)  # an input wait outside a DataLoader, drawn
+        self.gap_input = False
         if not self.watched:
-            self._look(max(0.0, wait - max(0.0, counts.data_wait - self.gap_loader)), now)
+            self._look(max(0.0, wait - max(0.0, in_loader)), now)
 
     def sampled(self, kind: str, what: str) -> None:
         """The watcher found the waiting loop in WHAT, of KIND (LOADER, INPUT or OWN)."""
         key = (kind, what)
+        self.gap_input = self.gap_input or kind == INPUT
         samples, totals = self.counts.samples, self.sample_totals
         samples[key] = samples.get(key, 0) + 1
         totals[key] = totals.get(key, 0) + 1
