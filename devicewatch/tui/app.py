@@ -171,7 +171,7 @@ class DashboardApp(App[int]):
                         f"ended {message.status or 'without finishing'}", severity="warning", timeout=30)
             return
         if len(self.story_files) < len(self.story):
-            self.notify(f"finished; the next run starts in {self.story_pause:.0f} s", timeout=self.story_pause + 1)
+            screen.announce(f"finished; the next run starts in {self.story_pause:.0f} s")
             self.set_timer(self.story_pause, self._story_next)
         else:
             self.set_timer(self.story_pause, self._story_compare)

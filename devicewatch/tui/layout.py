@@ -168,20 +168,21 @@ RUN = Part("run", parts=(
 ))
 
 # The comparison (and presenter mode's): the figures panel keeps its first table's header and
-# three rows; the heat strips give way first (both sides together), then the notes, the line
-# that says how the axes align, and the phase lanes; the charts themselves last.
+# three rows; the heat strips give way first (both sides together), then the phase lanes, the
+# line that says how the axes align, and the notes (what differed between the runs, what other
+# programs took); the charts themselves last.
 def _compare_side(key: str) -> Part:
     return Part(f"cmp-{key}", rows=2, columns=30, parts=(
         Part(f"cmp-verdict-{key}", rows=1),
         Part(f"cmp-cores-{key}", rows=3, gives_way=1),
         Part(f"cmp-utils-{key}", rows=4),    # a GPU's utilization (or all cores'), 4 rows each
-        Part(f"cmp-lanes-{key}", rows=1, gives_way=4),
+        Part(f"cmp-lanes-{key}", rows=1, gives_way=2),
     ))
 
 
 COMPARE = Part("compare", parts=(
     Part("cmp-headline", rows=1),
-    Part("cmp-notes", rows=1, gives_way=2),
+    Part("cmp-notes", rows=1, gives_way=4),
     Part("cmp-align", rows=1, gives_way=3),
     Part("cmp-charts", across=True, gives_way=5, parts=(_compare_side("a"), _compare_side("b"))),
     Part("cmp-tables", rows=2 + 3),

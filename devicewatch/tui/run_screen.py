@@ -160,6 +160,7 @@ class RunScreen(RedrawOnce):
         self._laid_out: tuple[object, ...] | None = None   # what the layout table was last fitted to
         self._log_closed = False   # ``l`` closed the output panel
         self._widths: dict[str, int] = {}   # each text panel's width when last shown
+        self._announcement = ""   # what the app says of this run's next step (``announce``)
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -281,6 +282,12 @@ class RunScreen(RedrawOnce):
 
     def redraw_all(self) -> None:
         self._redraw(force=True)
+
+    def announce(self, text: str) -> None:
+        """Say TEXT after the progress bar (the demo's next run): a toast would be drawn over a
+        panel's figures and border."""
+        self._announcement = text
+        self._redraw_soon()
 
     # -- the tick ----------------------------------------------------------------------------
 
@@ -410,7 +417,10 @@ class RunScreen(RedrawOnce):
         if slow:
             self._slow_at = now
             self._set("status", self._status(model, view))
-            self._set("progress", panels.progress_text(model, 40 if self.presenter else 30))
+            progress = panels.progress_text(model, 40 if self.presenter else 30)
+            if self._announcement:
+                progress.append(f"   {self._announcement}", style="bold")
+            self._set("progress", progress)
             self._set("verdict", panels.verdict_text(model, try_key=self._try_offered))
         overlay = overlay_of(model)
         t = model.t.values

@@ -161,10 +161,13 @@ async def test_the_demo_story_runs_serial_then_overlapped_then_compares(tmp_path
     settings = DashboardSettings(runs_dir=str(tmp_path / "runs"), interval=0.1, gpu=False)
     app = DashboardApp(settings, story=story, story_pause=0.2, tick=0.2)
     seen: list[str] = []
+    announced = []   # the finished run's line saying the next one starts, and the toasts then shown
     async with app.run_test(size=SIZE) as pilot:
         for _ in range(600):
             await pilot.pause(0.2)
             screen = app.screen
+            if isinstance(screen, RunScreen) and "the next run starts" in str(screen.query_one("#progress").render()):
+                announced.append(list(app.screen.query("Toast")))
             if isinstance(screen, RunScreen):  # named by its variant once its file is open
                 step = f"run {screen.model.run.header.workload.args[1]}" if screen.model else None
             else:
@@ -174,6 +177,8 @@ async def test_the_demo_story_runs_serial_then_overlapped_then_compares(tmp_path
             if isinstance(screen, CompareScreen):
                 break
         assert seen == ["run serial", "run overlapped", "CompareScreen"]
+        # Said after the progress bar, not in a toast drawn over the panels' figures and borders.
+        assert announced and announced[0] == []
         # The figures follow the charts, worked out in a thread: the headline comes with them.
         await until(pilot, lambda: first_frame(app) and app.story_headline is not None)
         assert app.story_headline and app.story_headline == app.screen.comparison.headline
