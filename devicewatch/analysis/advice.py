@@ -288,12 +288,13 @@ def advise(run: Run, verdict: Verdict | None = None) -> list[Advice]:
             every = f"every {1 / b.restarts:.0f} steps" if b.restarts and b.restarts < 0.95 else "every step"
             why = (f"the loop waited on its DataLoader {share:.0%} of the time and takes a new iterator {every}: "
                    f"its {b.workers} worker{'s' * (b.workers != 1)} start anew each time")
-            out.append(_advice(b, "num_workers", 0, f"{why}; without workers nothing starts"))
+            tried = [_advice(b, "num_workers", 0, f"{why}; without workers nothing starts")]
             if not (b.loader or {}).get("persistent_workers"):
-                out.append(_advice(b, "persistent_workers", True,
-                                   f"{why}; persistent workers are not started again, but each new iterator "
-                                   "waits for the batches they had read ahead"))
-            out.sort(key=lambda a: -(a.predicted_gain or 0.0))
+                tried.append(_advice(b, "persistent_workers", True,
+                                     f"{why}; persistent workers are not started again, but each new iterator "
+                                     "waits for the batches they had read ahead"))
+            worth = [a for a in tried if (a.predicted_gain or 0.0) >= MIN_GAIN]
+            out += sorted(worth or tried, key=lambda a: -(a.predicted_gain or 0.0))
         elif b.workers < min(limit, MAX_WORKERS):
             workers = min(limit, MAX_WORKERS) if b.workers == 0 else min(2 * b.workers, limit, MAX_WORKERS)
             why = (f"the loop waited on its DataLoader {share:.0%} of the time; the DataLoader has "
@@ -363,6 +364,8 @@ def _worth_it(a: Advice, b: Baseline) -> Advice:
     workers or threads with no core free to run them only share the cores the loop has."""
     if a.knob is None or a.predicted_gain is None or a.predicted_gain >= MIN_GAIN:
         return a
+    if a.knob == "persistent_workers":  # no core is wanted: the reset's wait is the cost
+        return Advice(None, None, f"{a.why}, and {a.label} is predicted at {a.predicted_gain:.2f}× the steps/s")
     others = f"; other programs took {b.others_cores:.1f} of them" if (b.others_cores or 0) >= 0.25 else ""
     return Advice(None, None, f"{a.why}, and {a.label} is predicted at {a.predicted_gain:.2f}× the steps/s: "
                               f"its work has no core to spread over ({b.usable_cores:.1f} of {_of_cores(b)} "
