@@ -72,9 +72,10 @@ DATA_PHASE_BURST = 10.0  # ... after a burst of this many; the waits left undraw
 PENDING_DATA_PHASES = 16  # data phases held while training is not yet confirmed
 READ_AHEAD = 2          # steps a loop may take after its loader ran out (a wrapper reads ahead); more: it replays
 LONG_PASS = 86400.0     # seconds: a pass longer than this at the loop's pace does not end within a run
-WATCH_EVERY = 32        # steps between two looks at whether the loop waits enough to be watched ...
-WATCH_SHARE = 0.05      # ... which it does when its wait outside a DataLoader fills this share of the time,
-WATCH_GAP = 0.01        # ... or at once when one wait outside a DataLoader is this long (seconds)
+WATCH_EVERY = 8         # steps between two looks at whether the loop waits enough to be watched ...
+WATCH_SHARE = 0.05      # ... which it does when its wait outside a DataLoader fills this share of the time
+WATCH_GAP = 0.001       # ... and is this long a step on average (seconds): a sample every WATCH_INTERVAL tells
+                        # nothing of a shorter wait, and a fast loop's glue between steps is no wait
 LOADER, INPUT, OWN = "loader", "input", "own"  # what a sample of the loop's wait was spent on
 DATALOADER = "DataLoader"  # what the waits timed in a DataLoader's ``__next__`` were spent on
 
@@ -670,17 +671,14 @@ class Loop:
 
     def _look(self, rest: float, now: float) -> None:
         """Whether the loop waits enough outside a DataLoader (REST, this step) to be watched:
-        WATCH_SHARE of the time over WATCH_EVERY steps or a fifth of a second, or WATCH_GAP at once."""
-        if rest >= WATCH_GAP and self.watch is not None:
-            self.watched = True
-            self.watch()
-            return
+        WATCH_SHARE of the time and WATCH_GAP a step, over WATCH_EVERY steps or a fifth of a second."""
         if self.watch_from is None:
             self.watch_from = now - rest
         self.watch_rest += rest
         self.watch_steps += 1
         if self.watch_steps >= WATCH_EVERY or now - self.watch_from >= 0.2:
-            if self.watch_rest >= WATCH_SHARE * (now - self.watch_from) and self.watch is not None:
+            if self.watch_rest >= max(WATCH_SHARE * (now - self.watch_from), WATCH_GAP * self.watch_steps) \
+                    and self.watch is not None:
                 self.watched = True
                 self.watch()
             self.watch_steps, self.watch_from, self.watch_rest = 0, now, 0.0
