@@ -229,6 +229,7 @@ class Loop:
         self.phase: str | None = None      # the open phase this loop said: train, validate or none
         self.epoch = 0
         self.counts = EpochCounts()
+        self.gap_loader = 0.0  # the new counts start from no DataLoader wait
         self.over = False                  # training of this epoch is over: its metrics are out
         self.training_mode = True          # the latest model.train()/eval() of a trained model
         self.optimizer_seen = False
@@ -411,14 +412,16 @@ class Loop:
     def compute(self, now: float) -> None:
         """The trained model is called with gradients on: the step's compute begins, and the
         loop's wait since the last step (or since training resumed) ends."""
-        since, self.gap_since = self.gap_since, None
-        if since is None or self.owner:
+        since = self.gap_since
+        if since is None:
+            return
+        self.gap_since = None
+        if self.owner:
             return
         if not self.confirmed:  # the first step's wait: its training is not yet confirmed
             self.pending.loop_wait += max(0.0, now - since)
-            rest = max(0.0, now - since - max(0.0, self.pending.data_wait - self.gap_loader))
             if not self.watched:
-                self._look(rest, now)
+                self._look(now - since - (self.pending.data_wait - self.gap_loader), now)
             return
         if self.phase != TRAIN or self.over:
             if self.resume_at is None and self.phase != TRAIN:
@@ -426,15 +429,18 @@ class Loop:
             self._train_activity(now)  # the model trains again after model.train()
             self.gap_since = None
         counts = self.counts
-        wait = max(0.0, now - since)
+        wait = now - since
         counts.loop_wait += wait
         counts.gaps += 1
-        in_loader = counts.data_wait - self.gap_loader
-        if self.gap_input and in_loader <= 0.0 and wait >= DATA_JOINABLE:
-            self.data.wait(since, now, self.epoch, self.lane)  # an input wait outside a DataLoader, drawn
-        self.gap_input = False
-        if not self.watched:
-            self._look(max(0.0, wait - max(0.0, in_loader)), now)
+        if self.gap_input:
+            self.gap_input = False
+            if counts.data_wait <= self.gap_loader and wait >= DATA_JOINABLE:
+                self.data.wait(since, now, self.epoch, self.lane)  # an input wait outside a DataLoader, drawn
+        if not self.watched:  # the common case, every step: kept short
+            self.watch_rest += wait - (counts.data_wait - self.gap_loader)
+            self.watch_steps += 1
+            if self.watch_steps >= WATCH_EVERY:
+                self._look(0.0, now)
 
     def sampled(self, kind: str, what: str) -> None:
         """The watcher found the waiting loop in WHAT, of KIND (LOADER, INPUT or OWN)."""
@@ -555,6 +561,8 @@ class Loop:
     def _confirm(self, now: float) -> None:
         pending, self.pending = self.pending, Pending()
         self.confirmed = True
+        if self.watch_from is None:  # the first look at the loop's wait spans its first steps
+            self.watch_from = pending.since if pending.since is not None else now
         self._evaluated(pending.since if pending.since is not None else now)
         for start, end in self.evaluated:  # an evaluation before any training step: in no unit
             self.voice.phase("begin", VALIDATE, None, self.lane, start)
@@ -628,6 +636,7 @@ class Loop:
             self._end(at)
             self.epoch += 1
             self.counts = EpochCounts()
+            self.gap_loader = 0.0  # the new counts start from no DataLoader wait
             self.over = False
             self.pass_open = False
             self.pass_read = False
@@ -664,19 +673,21 @@ class Loop:
         self.wait_measured = self.wait_measured or self.counts.fetched or bool(self.counts.gaps)
         self.voice.epoch(self.epoch, figures.to_json(), self.unit)
         self.counts = EpochCounts()
+        self.gap_loader = 0.0  # the new counts start from no DataLoader wait
         self.over = True
 
     def _new_pass(self, length: int | None, at: float) -> None:
         self.pass_batches, self.pass_length, self.pass_since, self.after_read = 0, length, at, 0
 
     def _look(self, rest: float, now: float) -> None:
-        """Whether the loop waits enough outside a DataLoader (REST, this step) to be watched:
-        WATCH_SHARE of the time and WATCH_GAP a step, over WATCH_EVERY steps or a fifth of a second."""
+        """Whether the loop waits enough outside a DataLoader (REST, this step, added to what
+        ``compute`` summed) to be watched: WATCH_SHARE of the time and WATCH_GAP a step, over
+        WATCH_EVERY steps."""
         if self.watch_from is None:
-            self.watch_from = now - rest
-        self.watch_rest += rest
-        self.watch_steps += 1
-        if self.watch_steps >= WATCH_EVERY or now - self.watch_from >= 0.2:
+            self.watch_from = now - max(0.0, rest)
+        self.watch_rest += max(0.0, rest)
+        self.watch_steps += rest != 0.0
+        if self.watch_steps >= WATCH_EVERY:
             if self.watch_rest >= max(WATCH_SHARE * (now - self.watch_from), WATCH_GAP * self.watch_steps) \
                     and self.watch is not None:
                 self.watched = True

@@ -205,7 +205,7 @@ class _Hooks:
     def called(self, module: Any) -> None:
         """A module is called while the loop waits between steps: the trained model's call
         (with gradients on, in training mode, on the main thread) begins the step's compute."""
-        if not (self.process.live and get_ident() == _MAIN and module.training and self.is_grad_enabled()):
+        if get_ident() != _MAIN or not module.training or not self.is_grad_enabled() or not self.process.live:
             return
         try:
             trained = self.trained_modules.get(id(module))
@@ -215,10 +215,10 @@ class _Hooks:
                 trained = not self.trained_params or any(id(p) in self.trained_params for p in params)
                 if self.trained_params:  # known for good once an optimizer has stepped
                     self.trained_modules[id(module)] = trained
+                if trained and self.loop.loop_code is None:
+                    self.loop.loop_code = sys._getframe(2).f_code  # who called the model: the loop
             if trained:
                 self.loop.compute(_monotonic())
-                if self.loop.loop_code is None:
-                    self.loop.loop_code = sys._getframe(2).f_code  # who called the model: the loop
         except Exception as exc:
             self.failed("timed_call", exc)
 
