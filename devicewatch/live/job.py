@@ -361,7 +361,7 @@ class JobModel:
             if not any(h == boot[0] and abs(b - boot[1]) < SAME_BOOT for h, b in hosts):
                 hosts.append(boot)
         if len(hosts) > 1:
-            return f"{len(hosts)} hosts: clocks aligned to within their synchronisation (NTP, PTP)"
+            return f"{len(hosts)} hosts: aligned by their clocks (NTP, PTP)"
         return "one host: one clock"
 
     def _epochs(self) -> None:

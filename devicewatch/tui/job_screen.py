@@ -22,7 +22,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from ..live.job import JobModel, NodeFeed
+from ..live.job import EpochStraggler, JobModel, NodeFeed
 from ..phase_kinds import KINDS, kind_of
 from ..render.palette import NORMAL, PRINT
 from ..safe_text import inert
@@ -95,9 +95,10 @@ class JobScreen(Screen[None]):
 
     DEFAULT_CSS = """
     JobScreen #job-title { height: 1; background: $boost; text-style: bold; padding: 0 1; }
-    JobScreen #job-nodes { height: auto; max-height: 45%; padding: 0 1; }
+    JobScreen #job-nodes-box { height: auto; max-height: 45%; scrollbar-gutter: stable; }
+    JobScreen #job-nodes { height: auto; padding: 0 1; }
     JobScreen #job-epochs { height: auto; max-height: 9; padding: 0 1; border-top: dashed $primary 40%; }
-    JobScreen #job-lanes-box { height: 1fr; border-top: dashed $primary 40%; }
+    JobScreen #job-lanes-box { height: 1fr; border-top: dashed $primary 40%; scrollbar-gutter: stable; }
     JobScreen #job-lanes { height: auto; padding: 0 1; }
     """
     BINDINGS = [
@@ -125,7 +126,8 @@ class JobScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(id="job-title")
-        yield Static(id="job-nodes")
+        with VerticalScroll(id="job-nodes-box"):
+            yield Static(id="job-nodes")
         yield Static(id="job-epochs")
         with VerticalScroll(id="job-lanes-box"):
             yield Static(id="job-lanes")
@@ -151,6 +153,11 @@ class JobScreen(Screen[None]):
             self.cursor = (self.cursor + step) % nodes
             self._drawn = None
             self.draw()
+            box = self.query_one("#job-nodes-box", VerticalScroll)
+            seen = box.scrollable_content_region.height
+            if seen and not box.scroll_y <= self.cursor < box.scroll_y + seen:   # keep the chosen node in sight
+                box.scroll_to(y=max(0, self.cursor - seen + 1) if self.cursor >= box.scroll_y else self.cursor,
+                              animate=False)
 
     def action_open_node(self) -> None:
         nodes = self.model.ordered()
@@ -176,17 +183,22 @@ class JobScreen(Screen[None]):
             return
         self._drawn = key
         width = max(20, self.size.width - 2)
-        self.query_one("#job-title", Static).update(self.title_text(nodes))
-        self.query_one("#job-nodes", Static).update(self.nodes_text(nodes, width, now))
+        # the scrolling panels' own width: the screen's less their scrollbar's gutter and padding
+        inner = self.query_one("#job-lanes-box", VerticalScroll).scrollable_content_region.width - 2
+        boxed = max(20, inner if inner > 0 else width - 2)
+        title = self.title_text(nodes)
+        title.truncate(width)
+        self.query_one("#job-title", Static).update(title)
+        self.query_one("#job-nodes", Static).update(self.nodes_text(nodes, boxed, now))
         self.query_one("#job-epochs", Static).update(self.epochs_text(width))
-        self.query_one("#job-lanes", Static).update(self.lanes_text(width))
+        self.query_one("#job-lanes", Static).update(self.lanes_text(boxed))
 
     def title_text(self, nodes: list[NodeFeed]) -> Text:
         model = self.model
         ranks = len(model.ranks())
         world = model.world_size
         origin = model.origin
-        text = Text(f"job {model.job or '?'}", style="bold")
+        text = Text(f"job {model.job or '(no id in its headers)'}", style="bold")
         text.append(f" · {inert(model.source_name)} · {len(nodes)} node{'s' * (len(nodes) != 1)} · "
                     f"{ranks}{f'/{world}' if world else ''} ranks")
         if origin is not None:
@@ -236,7 +248,7 @@ class JobScreen(Screen[None]):
         for row in rows:
             counts[row.last_rank] = counts.get(row.last_rank, 0) + 1
         worst = max(counts, key=lambda rank: counts[rank])
-        phases = [row.phase for row in rows if row.last_rank == worst and row.phase]
+        phases = [row.phase for row in rows if row.last_rank == worst and row.phase and self.lost_in(row)]
         where = max(set(phases), key=phases.count) if phases else None
         head = Text("stragglers: ", style="bold")
         head.append(f"rank {worst} slowest in {counts[worst]} of {len(rows)} epochs", style="bold yellow")
@@ -250,11 +262,19 @@ class JobScreen(Screen[None]):
             line.append(f"rank {row.last_rank} ({row.node}) last", style="yellow")
             if row.waited:
                 line.append(f" by {row.spread:.2f} s")
-            if row.phase is not None:
+            if row.phase is not None and self.lost_in(row):
                 line.append(f" · {row.phase} +{row.phase_excess:.2f} s on the other ranks' median")
+            elif row.waited:
+                line.append(" · no phase of it longer than the others': the time went before or between its phases")
             line.truncate(width + 1)
             text.append_text(line)
         return text
+
+    @staticmethod
+    def lost_in(row: EpochStraggler) -> bool:
+        """The phase names where the straggler lost its time: it took at least a tenth of the
+        epoch's spread (and 5 ms) longer than the other ranks' median."""
+        return row.phase_excess >= max(0.005, 0.1 * row.spread)
 
     def lanes_text(self, width: int) -> Text:
         model = self.model
