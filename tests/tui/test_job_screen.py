@@ -48,6 +48,8 @@ async def test_the_job_screen_follows_a_folder_as_its_nodes_write(tmp_path, size
         assert "rank 0 node 0" in lanes and "rank 1 node 1" in lanes
         assert "mostly losing its time in train" in shown(app, "epochs") and "rank 1 (node 1) last" in shown(app, "epochs")
         assert all(len(line) <= size[0] for line in lanes.splitlines())
+        for part in ("nodes", "epochs", "lanes"):   # every panel has rows of its own at this size
+            assert app.screen.query_one(f"#job-{part}").region.height > 0, part
         # node 1's recorder goes away: its file stops growing
         long_ago = time.time() - QUIET - 5
         os.utime(b.path, (long_ago, long_ago))
