@@ -48,16 +48,12 @@ TABLE_ORDER = ("epochs", "idle", "utilization", "runs", "metrics", "results")
 PRESENTER_TABLES = ("epochs", "idle")
 
 
-def _side_panel_title(label: str, run: Run, width: int) -> str:
-    """The panel's title as long as fits WIDTH: the command, the file and the status, or the
-    file and the status, or the status alone (a title cut by its border cut "--epochs 10" to
-    "--epochs 1…")."""
+def _side_panel_titles(label: str, run: Run) -> list[str]:
+    """The panel's titles, longest first: the command, the file and the status; the file and
+    the status; the status alone (a title cut by its border cut "--epochs 10" to "--epochs 1…")."""
     status = status_text(run)
-    for title in (f"{label}: {compare.command_of(run)} · {Path(run.path).name} · {status}",
-                  f"{label}: {Path(run.path).name} · {status}", f"{label}: {status}"):
-        if len(title) <= width - 6:
-            break
-    return markup(title)   # a border title reads markup
+    return [f"{label}: {compare.command_of(run)} · {Path(run.path).name} · {status}",
+            f"{label}: {Path(run.path).name} · {status}", f"{label}: {status}"]
 
 
 class ComparePanel(Vertical):
@@ -89,9 +85,12 @@ class ComparePanel(Vertical):
     def on_mount(self) -> None:
         self.query_one(".cmp-lanes").styles.height = max(1, self.lane_rows)
 
-    def on_resize(self) -> None:
+    def titles(self) -> list[str]:
         host = f" · charts {self.model.host}" if self.model.host else ""   # a merged run: one node's machine
-        title = _side_panel_title(self.label, self.run, self.size.width - len(host)) + markup(host)
+        return [title + host for title in _side_panel_titles(self.label, self.run)]
+
+    def show_title(self, title: str) -> None:
+        title = markup(title)   # a border title reads markup
         if self.border_title != title:
             self.border_title = title
 
@@ -317,6 +316,12 @@ class CompareScreen(RedrawOnce):
             measured[f"cmp-utils-{key}"] = 4 * max(1, len(model.gpus))
             measured[f"cmp-lanes-{key}"] = lanes
         measured["cmp-tables"] = (2 + self._first_rows(width - 2), None)   # a least height, not its text's
+        sides = list(self.query(ComparePanel))
+        # Both sides' titles in the same form, the longest that fits each panel's border.
+        form = max((next((i for i, title in enumerate(panel.titles()) if len(title) <= panel.size.width - 6), 2)
+                    for panel in sides), default=0)
+        for panel in sides:
+            panel.show_title(panel.titles()[form])
         hidden = layout.fit(layout.COMPARE, width, height, self.presenter, measured)
         pair = {"cmp-cores-a", "cmp-cores-b"}
         if hidden & pair:   # both sides or neither: their charts line up
