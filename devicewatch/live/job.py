@@ -415,6 +415,9 @@ def open_job(paths: list[str], silent_after: float = SILENT_AFTER) -> JobModel:
             raise RunFileError(f"{path} is a folder: give one job's folder, or run files")
         if not os.path.exists(path):
             raise RunFileError(f"no such file: {path}")
-        if os.path.getsize(path) and read_header(path) is None:
+        header = read_header(path) if os.path.getsize(path) else None
+        if os.path.getsize(path) and header is None:
             raise RunFileError(f"{os.path.basename(path)} is not a devicewatch run file")
+        if header is not None and header.nodes:
+            raise RunFileError(f"{os.path.basename(path)} is already a merged run: replay it alone")
     return JobModel(files=[Path(p) for p in paths], silent_after=silent_after)

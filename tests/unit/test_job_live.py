@@ -10,6 +10,7 @@ import pytest
 from devicewatch.errors import RunFileError
 from devicewatch.live.job import SILENT_AFTER, JobModel, open_job
 
+from conftest import command
 from job_nodes import NodeWriter, epoch
 
 def test_an_epochs_straggler_is_named_once_every_rank_has_left_it_with_the_phase_it_lost_time_in(tmp_path):
@@ -112,3 +113,15 @@ def test_bad_input_is_one_line(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     assert open_job([str(empty)]).nodes == {}   # a job about to start: its nodes join as they come
+    merged = tmp_path / "merged.jsonl"
+    merged.write_text('{"type": "header", "format": "devicewatch-run", "schema": 1, "hosts": [{"label": "node 0"}]}\n')
+    with pytest.raises(RunFileError, match="merged.jsonl is already a merged run: replay it alone"):
+        open_job([str(merged), str(merged)])
+
+
+def test_replay_refuses_bad_input_in_one_line_before_the_terminal_is_taken(tmp_path):
+    with pytest.raises(RunFileError, match="no such file"):
+        command("replay", [str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")])
+    (tmp_path / "x.jsonl").write_text("not a run\n")
+    with pytest.raises(RunFileError, match="holds no node's run file"):
+        command("replay", [str(tmp_path)])
