@@ -212,3 +212,36 @@ def test_listing_imports_no_framework() -> None:
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert out.stdout.strip() == "False", out.stderr
+
+
+def _openmp_threads() -> int:
+    """``omp_get_max_threads()`` of the calling thread: the team an OpenMP operator it runs
+    would start (the OpenMP runtime torch loaded, found in this process's maps)."""
+    import ctypes
+
+    with open("/proc/self/maps") as maps:
+        path = next((line.split()[-1] for line in maps if "libgomp" in line or "libiomp" in line), None)
+    if path is None:
+        pytest.skip("torch here is not built with OpenMP")
+    return int(ctypes.CDLL(path).omp_get_max_threads())
+
+
+def test_each_validation_thread_runs_its_operators_on_the_training_threads_number() -> None:
+    """torch.set_num_threads sets OpenMP's number for its own thread only: a validation thread
+    must set it too, or its convolutions run a team of one thread per core beside training."""
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one core: OpenMP's default is one thread, as asked")
+    model = pipeline.build_model("torch", seed=0, intra_threads=1)
+    seen: list[int] = []
+    evaluate = model.evaluate
+
+    def evaluate_and_look(replica, batches):   # runs in the validation pool's threads
+        seen.append(_openmp_threads())
+        return evaluate(replica, batches)
+
+    model.evaluate = evaluate_and_look
+    outcome = schemes.Outcome()
+    schemes.run_overlapped(model, datamod.synthetic(128, 64, seed=1), _settings(threads=2, epochs=1), schemes.Reporter(
+        1, outcome, echo=lambda line: None), threading.Event())
+    assert _openmp_threads() == 1   # the training thread, as --intra-threads 1 set it
+    assert seen == [1, 1], seen     # each of the 2 validation threads' shards, likewise

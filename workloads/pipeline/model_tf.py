@@ -74,6 +74,10 @@ class KerasModel:
         self._train_step = train_step
         self._eval_step = eval_step
 
+    def thread_setup(self) -> None:
+        """Nothing: TensorFlow's intra-op threads are one pool for the process, set before the
+        model was built (``import_tensorflow``), whichever thread runs an operation."""
+
     def train_step(self, x: Any, y: Any) -> tuple[float, int]:
         loss_sum, correct = self._train_step(x, y)
         return float(loss_sum), int(correct)

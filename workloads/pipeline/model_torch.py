@@ -38,6 +38,16 @@ class TorchModel:
         self.params = sum(p.numel() for p in self.model.parameters())
         self.intra_threads = torch.get_num_threads()
 
+    def thread_setup(self) -> None:
+        """Run in each validation thread before its first operator: the training thread's
+        number of operator threads. ``torch.set_num_threads`` sets OpenMP's number for the
+        thread that calls it only; a thread of the validation pool otherwise starts with
+        OpenMP's default, one per core, and its convolutions and matrix products (oneDNN and
+        MKL, which start OpenMP teams themselves) each run on a team of that many: two
+        validation threads beside training ran five threads on two cores, each operator
+        waiting at its team's barrier for a thread the others had preempted."""
+        self.torch.set_num_threads(self.intra_threads)
+
     def as_batch(self, x: Any, y: Any) -> tuple[Any, Any]:
         torch = self.torch
         x = torch.from_numpy(x) if isinstance(x, np.ndarray) else x

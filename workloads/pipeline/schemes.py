@@ -219,7 +219,8 @@ def run_overlapped(model: Any, d: datamod.Dataset, s: Settings, reporter: Report
             return model.evaluate(replicas[index], _eval_batches(d.x_val[part], d.y_val[part], s.batch, stop))
 
     pending: _EpochValidation | None = None
-    pool = ThreadPoolExecutor(max_workers=s.threads, thread_name_prefix="validate")
+    # Each validation thread runs its operators on as many threads as the training thread does.
+    pool = ThreadPoolExecutor(max_workers=s.threads, thread_name_prefix="validate", initializer=model.thread_setup)
     try:
         for epoch in range(1, s.epochs + 1):
             train = _train_numpy_epoch(model, d, s, epoch, rng)
