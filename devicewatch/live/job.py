@@ -34,6 +34,7 @@ from ..job_files import job_folder
 from ..merge import MAX_RATE_ERROR, SAME_BOOT
 from ..phase_kinds import kind_of
 from ..runformat.header import Header
+from ..runformat.percent import MISSING_PERCENT
 from ..runformat.runfile import Follower, Run, load_columns, read_header
 
 # A node whose file has not grown for this long, and has no end record, is silent: at the
@@ -125,11 +126,9 @@ class NodeFeed:
         self.error: str | None = None
         self.ranks: dict[int, Rank] = {}
         self.group_rank: int | None = None
-        self.master: str | None = None     # MASTER_ADDR:MASTER_PORT, from the ranks' events
         self.world_size: int | None = None
         self.cpu: np.ndarray = np.zeros(0)      # the latest reading of each core, %
         self.gpu: np.ndarray = np.zeros(0)      # of each GPU, %
-        self.last_t = 0.0
         self.grown_at: float | None = None      # the wall clock of the file's last growth (its mtime)
         self._size = -1
         finished = load_columns(path)
@@ -239,8 +238,6 @@ class NodeFeed:
             return
         if type(event.get("group_rank")) is int:
             self.group_rank = event["group_rank"]
-        if isinstance(event.get("job"), str):
-            self.master = event["job"]
         if type(event.get("world_size")) is int:
             self.world_size = event["world_size"]
         state = self.ranks.get(rank)
@@ -254,10 +251,10 @@ class NodeFeed:
         if run is None or not len(run.samples):
             return
         samples = run.samples
-        self.last_t = float(samples.t[-1])
         percent = samples.core_percent()
         if percent is not None and len(percent):
-            self.cpu = np.asarray(percent[-1], dtype=float)
+            row = np.asarray(percent[-1], dtype=float)
+            self.cpu = np.where(percent[-1] == MISSING_PERCENT, np.nan, row)   # a core not read then
         if samples.gpus:
             self.gpu = np.asarray(samples.gpu("util")[-1], dtype=float).reshape(-1)
 
