@@ -189,7 +189,7 @@ def test_devicewatch_reads_the_script(row: Row, tmp_path: Path) -> None:
     output = "\n".join(str(log.get("line", "")) for log in run.logs) + "\n" + stdout
     truth = printed_truth(output) if row.truth is None else row.truth(output) if callable(row.truth) else row.truth
     checks = compare(row, truth, report, analysis.phases(run))
-    print(f"{row.id}: recorded in {elapsed:.1f} s; truth {truth}")
+    print(f"{row.id}: recorded in {elapsed:.1f} s; verdict {report['verdict']['label']!r}; truth {truth}")
     for name, read, want, ok in checks:
         print(f"  {'ok   ' if ok else 'WRONG'} {name}: read {read!r}, truth {want!r}")
     wrong = "\n".join(f"  {name}: devicewatch read {read!r}, truth {want!r}"
