@@ -20,12 +20,14 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from ..live.job import EpochStraggler, JobModel, NodeFeed
 from ..phase_kinds import KINDS, kind_of
 from ..render.palette import NORMAL, PRINT
 from ..safe_text import inert
+from . import layout
+from .kept_lines import KeptFooter
 
 TICK = 1.0                      # seconds between polls of the nodes' files: a job's view needs no more
 WINDOWS = (None, 600.0, 60.0, 10.0)   # the lanes' time window: the whole job, then the last N s
@@ -95,10 +97,10 @@ class JobScreen(Screen[None]):
 
     DEFAULT_CSS = """
     JobScreen #job-title { height: 1; background: $boost; text-style: bold; padding: 0 1; }
-    JobScreen #job-nodes-box { height: auto; max-height: 45%; scrollbar-gutter: stable; }
+    JobScreen #job-nodes-box { height: auto; max-height: 45%; scrollbar-gutter: stable; overflow-x: hidden; scrollbar-size-horizontal: 0; }
     JobScreen #job-nodes { height: auto; padding: 0 1; }
     JobScreen #job-epochs { height: auto; max-height: 9; padding: 0 1; border-top: dashed $primary 40%; }
-    JobScreen #job-lanes-box { height: 1fr; border-top: dashed $primary 40%; scrollbar-gutter: stable; }
+    JobScreen #job-lanes-box { height: 1fr; border-top: dashed $primary 40%; scrollbar-gutter: stable; overflow-x: hidden; scrollbar-size-horizontal: 0; }
     JobScreen #job-lanes { height: auto; padding: 0 1; }
     """
     BINDINGS = [
@@ -123,6 +125,7 @@ class JobScreen(Screen[None]):
         self.cursor = 0
         self.window_index = 0
         self._drawn: tuple[object, ...] | None = None
+        self._laid_out: tuple[object, ...] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="job-title")
@@ -131,7 +134,7 @@ class JobScreen(Screen[None]):
         yield Static(id="job-epochs")
         with VerticalScroll(id="job-lanes-box"):
             yield Static(id="job-lanes")
-        yield Footer()
+        yield KeptFooter()
 
     def on_mount(self) -> None:
         self.draw()
@@ -190,8 +193,21 @@ class JobScreen(Screen[None]):
         title.truncate(width)
         self.query_one("#job-title", Static).update(title)
         self.query_one("#job-nodes", Static).update(self.nodes_text(nodes, boxed, now))
-        self.query_one("#job-epochs", Static).update(self.epochs_text(width))
+        epochs = self.epochs_text(width)
+        self.query_one("#job-epochs", Static).update(epochs)
         self.query_one("#job-lanes", Static).update(self.lanes_text(boxed))
+        shape = (self.size, len(nodes), epochs.plain.count("\n"))   # what the layout depends on
+        if shape != self._laid_out:
+            self._laid_out = shape
+            self._fit_layout(len(nodes), epochs.plain.count("\n") + 1)
+
+    def _fit_layout(self, nodes: int, epoch_lines: int) -> None:
+        """Show what the terminal holds (``layout.JOB``): the stragglers' lines, then the rank
+        lanes, give way on a short terminal before the nodes' rows."""
+        measured: dict[str, int | tuple[int | None, int | None]] = {
+            "job-nodes-box": min(nodes, max(1, int(self.size.height * 0.45))), "job-epochs": 1 + min(epoch_lines, 8)}
+        hidden = layout.fit(layout.JOB, self.size.width, self.size.height, measured=measured)
+        layout.apply(self, layout.JOB, hidden, measured)
 
     def title_text(self, nodes: list[NodeFeed]) -> Text:
         model = self.model
