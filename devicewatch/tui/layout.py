@@ -200,3 +200,14 @@ TRIALS = Part("trials", parts=(
     Part("trials-charts", rows=2 + 5, gives_way=1),
     FOOTER,
 ))
+
+# A job's nodes followed live (``replay DIR``): the title and the nodes' rows (which scroll, at
+# most 45% of the height) stay; the stragglers' lines give way first, then the rank lanes.
+JOB = Part("job", parts=(
+    Part("job-title", rows=1),
+    Part("job-nodes-box", rows=1),
+    Part("job-epochs", rows=2, gives_way=1),
+    Part("job-lanes-box", rows=1 + 3, gives_way=2),
+    FOOTER,
+))
+
