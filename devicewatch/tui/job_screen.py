@@ -97,10 +97,11 @@ class JobScreen(Screen[None]):
 
     DEFAULT_CSS = """
     JobScreen #job-title { height: 1; background: $boost; text-style: bold; padding: 0 1; }
-    JobScreen #job-nodes-box { height: auto; max-height: 45%; scrollbar-gutter: stable; overflow-x: hidden; scrollbar-size-horizontal: 0; }
+    JobScreen #job-nodes-box { height: auto; max-height: 45%; }
+    JobScreen VerticalScroll { scrollbar-gutter: stable; overflow-x: hidden; scrollbar-size-horizontal: 0; }
     JobScreen #job-nodes { height: auto; padding: 0 1; }
     JobScreen #job-epochs { height: auto; max-height: 9; padding: 0 1; border-top: dashed $primary 40%; }
-    JobScreen #job-lanes-box { height: 1fr; border-top: dashed $primary 40%; scrollbar-gutter: stable; overflow-x: hidden; scrollbar-size-horizontal: 0; }
+    JobScreen #job-lanes-box { height: 1fr; border-top: dashed $primary 40%; }
     JobScreen #job-lanes { height: auto; padding: 0 1; }
     """
     BINDINGS = [
