@@ -271,7 +271,7 @@ class JobScreen(Screen[None]):
         head.append(f"rank {worst} slowest in {counts[worst]} of {len(rows)} epochs", style="bold yellow")
         if where:
             head.append(f", mostly losing its time in {where}")
-        head.truncate(width)
+        head.truncate(width - 2)
         text = Text()
         text.append_text(head)
         for row in rows[-6:]:
@@ -282,8 +282,8 @@ class JobScreen(Screen[None]):
             if row.phase is not None and self.lost_in(row):
                 line.append(f" · {row.phase} +{row.phase_excess:.2f} s on the other ranks' median")
             elif row.waited:
-                line.append(" · no phase of it longer than the others': the time went before or between its phases")
-            line.truncate(width + 1)
+                line.append(" · no phase of it longer than the others'")
+            line.truncate(width - 1)   # its newline, then what the panel's padding leaves
             text.append_text(line)
         return text
 
