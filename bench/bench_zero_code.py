@@ -7,7 +7,7 @@ linear model: about 2,000 steps/s here, the worst case for per-step hooks), reco
 **Slowdown.** Whole runs with and without the instrumentation differ here by far more than
 2% (the machine is shared: pairs of back-to-back runs came out -24% and +83%), so the figure
 comes from one run that alternates: every BURST training steps the loop swaps PyTorch's own
-``DataLoader.__next__``, ``Module.train`` and ``Module.__call__`` back in for the hooked ones (each hook keeps its
+``DataLoader.__next__`` and ``Module.train`` back in for the hooked ones (each hook keeps its
 original as ``__wrapped__``; the backward hook has put PyTorch's own back by the first
 optimizer step) and empties the optimizer's global post-step hooks, then puts them back, and
 times the two kinds of burst apart (training steps only: validation is in neither). Neighbouring
@@ -63,7 +63,8 @@ model = nn.Linear(4, 1)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
 
 # The hooked functions (the backward hook has put PyTorch's own back by the first step).
-hooked = (_BaseDataLoaderIter.__next__, Module.train, Module.__call__)
+# Module.__call__ is hooked only for a loop that reads no DataLoader: not this one.
+hooked = (_BaseDataLoaderIter.__next__, Module.train)
 post_step = dict(optimizer_module._global_optimizer_post_hooks)
 if alternate and not all(hasattr(f, "__wrapped__") for f in hooked):
     sys.exit("not instrumented: nothing to alternate")
@@ -71,7 +72,7 @@ if mode == "empty":  # hooks in the same places that do nothing: what PyTorch's 
     def empty_next(iterator, original=hooked[0].__wrapped__):
         return original(iterator)
     empty_next.__wrapped__ = hooked[0].__wrapped__
-    hooked = (empty_next, hooked[1], hooked[2])
+    hooked = (empty_next, hooked[1])
     post_step = {key: (lambda optimizer, args, kwargs: None) for key in post_step}
 
 
@@ -81,7 +82,7 @@ def hooks(on):
     # or neither (control: what the method itself costs).
     swap_next, swap_step = mode in ("alternate", "next", "empty"), mode in ("alternate", "step", "empty")
     chosen = hooked if on or not swap_next else tuple(f.__wrapped__ for f in hooked)
-    _BaseDataLoaderIter.__next__, Module.train, Module.__call__ = chosen
+    _BaseDataLoaderIter.__next__, Module.train = chosen
     optimizer_module._global_optimizer_post_hooks.clear()
     if on or not swap_step:
         optimizer_module._global_optimizer_post_hooks.update(post_step)

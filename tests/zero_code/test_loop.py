@@ -120,7 +120,10 @@ def test_dataloader_passes_are_epochs_with_their_data_wait():
     figures = heard.figures()
     # the loader ran out at 1.2; the epoch's training ends where validation begins (1.25):
     # 4 waits of 0.2 s, 4 steps in 1.25 s
-    assert figures[1] == {"data_wait_s": pytest.approx(0.8), "steps": 4, "steps_per_s": round(4 / 1.25, 3)}
+    assert figures[1] == {"data_wait_s": pytest.approx(0.8), "steps": 4, "steps_per_s": round(4 / 1.25, 3),
+                          # the loop's wait: each step's end to its next batch out of the loader
+                          "wait_s": pytest.approx(0.8), "loader_wait_s": pytest.approx(0.8), "iterators": 1,
+                          "waited_on": "DataLoader"}
     assert heard.units == ["epoch", "epoch"]
     assert figures[2] == figures[1]
     # every wait is long enough to see: four data phases an epoch, inside its train phase
@@ -160,7 +163,12 @@ def test_validation_in_the_middle_of_an_epoch_stays_in_that_epoch():
     loop.finish(3.0)
     assert heard.phases() == [("begin", "train", 1, 0.0), ("end", "train", 1, 1.0), ("begin", "validate", 1, 1.0),
                               ("end", "validate", 1, 2.0), ("begin", "train", 1, 2.0), ("end", "train", 1, 3.0)]
-    assert heard.figures() == {1: {"data_wait_s": pytest.approx(0.2), "steps": 2, "steps_per_s": round(2 / 2.0, 3)}}
+    figures = heard.figures()
+    assert list(figures) == [1]
+    assert {k: figures[1][k] for k in ("data_wait_s", "steps", "steps_per_s")} == \
+        {"data_wait_s": pytest.approx(0.2), "steps": 2, "steps_per_s": round(2 / 2.0, 3)}
+    # the wait after validation runs from model.train() to the batch: 0.1 s; the first step's 0.1 s
+    assert figures[1]["wait_s"] == pytest.approx(0.2)
 
 
 def test_batches_from_another_data_set_are_validation_even_with_gradients_on():

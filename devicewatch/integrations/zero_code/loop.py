@@ -70,6 +70,7 @@ DATA_JOIN_SHARE = 0.9   # ... while waiting fills this share of the joined span
 DATA_PHASE_RATE = 10.0  # data phases a second at most (a token bucket) ...
 DATA_PHASE_BURST = 10.0  # ... after a burst of this many; the waits left undrawn still count in data_wait_s
 PENDING_DATA_PHASES = 16  # data phases held while training is not yet confirmed
+UNCLOSED = 2            # steps in a row with no batch from a DataLoader before the model's calls are watched
 READ_AHEAD = 2          # steps a loop may take after its loader ran out (a wrapper reads ahead); more: it replays
 LONG_PASS = 86400.0     # seconds: a pass longer than this at the loop's pace does not end within a run
 WATCH_EVERY = 8         # steps between two looks at whether the loop waits enough to be watched ...
@@ -260,6 +261,8 @@ class Loop:
         self.watch_rest = 0.0              # wait outside a DataLoader since WATCH_FROM
         self.sample_totals: dict[tuple[str, str], int] = {}
         self.loop_code: Any = None         # the code of the frame that calls the trained model (the hooks')
+        self.need_calls: Any = None        # () -> None: the hooks watch the model's calls from then on
+        self.unclosed = 0                  # steps in a row whose wait no batch or model call ended
         self.pass_batches = 0              # training batches taken from this pass's iterator
         self.pass_length: int | None = None  # batches in the pass (None: unknown)
         self.pass_since = 0.0
@@ -313,6 +316,17 @@ class Loop:
             self.pass_batches += 1
             if end - start >= DATA_JOINABLE:
                 self.data.wait(start, end, self.epoch, self.lane)
+            since = self.gap_since
+            if since is not None:  # the batch is out: the loop's wait since its last step ends here
+                self.gap_since = None
+                counts = self.counts
+                counts.loop_wait += end - since
+                counts.gaps += 1
+                if not self.watched:
+                    self.watch_rest += end - since - (counts.data_wait - self.gap_loader)
+                    self.watch_steps += 1
+                    if self.watch_steps >= WATCH_EVERY:
+                        self._look(0.0, end)
             return
         if self.owner:
             self._declared_wait(grad, start, end, source)
@@ -323,6 +337,7 @@ class Loop:
                 if first_of_pass:
                     self._new_pass(length, start)
                 self.pass_batches += 1
+                self.compute(end)
             return
         if not training or (self.train_source is not None and source != self.train_source):
             if self.phase == TRAIN or self.resume_at is not None:
@@ -345,6 +360,7 @@ class Loop:
         self.last_train_source = source
         self.counts.data_wait += end - start
         self.data.wait(start, end, self.epoch, self.lane)
+        self.compute(end)
 
     def exhausted(self, source: Hashable, now: float) -> None:
         """The DataLoader of SOURCE ran out: the pass over the training data has been read. The
@@ -407,11 +423,18 @@ class Loop:
                 return
         else:
             self.counts.steps += 1
+        if self.gap_since is not None and self.need_calls is not None:
+            self.unclosed += 1  # no batch out of a DataLoader since the last step: watch the model's calls
+            if self.unclosed > UNCLOSED:
+                self._calls()
+        elif self.unclosed:
+            self.unclosed = 0
         self.gap_since, self.gap_loader = now, self.counts.data_wait
 
     def compute(self, now: float) -> None:
-        """The trained model is called with gradients on: the step's compute begins, and the
-        loop's wait since the last step (or since training resumed) ends."""
+        """The step's compute begins: a training batch is out of the DataLoader, or the trained
+        model is called with gradients on (``need_calls``); the loop's wait since the last step
+        (or since training resumed) ends."""
         since = self.gap_since
         if since is None:
             return
@@ -573,6 +596,8 @@ class Loop:
             self.train_source = pending.source
             self.pass_open = True
             self.counts.iterators += 1
+        elif not self.owner:
+            self._calls()  # no DataLoader read: the model's call ends each wait
         self._say_setup(self.train_source)
         self.counts.data_wait += pending.data_wait
         if pending.loop_wait:
@@ -675,6 +700,11 @@ class Loop:
         self.counts = EpochCounts()
         self.gap_loader = 0.0  # the new counts start from no DataLoader wait
         self.over = True
+
+    def _calls(self) -> None:
+        if self.need_calls is not None:
+            self.need_calls()
+            self.need_calls = None
 
     def _new_pass(self, length: int | None, at: float) -> None:
         self.pass_batches, self.pass_length, self.pass_since, self.after_read = 0, length, at, 0

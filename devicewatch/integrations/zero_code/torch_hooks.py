@@ -6,9 +6,11 @@
   its fetch (``train_dataloader_next``) and torchtnt its ``next(data_iter)``: here on the
   iterator class itself, so that a loop of any shape (plain ``for``, Lightning, Hugging Face,
   Keras on torch) is measured the same way, with two clock reads a batch.
-- **The loop's wait**: ``Module.__call__`` is wrapped to see the trained model called (one
-  attribute read a module call; the rest only while the loop waits between steps), so the
-  loop's wait from a step's end to the next step's compute is timed whatever feeds it. Where
+- **The loop's wait** from a step's end to the next step's compute is timed whatever feeds it:
+  it ends when a training batch is out of the DataLoader, or, for a loop that reads no
+  DataLoader (known when training is confirmed, or after steps in a row with no batch from
+  one), when the trained model is called: only then is ``Module.__call__`` wrapped (one
+  attribute read a module call; the rest only while the loop waits between steps). Where
   that wait is more than a few per cent of the time outside a DataLoader, a watcher thread
   reads the loop's stack every WATCH_INTERVAL while it waits and names what it does
   (``loop.spent_on``), as a sampling profiler does: only then, so a loop that does not wait
@@ -74,7 +76,7 @@ def arm(torch: Any, process: Process) -> None:
     hooks = _Hooks(torch, process)
     hooks.wrap(_BaseDataLoaderIter, "__next__", hooks.timed_next)
     hooks.wrap(Module, "train", hooks.counted_train)
-    hooks.wrap(Module, "__call__", hooks.timed_call)
+    process.loop.need_calls = functools.partial(hooks.wrap, Module, "__call__", hooks.timed_call)
     process.loop.watch = hooks.start_watcher
     hooks.wrap(torch.autograd, "backward", hooks.counted_backward)
     distributed = getattr(torch, "distributed", None)
