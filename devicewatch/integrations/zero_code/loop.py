@@ -350,6 +350,7 @@ class Loop:
                     self._close_training(start)
                 else:
                     self.reiterated = True  # a new iterator each step: the same pass goes on
+                    self._calls()  # ... and the one it leaves shuts its workers down after the batch
             self._train_activity(start)
             self.pass_open = True
             self._new_pass(length, start)
@@ -360,7 +361,8 @@ class Loop:
         self.last_train_source = source
         self.counts.data_wait += end - start
         self.data.wait(start, end, self.epoch, self.lane)
-        self.compute(end)
+        if not self.reiterated:  # (a loop that leaves its iterator waits on until the model's call)
+            self.compute(end)
 
     def exhausted(self, source: Hashable, now: float) -> None:
         """The DataLoader of SOURCE ran out: the pass over the training data has been read. The
