@@ -44,8 +44,8 @@ class TorchModel:
         thread that calls it only; a thread of the validation pool otherwise starts with
         OpenMP's default, one per core, and its convolutions and matrix products (oneDNN and
         MKL, which start OpenMP teams themselves) each run on a team of that many: two
-        validation threads beside training ran five threads on two cores, each operator
-        waiting at its team's barrier for a thread the others had preempted."""
+        validation threads beside training ran five threads on two cores, more than
+        ``--intra-threads`` asks for and a parallelism ``serial`` does not get."""
         self.torch.set_num_threads(self.intra_threads)
 
     def as_batch(self, x: Any, y: Any) -> tuple[Any, Any]:
