@@ -97,34 +97,50 @@ def _shown(part: Part, hidden: set[str]) -> Iterator[Part]:
         yield from _shown(child, hidden)
 
 
-def apply(screen: Any, layout: Part, hidden: set[str], measured: Measured | None = None,
-          governed: set[str] | None = None) -> None:
-    """Show and hide SCREEN's widgets as ``fit`` said, and give each part shown the least size
-    it needs whole (its own and its shown parts'), so the stylesheet shares out only the rest.
-    A part whose rows are MEASURED follows its text: no minimum. GOVERNED: the ids whose
-    display the table decides (default: all); a part the screen shows or hides for reasons of
-    its own (no GPU data) is left to it."""
+Plan = dict[str, tuple[bool, int, int]]   # a part's id: whether it is shown, its least rows and columns
+
+
+def plan(layout: Part, hidden: set[str], measured: Measured | None = None) -> Plan:
+    """What ``apply`` gives each part: shown or not, and the least size a part shown needs
+    whole (its own and its shown parts'; none in rows where its height follows its text)."""
     measured = measured or {}
+    out: Plan = {}
     for part in layout.walk():
         if part is layout:
             continue
-        found = screen.query(f"#{part.id}")
-        if not found:
-            continue
-        widget = found.first()
-        shown = part.id not in hidden
-        if governed is None or part.id in governed:
-            if widget.display != shown:
-                widget.display = shown
-        if not shown:
+        if part.id in hidden:
+            out[part.id] = (False, 0, 0)
             continue
         rows, columns = need(part, hidden, measured)
-        if isinstance(measured.get(part.id), int):
-            rows = 0   # its height follows its text
+        out[part.id] = (True, 0 if isinstance(measured.get(part.id), int) else rows, columns)
+    return out
+
+
+def apply(screen: Any, layout: Part, hidden: set[str], measured: Measured | None = None,
+          governed: set[str] | None = None, applied: Plan | None = None) -> Plan:
+    """Show and hide SCREEN's widgets as ``fit`` said, and give each part shown the least size
+    it needs whole as ``min-height``/``min-width``, so the stylesheet shares out only the rest.
+    GOVERNED: the ids whose display the table decides (default: all); a part the screen shows
+    or hides for reasons of its own (no GPU data) is left to it. Only what differs from APPLIED
+    (the plan applied last) is touched: each change lays the screen out again. Returns the plan."""
+    wanted = plan(layout, hidden, measured)
+    changed = {key: value for key, value in wanted.items() if applied is None or applied.get(key) != value}
+    if not changed:
+        return wanted
+    widgets = {w.id: w for w in screen.walk_children(with_self=False) if w.id in changed}  # one walk, no selectors
+    for key, (shown, rows, columns) in changed.items():
+        widget = widgets.get(key)
+        if widget is None:
+            continue
+        if (governed is None or key in governed) and widget.display != shown:
+            widget.display = shown
+        if not shown:
+            continue
         if rows and getattr(widget.styles.min_height, "cells", None) != rows:
             widget.styles.min_height = rows
         if columns and getattr(widget.styles.min_width, "cells", None) != columns:
             widget.styles.min_width = columns
+    return wanted
 
 
 # -- the screens -----------------------------------------------------------------------------

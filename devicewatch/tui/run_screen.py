@@ -158,6 +158,9 @@ class RunScreen(RedrawOnce):
         self._legend_of: tuple[Palette, str] | None = None   # what the heat legend shows was made for
         self._gpu_half_of: tuple[bool, str | None] | None = None   # what the GPU half shows without GPUs
         self._laid_out: tuple[object, ...] | None = None   # what the layout table was last fitted to
+        self._applied: layout.Plan | None = None   # and what it gave the widgets then
+        self._half_shown: tuple[bool, str | None] | None = None   # the GPU half's displays as last set
+        self._epochs_columns = 0
         self._log_closed = False   # ``l`` closed the output panel
         self._widths: dict[str, int] = {}   # each text panel's width when last shown
         self._announcement = ""   # what the app says of this run's next step (``announce``)
@@ -229,7 +232,9 @@ class RunScreen(RedrawOnce):
                          "lanes": lanes, "cpu-lanes": lanes})
         bars = self._find("#epochs", panels.EpochBars)
         if bars.epochs.rows:   # one epoch a line, and room for the legend, the newest and its note
-            columns = panels.epoch_bars_width(bars.epochs.rows)
+            # as wide as the widest epoch so far: a width that moved with each epoch's figures
+            # laid the bottom row out again at every epoch
+            columns = self._epochs_columns = max(self._epochs_columns, panels.epoch_bars_width(bars.epochs.rows))
             least = panels.epoch_bars(bars.epochs.rows, columns, 1, bars.epochs.unmeasured)
             measured["epochs"] = (2 + bars._shown_lines(least, bars.size.width - 2 if bars.size.width > 2 else columns),
                                   columns + 4)
@@ -243,10 +248,12 @@ class RunScreen(RedrawOnce):
             return
         self._laid_out = key
         hidden = layout.fit(layout.RUN, width, height, self.presenter, measured, absent)
-        layout.apply(self, layout.RUN, hidden, measured, governed=GOVERNED)
-        # Once laid out, the panels' text is measured again at the widths they got: a panel
-        # shown or hidden changes its neighbours' widths, and with them how their text wraps.
-        self.call_after_refresh(self._fit_layout)
+        before = self._applied
+        self._applied = layout.apply(self, layout.RUN, hidden, measured, governed=GOVERNED, applied=before)
+        if self._applied != before:
+            # Once laid out, the panels' text is measured again at the widths they got: a panel
+            # shown or hidden changes its neighbours' widths, and with them how their text wraps.
+            self.call_after_refresh(self._fit_layout)
 
     def _text_rows(self, widget_id: str) -> int:
         """The rows a text panel of the screen takes at its width: the width it has, or had when
@@ -505,6 +512,8 @@ class RunScreen(RedrawOnce):
         if not model.gpus and (no_gpu, reason) == self._gpu_half_of:
             return   # no GPU yet, and nothing of what the GPU half shows changed since the last tick
         self._gpu_half_of = (no_gpu, reason) if not model.gpus else None
+        if (no_gpu, reason) != self._half_shown:   # the displays below change: the layout table's applied whole again
+            self._half_shown, self._applied = (no_gpu, reason), None
         self.set_class(no_gpu, "-no-gpu")
         self._find("#no-gpu", Widget).display = no_gpu
         self._find("#gpu-panel", Widget).display = not no_gpu
