@@ -335,14 +335,15 @@ def run_set(command: list[str], variants: list[Variant], budget: dict[str, Any],
                 trial_set.stopped = f"stopped after {index + 1} of {len(variants)} trials: {reason}"
                 on_result(index, result, run, trial_set)
                 break
+            if index == 0 and result.failed:   # nothing is advised from, nor compared with, a failed script
+                trial_set.stopped = f"the script as written failed ({result.failed}), so no variant was tried"
+                on_result(index, result, run, trial_set)
+                break
             if index == 0:
                 base = advice_.baseline(run)
                 trial_set.advice = advice_.advise(run)
             on_result(index, result, run, trial_set)
             if index == 0:
-                if result.failed:
-                    trial_set.stopped = f"the script as written failed ({result.failed}), so no variant was tried"
-                    break
                 if not result.steps_per_s:
                     trial_set.stopped = "the script as written was not measured, so no variant can be compared with it"
                     break

@@ -41,6 +41,7 @@ def test_a_script_that_fails_makes_try_fail_and_shows_its_error(tmp_path):
     assert base["error_lines"][0] == "Traceback (most recent call last):"
     assert base["error_lines"][-1] == f"ValueError: batch {STEPS} has 31 features, the model takes 32"
     assert saved["stopped"] == "the script as written failed (exit code 1), so no variant was tried"
+    assert saved["advice"] == []   # nothing is advised from a run that failed
     assert saved["headline"] == ("the script as written failed (exit code 1): "
                                  f"ValueError: batch {STEPS} has 31 features, the model takes 32")
     # the terminal: the failure as the trial ends, and its last lines on stderr under the table
