@@ -240,7 +240,8 @@ class Loop:
         self.endless_sources: set[Hashable] = set()  # training data sets with no length: units are segments
         self.resume_at: float | None = None  # model.train() after validation or a wait, with no training yet
         self.after_wait: str | None = None   # the phase a barrier interrupted
-        self.closed_wait = 0.0             # data wait of the units already sent
+        self.closed_loader = 0.0           # the DataLoader wait of the units already sent
+        self.closed_rest = 0.0             # ... and the rest of their loop's wait
         self.wait_measured = False         # a measured loader was read in a unit already sent
         self.trial: Any = None             # a trial of ``devicewatch try`` counting steps (trial.Trial)
         self.setup_said = False            # how the training data is fed has been said
@@ -485,17 +486,22 @@ class Loop:
             self._close_training(now)
         self._end(now)
 
-    def data_wait_total(self) -> float | None:
-        """The loop's data wait so far, over every unit (None where neither a loader nor the
-        loop's wait was measured)."""
+    def wait_parts(self) -> tuple[float, float, float] | None:
+        """The loop's wait so far, over every unit: (the DataLoader's, the rest of it, the share
+        of the rest the samples so far found input), so that a window's data wait is its
+        DataLoader wait and its rest at one share; None where neither a loader nor the loop's
+        wait was measured."""
         declared = list(self.declared_counts.values())
         if not (self.wait_measured or self.train_source is not None or self.counts.fetched
                 or self.counts.gaps or any(c.fetched for c in declared)):
             return None
-        open_wait = self.counts.figures(0.0, self.optimizer_seen, self.sample_totals).data_wait_s
-        if open_wait is None:
-            open_wait = self.counts.data_wait
-        return self.closed_wait + open_wait + sum(c.data_wait for c in declared)
+        counts = self.counts
+        loader = self.closed_loader + counts.data_wait + sum(c.data_wait for c in declared)
+        rest = self.closed_rest + (max(0.0, counts.loop_wait - counts.data_wait) if counts.gaps else 0.0)
+        samples = self.sample_totals
+        inputs = sum(n for (kind, _), n in samples.items() if kind == INPUT)
+        outside = inputs + sum(n for (kind, _), n in samples.items() if kind == OWN)
+        return loader, rest, inputs / outside if outside else 0.0
 
     @property
     def unit(self) -> str:
@@ -543,7 +549,7 @@ class Loop:
         counts = self.declared_counts.pop(epoch, None)
         if counts is None:
             return {}
-        self.closed_wait += counts.data_wait
+        self.closed_loader += counts.data_wait
         self.wait_measured = self.wait_measured or counts.fetched
         self.data.flush()
         return counts.metrics(now, self.optimizer_seen)
@@ -696,7 +702,9 @@ class Loop:
             self.workers_counted = (seconds, batches)
             if batches > counted:  # what one batch took a worker to make
                 figures = replace(figures, worker_batch_s=round((seconds - before) / (batches - counted), 6))
-        self.closed_wait += figures.data_wait_s if figures.data_wait_s is not None else self.counts.data_wait
+        self.closed_loader += self.counts.data_wait
+        if self.counts.gaps:
+            self.closed_rest += max(0.0, self.counts.loop_wait - self.counts.data_wait)
         self.wait_measured = self.wait_measured or self.counts.fetched or bool(self.counts.gaps)
         self.voice.epoch(self.epoch, figures.to_json(), self.unit)
         self.counts = EpochCounts()

@@ -133,7 +133,7 @@ class Process:
         # whether Keras's latest step on TensorFlow was measured (None: no such step yet), once armed
         self.fit_measured: Callable[[], bool | None] | None = None
         spec = trial.requested()
-        self.trial = trial.Trial(spec, self.loop.data_wait_total, before_done=self.trial_over) if spec else None
+        self.trial = trial.Trial(spec, self.loop.wait_parts, before_done=self.trial_over) if spec else None
         self.loop.trial = self.trial
 
     def announce(self) -> None:

@@ -42,10 +42,13 @@ def requested(env: dict[str, str] | os._Environ[str] = os.environ) -> dict[str, 
 
 
 class Trial:
-    """Counts steps; measures the window after the warm-up. ``waited`` gives the loop's data
-    wait so far (None where no loader is measured)."""
+    """Counts steps; measures the window after the warm-up. ``waited`` gives the loop's wait so
+    far (``Loop.wait_parts``: its DataLoader wait, the rest, the share of the rest found input;
+    None where none is measured): the window's data wait is its DataLoader wait and its rest at
+    the share known when it ends, so a share learnt during the window counts the same before
+    and after its start."""
 
-    def __init__(self, spec: dict[str, Any], waited: Callable[[], float | None],
+    def __init__(self, spec: dict[str, Any], waited: Callable[[], tuple[float, float, float] | None],
                  say: Callable[..., None] = events.emit, before_done: Callable[[float], None] = lambda now: None):
         self.warmup = int(spec["warmup"])
         self.steps_wanted = spec.get("steps")
@@ -55,7 +58,7 @@ class Trial:
         self.before_done = before_done   # the loop's last figures go out before the process is ended
         self.steps = 0
         self.start: float | None = None
-        self.wait_at_start: float | None = None
+        self.wait_at_start: tuple[float, float, float] | None = None
         self.over = False
 
     def step(self, now: float) -> None:
@@ -92,7 +95,8 @@ class Trial:
                                    "steps_per_s": round(steps / seconds, 4)}
         waited = self.waited()
         if waited is not None and self.wait_at_start is not None:
-            figures["data_wait_s"] = round(waited - self.wait_at_start, 6)
+            (loader, rest, share), (loader0, rest0, _) = waited, self.wait_at_start
+            figures["data_wait_s"] = round(max(0.0, loader - loader0 + (rest - rest0) * share), 6)
             figures["data_wait_share"] = round(min(1.0, figures["data_wait_s"] / seconds), 4)
         if not partial:
             self.before_done(now)
