@@ -268,13 +268,16 @@ def draw_lanes(data: LanesInput, width: int, height: int) -> Grid:
         a = np.maximum(np.floor((starts - view.t0) / span * plot_w), 0).astype(np.int64)
         b = np.minimum(np.floor((ends - view.t0) / span * plot_w), plot_w - 1).astype(np.int64)
         # A phase is named where its name fits inside it: a name of one character or more
-        # needs three columns or more (its first is the phase's edge). A live window holds a
-        # hundred phases, most narrower: placed in a list of plain characters, made an array once.
+        # needs three columns or more (its first is the phase's edge). A phase nested in another
+        # (a loop's wait inside its training) is named only where a blank parts its name from the
+        # one already there, so two names never read as one ("train 1data 1"). A live window
+        # holds a hundred phases, most narrower: placed in a list of plain characters, made an
+        # array once.
         row = [" "] * plot_w
         named = (b - a > 1).nonzero()[0]
         for j, first, last in zip(mine[named].tolist(), a[named].tolist(), b[named].tolist()):
             text = inert(data.names[j])
-            if last - first + 1 > len(text) + 1:
+            if last - first + 1 > len(text) + 1 and not "".join(row[first:first + len(text) + 2]).strip():
                 row[first + 1:first + 1 + len(text)] = text
         names = np.array(row, dtype="<U1")
         kind = np.zeros(plot_w, dtype=np.int64)  # 0: the phase's name (or a blank), 1: an epoch line, 2: a marker

@@ -216,6 +216,12 @@ def _label(grid: Grid, y: int, text: str, style: Style) -> None:
 
 
 _TAIL = re.compile(r"([-_:. ]?)([^-_:. ]*)$")
+# The short forms training code itself uses, for a lane's name too long for its column: a word
+# cut at the column ("valida") reads as a mistake on a projector; "val" does not.
+_LETTERS = re.compile(r"[A-Za-z]+")
+_SHORT = {"validate": "val", "validation": "val", "evaluate": "eval", "evaluation": "eval",
+          "training": "train", "checkpoint": "ckpt", "dataloader": "loader",
+          "prefetch": "fetch", "optimizer": "optim", "forward": "fwd", "backward": "bwd"}
 _WORDS = re.compile(r"[^-_:. ]+")
 
 
@@ -226,11 +232,16 @@ def _compact(name: str) -> str:
 
 def lane_labels(lanes: Sequence[str], width: int = AXIS - 1) -> list[str]:
     """Each lane's name in WIDTH columns, no two alike: a name that fits as it is; a longer one
-    keeps its last part (``validate-0`` → ``vali-0``), which is what tells lanes apart most
+    first with its words' usual short forms (``validate-0`` → ``val-0``), then keeping its last
+    part (``prefetcher-3`` → ``pref-3``), which is what tells lanes apart most
     often; names still alike so are made of their words' first letters and their numbers
     (``rank 10 train`` → ``r10t``), and any left alike get their place among them (``~2``)."""
     labels = []
     for name in lanes:
+        if len(name) <= width:
+            labels.append(name)
+            continue
+        name = _LETTERS.sub(lambda word: _SHORT.get(word.group(0).lower(), word.group(0)), name)
         if len(name) <= width:
             labels.append(name)
             continue

@@ -127,6 +127,17 @@ def test_lanes_name_the_phases_that_fit_and_draw_epoch_lines_and_markers():
     assert presenter.style(0, AXIS + 1) == Style(color="#ffffff", bgcolor=PRESENTER.phase["train"])
 
 
+def test_a_nested_phase_is_named_only_where_a_blank_parts_it_from_the_name_before():
+    # 30 columns for 15 s on one lane: train 1 over 0-15 s, named from column 1 to 7; data 1
+    # nested inside it from 3 s (column 6) would be written over its name: not named; data 2 from
+    # 10 s (column 20) has a blank before it and room: named.
+    data = LanesInput(View(0, 15), 1, NORMAL, ("main",), np.array([0.0, 3.0, 10.0]), np.array([15.0, 8.0, 15.0]),
+                      kind_codes(["train", "data", "data"]), ("train 1", "data 1", "data 2"), np.array([0, 0, 0]),
+                      Overlay.of([], [], []))
+    row = draw_lanes(data, AXIS + 30, 3).text()[0][AXIS:]
+    assert "train 1data" not in row and row.split() == ["train", "1", "data", "2"]
+
+
 def test_a_row_is_merged_into_one_segment_per_run_of_a_style():
     red, blue = Style(color="red"), Style(color="blue")
     grid = Grid(np.array([list("ab cd▼")], dtype="<U1"),
