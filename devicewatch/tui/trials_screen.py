@@ -66,6 +66,42 @@ def run_trial_beside(command: list[str], variant: trials.Variant, budget: dict[s
                             terminal=io.StringIO())
 
 
+@dataclass(frozen=True)
+class Note:
+    """One note under the trials' table, whole, and how much it tells: 0 a failure, 1 a trial
+    measured short or not at all, 2 the rest (what a variant changed, the advice as written)."""
+
+    text: Text
+    rank: int = 2
+
+
+def joined(notes: list[Note]) -> Text:
+    return Text("\n").join(note.text for note in notes)
+
+
+def kept_notes(notes: list[Note], room: int, rows: Callable[[Text], int]) -> Text:
+    """NOTES in at most ROOM rows (each note's ROWS as wrapped): all where they fit; else the
+    most telling whole notes, in their own order, and a last line for the rest."""
+    if not notes or sum(rows(note.text) for note in notes) <= room:
+        return joined(notes)
+    kept: set[int] = set()
+    used = 1    # the line that counts the notes left out
+    for i in sorted(range(len(notes)), key=lambda i: (notes[i].rank, i)):
+        need = rows(notes[i].text)
+        if used + need <= room:
+            kept.add(i)
+            used += need
+    left = len(notes) - len(kept)
+    more = Text(f"{left} more note{'s' if left != 1 else ''}: a taller terminal shows {'them' if left != 1 else 'it'}",
+                style="grey50")
+    return joined([notes[i] for i in sorted(kept)] + [Note(more)])
+
+
+def rows_of_text(panel: TextPanel, text: Text, width: int) -> int:
+    """The rows TEXT takes in PANEL at a screen WIDTH, wrapped as the panel wraps it."""
+    return len(panel._wrap(text, max(1, width - panel.styles.gutter.width)))
+
+
 # -- trials running now ----------------------------------------------------------------------
 
 class TrialsRun:
@@ -203,6 +239,7 @@ class TrialsScreen(RedrawOnce):
         self.quit_when_ended = False
         self.ended = False          # the trials' thread said the set is over
         self._follower: Any = None  # the timer that reads the running trial's file
+        self._all_notes: list[Note] = []
 
     @classmethod
     def saved(cls, trial_set: trials.TrialSet, folder: str) -> TrialsScreen:
@@ -322,8 +359,8 @@ class TrialsScreen(RedrawOnce):
         self.query_one("#trials-headline", TextPanel).update(self._headline())
         self.query_one("#trials-plan", TextPanel).update(self._plan())
         self.query_one("#trials-table", RenderedTable).update(FittedTable(self._table()))
-        notes = self._notes()
-        self.query_one("#trials-notes", TextPanel).update(notes)
+        self._all_notes = self._notes()
+        self.query_one("#trials-notes", TextPanel).update(joined(self._all_notes))
         self._draw_charts()
         self.call_after_refresh(self._fit_layout)
 
@@ -337,12 +374,22 @@ class TrialsScreen(RedrawOnce):
         if not width or not height or not self.is_mounted:
             return
         measured: dict[str, int | tuple[int | None, int | None]] = {}
-        for name in ("trials-headline", "trials-plan", "trials-notes"):
-            panel = self.query_one(f"#{name}", TextPanel)
-            lines = panel._wrapped(max(1, width - panel.styles.gutter.width))
-            measured[name] = len(lines) if panel.text.plain else 0
+
+        def rows_of(panel: TextPanel) -> int:
+            return len(panel._wrapped(max(1, width - panel.styles.gutter.width))) if panel.text.plain else 0
+
+        for name in ("trials-headline", "trials-plan"):
+            measured[name] = rows_of(self.query_one(f"#{name}", TextPanel))
         table = self.query_one("#trials-table", RenderedTable)
         measured["trials-table"] = (2 + len(table._lay_out(max(1, width - 4))), None)
+        # The notes get the rows the rest leaves them; where all do not fit, the most telling
+        # do, whole (a failed script's last lines first), and a line says how many are left out.
+        notes_panel = self.query_one("#trials-notes", TextPanel)
+        room = height - 1 - sum(r if isinstance(r, int) else (r[0] or 0) for r in measured.values())
+        shown = kept_notes(self._all_notes, room, lambda text: rows_of_text(notes_panel, text, width))
+        if shown.plain != notes_panel.text.plain:
+            notes_panel.update(shown)
+        measured["trials-notes"] = rows_of(notes_panel)
         absent = set() if measured["trials-notes"] else {"trials-notes"}
         layout.apply(self, layout.TRIALS, layout.fit(layout.TRIALS, width, height, self.presenter, measured, absent),
                      measured)
@@ -401,15 +448,18 @@ class TrialsScreen(RedrawOnce):
                           Text(f"failed ({r.failed})", style="red") if r.failed else inert(r.verdict or "-"))
         return table
 
-    def _notes(self) -> Text:
+    def _notes(self) -> list[Note]:
         """What each variant changed, what was not applied, why a trial was not measured, a
         window its script cut short, a failed script's last lines on stderr, the advice of the
-        script as written, and why the set stopped early."""
-        text = Text()
+        script as written, and why the set stopped early: each a note, with how much it tells
+        (``Note.rank``: a failure first) for a terminal too short for all of them."""
+        notes: list[Note] = []
 
-        def line(head: str, body: str, style: str = "") -> None:
-            text.append(("\n" if text.plain else "") + head, style="bold")
+        def line(head: str, body: str, style: str = "", rank: int = 2) -> None:
+            text = Text()
+            text.append(head, style="bold")
             text.append(inert(body), style=style)
+            notes.append(Note(text, rank))
 
         for row in self.rows:
             r, label = row.result, row.variant.label
@@ -419,12 +469,12 @@ class TrialsScreen(RedrawOnce):
                 for skipped in r.not_applied:
                     line(f"{label}: not applied: ", skipped, "yellow")
                 if r.note and not r.steps_per_s and not r.failed:
-                    line(f"{label}: not measured: ", r.note, "yellow")
+                    line(f"{label}: not measured: ", r.note, "yellow", rank=1)
                 window = r.window_text(self.trial_set.budget)
                 if window:
-                    line(f"{label}: ", window, "yellow")
+                    line(f"{label}: ", window, "yellow", rank=1)
                 for i, failure in enumerate(trials.failure_lines(r)):
-                    line("" if i else f"{label}: ", failure.removeprefix(f"{label}: ") if not i else failure, "red")
+                    line("" if i else f"{label}: ", failure.removeprefix(f"{label}: ") if not i else failure, "red", rank=0)
             if row.missing:
                 line(f"{label}: no chart: ", row.missing, "yellow")
         moved = trials.load_moved_text([row.result for row in self.rows if row.result is not None])
@@ -435,8 +485,8 @@ class TrialsScreen(RedrawOnce):
                 if item.knob is None:
                     line("as written: ", advice_.text(item))
             if self.trial_set.stopped and not self._stopped_before_a_variant():
-                line("", self.trial_set.stopped, "yellow")
-        return text
+                line("", self.trial_set.stopped, "yellow", rank=1)
+        return notes
 
     def _draw_charts(self) -> None:
         palette = PRESENTER if self.presenter else NORMAL

@@ -115,3 +115,31 @@ async def test_the_trials_view_shows_the_failure_and_the_window_cut_short(tmp_pa
         assert "threads=1: 2.4 s of the 15 s window measured (12 steps): the script ended first" in notes
         assert "threads=1: the script failed (exit code 1); its last lines on stderr:" in notes
         assert "  | ValueError: batch 40 has 31 features" in notes
+
+
+@pytest.mark.asyncio
+async def test_a_short_terminal_keeps_the_failure_and_says_what_notes_it_left_out(tmp_path):
+    # 80×24 with more notes than the rows left under the table: the failed script's lines stay,
+    # whole, and a last line counts the notes left out (the view once hid them all).
+    pytest.importorskip("textual")
+    from devicewatch.tui.app import DashboardApp, DashboardSettings
+    from devicewatch.tui.kept_lines import KeptFooter
+    from tests.conftest import until
+
+    error = ["Traceback (most recent call last):", '  File "train.py", line 40, in <module>',
+             "    loss = model(x).sum()", "ValueError: batch 40 has 31 features"]
+    failed = trials.TrialResult(trials.Variant("threads", 1), str(tmp_path / "gone.jsonl"), "failed",
+                                failed="exit code 1", error_lines=error, window_steps=12, window_seconds=2.4,
+                                cut_short=True, varied=[f"set torch.set_num_threads(1) in process {i}" for i in range(8)])
+    base = trials.TrialResult(trials.Variant(), str(tmp_path / "gone-too.jsonl"), "trial", steps_per_s=4.0)
+    trials.save(trials.TrialSet(["python", "x.py"], {"warmup": 5, "steps": None, "seconds": 15.0}, [base, failed]),
+                str(tmp_path))
+    app = DashboardApp(DashboardSettings(), trial_set=trials.load_set(str(tmp_path / trials.TRIALS_FILE)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        panel = app.screen.query_one("#trials-notes")
+        await until(pilot, lambda: "more notes" in panel.text.plain and panel.display)
+        notes = panel.text.plain
+        assert panel.display and "more notes: a taller terminal shows them" in notes
+        assert "threads=1: the script failed (exit code 1); its last lines on stderr:" in notes
+        assert "  | ValueError: batch 40 has 31 features" in notes
+        assert panel.region.bottom <= app.screen.query_one(KeptFooter).region.y   # all of it on the screen
