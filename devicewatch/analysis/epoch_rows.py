@@ -172,11 +172,20 @@ def units_text(unit_: str, count: int | None = None) -> str:
     return f"{count} {unit_}{'s' * (count != 1)}"
 
 
+# What the zero-code loop measures in each unit for the verdict and the advice, which say it in
+# words ("waited on its queue 95% of the time", "a worker made a batch in 20 ms"): beside the
+# table's data wait, a second wait in raw seconds would be two data figures on one row. They
+# stay in ``report --json`` and ``export``.
+LOOP_WORKINGS = frozenset({"wait_s", "loader_wait_s", "iterators", "waited_on", "worker_batch_s"})
+
+
 def repeated_metrics(phase_names: Iterable[str], metric_names: Iterable[str]) -> set[str]:
-    """The metrics an epoch table already shows in its own columns: a phase's seconds
-    (``train_s`` beside a ``train`` phase) and the data wait."""
+    """The metrics an epoch table does not show as the workload's own: a phase's seconds
+    (``train_s`` beside a ``train`` phase) and the data wait, which it shows in its own
+    columns, and the loop's workings, which the verdict and the advice say."""
     phases_ = set(phase_names)
-    return {m for m in metric_names if m == DATA_WAIT_METRIC or (m.endswith("_s") and m[:-2] in phases_)}
+    return {m for m in metric_names
+            if m == DATA_WAIT_METRIC or m in LOOP_WORKINGS or (m.endswith("_s") and m[:-2] in phases_)}
 
 
 @dataclass(frozen=True)

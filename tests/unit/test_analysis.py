@@ -213,6 +213,15 @@ def test_repeated_metrics_are_a_phases_seconds_and_the_data_wait():
                                      ) == {"data_s", "train_s", "data_wait_s"}
 
 
+def test_the_loops_workings_are_said_by_the_verdict_not_shown_as_a_second_wait_column():
+    # a round's unit figures: one data figure (the data wait) for the table, the rest for the
+    # verdict and the advice; the workload's own metrics and steps/s stay
+    figures = ["loss", "steps", "steps_per_s", "data_wait_s", "wait_s", "loader_wait_s", "iterators", "waited_on",
+               "worker_batch_s"]
+    assert analysis.repeated_metrics(["train", "validate"], figures) == \
+        {"data_wait_s", "wait_s", "loader_wait_s", "iterators", "waited_on", "worker_batch_s"}
+
+
 def _swept_overlap(all_phases):
     """The sweep lane_overlap replaced: one edge at a time, counting lanes with a phase running."""
     busy = overlap = 0.0
