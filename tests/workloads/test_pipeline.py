@@ -226,11 +226,9 @@ def _openmp_threads() -> int:
     return int(ctypes.CDLL(path).omp_get_max_threads())
 
 
-def test_each_validation_thread_runs_its_operators_on_the_training_threads_number() -> None:
-    """torch.set_num_threads sets OpenMP's number for its own thread only: a validation thread
-    must set it too, or its convolutions run a team of one thread per core beside training."""
-    if (os.cpu_count() or 1) < 2:
-        pytest.skip("one core: OpenMP's default is one thread, as asked")
+def _threads_of_training_and_validation() -> tuple[int, list[int]]:
+    """In a process of its own: OpenMP's number of the training thread and of each validation
+    thread, for a model built with --intra-threads 1 and run overlapped with 2 threads."""
     model = pipeline.build_model("torch", seed=0, intra_threads=1)
     seen: list[int] = []
     evaluate = model.evaluate
@@ -243,5 +241,19 @@ def test_each_validation_thread_runs_its_operators_on_the_training_threads_numbe
     outcome = schemes.Outcome()
     schemes.run_overlapped(model, datamod.synthetic(128, 64, seed=1), _settings(threads=2, epochs=1), schemes.Reporter(
         1, outcome, echo=lambda line: None), threading.Event())
-    assert _openmp_threads() == 1   # the training thread, as --intra-threads 1 set it
+    return _openmp_threads(), seen
+
+
+def test_each_validation_thread_runs_its_operators_on_the_training_threads_number() -> None:
+    """torch.set_num_threads sets OpenMP's number for its own thread only: a validation thread
+    must set it too, or its convolutions run a team of one thread per core beside training.
+    Looked at in a fresh process: torch's thread settings are the process's, and the tests
+    before this one leave theirs behind."""
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one core: OpenMP's default is one thread, as asked")
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        training, seen = pool.apply(_threads_of_training_and_validation)
+    assert training == 1            # the training thread, as --intra-threads 1 set it
     assert seen == [1, 1], seen     # each of the 2 validation threads' shards, likewise
