@@ -13,19 +13,20 @@ from __future__ import annotations
 from typing import Any
 
 from ..events import INSTRUMENT
+from ..integrations.zero_code import frameworks
 
-NOT_ACTIVE = ("no process of the workload imported torch, Lightning, Keras, TensorFlow or transformers "
+NOT_ACTIVE = (f"no process of the workload imported {frameworks.titles()} "
               "under it: not Python, or Python started without site or PYTHONPATH")
 FROM_OUTPUT = "; the epochs were read from the workload's output instead"
 
 
 def not_active(imported: list[str], processes: int, epochs_from_output: bool) -> str:
     """Why the instrumentation was not active, naming what was found: the frameworks processes
-    imported without training under the hooks, and the output's epoch lines where they stood in."""
+    imported without training under the hooks, and the output's epoch lines where they stood in.
+    The frameworks and what their hooks take for training are their rows' (``frameworks``)."""
     if imported:
         reason = (f"{', '.join(imported)} imported in {processes} process{'es' * (processes != 1)}, "
-                  "but its hooks saw no training step (no optimizer step or backward pass of torch, "
-                  "no fit of Lightning, Keras or the Trainer)")
+                  f"but its hooks saw no training step ({frameworks.training_steps()})")
     else:
         reason = NOT_ACTIVE
     return reason + (FROM_OUTPUT if epochs_from_output else "")

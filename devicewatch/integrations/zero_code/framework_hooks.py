@@ -18,7 +18,8 @@ from collections.abc import Callable
 from .process_state import PROCESS, Process, event_fields, own_phases
 
 
-def arm(framework: str, name: str, module: Any, process: Process) -> None:
+def on_import(framework: str, name: str, module: Any, process: Process) -> None:
+    """FRAMEWORK's module NAME has run: devicewatch's callback goes into its fit from now on."""
     if framework == "lightning":
         _wrap(process, framework, module.Trainer, "fit", functools.partial(_lightning_fit, module))
     elif framework == "keras":

@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 from ... import events
 from . import knobs, trial
+from .frameworks import BY_NAME, FIT, LOOP
 from .loop import EPOCH, LANE, Loop
 
 # The event budget of one process: at most EVENT_RATE a second after a burst of EVENT_BURST.
@@ -249,16 +250,17 @@ def epoch_figures(epoch: int | None) -> dict[str, Any]:
 
 
 def _measured() -> bool:
-    """Whether the hooks measure the callback's epochs: Keras training on TensorFlow is measured
-    where the TensorFlow hooks took its batches (not with ``steps_per_execution`` over 1 or a
-    distribution strategy: ``tf_hooks.measures_fit``, which they leave as ``fit_measured``),
-    any other loop where torch is armed. An epoch that was not measured has no figures rather
-    than a data wait of 0."""
-    if "tensorflow" in PROCESS.armed and PROCESS.fit_measured is not None:
+    """Whether the hooks measure the callback's epochs (``Framework.measures``): a fit where a
+    FIT framework's hooks took its batches (Keras training on TensorFlow, not with
+    ``steps_per_execution`` over 1 or a distribution strategy: ``tf_hooks.measures_fit``, which
+    they leave as ``fit_measured``), any other loop where a LOOP framework (torch) is armed. An
+    epoch that was not measured has no figures rather than a data wait of 0."""
+    armed = [BY_NAME[name] for name in PROCESS.armed if name in BY_NAME]
+    if PROCESS.fit_measured is not None and any(row.measures == FIT for row in armed):
         measured = PROCESS.fit_measured()
         if measured is not None:
             return measured
-    return "torch" in PROCESS.armed
+    return any(row.measures == LOOP for row in armed)
 
 
 def event_fields() -> dict[str, Any]:

@@ -48,16 +48,25 @@ import weakref
 from typing import Any
 from collections.abc import Callable
 
+from .frameworks import KERAS_TRAINER
 from .process_state import Process
 
 _monotonic = time.monotonic
 get_ident = threading.get_ident
 _MAIN = threading.main_thread().ident
-KERAS_TRAINER = "keras.src.backend.tensorflow.trainer"
 BACKWARD, STEP = 1, 2   # what the calls of a marked tf.function are
 INFINITE = -1           # tf.data.INFINITE_CARDINALITY
 
 _HOOKS: _Hooks | None = None
+
+
+def on_import(framework: str, name: str, module: Any, process: Process) -> None:
+    """TensorFlow, or Keras's TensorFlow trainer, has been imported (``frameworks.FRAMEWORKS``)."""
+    if name == KERAS_TRAINER:
+        keras_trainer(module)
+    else:
+        process.knobs.tensorflow(module)
+        arm(module, process)
 
 
 def arm(tf: Any, process: Process) -> None:

@@ -66,6 +66,11 @@ WORKER_SLOTS = 64        # workers timed apart (a worker id beyond shares a slot
 _SLOT = struct.Struct("dq")   # seconds making batches, batches made
 
 
+def on_import(framework: str, name: str, module: Any, process: Process) -> None:
+    """torch has been imported (``frameworks.FRAMEWORKS``): its hooks go in."""
+    arm(module, process)
+
+
 def arm(torch: Any, process: Process) -> None:
     """Put the hooks in (once per process)."""
     from torch.nn.modules.module import Module

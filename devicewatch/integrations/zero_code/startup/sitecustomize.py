@@ -18,7 +18,7 @@ import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(_HERE)))  # the devicewatch package
-# The same names and values as zero_code.instrument.WATCHED, events.ENV_VAR and
+# The same names and values as zero_code.frameworks.WATCHED, events.ENV_VAR and
 # zero_code.SWITCH_VAR/SWITCHED_OFF (a test holds them together): importing those here would
 # cost every Python process of the workload.
 _WATCHED = ("torch", "lightning.pytorch", "pytorch_lightning", "keras", "tensorflow", "transformers.trainer",
