@@ -111,6 +111,11 @@ def add_instrument_option(parser: argparse.ArgumentParser | argparse._ArgumentGr
 def add_dashboard_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup, default: object = None) -> None:
     parser.add_argument("--runs-dir", metavar="DIR", default=default,
                         help="where the dashboard records its runs (default ./runs)")
+    add_presenter_option(parser, default)
+
+
+def add_presenter_option(parser: argparse.ArgumentParser | argparse._ArgumentGroup, default: object = None) -> None:
+    """--presenter, before the command or after it (``devicewatch compare A B --presenter``)."""
     parser.add_argument("--presenter", action="store_true", default=default,
                         help="dashboard: fewer, larger panels in high contrast, for a projector")
 

@@ -25,6 +25,7 @@ from ..recorder import check_interval, record_argv
 from ..render.compare_text import print_comparison
 from ..job_files import load_run
 from ..runformat.runfile import load
+from . import add_presenter_option
 
 NAME = "compare"
 HELP = "two runs side by side (dashboard, --text table or --json)"
@@ -38,6 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "of devicewatch try (or its trials.json)")
     parser.add_argument("--text", action="store_true", help="print the comparison as a table")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    add_presenter_option(parser, default=argparse.SUPPRESS)
     parser.add_argument("--pair", metavar="WORKLOAD", help="record WORKLOAD twice (options --a, then --b), then compare")
     parser.add_argument("--a", dest="options_a", metavar="OPTIONS", default=None,
                         help='workload options of run A, one quoted string, e.g. --a="--device cpu"')

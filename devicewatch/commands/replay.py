@@ -7,6 +7,7 @@ import argparse
 import os
 
 from ..live.source import open_replay
+from . import add_presenter_option
 from .run import settings
 
 NAME = "replay"
@@ -22,6 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "enter opens one node.")
     parser.add_argument("files", nargs="+", metavar="FILE|DIR",
                         help="a run file, e.g. runs/….jsonl; or a job's folder, or its nodes' run files")
+    add_presenter_option(parser, default=argparse.SUPPRESS)
 
 
 def run(args: argparse.Namespace) -> int:

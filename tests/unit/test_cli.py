@@ -53,3 +53,12 @@ def test_bad_input_is_one_usage_error(argv, message):
     with pytest.raises(UsageError, match=re.escape(message)) as info:
         cli.parse(argv)
     assert "\n" not in str(info.value)
+
+
+def test_presenter_is_taken_before_the_command_or_after_it():
+    from devicewatch import cli
+
+    for command in (["compare", "a.jsonl", "b.jsonl"], ["replay", "runs/4711"], ["run", "demo"], ["demo"]):
+        assert cli.parse(["--presenter", *command])[1].presenter is True
+        assert cli.parse([*command[:1], "--presenter", *command[1:]])[1].presenter is True
+        assert cli.parse(command)[1].presenter is False
