@@ -144,6 +144,10 @@ class Distributed:
             import torch.distributed as dist
 
             if dist.is_initialized():
+                # Every rank reaches the end before any tears its connections down: a rank that
+                # destroys its group first can close a socket its peer's gloo thread still
+                # reads, and the peer aborts (SIGABRT) after training ended well.
+                dist.barrier()
                 dist.destroy_process_group()
 
 
