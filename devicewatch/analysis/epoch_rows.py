@@ -175,7 +175,8 @@ def units_text(unit_: str, count: int | None = None) -> str:
 # What the zero-code loop measures in each unit for the verdict and the advice, which say it in
 # words ("waited on its queue 95% of the time", "a worker made a batch in 20 ms"): beside the
 # table's data wait, a second wait in raw seconds would be two data figures on one row. They
-# stay in ``report --json`` and ``export``.
+# stay in ``report --json`` and ``export``. The loop's ``UnitFigures`` names them too (a layer
+# above this one); a test keeps the two equal.
 LOOP_WORKINGS = frozenset({"wait_s", "loader_wait_s", "iterators", "waited_on", "worker_batch_s"})
 
 

@@ -222,6 +222,16 @@ def test_the_loops_workings_are_said_by_the_verdict_not_shown_as_a_second_wait_c
         {"data_wait_s", "wait_s", "loader_wait_s", "iterators", "waited_on", "worker_batch_s"}
 
 
+def test_every_figure_the_loop_measures_is_either_a_column_or_one_of_its_workings():
+    # analysis cannot import the instrumentation (its layer is below), so the names are listed
+    # twice: a figure added to UnitFigures must be placed, as a table column or as a working
+    from devicewatch.analysis.epoch_rows import DATA_WAIT_METRIC, LOOP_WORKINGS
+    from devicewatch.integrations.zero_code.loop import UnitFigures
+
+    shown = {"steps", "steps_per_s"}
+    assert {f.name for f in dataclasses.fields(UnitFigures)} == shown | {DATA_WAIT_METRIC} | LOOP_WORKINGS
+
+
 def _swept_overlap(all_phases):
     """The sweep lane_overlap replaced: one edge at a time, counting lanes with a phase running."""
     busy = overlap = 0.0
