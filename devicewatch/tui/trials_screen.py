@@ -98,8 +98,13 @@ def kept_notes(notes: list[Note], room: int, rows: Callable[[Text], int]) -> Tex
 
 
 def rows_of_text(panel: TextPanel, text: Text, width: int) -> int:
-    """The rows TEXT takes in PANEL at a screen WIDTH, wrapped as the panel wraps it."""
-    return len(panel._wrap(text, max(1, width - panel.styles.gutter.width)))
+    """The rows TEXT takes in PANEL at a screen WIDTH, wrapped as the panel wraps it, leaving
+    the panel's wraps of its own text in place (a wrap keeps only the lines it was last asked)."""
+    kept = panel._wraps, panel._last_wrap
+    try:
+        return len(panel._wrap(text, max(1, width - panel.styles.gutter.width)))
+    finally:
+        panel._wraps, panel._last_wrap = kept
 
 
 # -- trials running now ----------------------------------------------------------------------
