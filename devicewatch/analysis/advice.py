@@ -21,7 +21,9 @@ share of the time its threads wanted a core that they waited for one and ``T`` i
 threads (a parallel operator runs only while all ``T`` hold a core). A loop that takes a new
 iterator every step or two (``restarts``, iterators a step) splits ``L`` into the wait in the
 DataLoader's ``__next__``, ``N`` (a batch loaded, as fast by a worker as by the loop), and the
-workers' start-up, ``S``: without workers a step takes ``C + N``; with persistent workers the
+workers' start-up, ``S``; the workers of the iterator it drops are shut down after its batch is
+out, ``T`` (a trial times it), so ``L`` is at least ``N + T`` whatever share of the rest of the
+wait its samples found input: without workers a step takes ``C + N``; with persistent workers the
 reset first waits for the ``p`` batches each worker had prefetched (``prefetch_factor``, 2 by
 default), ``C + N·(1 + p·max(1, k/cores))``; a loop that runs its passes out loses only ``S``.
 """
@@ -89,6 +91,7 @@ class Baseline:
     loader_wait_share: float | None = None  # the share of the time waited in the DataLoader's __next__
     restarts: float | None = None        # new iterators over the training data a step
     worker_batch_s: float | None = None  # what one batch took a loader worker to make
+    teardown_share: float | None = None  # the share of the time spent shutting down dropped iterators' workers
 
     @property
     def limit(self) -> float:
@@ -144,9 +147,12 @@ def baseline(run: Run, verdict: Verdict | None = None) -> Baseline:
     verdict = verdict or verdict_of(run, s, all_phases)
     trial = trial_of(run)
     rows = epochs(run, all_phases)
+    teardown = None
     if trial is not None:
         steps_per_s = trial.get("steps_per_s")
         share = trial.get("data_wait_share")
+        if isinstance(trial.get("teardown_s"), (int, float)) and trial.get("seconds"):
+            teardown = min(1.0, float(trial["teardown_s"]) / float(trial["seconds"]))
     else:
         steps = sum(r.metrics.get("steps", 0) for r in rows if isinstance(r.metrics.get("steps"), (int, float)))
         loop = sum(r.train_loop for r in rows)
@@ -173,7 +179,8 @@ def baseline(run: Run, verdict: Verdict | None = None) -> Baseline:
         waiting_cores=figures.get("waiting_cores"),
         loader_wait_share=loader_share,
         restarts=restarts,
-        worker_batch_s=worker_batch)
+        worker_batch_s=worker_batch,
+        teardown_share=teardown)
 
 
 def _loader_figures(rows: list[Any], share: float | None) -> tuple[float | None, float | None, float | None]:
@@ -220,14 +227,18 @@ def predict(b: Baseline, knob: str, value: Any) -> float | None:
         # N: a batch, as a worker made it where timed, else the whole wait in the DataLoader's __next__
         batch = min(b.worker_batch_s, step) if b.worker_batch_s is not None else step * b.loader_wait_share
         restarting = (b.restarts or 0.0) >= RESTARTS
+        # T: the dropped iterator's workers shut down after its batch is out, before the model's call,
+        # in the loop's wait only at the share its samples found input; timed, it is input whole
+        least = step * min(1.0, b.loader_wait_share + (b.teardown_share or 0.0))
+        own = step - max(wait, least)
         if knob == "num_workers" and int(value) == 0 and restarting and b.workers:
-            return 1.0 / (compute + batch)
+            return 1.0 / (own + batch) if own + batch > 0 else None
         if knob == "persistent_workers" and value and b.workers:
             if not restarting:
-                return 1.0 / (compute + batch)        # the start-up of each pass is gone
+                return 1.0 / (own + batch) if own + batch > 0 else None   # the start-up of each pass is gone
             prefetch = int((b.loader or {}).get("prefetch_factor") or PREFETCH)
             drained = prefetch * max(1.0, b.workers / b.usable_cores)
-            return 1.0 / min(step, compute + batch * (1 + drained))
+            return 1.0 / min(step, own + batch * (1 + drained))
     if knob in ("num_workers", "map_parallel"):
         workers = int(value)
         if workers <= 0:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from devicewatch.analysis.advice import Baseline, predict
+from devicewatch.integrations.zero_code.trial import Trial
 
 
 def baseline(**figures: object) -> Baseline:
@@ -38,3 +39,31 @@ def test_persistent_workers_on_a_loop_that_runs_its_passes_out_save_their_start_
 
 def test_a_batch_untimed_in_the_workers_is_the_whole_wait_in_next():
     assert predict(baseline(worker_batch_s=None), "num_workers", 0) == pytest.approx(1 / (0.02 + 0.02))
+
+
+def test_the_timed_teardown_of_a_dropped_iterator_is_input_whatever_its_samples_found():
+    # a step of 0.1 s: the wait read at 50%, 20% of it in __next__; the dropped iterator's
+    # workers took 40% of the time to shut down: the wait is at least 0.02 + 0.04 = 0.06 s,
+    # the loop's own compute 0.04 s
+    b = baseline(data_wait_share=0.5, teardown_share=0.4)
+    assert predict(b, "num_workers", 0) == pytest.approx(1 / (0.04 + 0.005))
+    # a teardown inside the wait already read leaves the compute as it was: 0.05 s
+    assert predict(baseline(data_wait_share=0.5, teardown_share=0.1), "num_workers", 0) == \
+        pytest.approx(1 / (0.05 + 0.005))
+
+
+def test_a_trial_window_reports_the_teardown_it_measured_and_none_where_none_was_timed():
+    said: list[dict] = []
+    trial = Trial({"warmup": 1, "steps": 2, "seconds": None}, lambda: None,
+                  say=lambda kind, **fields: said.append(fields))
+    trial.teardown = 0.5                    # before the window: not its own
+    trial.step(0.0)
+    trial.teardown += 0.25
+    trial.step(0.5)
+    trial.step(1.0)
+    assert said[-1]["stage"] == "done" and said[-1]["teardown_s"] == 0.25 and said[-1]["seconds"] == 1.0
+    said.clear()
+    quiet = Trial({"warmup": 0, "steps": 1, "seconds": None}, lambda: None, say=lambda kind, **fields: said.append(fields))
+    quiet.step(0.0)
+    quiet.step(1.0)
+    assert said[-1]["stage"] == "done" and "teardown_s" not in said[-1]

@@ -90,6 +90,8 @@ def arm(torch: Any, process: Process) -> None:
     hooks.step_handle = register_optimizer_step_post_hook(hooks.after_step)
     process.knobs.wrap_dataloader(DataLoader)
     hooks.wrap(dataloader_module._MultiProcessingDataLoaderIter, "__init__", hooks.workers_starting)
+    if process.trial is not None:
+        hooks.wrap(dataloader_module._MultiProcessingDataLoaderIter, "__del__", hooks.timed_teardown)
     process.knobs.set_threads(torch)
     process.threads = torch.get_num_threads
     atexit.register(hooks.at_exit)
@@ -246,6 +248,24 @@ class _Hooks:
                     self.process.error("torch", "worker batches", exc)
             original(iterator, *args, **kwargs)
         return __init__
+
+    def timed_teardown(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """A trial's figure: the training thread's time shutting down the workers of an iterator
+        it dropped (a loop that takes a new iterator every step pays it after its batch is out,
+        outside ``__next__``), which the trial's window reports (``teardown_s``) and ``try``'s
+        prediction takes out of the step's compute."""
+        trial = self.process.trial
+        assert trial is not None   # armed only in a trial
+
+        def __del__(iterator: Any) -> None:
+            if get_ident() != _MAIN or not self.process.live:
+                return original(iterator)
+            start = _monotonic()
+            try:
+                return original(iterator)
+            finally:
+                trial.teardown += _monotonic() - start
+        return __del__
 
     def start_watcher(self) -> None:
         """The loop waits enough outside a DataLoader to name what it waits on: sample it."""

@@ -6,7 +6,9 @@ count). After the warm-up it says the measured window has begun (an ``instrument
 state ``trial``, ``stage: "measuring"``); when the window is full it closes the loop's open
 unit (its figures go out as at an exit, and the hooks say nothing more), says ``stage:
 "done"`` with the window's figures, and the recorder ends the process. The figures are the window's own: steps,
-seconds, steps a second, and the data wait in the window where a loader was measured.
+seconds, steps a second, the data wait in the window where a loader was measured, and the
+seconds the training thread spent shutting down the workers of iterators it dropped
+(``teardown_s``, where any: a loop that takes a new iterator every step).
 
 A script that ends before its window is full says what it measured (``partial: true``), or
 that it ended in its warm-up (``stage: "unmeasured"``, with the steps it made).
@@ -60,6 +62,8 @@ class Trial:
         self.start: float | None = None
         self.wait_at_start: tuple[float, float, float] | None = None
         self.over = False
+        self.teardown = 0.0   # seconds the training thread shut down dropped iterators' workers (the hooks add)
+        self.teardown_at_start = 0.0
 
     def step(self, now: float) -> None:
         if self.over:
@@ -69,6 +73,7 @@ class Trial:
             if self.steps >= self.warmup:
                 self.start = now
                 self.wait_at_start = self.waited()
+                self.teardown_at_start = self.teardown
                 self.say(events.INSTRUMENT, state="trial", stage="measuring", warmup=self.steps)
             return
         measured = self.steps - self.warmup
@@ -98,6 +103,8 @@ class Trial:
             (loader, rest, share), (loader0, rest0, _) = waited, self.wait_at_start
             figures["data_wait_s"] = round(max(0.0, loader - loader0 + (rest - rest0) * share), 6)
             figures["data_wait_share"] = round(min(1.0, figures["data_wait_s"] / seconds), 4)
+        if self.teardown > self.teardown_at_start:
+            figures["teardown_s"] = round(self.teardown - self.teardown_at_start, 6)
         if not partial:
             self.before_done(now)
         self.say(events.INSTRUMENT, state="trial", stage="done", partial=partial, **figures)
