@@ -33,6 +33,8 @@ from .runformat.runfile import Run, load
 TRIALS_FILE = "trials.json"
 ERROR_LINES = 6        # the last lines of a failed script's stderr that try shows
 LIMIT_FLOOR = 120.0    # seconds: the least a trial may take before it is stopped unmeasured
+HELPS = 1.05           # a variant helps from this ratio of the script as written's steps/s
+FROM_ADVICE = 3        # the most variants a set takes from the advice, the candidates it held back included
 
 
 @dataclass(frozen=True)
@@ -109,14 +111,16 @@ class TrialSet:
     results: list[TrialResult] = field(default_factory=list)
     advice: list[advice_.Advice] = field(default_factory=list)
     stopped: str | None = None     # why the trials stopped before the last (Ctrl-C)
+    held: list[advice_.Advice] = field(default_factory=list)   # candidates the advice held back (advice.held_back)
 
     def headline(self) -> str:
-        return headline(self.results, self.advice, self.stopped)
+        return headline(self.results, self.advice, self.stopped, self.held)
 
     def to_json(self) -> dict[str, Any]:
         return {"command": self.command, "budget": self.budget, "headline": self.headline(),
                 "load_moved": bool(load_moved(self.results)), "load": load_json(self.results),
-                "advice": [a.to_json() for a in self.advice], "stopped": self.stopped,
+                "advice": [a.to_json() for a in self.advice], "held_back": [a.to_json() for a in self.held],
+                "stopped": self.stopped,
                 "variants": [r.to_json() for r in self.results]}
 
 
@@ -165,7 +169,9 @@ def plan_text(command: list[str], variants: list[Variant], budget: dict[str, Any
     runs = len(variants)
     names = ", ".join(v.label for v in variants)
     lines = [f"devicewatch try will run `{' '.join(command)}` {runs} time{'s' * (runs != 1)}"
-             + (" (then once per variant its advice names)" if more_from_advice else "") + f": {names}.",
+             + (" (then once per variant its advice names, and where none of them helps, once per further "
+                f"candidate its figures point to, at most {FROM_ADVICE} variants)" if more_from_advice else "")
+             + f": {names}.",
              f"Each trial: a warm-up of {budget['warmup']} optimizer steps, then {window} measured, then the "
              f"process is ended (at most {limit_of(budget):.0f} s a trial).",
              "The script runs unchanged each time: whatever it writes (checkpoints, logs) it writes each time. "
@@ -266,8 +272,9 @@ def _window_contention(run: Run, s: analysis.Series, window: dict[str, Any] | No
 
 
 def headline(results: list[TrialResult], given_advice: list[advice_.Advice] | None = None,
-             stopped: str | None = None) -> str:
-    """The winner against the script as written, predicted beside measured, and the data wait."""
+             stopped: str | None = None, held: list[advice_.Advice] | None = None) -> str:
+    """The winner against the script as written, predicted beside measured, and the data wait;
+    where none helps, each variant measured and the candidates HELD back that were not."""
     base = results[0] if results else None
     if base is None:
         return stopped or "no trial ran"
@@ -289,9 +296,12 @@ def headline(results: list[TrialResult], given_advice: list[advice_.Advice] | No
         return f"as written: {base.steps_per_s:.1f} steps/s; no variant was measured"
     best = max(measured, key=lambda r: r.steps_per_s or 0)
     ratio = (best.steps_per_s or 0) / base.steps_per_s
-    if ratio < 1.05:
-        return (f"no variant helps: the best, {best.variant.label}, made {ratio:.2f}× the steps/s of the script "
-                f"as written ({best.steps_per_s:.1f} vs {base.steps_per_s:.1f})")
+    if ratio < HELPS:
+        each = ", ".join(f"{r.variant.label} {(r.steps_per_s or 0) / base.steps_per_s:.2f}×" for r in measured)
+        tried = {r.variant for r in results}
+        left = [a.label for a in held or [] if Variant(a.knob, a.value) not in tried]
+        return (f"no variant helps: measured {each} the steps/s of the script as written ({base.steps_per_s:.1f})"
+                + (f"; not measured: {', '.join(left)}" if left else ""))
     text = f"{best.variant.label}: {ratio:.1f}× the steps/s of the script as written"
     if best.predicted_steps_per_s:
         text += f" (predicted {best.predicted_steps_per_s / base.steps_per_s:.1f}×)"
@@ -312,7 +322,9 @@ def run_set(command: list[str], variants: list[Variant], budget: dict[str, Any],
     variant predicted from its figures before it runs, measured after. Given only the script as
     written, the variants are what its advice names. RUNNER(command, variant, budget, path) records
     one trial; STOP says why no further trial should run (None: go on), and a trial cancelled
-    other than by its limit stops the set too (Ctrl-C). ON_TRIAL(index, of, variant, predicted,
+    other than by its limit stops the set too (Ctrl-C). Where none of the advice's variants
+    helps, the candidates it held back (``advice.held_back``) are measured too, one at a time,
+    until one helps or the set has FROM_ADVICE variants. ON_TRIAL(index, of, variant, predicted,
     path) and ON_RESULT(index, result, run, the set so far: the advice is in it after the first
     trial) follow it. The set is saved as trials.json however
     it ends, into INTO where given (the caller then holds what was measured if a trial raises)."""
@@ -341,7 +353,7 @@ def run_set(command: list[str], variants: list[Variant], budget: dict[str, Any],
                 break
             if index == 0:
                 base = advice_.baseline(run)
-                trial_set.advice = advice_.advise(run)
+                trial_set.advice, trial_set.held = advice_.considered(run)
             on_result(index, result, run, trial_set)
             if index == 0:
                 if not result.steps_per_s:
@@ -349,6 +361,8 @@ def run_set(command: list[str], variants: list[Variant], budget: dict[str, Any],
                     break
                 if from_advice:
                     variants += [Variant(a.knob, a.value) for a in trial_set.advice if a.knob is not None]
+            if from_advice and index == len(variants) - 1:
+                variants += further(trial_set, variants)
             index += 1
         why = stop()
         if why and trial_set.stopped is None and len(trial_set.results) < len(variants):
@@ -356,6 +370,22 @@ def run_set(command: list[str], variants: list[Variant], budget: dict[str, Any],
     finally:
         save(trial_set, folder)
     return trial_set
+
+
+def further(trial_set: TrialSet, variants: list[Variant]) -> list[Variant]:
+    """The next candidate to measure once the set's VARIANTS are measured: where none of them
+    helps, the best the advice held back that is not measured yet (none once the set has
+    FROM_ADVICE variants besides the script as written)."""
+    if len(variants) > FROM_ADVICE or helps(trial_set.results):
+        return []
+    left = [Variant(a.knob, a.value) for a in trial_set.held if Variant(a.knob, a.value) not in variants]
+    return left[:1]
+
+
+def helps(results: list[TrialResult]) -> bool:
+    """Whether a variant measured made HELPS times the script as written's steps/s or more."""
+    base = results[0].steps_per_s if results else None
+    return bool(base) and any((r.steps_per_s or 0) >= HELPS * (base or 0) for r in results[1:] if not r.failed)
 
 
 def load_set(path: str) -> tuple[TrialSet, str]:
@@ -389,9 +419,12 @@ def load_set(path: str) -> tuple[TrialSet, str]:
         advised = [advice_.Advice(a.get("knob"), a.get("value"), str(a.get("why", "")),
                                   number(a.get("predicted_steps_per_s")), number(a.get("predicted_gain")))
                    for a in data.get("advice") or []]
+        held = [advice_.Advice(a.get("knob"), a.get("value"), str(a.get("why", "")),
+                               number(a.get("predicted_steps_per_s")), number(a.get("predicted_gain")))
+                for a in data.get("held_back") or []]
         stopped = data.get("stopped")
         trial_set = TrialSet([str(w) for w in data["command"]], dict(data["budget"]), results, advised,
-                             str(stopped) if stopped is not None else None)
+                             str(stopped) if stopped is not None else None, held)
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
     except (ValueError, KeyError, TypeError, AttributeError) as exc:

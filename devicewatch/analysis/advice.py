@@ -270,12 +270,25 @@ def predict(b: Baseline, knob: str, value: Any) -> float | None:
 def advise(run: Run, verdict: Verdict | None = None) -> list[Advice]:
     """What to try for RUN: knobs with their predicted gain, first the one the verdict points
     at; or one Advice without a knob saying why none helps."""
+    return considered(run, verdict)[0]
+
+
+def held_back(run: Run, verdict: Verdict | None = None) -> list[Advice]:
+    """The knobs RUN's figures point to that the advice leaves out, each predicted under
+    MIN_GAIN (or under another knob that is worth a try), best first: what ``devicewatch try``
+    measures too before it says that no variant helps."""
+    return considered(run, verdict)[1]
+
+
+def considered(run: Run, verdict: Verdict | None = None) -> tuple[list[Advice], list[Advice]]:
+    """The advice for RUN, and the knobs its figures point to that it held back (``held_back``)."""
     verdict = verdict or verdict_of(run)
     b = baseline(run, verdict)
     if not b.instrumented:
         return [Advice(None, None, "the zero-code instrumentation did not see the training loop "
-                                   "(report's zero-code line says why): there is nothing to set from outside")]
+                                   "(report's zero-code line says why): there is nothing to set from outside")], []
     out: list[Advice] = []
+    held: list[Advice] = []
     free = b.free_cores
     limit = max(1, int(b.limit + 0.05))
     share = b.data_wait_share
@@ -306,6 +319,7 @@ def advise(run: Run, verdict: Verdict | None = None) -> list[Advice]:
                                      "waits for the batches they had read ahead"))
             worth = [a for a in tried if (a.predicted_gain or 0.0) >= MIN_GAIN]
             out += sorted(worth or tried, key=lambda a: -(a.predicted_gain or 0.0))
+            held += [a for a in tried if worth and a not in worth]
         elif b.workers < min(limit, MAX_WORKERS):
             workers = min(limit, MAX_WORKERS) if b.workers == 0 else min(2 * b.workers, limit, MAX_WORKERS)
             why = (f"the loop waited on its DataLoader {share:.0%} of the time; the DataLoader has "
@@ -337,6 +351,7 @@ def advise(run: Run, verdict: Verdict | None = None) -> list[Advice]:
         out.append(_advice(b, "threads", min(limit, b.threads + more),
                            f"{verdict.label}: PyTorch runs its operators on {b.threads} thread{'s' * (b.threads != 1)} "
                            f"and {max(0.0, free):.1f} of {_of_cores(b)} are free"))
+    held += [a for a in out if _worth_it(a, b) is not a]
     out = [_worth_it(a, b) for a in out]
     if not out:
         if verdict.label == "contended":
@@ -353,7 +368,7 @@ def advise(run: Run, verdict: Verdict | None = None) -> list[Advice]:
         else:
             why = f"{verdict.label}: nothing the data feeding or the threads hold back"
         out.append(Advice(None, None, why))
-    return out
+    return out, sorted(held, key=lambda a: -(a.predicted_gain or 0.0))
 
 
 def shown(run: Run, verdict: Verdict | None = None) -> list[Advice]:

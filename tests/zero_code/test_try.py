@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from devicewatch import trials
 from devicewatch.analysis import advice
 from devicewatch.runformat import runfile
 
@@ -94,3 +95,74 @@ def test_a_loop_that_does_not_wait_gets_no_loader_advice(tmp_path):
     advised = advice.advise(run)
     assert all(a.knob != "num_workers" for a in advised)
     assert advised[-1].knob is None and "the model itself is the cost" in advised[-1].why
+
+
+def restarting_trial(path: Path, steps_per_s: float, share: float, workers: int = 2,
+                     worker_batch_s: float | None = 0.05) -> runfile.Run:
+    """A trial's run of a loop that takes a new iterator over a DataLoader of WORKERS workers
+    every step, at STEPS_PER_S, waiting SHARE of 2 s (a quarter of it in ``__next__``)."""
+    steps = int(steps_per_s * 2)
+    metrics = {"steps": steps, "data_wait_s": 2.0 * share, "loader_wait_s": 0.5 * share, "iterators": steps}
+    if worker_batch_s is not None:
+        metrics["worker_batch_s"] = worker_batch_s
+    records = [{"type": "sample", "t": i / 10, "cpu": [30.0, 30.0], "cpu_total": 30.0, "proc": {"cpu": 60.0}}
+               for i in range(21)]
+    records += [
+        {"type": "event", "t": 0.0, "kind": "phase_begin", "name": "train", "epoch": 1, "lane": "main", "source": "auto"},
+        {"type": "event", "t": 0.0, "kind": "instrument", "state": "setup", "threads": 1,
+         "loader": {"num_workers": workers, "pin_memory": False, "persistent_workers": False,
+                    "prefetch_factor": None, "batch_size": 16}},
+        {"type": "event", "t": 2.0, "kind": "instrument", "state": "trial", "stage": "done", "steps": steps,
+         "seconds": 2.0, "steps_per_s": steps_per_s, "data_wait_s": 2.0 * share, "data_wait_share": share},
+        {"type": "event", "t": 2.0, "kind": "epoch", "epoch": 1, "unit": "segment", "source": "auto", "metrics": metrics},
+        {"type": "event", "t": 2.0, "kind": "phase_end", "name": "train", "epoch": 1, "lane": "main", "source": "auto"},
+    ]
+    write_run(path, records, end={"type": "end", "t": 2.0, "status": "trial", "exit_code": None, "signal": None,
+                                  "duration": 2.0, "reason": "the trial's window was measured: ended on purpose"})
+    return runfile.load(path)
+
+
+def measured_set(tmp_path: Path, measured: dict[str, float]) -> trials.TrialSet:
+    """The set ``try`` runs without --vary on a loop that takes a new iterator every step (10
+    steps/s, waiting 80%), each variant's trial measuring the steps/s MEASURED gives its label."""
+    def runner(command: list[str], variant: trials.Variant, budget: dict, path: str) -> runfile.Run:
+        if variant.knob is None:
+            return restarting_trial(Path(path), 10.0, 0.8)
+        return restarting_trial(Path(path), measured[variant.label], 0.5, workers=0 if variant.value == 0 else 2)
+
+    tmp_path.mkdir()
+    return trials.run_set(["python", "train.py"], [trials.Variant()], trials.budget_of(None, 2.0, 3), str(tmp_path),
+                          runner)
+
+
+def test_the_candidates_held_back_are_measured_when_the_advised_variant_does_not_help(tmp_path):
+    # a step of 0.1 s: 0.02 s of compute, a batch of 0.05 s in a worker. Without workers:
+    # 1/0.07 = 14.3/s (1.43x), advised; persistent workers wait for 2 batches read ahead a worker
+    # and the batch: 0.02 + 3 x 0.05 > the step, 1.0x, held back
+    trial_set = measured_set(tmp_path / "a", {"num_workers=0": 10.2, "persistent_workers=true": 15.0})
+    assert [a.label for a in trial_set.advice] == ["num_workers=0"]
+    assert [a.label for a in trial_set.held] == ["persistent_workers=true"]
+    assert [r.variant.label for r in trial_set.results] == ["as written", "num_workers=0", "persistent_workers=true"]
+    assert trial_set.results[1].predicted_steps_per_s == pytest.approx(1 / 0.07, rel=1e-3)
+    assert trial_set.headline().startswith("persistent_workers=true: 1.5× the steps/s of the script as written")
+    # none helps: the headline says each variant it measured
+    trial_set = measured_set(tmp_path / "b", {"num_workers=0": 10.2, "persistent_workers=true": 9.9})
+    assert trial_set.headline() == ("no variant helps: measured num_workers=0 1.02×, persistent_workers=true 0.99× "
+                                    "the steps/s of the script as written (10.0)")
+    assert json.loads((tmp_path / "b" / "trials.json").read_text())["held_back"][0]["knob"] == "persistent_workers"
+    assert trials.load_set(str(tmp_path / "b" / "trials.json"))[0].headline() == trial_set.headline()
+    # the advised variant helps: nothing further is measured
+    trial_set = measured_set(tmp_path / "c", {"num_workers=0": 14.0})
+    assert [r.variant.label for r in trial_set.results] == ["as written", "num_workers=0"]
+
+
+def test_a_set_measures_no_more_candidates_than_its_budget_and_names_those_left():
+    base = trials.TrialResult(trials.Variant(), "a.jsonl", "trial", steps_per_s=10.0)
+    held = [advice.Advice("num_workers", n, "more workers", 10.5, 1.05) for n in (1, 3, 4, 5)]
+    trial_set = trials.TrialSet(["python", "train.py"], {}, [base], held=held)
+    variants = [trials.Variant(), trials.Variant("num_workers", 1)]
+    assert trials.further(trial_set, variants) == [trials.Variant("num_workers", 3)]
+    variants += [trials.Variant("num_workers", 3), trials.Variant("num_workers", 4)]
+    assert len(variants) - 1 == trials.FROM_ADVICE and trials.further(trial_set, variants) == []
+    results = [base] + [trials.TrialResult(v, "v.jsonl", "trial", steps_per_s=10.1) for v in variants[1:]]
+    assert trials.headline(results, held=held).endswith("; not measured: num_workers=5")
