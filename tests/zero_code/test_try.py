@@ -50,6 +50,31 @@ def test_try_measures_the_variant_the_advice_names_against_the_script_as_written
     assert run.end["instrument"]["active"] is True
 
 
+NEXT_ITER = Path(__file__).parent / "round3" / "next_iter.py"
+
+
+@pytest.mark.slow
+def test_try_on_a_loop_that_takes_a_new_iterator_every_step_picks_a_variant_that_helps_as_predicted(tmp_path):
+    # next(iter(train_loader)) every step with 2 workers: each step starts them anew and shuts
+    # the dropped iterator's down. One operator thread, as the round-three rows run it: a tiny
+    # model's step stays steady on a shared machine.
+    out = tmp_path / "trials"
+    result = run_devicewatch(["try", "--steps", "12", "--warmup", "5", "--out", str(out), "--json", "--",
+                              sys.executable, str(NEXT_ITER)], tmp_path, env={"OMP_NUM_THREADS": "1"}, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    said = json.loads(result.stdout)
+    base, picked = said["variants"][0], said["variants"][1]
+    assert said["advice"][0]["knob"] == "num_workers" and said["advice"][0]["value"] == 0
+    assert picked["label"] == "num_workers=0" and picked["varied"] == ["num_workers 2 → 0"]
+    # the dropped iterators' teardown was timed in the window of the script as written
+    run = runfile.load(base["run_file"])
+    assert advice.trial_of(run)["teardown_s"] > 0
+    ratio = picked["steps_per_s"] / base["steps_per_s"]
+    assert ratio >= 1.3, said["headline"]
+    assert picked["predicted_steps_per_s"] == pytest.approx(picked["steps_per_s"], rel=0.25), said["headline"]
+    assert said["headline"].startswith("num_workers=0: ")
+
+
 def test_try_refuses_bad_input_in_one_line(tmp_path):
     for args, said in ((["--vary", "workers=2"], "unknown knob"), (["--vary", "num_workers=two"], "whole number"),
                        (["--steps", "0"], "at least 1"), ([], "needs a command")):
