@@ -26,6 +26,11 @@ out, ``T`` (a trial times it), so ``L`` is at least ``N + T`` whatever share of 
 wait its samples found input: without workers a step takes ``C + N``; with persistent workers the
 reset first waits for the ``p`` batches each worker had prefetched (``prefetch_factor``, 2 by
 default), ``C + N·(1 + p·max(1, k/cores))``; a loop that runs its passes out loses only ``S``.
+
+Pinned memory saves on each batch's copy to the GPU what copying it from pageable memory took
+over copying it from pinned memory (both timed once in the workload's process:
+``integrations.zero_code.copy_probe``), at most ``C``, and costs the pinning: in the loop where
+it has no workers, beside it where it has.
 """
 
 from __future__ import annotations
@@ -92,6 +97,7 @@ class Baseline:
     restarts: float | None = None        # new iterators over the training data a step
     worker_batch_s: float | None = None  # what one batch took a loader worker to make
     teardown_share: float | None = None  # the share of the time spent shutting down dropped iterators' workers
+    copy: dict[str, Any] | None = None   # a training batch's copy to the GPU, timed (the ``copy`` event)
 
     @property
     def limit(self) -> float:
@@ -129,6 +135,17 @@ def setup_of(run: Run) -> dict[str, Any] | None:
     found = None
     for event in run.events.of(events.INSTRUMENT):
         if event.get("state") == "setup":
+            found = event
+    return found
+
+
+def copy_of(run: Run) -> dict[str, Any] | None:
+    """What the copy of a training batch to the GPU took, from pageable and from pinned memory,
+    and the pinning (``integrations.zero_code.copy_probe``); None where it was not probed."""
+    found = None
+    for event in run.events.of(events.INSTRUMENT):
+        if event.get("state") == "copy" and all(isinstance(event.get(k), (int, float))
+                                                for k in ("pageable_s", "pinned_s", "pin_s")):
             found = event
     return found
 
@@ -180,7 +197,8 @@ def baseline(run: Run, verdict: Verdict | None = None) -> Baseline:
         loader_wait_share=loader_share,
         restarts=restarts,
         worker_batch_s=worker_batch,
-        teardown_share=teardown)
+        teardown_share=teardown,
+        copy=copy_of(run))
 
 
 def _loader_figures(rows: list[Any], share: float | None) -> tuple[float | None, float | None, float | None]:
@@ -248,6 +266,8 @@ def predict(b: Baseline, knob: str, value: Any) -> float | None:
         new_step = max(compute, loading / workers,
                        (compute * compute_cores + wait * b.loading_cores * before) / b.usable_cores)
         return 1.0 / new_step if new_step > 0 else None
+    if knob == "pin_memory":
+        return _pinned(b, step, compute) if value else None
     if knob == "threads":
         if not b.threads:
             return None
@@ -265,6 +285,20 @@ def predict(b: Baseline, knob: str, value: Any) -> float | None:
         scale = min(float(value), b.usable_cores) / min(float(b.threads), b.usable_cores)
         return 1.0 / (wait + compute / max(scale, 1.0))
     return None
+
+
+def _pinned(b: Baseline, step: float, compute: float) -> float | None:
+    """The steps a second with pinned memory: each batch's copy to the GPU saves what copying
+    from pageable memory took over copying from pinned (at most the step's compute, where the
+    loop copies, after its batch is out); the pinning is paid in ``__next__`` by a loader
+    without workers, and by the pin thread beside the loop otherwise, which then hands the loop
+    no more batches than it pins."""
+    if b.copy is None:
+        return None
+    saved = min(max(0.0, float(b.copy["pageable_s"]) - float(b.copy["pinned_s"])), compute)
+    pin = float(b.copy["pin_s"])
+    new_step = max(step - saved, pin) if b.workers else step - saved + pin
+    return 1.0 / new_step if new_step > 0 else None
 
 
 def advise(run: Run, verdict: Verdict | None = None) -> list[Advice]:
@@ -333,10 +367,13 @@ def considered(run: Run, verdict: Verdict | None = None) -> tuple[list[Advice], 
             out.append(Advice(None, None, f"the loop waited on its DataLoader {share:.0%} of the time with "
                                           f"{b.workers} persistent workers on {_of_cores(b)}: the loading itself "
                                           "is the cost (make each item cheaper, or cache it)"))
-    if b.gpus and b.loader is not None and not (b.loader or {}).get("pin_memory") and \
-            verdict.label in ("input-bound", "GPU underused", "validation-bound"):
-        out.append(Advice("pin_memory", True, "the GPU waits between steps and the DataLoader hands it pageable "
-                                              "host memory (pin_memory=False): pinned memory copies without a staging copy"))
+    if b.copy is not None and b.loader is not None and not b.loader.get("pin_memory"):
+        copy = b.copy
+        out.append(_advice(b, "pin_memory", True,
+                           f"the loop copies each batch to the GPU from pageable host memory (pin_memory=False): "
+                           f"{_ms(copy['pageable_s'])} a batch, {_ms(copy['pinned_s'])} from pinned memory, which "
+                           f"pinning takes {_ms(copy['pin_s'])} to make "
+                           f"({'beside the loop, in' if b.workers else 'in the loop, without'} loader workers)"))
     more = int(b.free_cores + 0.05)   # whole cores free: threads beyond them fight other programs
     obtainable = max(1, int(b.usable_cores + 0.05))
     if verdict.label == "contended" and b.threads is not None and b.threads > obtainable:
@@ -390,7 +427,7 @@ def _worth_it(a: Advice, b: Baseline) -> Advice:
     workers or threads with no core free to run them only share the cores the loop has."""
     if a.knob is None or a.predicted_gain is None or a.predicted_gain >= MIN_GAIN:
         return a
-    if a.knob == "persistent_workers":  # no core is wanted: the reset's wait is the cost
+    if a.knob in ("persistent_workers", "pin_memory"):  # no core is wanted: the reset's wait, the copy is the cost
         return Advice(None, None, f"{a.why}, and {a.label} is predicted at {a.predicted_gain:.2f}× the steps/s")
     others = f"; other programs took {b.others_cores:.1f} of them" if (b.others_cores or 0) >= 0.25 else ""
     return Advice(None, None, f"{a.why}, and {a.label} is predicted at {a.predicted_gain:.2f}× the steps/s: "
@@ -401,6 +438,10 @@ def _worth_it(a: Advice, b: Baseline) -> Advice:
 def _of_cores(b: Baseline) -> str:
     """``2 cores`` or ``4 cores allowed of 64``."""
     return cores_text(b.allowed_cores, b.cores)
+
+
+def _ms(seconds: Any) -> str:
+    return f"{float(seconds) * 1000:.2g} ms"
 
 
 def _word(value: Any) -> str:

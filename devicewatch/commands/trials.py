@@ -27,8 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "arithmetic), or the num_parallel_calls of tf.data maps a script left sequential (map_parallel). "
         "Each trial is a warm-up of optimizer steps, then --steps steps or --seconds seconds "
         "measured, then the process is ended on purpose. Without --vary, the variants are what the advice "
-        "of the first trial names (devicewatch report shows the same advice). Each variant's steps/s is "
-        "predicted from the first trial's figures before it runs, and measured beside it after.")
+        "of the first trial names (devicewatch report shows the same advice), and where none of them makes "
+        "1.05x the steps/s, the further candidates its figures point to, up to 3 variants. Each variant's "
+        "steps/s is predicted from the first trial's figures before it runs, and measured beside it after.")
     parser.add_argument("--vary", action="append", default=[], metavar="KNOB=V1,V2",
                         help="a variant per value (repeatable); knobs: num_workers, pin_memory, "
                              "persistent_workers, prefetch_factor, threads, map_parallel (tf.data)")

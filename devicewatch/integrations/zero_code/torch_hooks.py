@@ -52,6 +52,7 @@ import time
 from typing import Any
 from collections.abc import Callable
 
+from . import copy_probe
 from .loop import Frame, spent_on
 from .process_state import Process
 
@@ -92,6 +93,7 @@ def arm(torch: Any, process: Process) -> None:
     hooks.wrap(dataloader_module._MultiProcessingDataLoaderIter, "__init__", hooks.workers_starting)
     if process.trial is not None:
         hooks.wrap(dataloader_module._MultiProcessingDataLoaderIter, "__del__", hooks.timed_teardown)
+    hooks.wrap(_BaseDataLoaderIter, "__next__", hooks.probed_next)   # over timed_next, until a training batch
     process.knobs.set_threads(torch)
     process.threads = torch.get_num_threads
     atexit.register(hooks.at_exit)
@@ -266,6 +268,22 @@ class _Hooks:
             finally:
                 trial.teardown += _monotonic() - start
         return __del__
+
+    def probed_next(self, original: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """The first training batch on the training thread from a DataLoader that does not pin
+        its memory: what pinned memory would save its copy to the GPU (``copy_probe``, only where
+        the script uses CUDA), once; this wrapper then takes itself off."""
+        def __next__(iterator: Any) -> Any:
+            batch = original(iterator)
+            if get_ident() == _MAIN and self.is_grad_enabled() and self.process.live:
+                self.restore["probed_next"]()
+                try:
+                    if not getattr(iterator, "_pin_memory", False):
+                        copy_probe.probe_and_say(self.torch, batch)
+                except Exception as exc:
+                    self.process.error("torch", "copy probe", exc)
+            return batch
+        return __next__
 
     def start_watcher(self) -> None:
         """The loop waits enough outside a DataLoader to name what it waits on: sample it."""
