@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -75,6 +77,32 @@ def test_try_on_a_loop_that_takes_a_new_iterator_every_step_picks_a_variant_that
     assert ratio >= 1.3, said["headline"]
     assert picked["predicted_steps_per_s"] == pytest.approx(picked["steps_per_s"], rel=0.25), said["headline"]
     assert said["headline"].startswith("num_workers=0: ")
+
+
+@pytest.mark.slow
+def test_try_measures_the_candidate_it_held_back_before_saying_that_no_variant_helps(tmp_path):
+    # two workers decoding items keep both cores of its affinity busy and the loop waits on them:
+    # no core for more workers, and persistent workers, which save only each epoch's start-up,
+    # are predicted under 1.1x, so the advice names nothing; try measures them all the same
+    out = tmp_path / "trials"
+    command = ["taskset", "-c", "0,1", sys.executable, "-m", "devicewatch", "try", "--steps", "30", "--warmup", "5",
+               "--out", str(out), "--json", "--", sys.executable, str(TRIAL_SCRIPTS / "busy_workers.py")]
+    env = {k: v for k, v in os.environ.items() if k != "DEVICEWATCH_EVENTS"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    said = json.loads(result.stdout)
+    assert [a["knob"] for a in said["advice"]] == [None] and "persistent_workers=true is predicted" in \
+        said["advice"][0]["why"]
+    assert [a["knob"] for a in said["held_back"]] == ["persistent_workers"]
+    base, tried = said["variants"]
+    assert tried["label"] == "persistent_workers=true" and tried["steps_per_s"] and tried["predicted_steps_per_s"]
+    ratio = tried["steps_per_s"] / base["steps_per_s"]
+    if ratio < 1.05:
+        assert said["headline"] == (f"no variant helps: measured persistent_workers=true {ratio:.2f}× the steps/s of "
+                                    f"the script as written ({base['steps_per_s']:.1f})")
+    else:   # the machine's load moved between the trials
+        assert said["headline"].startswith("persistent_workers=true: ")
 
 
 def test_try_refuses_bad_input_in_one_line(tmp_path):
