@@ -87,6 +87,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"  the script failed ({result.failed}){said}", file=say, flush=True)
         if index == 0 and len(variants) == 1 and not result.failed:
             print("advice: " + "; ".join(advice.text(a) for a in so_far.advice), file=say, flush=True)
+            if so_far.held:
+                held = ", ".join(f"{a.label}" + (f" (predicted {a.predicted_gain:.2f}×)" if a.predicted_gain else "")
+                                 for a in so_far.held)
+                print(f"held back, measured where no variant advised helps: {held}", file=say, flush=True)
 
     trial_set = trials.run_set(command, variants, budget, folder, runner, on_trial=on_trial, on_result=on_result)
     # A script that failed in any trial is a failure of the set, whatever else was measured.

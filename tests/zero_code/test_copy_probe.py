@@ -7,12 +7,42 @@ runs on the real torch: a process that has not started CUDA is never probed."""
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import torch
 
 from devicewatch.integrations.zero_code import copy_probe
+from devicewatch.runformat import runfile
+
+from conftest import devicewatch
+
+# A loop under the instrumentation that reads what wraps the DataLoader's __next__: before its
+# first training batch, the probe over the timing; after it, the timing alone (torch's own under it).
+SCRIPT = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.dataloader import _BaseDataLoaderIter
+
+def depth():
+    f, n = _BaseDataLoaderIter.__next__, 0
+    while hasattr(f, "__wrapped__"):
+        f, n = f.__wrapped__, n + 1
+    return n
+
+model = torch.nn.Linear(8, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(TensorDataset(torch.randn(64, 8), torch.zeros(64, dtype=torch.long)), batch_size=8)
+before = depth()
+for x, y in loader:
+    optimizer.zero_grad()
+    torch.nn.functional.cross_entropy(model(x), y).backward()
+    optimizer.step()
+print("WRAPPERS", before, depth())
+"""
 
 
 class Tensor:
@@ -82,3 +112,16 @@ def test_a_process_that_has_not_started_cuda_is_not_probed_and_says_nothing():
     assert copy_probe.probe_and_say(torch, batch, say=lambda kind, **f: said.append(f)) is False
     assert said == []
     assert copy_probe.tensors_in(batch, torch.is_tensor)[0] is batch[0]
+
+
+def test_on_the_cpu_the_probe_wraps_the_first_training_batch_alone_and_says_nothing(tmp_path: Path):
+    script = tmp_path / "loop.py"
+    script.write_text(SCRIPT)
+    out = tmp_path / "run.jsonl"
+    result = devicewatch("--record", str(out), "--quiet", "--", sys.executable, str(script), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    run = runfile.load(out)
+    line = next(log["line"] for log in run.logs if log["line"].startswith("WRAPPERS"))
+    assert line.split()[1:] == ["2", "1"]
+    assert not [e for e in run.events.of("instrument") if e.get("state") in ("copy", "error")], \
+        json.dumps(list(run.events.of("instrument")))[:2000]
