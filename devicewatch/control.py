@@ -88,7 +88,7 @@ def parse_command(line: bytes) -> dict[str, Any] | None:
     return None
 
 
-def follow(fd: int, write: Callable[[dict[str, Any]], None], clock: Callable[[], float],
+def follow(fd: int, write: Callable[[records.Writable], None], clock: Callable[[], float],
            cancel: Callable[[str], None], send_input: Callable[[bytes], None] = lambda _data: None,
            resize: Callable[[tuple[int, int]], None] = lambda _size: None) -> threading.Thread:
     """Read commands from file descriptor ``fd`` on a daemon thread: markers are ``write``n,

@@ -67,7 +67,7 @@ class StdoutEpochs:
     learns every epoch printed (the status line shows it either way).
     """
 
-    def __init__(self, write: Callable[[dict[str, Any]], None], t: Callable[[], float],
+    def __init__(self, write: Callable[[records.Writable], None], t: Callable[[], float],
                  reported: Callable[[], bool],
                  on_epoch: Callable[[int, int | None], None] = lambda epoch, epochs: None):
         self._write, self._t, self._reported, self._on_epoch = write, t, reported, on_epoch
