@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from ..loop_figures import FIGURES, UnitFigures
 from ..probes.cpu_limits import CpuLimits
 
 RESERVED = ("type", "t", "kind")
@@ -182,6 +183,30 @@ class End:
                    _opt(record, "signal", str), float(duration) if type(duration) in _NUMBER else None,
                    _opt(record, "reason", str), ClockPair.parse(record.get("clock")),
                    _opt(record, "instrument", dict), _opt(record, "outside_signal", str))
+
+
+@dataclass(frozen=True, slots=True)
+class EpochMetrics:
+    """An epoch event's ``metrics``, told apart: the figures devicewatch measured in the unit
+    (``loop_figures.UnitFigures``, a field each; None where it measured none) and the
+    workload's own (loss, accuracy…), a mapping by the names the workload gave them. The file
+    keeps them in one object; ``to_json`` gives it back."""
+
+    figures: UnitFigures | None
+    workload: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.workload, **(self.figures.to_json() if self.figures is not None else {})}
+
+    @classmethod
+    def of(cls, metrics: dict[str, Any]) -> EpochMetrics:
+        """METRICS split by ``FIGURES``' names: the instrumentation's figures always hold
+        ``steps``; without it, every metric is the workload's (a script may say its own
+        ``data_wait_s``)."""
+        if "steps" not in metrics:
+            return cls(None, dict(metrics))
+        return cls(UnitFigures(**{k: v for k, v in metrics.items() if k in FIGURES}),
+                   {k: v for k, v in metrics.items() if k not in FIGURES})
 
 
 def notice(t: float, message: str, level: str = "warning", **extra: Any) -> Notice:

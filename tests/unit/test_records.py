@@ -65,3 +65,41 @@ def test_parse_says_which_field_is_missing_in_one_line():
         records.Notice.parse({"type": "notice", "t": 1.0})
     with pytest.raises(records.RecordError, match="^an end record without status$"):
         records.End.parse({"type": "end", "t": 1.0})
+
+
+def test_an_epoch_events_metrics_are_told_apart_into_the_loops_figures_and_the_workloads_own():
+    from devicewatch.loop_figures import UnitFigures
+
+    told = records.EpochMetrics.of({"loss": 0.5, "steps": 50, "data_wait_s": 1.0, "accuracy": 0.9, "steps_per_s": 12.5})
+    assert told.figures == UnitFigures(50, data_wait_s=1.0, steps_per_s=12.5)
+    assert told.workload == {"loss": 0.5, "accuracy": 0.9}
+    assert told.to_json() == {"loss": 0.5, "accuracy": 0.9, "steps": 50, "data_wait_s": 1.0, "steps_per_s": 12.5}
+    # a script that says its own data wait, without the instrumentation's steps: its own metric
+    assert records.EpochMetrics.of({"data_wait_s": 2.0}) == records.EpochMetrics(None, {"data_wait_s": 2.0})
+
+
+def test_every_key_report_json_gives_for_an_epoch_row_is_declared_or_the_workloads_named_metric(tmp_path, capsys):
+    import dataclasses
+
+    from devicewatch.analysis.summary import EpochFigures
+    from devicewatch.loop_figures import FIGURES
+
+    from conftest import command
+
+    workload_metrics = {"loss", "val_accuracy"}
+    lines = [{"type": "sample", "t": 0.05 + 0.1 * k, "cpu": [50.0, 50.0], "cpu_total": 50.0} for k in range(60)]
+    for e in (1, 2):
+        t0 = 3.0 * (e - 1)
+        begin = {"type": "event", "pid": 1, "name": "train", "epoch": e, "lane": "main", "source": "auto"}
+        lines += [{**begin, "t": t0, "kind": "phase_begin"}, {**begin, "t": t0 + 3, "kind": "phase_end"},
+                  {"type": "event", "pid": 1, "t": t0 + 3, "kind": "epoch", "epoch": e, "source": "auto",
+                   "metrics": {"loss": 1.0 / e, "val_accuracy": 0.5 + e / 10, "steps": 30, "data_wait_s": 0.6,
+                               "wait_s": 0.7, "iterators": 1, "steps_per_s": 10.0}}]
+    path = write_run(tmp_path / "run.jsonl", sorted(lines, key=lambda r: r["t"]))
+    assert command("report", [str(path), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["epochs"]
+    assert len(rows) == 2
+    declared = {f.name for f in dataclasses.fields(EpochFigures)}
+    for row in rows:
+        assert set(row) == declared
+        assert set(row["metrics"]) - set(FIGURES) == workload_metrics
