@@ -114,7 +114,7 @@ def follow(fd: int, write: Callable[[records.Writable], None], clock: Callable[[
                     if command is None:
                         continue
                     if command["kind"] == MARKER:
-                        write(records.event(clock(), MARKER, label=command["label"], source="dashboard"))
+                        write(records.Marker(clock(), command["label"], {"source": "dashboard"}))
                     elif command["kind"] == STOP:
                         cancel(command["reason"] or DASHBOARD_GONE)
                     elif command["kind"] == INPUT:

@@ -108,5 +108,5 @@ class StdoutEpochs:
             self._open = None
 
     def _write_phase(self, kind: str, epoch: int, **extra: Any) -> None:
-        self._write(records.event(self._t(), kind, name="epoch", epoch=epoch, **extra,
-                                  lane=events.DEFAULT_LANE, source=phase_source.PRINTED))
+        self._write(records.Phase(self._t(), kind == events.PHASE_BEGIN, "epoch", epoch, events.DEFAULT_LANE,
+                                  {**extra, "source": phase_source.PRINTED}))

@@ -11,9 +11,10 @@ documents every field.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from .. import events
 from ..loop_figures import FIGURES, UnitFigures
 from ..probes.cpu_limits import CpuLimits
 
@@ -209,6 +210,65 @@ class EpochMetrics:
                    {k: v for k, v in metrics.items() if k not in FIGURES})
 
 
+def _event(t: float, kind: str, own: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """An event as the file stores it: its own fields, then the sender's others (none of which
+    may replace the record's ``type``, ``t`` or ``kind``, nor its own fields)."""
+    return {"type": "event", "t": t, "kind": kind, **own,
+            **{k: v for k, v in extra.items() if k not in RESERVED and k not in own}}
+
+
+def _extra(record: dict[str, Any], own: tuple[str, ...]) -> dict[str, Any]:
+    return {k: v for k, v in record.items() if k not in RESERVED and k not in own}
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    """A phase's begin or end (``phase_begin``, ``phase_end``); ``extra``: the sender's other
+    fields (its ``source``, pid, rank, an ``epochs`` count…)."""
+
+    t: float
+    begin: bool
+    name: str
+    epoch: int | None = None
+    lane: str = events.DEFAULT_LANE
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str:
+        return events.PHASE_BEGIN if self.begin else events.PHASE_END
+
+    def to_json(self) -> dict[str, Any]:
+        return _event(self.t, self.kind, {"name": self.name, "epoch": self.epoch, "lane": self.lane}, self.extra)
+
+    @classmethod
+    def parse(cls, record: dict[str, Any]) -> Phase:
+        kind = record.get("kind")
+        if kind not in (events.PHASE_BEGIN, events.PHASE_END):
+            raise RecordError(f"a {kind} event is no phase")
+        epoch: Any = record.get("epoch")
+        return cls(_time(record, "a phase"), kind == events.PHASE_BEGIN, _text(record, "name", "a phase"),
+                   epoch if type(epoch) is int else None, _text(record, "lane", "a phase", events.DEFAULT_LANE),
+                   _extra(record, ("name", "epoch", "lane")))
+
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """A free-form marker (``label``), from the workload or the dashboard (``source``)."""
+
+    t: float
+    label: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return _event(self.t, events.MARKER, {"label": self.label}, self.extra)
+
+    @classmethod
+    def parse(cls, record: dict[str, Any]) -> Marker:
+        if record.get("kind") != events.MARKER:
+            raise RecordError(f"a {record.get('kind')} event is no marker")
+        return cls(_time(record, "a marker"), _text(record, "label", "a marker"), _extra(record, ("label",)))
+
+
 def notice(t: float, message: str, level: str = "warning", **extra: Any) -> Notice:
     """Something the run file should say about the run itself (a bound reached, a GPU lost)."""
     return Notice(t, message, level, **extra)
@@ -245,5 +305,5 @@ def cpu_limits(t: float, pid: int, limits: CpuLimits) -> dict[str, Any]:
     return {"type": "cpu_limits", "t": t, "pid": pid, **limits.to_json()}
 
 
-Typed = Notice | LogLine | End
+Typed = Notice | LogLine | End | Phase | Marker
 Writable = dict[str, Any] | Typed   # what ``RunWriter.write`` takes: a typed record, or a sample, an event…

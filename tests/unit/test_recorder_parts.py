@@ -82,7 +82,7 @@ def test_lines_that_only_mention_an_epoch_are_not_taken(text):
 def epochs_writing(reported: bool = False) -> tuple[StdoutEpochs, list[dict]]:
     written: list[dict] = []
     clock = iter(float(i) for i in range(1000))
-    return StdoutEpochs(written.append, lambda: next(clock), lambda: reported), written
+    return StdoutEpochs(as_written(written), lambda: next(clock), lambda: reported), written
 
 
 def test_printed_epochs_open_and_close_epoch_phases_counting_from_one():

@@ -24,6 +24,30 @@ def test_every_typed_record_of_every_fixture_is_written_back_as_it_was_read(path
         assert TYPED[line["type"]].parse(line).to_json() == line
 
 
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.jsonl")), ids=lambda p: p.name)
+def test_every_phase_event_of_every_fixture_is_written_back_as_it_was_read(path):
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    phases = [line for line in lines if line.get("kind") in ("phase_begin", "phase_end")]
+    assert phases
+    for line in phases:
+        assert records.Phase.parse(line).to_json() == line
+
+
+def test_the_events_devicewatch_writes_itself_keep_their_own_fields_over_the_senders():
+    printed = records.Phase(1.5, True, "epoch", 2, "main", {"epochs": 5, "source": "stdout", "kind": "x", "name": "y"})
+    assert printed.to_json() == {"type": "event", "t": 1.5, "kind": "phase_begin", "name": "epoch", "epoch": 2,
+                                 "lane": "main", "epochs": 5, "source": "stdout"}
+    assert records.Phase.parse(printed.to_json()) == records.Phase(1.5, True, "epoch", 2, "main",
+                                                                  {"epochs": 5, "source": "stdout"})
+    marker = records.Marker(3.0, "look", {"source": "dashboard"})
+    assert marker.to_json() == {"type": "event", "t": 3.0, "kind": "marker", "label": "look", "source": "dashboard"}
+    assert records.Marker.parse(marker.to_json()) == marker
+    with pytest.raises(records.RecordError, match="^a marker record without label$"):
+        records.Marker.parse({"type": "event", "t": 3.0, "kind": "marker"})
+    with pytest.raises(records.RecordError, match="^a phase record without name$"):
+        records.Phase.parse({"type": "event", "t": 3.0, "kind": "phase_end", "epoch": 1})
+
+
 def test_what_the_recorder_writes_is_read_back_as_the_same_record(tmp_path):
     written = [records.log(0.1, "stdout", "loading...", partial=True),
                records.log(0.2, "stdout", "\ufffdPNG", raw="iVBORw==", cut_from=70_000),
