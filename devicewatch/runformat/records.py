@@ -125,6 +125,11 @@ class LogLine:
 
     @classmethod
     def parse(cls, record: dict[str, Any]) -> LogLine:
+        t: Any = record.get("t")
+        stream, line = record.get("stream"), record.get("line")
+        if len(record) == 4 and type(stream) is str and type(line) is str and type(t) in _NUMBER \
+                and math.isfinite(t):   # the common line, with nothing else to read: a run may hold millions
+            return cls(t, stream, line)
         return cls(_time(record, "a log"), _text(record, "stream", "a log"), _text(record, "line", "a log"),
                    _opt(record, "raw", str), _opt(record, "cut_from", int), record.get("partial") is True,
                    _opt(record, "host", str), _opt(record, "rank", int))

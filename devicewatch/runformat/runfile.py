@@ -158,14 +158,13 @@ class Run:
             self.cpu_limit_records.append(record)
         elif kind in ("log", "notice", "end"):
             try:
-                self._file_typed(record)
+                self._file_typed(kind, record)
             except RecordError:
                 self.bad_lines += 1
         else:
             self.bad_lines += 1
 
-    def _file_typed(self, record: dict[str, Any]) -> None:
-        kind = record["type"]
+    def _file_typed(self, kind: str, record: dict[str, Any]) -> None:
         if kind == "log":
             line = LogLine.parse(record)
             if line.partial:   # a line as it stood: the stream's next log record replaces it
