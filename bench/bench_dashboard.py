@@ -210,7 +210,7 @@ def burn_dashboard(tmp: str) -> float:
 
 def _burn_from(path: Path) -> float:
     for record in runfile.load(path).logs:
-        match = BURN_LINE.search(record.get("line", ""))
+        match = BURN_LINE.search(record.line)
         if match:
             return float(match.group(1))
     raise SystemExit(f"no timing line in {path}")
@@ -293,7 +293,7 @@ def measure_toggled(cycles: int, period: float, burst_n: int, startup: float = 1
         finally:
             dash.close()
         bursts = [(float(m.group(1)), float(m.group(2))) for r in runfile.load(newest_run(runs)).logs
-                  if (m := BURST_LINE.search(r.get("line", "")))]
+                  if (m := BURST_LINE.search(r.line))]
     per_cycle: dict[str, list[float]] = {state: [] for state in STATES}
     for state, cycle, start, end in periods:
         inside = [b - a for a, b in bursts if a >= start and b <= end]

@@ -102,7 +102,7 @@ def main() -> None:
               f"max {errors.max():.1f} ms over {len(errors)} intervals (budget p99 20 ms); "
               f"{len(run.events)} events, {len(run.logs)} log lines" + (" (pseudo-terminal)" if args.terminal else ""))
         for notice in run.notices:
-            print(f"  notice: {notice.get('message')}")
+            print(f"  notice: {notice.message}")
         os.unlink(out)
 
 

@@ -139,7 +139,7 @@ def record(script: Path, out: Path, steps: int, epochs: int, mode: str = "whole"
         raise SystemExit(f"the recorded loop failed: {result.stderr[-2000:]}")
     from devicewatch.runformat import runfile
 
-    logs = [log["line"] for log in runfile.load(out).logs if log.get("stream") == "stdout"]
+    logs = [log.line for log in runfile.load(out).logs if log.stream == "stdout"]
     return [float(v) for v in logs[-1].split()]
 
 

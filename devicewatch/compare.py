@@ -300,7 +300,7 @@ def _notes(a: Side, b: Side, basis: str) -> list[str]:
                          f"totals add up to {summed:.1f}s but span {s.epoch_seconds:.1f}s, so one {word} can "
                          "take longer and the run still finish sooner")
     for s in (a, b):
-        if s.status != "ok" and not (s.run.end and s.run.end.get("status") == "trial"):
+        if s.status != "ok" and not (s.run.end and s.run.end.status == "trial"):
             notes.append(f"{s.label} did not finish normally: {s.status}")
         if len(s.run.samples) < 2:
             notes.append(f"{s.label} has {len(s.run.samples)} samples: too few for utilization figures")

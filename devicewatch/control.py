@@ -88,7 +88,7 @@ def parse_command(line: bytes) -> dict[str, Any] | None:
     return None
 
 
-def follow(fd: int, write: Callable[[dict[str, Any]], None], clock: Callable[[], float],
+def follow(fd: int, write: Callable[[records.Writable], None], clock: Callable[[], float],
            cancel: Callable[[str], None], send_input: Callable[[bytes], None] = lambda _data: None,
            resize: Callable[[tuple[int, int]], None] = lambda _size: None) -> threading.Thread:
     """Read commands from file descriptor ``fd`` on a daemon thread: markers are ``write``n,
@@ -114,7 +114,7 @@ def follow(fd: int, write: Callable[[dict[str, Any]], None], clock: Callable[[],
                     if command is None:
                         continue
                     if command["kind"] == MARKER:
-                        write(records.event(clock(), MARKER, label=command["label"], source="dashboard"))
+                        write(records.Marker(clock(), command["label"], {"source": "dashboard"}))
                     elif command["kind"] == STOP:
                         cancel(command["reason"] or DASHBOARD_GONE)
                     elif command["kind"] == INPUT:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, UTC
 from typing import Any
 from collections.abc import Iterator
@@ -77,13 +77,13 @@ class Node:
 
     @property
     def status(self) -> str:
-        return str(self.run.end.get("status")) if self.run.end else "error"
+        return self.run.end.status if self.run.end else "error"
 
     @property
     def reason(self) -> str:
         if self.run.end is None:
             return "the recorder stopped without an end record (killed)"
-        return str(self.run.end.get("reason") or self.status)
+        return self.run.end.reason or self.status
 
 
 @dataclass
@@ -92,7 +92,7 @@ class Merged:
     order (end last), and the nodes, whose samples ``write`` takes from their columns."""
 
     header: dict[str, Any]
-    records: list[dict[str, Any]]
+    records: list[build.Writable]   # events and GPU status as dicts, lines, notices and the end typed
     nodes: list[Node]
     alignment: dict[str, Any]
     origin: float = 0.0             # the wall clock at the merged run's t = 0
@@ -126,17 +126,6 @@ def _identity(run: Run) -> tuple[list[int], list[int], dict[int, int], set[str],
     return sorted(ranks), sorted(groups), local, jobs, worlds
 
 
-def _pair(record: dict[str, Any] | None) -> tuple[float, float] | None:
-    clock = record.get("clock") if record else None
-    if not isinstance(clock, dict):
-        return None
-    unix, mono = clock.get("unix"), clock.get("mono")
-    if isinstance(unix, (int, float)) and isinstance(mono, (int, float)) and not isinstance(unix, bool) \
-            and not isinstance(mono, bool):
-        return float(unix), float(mono)
-    return None
-
-
 def _node(run: Run) -> Node:
     name = os.path.basename(run.path)
     if run.header.nodes:
@@ -149,7 +138,7 @@ def _node(run: Run) -> Node:
         raise RunFileError(f"{name} holds ranks of more than one job: {', '.join(sorted(jobs)) or worlds}")
     clock = run.header.clock
     start = (clock.unix, clock.mono) if clock is not None else None
-    end = _pair(run.end)
+    end = (run.end.clock.unix, run.end.clock.mono) if run.end and run.end.clock else None
     rate = 1.0
     if start is not None and end is not None and end[1] > start[1]:
         measured = (end[0] - start[0]) / (end[1] - start[1])
@@ -255,7 +244,7 @@ def _log_rank(node: Node, line: str) -> int | None:
     return None
 
 
-def _others(node: Node, origin: float) -> Iterator[dict[str, Any]]:
+def _others(node: Node, origin: float) -> Iterator[build.Writable]:
     """The node's events, log lines, notices and GPU status on the merged axis, in that order."""
     shift = node.start_unix - origin
 
@@ -274,16 +263,16 @@ def _others(node: Node, origin: float) -> Iterator[dict[str, Any]]:
                 record["lane"] = f"{node.label} {lane}"
         yield record
     for log in run.logs:
-        record = dict(log, t=at(log["t"]), host=node.label)
-        rank = _log_rank(node, str(log.get("line", "")))
-        if rank is not None:
-            record["rank"] = rank
-        yield record
+        rank = _log_rank(node, log.line)
+        yield replace(log, t=at(log.t), host=node.label, rank=log.rank if rank is None else rank)
     for notice in run.notices:
-        yield dict(notice, t=at(notice["t"]), host=node.label,
-                   message=f"{node.label}: {notice.get('message')}")
+        yield replace(notice, t=at(notice.t), host=node.label, message=f"{node.label}: {notice.message}")
     for status in run.gpu_status:
         yield dict(status, t=at(status["t"]), host=node.label)
+
+
+def _time(record: build.Writable) -> float:
+    return record["t"] if isinstance(record, dict) else record.t
 
 
 def _host_entry(node: Node, origin: float) -> dict[str, Any]:
@@ -310,7 +299,7 @@ def merge(paths: list[str]) -> Merged:
     align = alignment(nodes)
     # Every record's place in the file: by time; at equal times, node by node, each node's
     # samples, events, lines, notices and GPU status in turn, the merge's own notices last.
-    records: list[dict[str, Any]] = []
+    records: list[build.Writable] = []
     places: list[int] = []
     first_sample: list[int] = []
     place = 0
@@ -327,7 +316,7 @@ def merge(paths: list[str]) -> Merged:
             records.append(build.notice(round(node.end_unix - origin, 6), f"{node.label} ended {node.status}: {node.reason}",
                                   host=node.label))
     places += range(place, place + len(records) - len(places))
-    order = sorted(range(len(records)), key=lambda i: records[i]["t"])  # stable: places rise with i
+    order = sorted(range(len(records)), key=lambda i: _time(records[i]))  # stable: places rise with i
     records = [records[i] for i in order]
     places = [places[i] for i in order]
 
@@ -349,15 +338,15 @@ def merge(paths: list[str]) -> Merged:
     }
     duration = round(max(n.end_unix for n in nodes) - origin, 6)
     worst = max(nodes, key=lambda n: STATUS_ORDER.index(n.status) if n.status in STATUS_ORDER else 0)
-    end = worst.run.end or {}
-    records.append(build.end(duration, worst.status, end.get("exit_code", 0 if worst.status == "ok" else 1),
-                              end.get("signal"), "; ".join(f"{n.label}: {n.reason}" for n in nodes)))
+    end = worst.run.end
+    records.append(build.end(duration, worst.status, end.exit_code if end else 1, end.signal if end else None,
+                             "; ".join(f"{n.label}: {n.reason}" for n in nodes)))
     return Merged(header, records, nodes, align, origin, places, first_sample)
 
 
 # -- writing: the samples from their columns, a block at a time -----------------------------
 
-def _blocks(merged: Merged, encoder: Encoder) -> Iterator[tuple[list[dict[str, Any] | bytes], Chunk | None]]:
+def _blocks(merged: Merged, encoder: Encoder) -> Iterator[tuple[list[build.Writable | bytes], Chunk | None]]:
     """Every record of the merged run but the end, in file order, a block at a time, with the
     values of the samples among them as stored."""
     nodes = [Reencoder(node.run.samples, node.label, node.start_unix - merged.origin, node.rate, encoder)
@@ -365,7 +354,7 @@ def _blocks(merged: Merged, encoder: Encoder) -> Iterator[tuple[list[dict[str, A
     others = merged.records[:-1]
     total = sum(map(len, nodes))
     first = np.cumsum([0] + [len(n) for n in nodes])
-    times = np.concatenate([n.merged_t for n in nodes] + [np.array([r["t"] for r in others], np.float64)])
+    times = np.concatenate([n.merged_t for n in nodes] + [np.array([_time(r) for r in others], np.float64)])
     places = np.concatenate([start + np.arange(len(n)) for start, n in zip(merged.first_sample, nodes)]
                             + [np.array(merged.places[:len(others)], np.int64)])
     order = np.lexsort((places, times))

@@ -214,8 +214,8 @@ def run_trial(command: list[str], variant: Variant, budget: dict[str, Any], path
 
 def result_of(run: Run, variant: Variant, predicted: float | None = None) -> TrialResult:
     """A trial's figures from its run file."""
-    end = run.end or {}
-    result = TrialResult(variant, str(run.path), str(end.get("status", "unknown")),
+    end = run.end
+    result = TrialResult(variant, str(run.path), end.status if end else "unknown",
                          predicted_steps_per_s=round(predicted, 3) if predicted else None)
     window = advice_.trial_of(run)
     for event in run.events.of(events.INSTRUMENT):
@@ -238,9 +238,9 @@ def result_of(run: Run, variant: Variant, predicted: float | None = None) -> Tri
         if result.cut_short:
             result.note = f"the script ended before its window was full ({window.get('steps')} steps measured)"
     elif result.note is None:
-        result.note = str(end.get("reason") or "no training step was measured")
+        result.note = (end.reason if end else None) or "no training step was measured"
     if result.status == "failed":   # its own exit code or signal: a trial ended on purpose is "trial"
-        result.failed = str(end.get("reason") or "failed")
+        result.failed = (end.reason if end else None) or "failed"
         result.error_lines = last_error_lines(run, ERROR_LINES)
     s = analysis.series(run)
     all_phases = analysis.phases(run)
@@ -342,7 +342,7 @@ def run_set(command: list[str], variants: list[Variant], budget: dict[str, Any],
             run = runner(command, variant, budget, path)
             result = result_of(run, variant, predicted)
             trial_set.results.append(result)
-            reason = str((run.end or {}).get("reason") or "")
+            reason = (run.end.reason if run.end else None) or ""
             if result.status == "cancelled" and not reason.startswith(STOPPED_BY):
                 trial_set.stopped = f"stopped after {index + 1} of {len(variants)} trials: {reason}"
                 on_result(index, result, run, trial_set)

@@ -128,13 +128,13 @@ def merged_by_record(paths: list[str], out: str) -> str:
                     record["lane"] = f"rank {rank} {lane}"
             records.append(record)
         for log in run.logs:
-            record = dict(log, t=at(log["t"]), host=node.label)
-            tee = re.match(r"^\[[A-Za-z_]*?(\d+)\]:", str(log.get("line", "")))
+            record = dict(log.to_json(), t=at(log.t), host=node.label)
+            tee = re.match(r"^\[[A-Za-z_]*?(\d+)\]:", log.line)
             rank = node.ranks[0] if len(node.ranks) == 1 else node.local_ranks.get(int(tee.group(1))) if tee else None
             if rank is not None:
                 record["rank"] = rank
             records.append(record)
-        records += [dict(notice, t=at(notice["t"]), host=node.label, message=f"{node.label}: {notice.get('message')}")
+        records += [dict(notice.to_json(), t=at(notice.t), host=node.label, message=f"{node.label}: {notice.message}")
                     for notice in run.notices]
         records += [dict(status, t=at(status["t"]), host=node.label) for status in run.gpu_status]
     records.sort(key=lambda r: r["t"])
@@ -143,14 +143,14 @@ def merged_by_record(paths: list[str], out: str) -> str:
     for node in merged.nodes:
         if node.status != "ok":
             records.append(notice(round(node.end_unix - merged.origin, 6),
-                                  f"{node.label} ended {node.status}: {node.reason}", host=node.label))
+                                  f"{node.label} ended {node.status}: {node.reason}", host=node.label).to_json())
     records.sort(key=lambda r: r["t"])
     # The end: the worst of the nodes' statuses, the longest node's end on the merged axis.
     worst = max(merged.nodes, key=lambda n: merge.STATUS_ORDER.index(n.status))
     duration = round(max(n.end_unix for n in merged.nodes) - merged.origin, 6)
-    end = worst.run.end or {}
+    end = worst.run.end
     records.append({"type": "end", "t": duration, "status": worst.status,
-                    "exit_code": end.get("exit_code", 0 if worst.status == "ok" else 1), "signal": end.get("signal"),
+                    "exit_code": end.exit_code if end else 1, "signal": end.signal if end else None,
                     "duration": duration, "reason": "; ".join(f"{n.label}: {n.reason}" for n in merged.nodes)})
     writer = RunWriter(out, merged.header)
     for record in records:

@@ -247,8 +247,7 @@ def data_wait_unmeasured(run: Run, rows: list[EpochRow], all_phases: list[Phase]
         return None
     all_phases = phases(run) if all_phases is None else all_phases
     sources = {p.attrs.get("source") for p in all_phases}
-    summary = run.end.get("instrument") if run.end else None
-    summary = summary if isinstance(summary, dict) else None
+    summary = run.end.instrument if run.end else None
     if sources - {AUTO_SOURCE, STDOUT_SOURCE}:
         reason = "the workload sends its own phases and reports no data wait"
     elif AUTO_SOURCE in sources or (summary is not None and summary.get("active")):

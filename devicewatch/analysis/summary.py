@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from ..runformat.records import EpochMetrics
 from ..runformat.runfile import Run
 from .epoch_rows import (
     EPOCH_UNIT,
@@ -55,7 +56,8 @@ class _Figures:
 @dataclass(frozen=True)
 class EpochFigures(_Figures):
     """One epoch (or segment) as printed: seconds, the data wait and its shares (of the epoch,
-    and of the training loop: the table's), the metrics as recorded."""
+    and of the training loop: the table's), the metrics as recorded: the figures devicewatch
+    measured, a field each, and the workload's own by name (``EpochMetrics``)."""
 
     epoch: int
     unit: str
@@ -71,7 +73,7 @@ class EpochFigures(_Figures):
     data_wait_source: str | None
     train_loop: float
     loop_wait_share: float | None
-    metrics: dict[str, Any]
+    metrics: EpochMetrics
 
     @classmethod
     def of(cls, e: EpochRow, unit_: str = EPOCH_UNIT) -> EpochFigures:
@@ -79,7 +81,7 @@ class EpochFigures(_Figures):
         return cls(e.epoch, e.unit or unit_, round(e.start, 3), round(e.total, 3), round(e.train, 3),
                    round(e.validate, 3), round(e.other, 3), {k: round(v, 3) for k, v in e.phases.items()},
                    round(e.untracked, 3), _r(e.data_wait), _r(e.data_wait_share, 4), e.data_wait_source,
-                   round(e.train_loop, 3), _r(e.loop_wait_share, 4), e.metrics)
+                   round(e.train_loop, 3), _r(e.loop_wait_share, 4), EpochMetrics.of(e.metrics))
 
 
 @dataclass(frozen=True)
@@ -242,9 +244,9 @@ def summarize(run: Run) -> Summary:
         command=list(run.header.workload.command) or None,
         started=run.header.started,
         duration=round(run.duration, 3),
-        status=run.end.get("status") if run.end else "unknown",
+        status=run.end.status if run.end else "unknown",
         status_text=status_text(run),
-        exit_code=run.end.get("exit_code") if run.end else None,
+        exit_code=run.end.exit_code if run.end else None,
         ended_abruptly=run.ended_abruptly,
         instrumentation=instrumentation_text(run),
         host=run.header.host.to_json(),
@@ -268,7 +270,7 @@ def summarize(run: Run) -> Summary:
                               VerdictFigures.of(h.verdict)) for h in hosts],
         alignment=alignment.get("text") if alignment is not None else None,
         stragglers=straggler_figures(run, all_phases),
-        notices=[n.get("message") for n in run.notices],
+        notices=[n.message for n in run.notices],
         recorder_cpu_mean=stats(s.recorder_cpu)["mean"],
         series=s, phase_list=all_phases, epoch_rows=rows,
     )

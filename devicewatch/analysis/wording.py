@@ -41,9 +41,8 @@ def last_error_lines(run: Run, count: int) -> list[str]:
     traceback's last frames and its error."""
     out: list[str] = []
     for line in reversed(run.logs):
-        text = str(line.get("line", ""))
-        if line.get("stream") == "stderr" and text.strip():
-            out.append(text.rstrip())
+        if line.stream == "stderr" and line.line.strip():
+            out.append(line.line.rstrip())
             if len(out) >= count:
                 break
     return out[::-1]
@@ -54,8 +53,8 @@ def instrumentation_text(run: Run) -> str | None:
     and the end record's): ``active in 2 processes (torch, lightning)``, or why not. None for a
     run recorded before it existed."""
     offered = run.header.instrument
-    summary = run.end.get("instrument") if run.end else None
-    if not isinstance(summary, dict):
+    summary = run.end.instrument if run.end else None
+    if summary is None:
         if offered is None:
             return None
         return "offered (the run has no end record to say more)" if offered.offered \
@@ -78,11 +77,11 @@ def status_text(run: Run) -> str:
     """How the run ended, in words: "ok", "failed (exit code 1)", or the recorder's death."""
     if run.end is None:
         return NO_END_RECORD
-    status = str(run.end.get("status", "unknown"))
+    status = run.end.status
     if status == "trial":
         return "trial (ended on purpose once its window was measured)"
-    if run.end.get("exit_code") not in (0, None):
-        status += f" (exit code {run.end['exit_code']})"
+    if run.end.exit_code not in (0, None):
+        status += f" (exit code {run.end.exit_code})"
     return status
 
 

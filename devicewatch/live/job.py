@@ -164,12 +164,10 @@ class NodeFeed:
         comes, then as its two pairs measure it (merge's rule, a step of the clock left out)."""
         if self.run is None or self.run.header.clock is None or not self.run.end:
             return 1.0
-        clock, end = self.run.header.clock, self.run.end.get("clock")
-        if not isinstance(end, dict) or not all(isinstance(end.get(k), (int, float)) for k in ("unix", "mono")):
+        clock, end = self.run.header.clock, self.run.end.clock
+        if end is None or end.mono <= clock.mono:
             return 1.0
-        if end["mono"] <= clock.mono:
-            return 1.0
-        measured = (end["unix"] - clock.unix) / (end["mono"] - clock.mono)
+        measured = (end.unix - clock.unix) / (end.mono - clock.mono)
         return measured if abs(measured - 1.0) <= MAX_RATE_ERROR else 1.0
 
     def unix(self, t: float) -> float:
@@ -186,7 +184,7 @@ class NodeFeed:
 
     @property
     def status(self) -> str | None:
-        return str(self.run.end.get("status")) if self.run is not None and self.run.end else None
+        return self.run.end.status if self.run is not None and self.run.end else None
 
     def silent(self, now: float) -> bool:
         """No end record, and the file has not grown for SILENT_AFTER (or ten intervals)."""

@@ -33,6 +33,7 @@ from ..phase_kinds import KINDS
 from ..runformat.downsample import minmax_rows, minmax_rows_bytes
 from ..runformat.eventlog import Events
 from ..runformat.percent import MISSING_PERCENT, percent_to_float
+from ..runformat.records import LogLine
 from ..runformat.runfile import Run
 from ..safe_text import inert, inert_keeping_colours
 
@@ -395,8 +396,8 @@ class RunModel:
         if self.run.end is not None:
             return None
         for notice in reversed(self.run.notices):
-            state = notice.get("state")
-            if isinstance(state, str):
+            state = notice.state
+            if state is not None:
                 return None if state == "running" else inert(state)
         return None
 
@@ -637,5 +638,5 @@ class RunModel:
         return self.machine.header.host.gpu_reason or None
 
 
-def _shown_line(record: dict[str, Any]) -> str:
-    return ("! " if record.get("stream") == "stderr" else "") + inert_keeping_colours(record.get("line", ""))
+def _shown_line(record: LogLine) -> str:
+    return ("! " if record.stream == "stderr" else "") + inert_keeping_colours(record.line)

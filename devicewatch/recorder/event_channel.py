@@ -71,7 +71,7 @@ class EventChannel:
     ``write`` and then ``on_event``; ``t`` is the recorder's run time, ``start_mono`` the
     monotonic time of t = 0 (events are stamped on the system-wide monotonic clock)."""
 
-    def __init__(self, write: Callable[[dict[str, Any]], None], t: Callable[[], float], start_mono: float,
+    def __init__(self, write: Callable[[records.Writable], None], t: Callable[[], float], start_mono: float,
                  on_event: Callable[[dict[str, Any]], None] = lambda record: None):
         self._write, self._t, self._start_mono, self._on_event = write, t, start_mono, on_event
         self.bound = RateBound(EVENT_RATE, EVENT_BURST, t)

@@ -39,7 +39,7 @@ PARTIAL_MAX = 4096               # bytes of an open line recorded (the whole lin
 class OutputPump:
     """Records (and echoes) one stream (``stdout`` or ``stderr``) of the workload."""
 
-    def __init__(self, stream: str, write: Callable[[dict[str, Any]], None], t: Callable[[], float],
+    def __init__(self, stream: str, write: Callable[[records.Writable], None], t: Callable[[], float],
                  terminal: Terminal, epochs: StdoutEpochs, terminal_newlines: bool = False):
         self.stream = stream
         self._write, self._t, self._terminal, self._epochs = write, t, terminal, epochs

@@ -218,7 +218,7 @@ class Recorder:
     def _t(self) -> float:
         return round(time.monotonic() - self.start_mono, 4)
 
-    def _write(self, record: dict[str, Any]) -> None:
+    def _write(self, record: records.Writable) -> None:
         """Write RECORD. A write that fails (disk full, the file size limit, EIO) ends the
         recording, never the workload: nothing more is written (the file holds every record up
         to then), the workload runs on to its own end, echoed as before, and stderr says so."""
@@ -482,7 +482,6 @@ class Recorder:
         assert self.workload is not None
         signal_name = self.workload.signal_name
         outside = self.workload.outside_signal
-        extra: dict[str, Any] = {"outside_signal": outside.name} if outside is not None else {}
         if self._trial_over and self._cancel_reason == TRIAL_OVER:
             status, reason = "trial", TRIAL_OVER
         elif cancelled:
@@ -506,8 +505,8 @@ class Recorder:
         end_unix, end_mono = time.time(), time.monotonic()
         t = round(end_mono - self.start_mono, 4)
         self._write(records.end(t, status, exit_code, signal_name, reason,
-                                clock={"unix": end_unix, "mono": end_mono},
-                                instrument=self.instrumentation.summary(), **extra))
+                                clock=records.ClockPair(end_unix, end_mono), instrument=self.instrumentation.summary(),
+                                outside_signal=outside.name if outside is not None else None))
         if self._write_failed is not None:
             how = f"killed by {signal_name}" if signal_name else f"exit code {exit_code}"
             self.terminal.say(f"devicewatch: the recording stopped at {self._write_failed_at:.1f} s "

@@ -67,7 +67,7 @@ class StdoutEpochs:
     learns every epoch printed (the status line shows it either way).
     """
 
-    def __init__(self, write: Callable[[dict[str, Any]], None], t: Callable[[], float],
+    def __init__(self, write: Callable[[records.Writable], None], t: Callable[[], float],
                  reported: Callable[[], bool],
                  on_epoch: Callable[[int, int | None], None] = lambda epoch, epochs: None):
         self._write, self._t, self._reported, self._on_epoch = write, t, reported, on_epoch
@@ -108,5 +108,5 @@ class StdoutEpochs:
             self._open = None
 
     def _write_phase(self, kind: str, epoch: int, **extra: Any) -> None:
-        self._write(records.event(self._t(), kind, name="epoch", epoch=epoch, **extra,
-                                  lane=events.DEFAULT_LANE, source=phase_source.PRINTED))
+        self._write(records.Phase(self._t(), kind == events.PHASE_BEGIN, "epoch", epoch, events.DEFAULT_LANE,
+                                  {**extra, "source": phase_source.PRINTED}))

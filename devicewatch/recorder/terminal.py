@@ -13,7 +13,7 @@ status line, never the recording; a recording that cannot be written is said her
 from __future__ import annotations
 
 import threading
-from typing import Any, TextIO
+from typing import TextIO
 from collections.abc import Callable
 
 from ..runformat import records
@@ -37,7 +37,7 @@ class Terminal:
     """Echo and status line; ``write`` and ``t`` let it say in the run file when echoing stopped."""
 
     def __init__(self, out: TextIO, err: TextIO, echo: bool, status_line: bool | None,
-                 write: Callable[[dict[str, Any]], None], t: Callable[[], float]):
+                 write: Callable[[records.Writable], None], t: Callable[[], float]):
         self._out, self._err = out, err
         self._echo = echo
         self._status_line = status_line   # None: only when stderr is a terminal

@@ -168,9 +168,8 @@ def _process(run: Run, pid: int, name: str) -> list[dict[str, Any]]:
             trace.append({"name": f"result {event.get('name')}", "cat": "result", "ph": "i", "s": "t",
                           "pid": pid, "tid": instants, "ts": _us(event["t"]), "args": event.get("values") or {}})
     for notice in run.notices:
-        if _finite(notice.get("t")):
-            trace.append({"name": str(notice.get("message", "notice"))[:200], "cat": "notice", "ph": "i",
-                          "s": "p", "pid": pid, "tid": instants, "ts": _us(notice["t"]), "args": {}})
+        trace.append({"name": notice.message[:200], "cat": "notice", "ph": "i",
+                      "s": "p", "pid": pid, "tid": instants, "ts": _us(notice.t), "args": {}})
     return trace
 
 

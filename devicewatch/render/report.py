@@ -56,7 +56,8 @@ def epoch_tables(summary: analysis.Summary, width: int) -> list[Any]:
     rows = summary.epochs
     unit = summary.unit
     names = list(dict.fromkeys(n for row in rows for n in row.phase_seconds))
-    metric_names = list(dict.fromkeys(m for row in rows for m in row.metrics))
+    metrics = [row.metrics.to_json() for row in rows]   # the loop's figures among them: the steps are a column
+    metric_names = list(dict.fromkeys(m for row in metrics for m in row))
     repeated = analysis.repeated_metrics(names, metric_names)
     columns = [Column("total", [_secs(row.total) for row in rows])]
     title = f"{unit.capitalize()}s (seconds in each phase, lanes merged)"
@@ -69,7 +70,7 @@ def epoch_tables(summary: analysis.Summary, width: int) -> list[Any]:
     columns += [Column(n, [_secs(row.phase_seconds.get(n)) for row in rows])
                 for n in wording.shown_phases(names, waits)]
     columns.append(Column("no phase", [_secs(row.untracked) for row in rows]))
-    columns += [Column(m, [_cell(row.metrics.get(m)) for row in rows]) for m in metric_names if m not in repeated]
+    columns += [Column(m, [_cell(row.get(m)) for row in metrics]) for m in metric_names if m not in repeated]
     return fit(title, [Column(unit, [str(row.epoch) for row in rows])], columns, width)
 
 

@@ -1,37 +1,297 @@
-"""Builders of the run file's records (other than the header and samples), one per type.
+"""The run file's records other than the header and samples, typed: one frozen dataclass per
+record type (``Notice``, ``LogLine``, ``End``), each spelled once with its fields.
 
-Each returns the dict ``writer.RunWriter.write`` takes, with the fields docs/run-format.md
-documents, so a record's shape is spelled in one place rather than as a literal wherever one
-is written (the recorder's parts, the control channel, ``devicewatch merge``).
+As austin-python's ``events.py`` types each record it reads, a record is parsed at the edge
+(``parse``: the reader, which counts a record it refuses as a bad line), passed inward as an
+object, and turned back into the file's dict at the other edge (``to_json``: the writer), so a
+field no class declares cannot reach a view or ``report --json``. ``docs/run-format.md``
+documents every field.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, field
 from typing import Any
 
+from .. import events
+from ..loop_figures import FIGURES, UnitFigures
 from ..probes.cpu_limits import CpuLimits
 
 RESERVED = ("type", "t", "kind")
 
 
-def notice(t: float, message: str, level: str = "warning", **extra: Any) -> dict[str, Any]:
+class RecordError(ValueError):
+    """A record that is not one of the file's records: a required field missing or of the wrong type."""
+
+
+def _time(record: dict[str, Any], what: str) -> float:
+    t: Any = record.get("t")
+    if type(t) not in (int, float) or not math.isfinite(t):
+        raise RecordError(f"{what} record without a time")
+    return float(t)
+
+
+def _text(record: dict[str, Any], key: str, what: str, default: str | None = None) -> str:
+    value = record.get(key)
+    value = default if value is None else value
+    if not isinstance(value, str):
+        raise RecordError(f"{what} record without {key}")
+    return value
+
+
+def _opt(record: dict[str, Any], key: str, kinds: Any) -> Any:
+    """An optional field: its value when it has one of KINDS (a bool is no number), else None."""
+    value = record.get(key)
+    return value if isinstance(value, kinds) and not isinstance(value, bool) else None
+
+
+_NUMBER = (int, float)
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """Something the run file should say about the run itself (a bound reached, a GPU lost);
+    what else it carries is one of the fields below, each written only when set."""
+
+    t: float
+    message: str
+    level: str = "warning"               # info, warning, error
+    state: str | None = None             # the workload's state: waiting for input, stopped, running
+    outside_signal: str | None = None    # a signal from outside, passed to the workload
+    dropped_lines: int | None = None     # output over the bound left out: lines, bytes, which stream
+    dropped_bytes: int | None = None
+    stream: str | None = None
+    dropped: dict[str, int] | None = None   # events over the bound dropped, by kind
+    dropped_from: float | None = None
+    dropped_to: float | None = None
+    host: str | None = None              # a merged run's node
+
+    def to_json(self) -> dict[str, Any]:
+        record: dict[str, Any] = {"type": "notice", "t": self.t, "level": self.level, "message": self.message}
+        for key in _NOTICE_EXTRAS:
+            value = getattr(self, key)
+            if value is not None:
+                record[key] = value
+        return record
+
+    @classmethod
+    def parse(cls, record: dict[str, Any]) -> Notice:
+        return cls(_time(record, "a notice"), _text(record, "message", "a notice"),
+                   _text(record, "level", "a notice", "warning"),
+                   _opt(record, "state", str), _opt(record, "outside_signal", str),
+                   _opt(record, "dropped_lines", int), _opt(record, "dropped_bytes", int),
+                   _opt(record, "stream", str), _counts(record.get("dropped")),
+                   _opt(record, "dropped_from", _NUMBER), _opt(record, "dropped_to", _NUMBER),
+                   _opt(record, "host", str))
+
+
+_NOTICE_EXTRAS = ("state", "outside_signal", "dropped_lines", "dropped_bytes", "stream", "dropped",
+                  "dropped_from", "dropped_to", "host")
+
+
+def _counts(value: Any) -> dict[str, int] | None:
+    if not isinstance(value, dict):
+        return None
+    return {str(k): v for k, v in value.items() if type(v) is int}
+
+
+@dataclass(frozen=True, slots=True)
+class LogLine:
+    """One line of the workload's output."""
+
+    t: float
+    stream: str                      # stdout, stderr, or terminal (a pseudo-terminal's one stream)
+    line: str
+    raw: str | None = None           # its bytes in base64 when they are not UTF-8
+    cut_from: int | None = None      # its length when it was cut
+    partial: bool = False            # a line not yet ended, as it stands (the stream's next log replaces it)
+    host: str | None = None          # a merged run's node, and the rank that printed it
+    rank: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        record: dict[str, Any] = {"type": "log", "t": self.t, "stream": self.stream, "line": self.line}
+        if self.raw is not None:
+            record["raw"] = self.raw
+        if self.cut_from is not None:
+            record["cut_from"] = self.cut_from
+        if self.partial:
+            record["partial"] = True
+        if self.host is not None:
+            record["host"] = self.host
+        if self.rank is not None:
+            record["rank"] = self.rank
+        return record
+
+    @classmethod
+    def parse(cls, record: dict[str, Any]) -> LogLine:
+        t: Any = record.get("t")
+        stream, line = record.get("stream"), record.get("line")
+        if len(record) == 4 and type(stream) is str and type(line) is str and type(t) in _NUMBER \
+                and math.isfinite(t):   # the common line, with nothing else to read: a run may hold millions
+            return cls(t, stream, line)
+        return cls(_time(record, "a log"), _text(record, "stream", "a log"), _text(record, "line", "a log"),
+                   _opt(record, "raw", str), _opt(record, "cut_from", int), record.get("partial") is True,
+                   _opt(record, "host", str), _opt(record, "rank", int))
+
+
+@dataclass(frozen=True, slots=True)
+class ClockPair:
+    """The wall clock and the monotonic clock read together (merge aligns nodes by them)."""
+
+    unix: float
+    mono: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"unix": self.unix, "mono": self.mono}
+
+    @classmethod
+    def parse(cls, value: Any) -> ClockPair | None:
+        """The pair, or None where VALUE is not one."""
+        if not isinstance(value, dict):
+            return None
+        unix: Any = value.get("unix")
+        mono: Any = value.get("mono")
+        if type(unix) not in _NUMBER or type(mono) not in _NUMBER:
+            return None
+        return cls(float(unix), float(mono))
+
+
+@dataclass(frozen=True, slots=True)
+class End:
+    """How the run ended: the last record of every finished run file."""
+
+    t: float
+    status: str                          # runfile.END_STATUSES
+    exit_code: int | None = None
+    signal: str | None = None            # the signal that ended the workload
+    duration: float | None = None        # seconds, = t
+    reason: str | None = None            # in words
+    clock: ClockPair | None = None       # the clocks read at the end
+    instrument: dict[str, Any] | None = None   # what the zero-code instrumentation did (its summary)
+    outside_signal: str | None = None    # the signal from outside that ended the run
+
+    def to_json(self) -> dict[str, Any]:
+        record: dict[str, Any] = {"type": "end", "t": self.t, "status": self.status, "exit_code": self.exit_code,
+                                  "signal": self.signal, "duration": self.duration, "reason": self.reason}
+        if self.clock is not None:
+            record["clock"] = self.clock.to_json()
+        if self.instrument is not None:
+            record["instrument"] = self.instrument
+        if self.outside_signal is not None:
+            record["outside_signal"] = self.outside_signal
+        return record
+
+    @classmethod
+    def parse(cls, record: dict[str, Any]) -> End:
+        duration: Any = record.get("duration")
+        return cls(_time(record, "an end"), _text(record, "status", "an end"), _opt(record, "exit_code", int),
+                   _opt(record, "signal", str), float(duration) if type(duration) in _NUMBER else None,
+                   _opt(record, "reason", str), ClockPair.parse(record.get("clock")),
+                   _opt(record, "instrument", dict), _opt(record, "outside_signal", str))
+
+
+@dataclass(frozen=True, slots=True)
+class EpochMetrics:
+    """An epoch event's ``metrics``, told apart: the figures devicewatch measured in the unit
+    (``loop_figures.UnitFigures``, a field each; None where it measured none) and the
+    workload's own (loss, accuracy…), a mapping by the names the workload gave them. The file
+    keeps them in one object; ``to_json`` gives it back."""
+
+    figures: UnitFigures | None
+    workload: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.workload, **(self.figures.to_json() if self.figures is not None else {})}
+
+    @classmethod
+    def of(cls, metrics: dict[str, Any]) -> EpochMetrics:
+        """METRICS split by ``FIGURES``' names: the instrumentation's figures always hold
+        ``steps``; without it, every metric is the workload's (a script may say its own
+        ``data_wait_s``)."""
+        if "steps" not in metrics:
+            return cls(None, dict(metrics))
+        return cls(UnitFigures(**{k: v for k, v in metrics.items() if k in FIGURES}),
+                   {k: v for k, v in metrics.items() if k not in FIGURES})
+
+
+def _event(t: float, kind: str, own: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """An event as the file stores it: its own fields, then the sender's others (none of which
+    may replace the record's ``type``, ``t`` or ``kind``, nor its own fields)."""
+    return {"type": "event", "t": t, "kind": kind, **own,
+            **{k: v for k, v in extra.items() if k not in RESERVED and k not in own}}
+
+
+def _extra(record: dict[str, Any], own: tuple[str, ...]) -> dict[str, Any]:
+    return {k: v for k, v in record.items() if k not in RESERVED and k not in own}
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    """A phase's begin or end (``phase_begin``, ``phase_end``); ``extra``: the sender's other
+    fields (its ``source``, pid, rank, an ``epochs`` count…)."""
+
+    t: float
+    begin: bool
+    name: str
+    epoch: int | None = None
+    lane: str = events.DEFAULT_LANE
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str:
+        return events.PHASE_BEGIN if self.begin else events.PHASE_END
+
+    def to_json(self) -> dict[str, Any]:
+        return _event(self.t, self.kind, {"name": self.name, "epoch": self.epoch, "lane": self.lane}, self.extra)
+
+    @classmethod
+    def parse(cls, record: dict[str, Any]) -> Phase:
+        kind = record.get("kind")
+        if kind not in (events.PHASE_BEGIN, events.PHASE_END):
+            raise RecordError(f"a {kind} event is no phase")
+        epoch: Any = record.get("epoch")
+        return cls(_time(record, "a phase"), kind == events.PHASE_BEGIN, _text(record, "name", "a phase"),
+                   epoch if type(epoch) is int else None, _text(record, "lane", "a phase", events.DEFAULT_LANE),
+                   _extra(record, ("name", "epoch", "lane")))
+
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """A free-form marker (``label``), from the workload or the dashboard (``source``)."""
+
+    t: float
+    label: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return _event(self.t, events.MARKER, {"label": self.label}, self.extra)
+
+    @classmethod
+    def parse(cls, record: dict[str, Any]) -> Marker:
+        if record.get("kind") != events.MARKER:
+            raise RecordError(f"a {record.get('kind')} event is no marker")
+        return cls(_time(record, "a marker"), _text(record, "label", "a marker"), _extra(record, ("label",)))
+
+
+def notice(t: float, message: str, level: str = "warning", **extra: Any) -> Notice:
     """Something the run file should say about the run itself (a bound reached, a GPU lost)."""
-    return {"type": "notice", "t": t, "level": level, "message": message, **extra}
+    return Notice(t, message, level, **extra)
 
 
 def log(t: float, stream: str, line: str, raw: str | None = None, cut_from: int | None = None,
-        partial: bool = False) -> dict[str, Any]:
+        partial: bool = False) -> LogLine:
     """One line of the workload's output; ``raw``: its bytes in base64 when they are not UTF-8;
     ``cut_from``: its length when it was cut; ``partial``: a line not yet ended, as it stands
     (the stream's next log record replaces it)."""
-    record: dict[str, Any] = {"type": "log", "t": t, "stream": stream, "line": line}
-    if raw is not None:
-        record["raw"] = raw
-    if cut_from is not None:
-        record["cut_from"] = cut_from
-    if partial:
-        record["partial"] = True
-    return record
+    return LogLine(t, stream, line, raw, cut_from, partial)
+
+
+def end(t: float, status: str, exit_code: int | None, signal: str | None, reason: str,
+        clock: ClockPair | None = None, instrument: dict[str, Any] | None = None,
+        outside_signal: str | None = None) -> End:
+    """How the run ended (its duration is its time)."""
+    return End(t, status, exit_code, signal, t, reason, clock, instrument, outside_signal)
 
 
 def event(t: float, kind: str, /, **fields: Any) -> dict[str, Any]:
@@ -50,8 +310,5 @@ def cpu_limits(t: float, pid: int, limits: CpuLimits) -> dict[str, Any]:
     return {"type": "cpu_limits", "t": t, "pid": pid, **limits.to_json()}
 
 
-def end(t: float, status: str, exit_code: int, signal: str | None, reason: str,
-        **extra: Any) -> dict[str, Any]:
-    """How the run ended: the last record of every finished run file."""
-    return {"type": "end", "t": t, "status": status, "exit_code": exit_code, "signal": signal,
-            "duration": t, "reason": reason, **extra}
+Typed = Notice | LogLine | End | Phase | Marker
+Writable = dict[str, Any] | Typed   # what ``RunWriter.write`` takes: a typed record, or a sample, an event…

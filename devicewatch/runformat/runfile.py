@@ -29,6 +29,7 @@ from ..errors import RunFileError
 from . import columnar
 from .eventlog import Events
 from .header import CpuLimitsOverRun, Header
+from .records import End, LogLine, Notice, RecordError
 from .samples import Samples
 from .schema import SAMPLE_PREFIX, valid_sample
 
@@ -51,13 +52,13 @@ class Run:
     header: Header  # a dict given is parsed (tests, tools)
     samples: Samples = None  # type: ignore[assignment]  # columns, made from the header
     events: Events = field(default_factory=Events)  # a sequence of dicts; a list given becomes one
-    logs: list[dict[str, Any]] = field(default_factory=list)
-    notices: list[dict[str, Any]] = field(default_factory=list)
+    logs: list[LogLine] = field(default_factory=list)      # dicts given are parsed (tests, tools), as
+    notices: list[Notice] = field(default_factory=list)    # are the notices and the end
     gpu_status: list[dict[str, Any]] = field(default_factory=list)
-    end: dict[str, Any] | None = None
+    end: End | None = None
     bad_lines: int = 0          # lines in the middle that were not valid records
     cut_last_line: bool = False  # the final line was incomplete (a crash mid-write)
-    open_line: dict[str, Any] | None = None   # the output's line not yet ended (a partial log record)
+    open_line: LogLine | None = None   # the output's line not yet ended (a partial log record)
 
     keep: int | None = None     # samples kept (the newest); None keeps them all
     columnar: bool = False      # read from the columnar form beside the journal (``columnar.py``)
@@ -68,6 +69,10 @@ class Run:
             self.header = Header.parse(self.header)
         if not isinstance(self.events, Events):
             self.events = Events(self.events)
+        self.logs = [LogLine.parse(r) if isinstance(r, dict) else r for r in self.logs]
+        self.notices = [Notice.parse(r) if isinstance(r, dict) else r for r in self.notices]
+        if isinstance(self.end, dict):
+            self.end = End.parse(self.end)
         if self.samples is None:
             self.samples = Samples(self.header, self.keep)
 
@@ -82,12 +87,13 @@ class Run:
 
     @property
     def duration(self) -> float:
-        if self.end is not None and "duration" in self.end:
-            return float(self.end["duration"])
+        if self.end is not None and self.end.duration is not None:
+            return self.end.duration
         last = float(self.samples.t[-1]) if len(self.samples) else 0.0
-        for records in (self.events, self.logs):
-            if records:
-                last = max(last, float(records[-1].get("t", 0.0)))
+        if self.events:
+            last = max(last, float(self.events[-1].get("t", 0.0)))
+        if self.logs:
+            last = max(last, self.logs[-1].t)
         return last
 
     @property
@@ -123,7 +129,8 @@ class Run:
             raise RunFileError(f"{os.path.basename(self.path)} has no host {label!r}")
         mine = lambda records: [r for r in records if r.get("host") == label]  # noqa: E731
         node = Run(self.path, self.header.for_node(node_entry), self.samples.of_host(label, node_entry.host),
-                   Events(mine(self.events)), mine(self.logs), mine(self.notices), mine(self.gpu_status), self.end,
+                   Events(mine(self.events)), [r for r in self.logs if r.host == label],
+                   [r for r in self.notices if r.host == label], mine(self.gpu_status), self.end,
                    self.bad_lines, self.cut_last_line)
         node.columnar = self.columnar
         return node
@@ -145,23 +152,31 @@ class Run:
                 self.bad_lines += 1
                 return
             self.events.append(record, line)
-        elif kind == "log":
-            if record.get("partial") is True:   # a line as it stood: the stream's next log record replaces it
-                self.open_line = record
-            else:
-                self.logs.append(record)
-                if self.open_line is not None and self.open_line.get("stream") == record.get("stream"):
-                    self.open_line = None
-        elif kind == "notice":
-            self.notices.append(record)
         elif kind == "gpu_status":
             self.gpu_status.append(record)
         elif kind == "cpu_limits":
             self.cpu_limit_records.append(record)
-        elif kind == "end":
-            self.end = record
+        elif kind in ("log", "notice", "end"):
+            try:
+                self._file_typed(kind, record)
+            except RecordError:
+                self.bad_lines += 1
         else:
             self.bad_lines += 1
+
+    def _file_typed(self, kind: str, record: dict[str, Any]) -> None:
+        if kind == "log":
+            line = LogLine.parse(record)
+            if line.partial:   # a line as it stood: the stream's next log record replaces it
+                self.open_line = line
+            else:
+                self.logs.append(line)
+                if self.open_line is not None and self.open_line.stream == line.stream:
+                    self.open_line = None
+        elif kind == "notice":
+            self.notices.append(Notice.parse(record))
+        else:
+            self.end = End.parse(record)
 
 
 def read_header(path: str | os.PathLike[str]) -> Header | None:

@@ -29,6 +29,7 @@ from .runfile import (
     _open,
     _parse,
 )
+from .records import Typed
 from .schema import SAMPLE_PREFIX, Chunk, Encoder, fields_header, valid_sample
 
 
@@ -241,7 +242,10 @@ class RunWriter:
         self._encoder = Encoder(declared["fields"], declared["scale"], declared.get("digits"))
         self.write({"type": "header", "format": FORMAT, "schema": SCHEMA, **header, **declared})
 
-    def write(self, record: dict[str, Any]) -> None:
+    def write(self, record: dict[str, Any] | Typed) -> None:
+        """Write one record: a typed one as its ``to_json``, a sample as the encoder stores it."""
+        if not isinstance(record, dict):
+            record = record.to_json()
         if record.get("type") == "sample" and "sys" not in record:
             encoded = self._encoder.encode(record)
             data = _dumps(encoded) + b"\n"
@@ -254,7 +258,7 @@ class RunWriter:
         data = _dumps(record) + b"\n"
         self._commit(data, lambda columns: columns.feed(data[:-1], record.get("type")))
 
-    def write_records(self, records: Sequence[dict[str, Any] | bytes], chunk: Chunk | None = None) -> None:
+    def write_records(self, records: Sequence[dict[str, Any] | Typed | bytes], chunk: Chunk | None = None) -> None:
         """Several records in file order, in one write; a record given as bytes is a sample line
         already in the schema-2 layout. ``chunk``: the values of the samples among them
         (``devicewatch merge`` encodes its samples a block at a time from arrays), from which
@@ -272,6 +276,8 @@ class RunWriter:
                 kinds.append("sample")
                 encoded.append(None)
             else:
+                if not isinstance(record, dict):
+                    record = record.to_json()
                 mine = record.get("type") == "sample" and "sys" not in record
                 if mine:
                     record = self._encoder.encode(record)

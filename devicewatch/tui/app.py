@@ -302,8 +302,7 @@ class DashboardApp(App[int]):
         if source.error:
             return 1
         end = source.run.end if source.run else None
-        code = (end or {}).get("exit_code")
-        return code if isinstance(code, int) else 0
+        return end.exit_code if end is not None and end.exit_code is not None else 0
 
     def action_help(self) -> None:
         if self.screen.query("HelpPanel"):

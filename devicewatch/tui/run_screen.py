@@ -342,7 +342,8 @@ class RunScreen(RedrawOnce):
             if self.source.live:
                 self.window, self.pan_offset = None, 0.0
             self.refresh_bindings()
-            self.post_message(self.Finished(self, (self.model.run.end or {}).get("status")))
+            end = self.model.run.end
+            self.post_message(self.Finished(self, end.status if end else None))
         elif self.source.live and not self.source.running and self.source.error:
             self._saw_finished = True
             self.refresh_bindings()
@@ -579,8 +580,7 @@ class RunScreen(RedrawOnce):
         if source.error:
             state, style = "ERROR", "bold white on red"
         elif model.run.finished:
-            end = model.run.end or {}
-            status = end.get("status", "?")
+            status = model.run.end.status if model.run.end else "?"
             state = {"ok": "FINISHED", "trial": "TRIAL OVER", "cancelled": "CANCELLED",
                      "failed": "FAILED"}.get(status, status.upper())
             style = "bold black on green" if status in ("ok", "trial") else "bold white on red" if status != "cancelled" \

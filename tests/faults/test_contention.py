@@ -35,7 +35,7 @@ def test_second_recorder_on_the_same_path_refuses_and_loses_nothing(tmp_path, re
     after = out.read_bytes()
     assert after.startswith(before)   # the first run's records are all still there, in place
     run = runfile.load(out)
-    assert run.end["status"] == "cancelled" and not any(log["line"] == "second" for log in run.logs)
+    assert run.end.status == "cancelled" and not any(log.line == "second" for log in run.logs)
 
 
 def test_a_finished_file_is_recorded_again_only_when_asked_to(tmp_path):
@@ -44,12 +44,12 @@ def test_a_finished_file_is_recorded_again_only_when_asked_to(tmp_path):
     assert code == 0, err
     code, _, err = run_recorder(out, PY, "-c", "print('two')")
     assert code == 2 and "--overwrite" in err            # refused: the first recording is kept
-    assert [log["line"] for log in runfile.load(out).logs] == ["one"]
+    assert [log.line for log in runfile.load(out).logs] == ["one"]
     argv = recorder_argv(out, PY, "-c", "print('two')")
     argv.insert(argv.index("--record") + 2, "--overwrite")
     done = subprocess.run(argv, env=child_env(), capture_output=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert [log["line"] for log in runfile.load(out).logs] == ["two"]
+    assert [log.line for log in runfile.load(out).logs] == ["two"]
 
 
 def test_follower_on_a_file_being_written_sees_every_record(tmp_path, reap):
@@ -65,7 +65,7 @@ def test_follower_on_a_file_being_written_sees_every_record(tmp_path, reap):
     whole = runfile.load(out)
     assert recorder.returncode == 0
     assert len([r for r in seen if r["type"] == "sample"]) == len(whole.samples)
-    assert seen[-1] == whole.end
+    assert seen[-1] == whole.end.to_json()   # the end record as written
 
 
 def _header_and_samples(path, start: int, count: int) -> None:

@@ -126,7 +126,7 @@ def test_gpu_failing_mid_run_is_noted_and_the_rest_goes_on(tmp_path):
     # with the CPU still in them.
     assert len(after) >= 5 and all("cpu" in s and "proc" in s for s in after)
     assert run.gpu_status[1]["t"] >= samples[with_gpu[-1]]["t"]
-    assert run.end["status"] == "ok"
+    assert run.end.status == "ok"
 
 
 def test_no_traceback_when_the_workload_cannot_start(tmp_path):
@@ -136,4 +136,4 @@ def test_no_traceback_when_the_workload_cannot_start(tmp_path):
                           env=child_env())
     no_traceback(proc.stderr)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
-    assert runfile.load(out).end["status"] == "error"
+    assert runfile.load(out).end.status == "error"

@@ -63,7 +63,7 @@ def _sample_gaps_ok(run: runfile.Run) -> None:
     machine, and the samples span the run from its start to its end."""
     times = [s["t"] for s in run.samples]
     assert times[0] <= 5 * INTERVAL
-    assert run.end["t"] - times[-1] <= 1.0
+    assert run.end.t - times[-1] <= 1.0
     gaps = [b - a for a, b in zip(times, times[1:])]
     assert max(gaps) <= 1.0, max(gaps)
 
@@ -78,17 +78,17 @@ def test_a_million_events(tmp_path, reap):
     count = 1_000_000
     run, peak, err, code = _record_watching_memory(tmp_path, reap, "events", str(count), "0.5")
     no_traceback(err)
-    assert code == 0 and run.end["status"] == "ok"
+    assert code == 0 and run.end.status == "ok"
     kinds = [e["kind"] for e in run.events]
     assert kinds.count("run_info") == 1
     phases = [(e["kind"], e["epoch"]) for e in run.events if e["kind"] in ("phase_begin", "phase_end")]
     assert phases == [(kind, epoch) for epoch in range(1, 11) for kind in ("phase_begin", "phase_end")]
     written = kinds.count("marker")
-    drops = [n for n in run.notices if "dropped" in n]
-    assert drops and all(n["level"] == "warning" and set(n["dropped"]) == {"marker"} for n in drops)
-    assert written + sum(n["dropped"]["marker"] for n in drops) == count
-    assert EVENT_BURST <= written <= EVENT_BURST + EVENT_RATE * run.end["duration"] + 1
-    assert all(a["dropped_to"] <= b["dropped_from"] for a, b in zip(drops, drops[1:]))
+    drops = [n for n in run.notices if n.dropped is not None]
+    assert drops and all(n.level == "warning" and set(n.dropped) == {"marker"} for n in drops)
+    assert written + sum(n.dropped["marker"] for n in drops) == count
+    assert EVENT_BURST <= written <= EVENT_BURST + EVENT_RATE * run.end.duration + 1
+    assert all(a.dropped_to <= b.dropped_from for a, b in zip(drops, drops[1:]))
     assert run.bad_lines == 0 and not run.cut_last_line
     _sample_gaps_ok(run)
     assert 0 < peak < RSS_BOUND, f"recorder peak RSS {peak / 2**20:.0f} MB"
@@ -97,10 +97,10 @@ def test_a_million_events(tmp_path, reap):
 def test_garbage_invalid_utf8_and_a_10mb_line(tmp_path, reap):
     run, peak, err, code = _record_watching_memory(tmp_path, reap, "garbage")
     no_traceback(err)
-    assert code == 0 and run.end["status"] == "ok"
+    assert code == 0 and run.end.status == "ok"
     # Five bad lines went in, each noted once: binary noise, invalid UTF-8, a JSON list, an
     # object without kind, the 10 MB line. The valid event after them is recorded.
-    noted = [n["message"] for n in run.notices if n["level"] == "warning"]
+    noted = [n.message for n in run.notices if n.level == "warning"]
     assert len(noted) == 5, noted
     assert sum("over" in m and "dropped" in m for m in noted) == 1
     assert not any("in all" in m for m in noted)

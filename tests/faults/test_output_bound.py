@@ -22,10 +22,10 @@ def test_a_flood_of_output_is_bounded_and_every_line_is_accounted_for(tmp_path):
     code, _, err = run_recorder(out, PY, str(work), timeout=120)
     assert code == 0, err
     run = runfile.load(out)
-    kept = [r["line"] for r in run.logs if r["stream"] == "stdout"]
-    dropped = [n for n in run.notices if n.get("stream") == "stdout"]
+    kept = [r.line for r in run.logs if r.stream == "stdout"]
+    dropped = [n for n in run.notices if n.stream == "stdout"]
     assert dropped, "a flood this size must go over the bound"
     assert "Epoch 1/1" in kept                               # never dropped
     assert kept[:recorder.LOG_BURST] == [f"line {i}" for i in range(recorder.LOG_BURST)]  # the burst, whole
-    assert len(kept) - 1 + sum(n["dropped_lines"] for n in dropped) == total   # nothing unaccounted for
+    assert len(kept) - 1 + sum(n.dropped_lines for n in dropped) == total   # nothing unaccounted for
     assert any(p.name == "epoch" for p in analysis.phases(run))  # the epoch line still marks an epoch

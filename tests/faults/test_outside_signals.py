@@ -85,11 +85,11 @@ def test_sigusr1_and_sigusr2_pass_through_and_the_run_goes_on(tmp_path, reap):
     assert recorder.returncode == 0
     assert _got(folder) == {"SIGUSR1", "SIGUSR2"}
     run = runfile.load(out)
-    assert run.end["status"] == "ok" and "outside_signal" not in run.end
-    said = [n for n in run.notices if n.get("outside_signal")]
-    assert [n["message"] for n in said] == ["SIGUSR1 from outside, passed to the workload",
+    assert run.end.status == "ok" and run.end.outside_signal is None
+    said = [n for n in run.notices if n.outside_signal]
+    assert [n.message for n in said] == ["SIGUSR1 from outside, passed to the workload",
                                             "SIGUSR2 from outside, passed to the workload"]
-    assert "stopped on request" in [log["line"] for log in run.logs]
+    assert "stopped on request" in [log.line for log in run.logs]
 
 
 @pytest.mark.parametrize("code", [0, 3])
@@ -104,19 +104,19 @@ def test_sigterm_reaches_the_workload_and_its_slow_handler_runs_to_its_end(tmp_p
     assert (folder / "checkpoint").read_text() == "saved"
     assert recorder.returncode == code
     run = runfile.load(out)
-    lines = [log["line"] for log in run.logs]
+    lines = [log.line for log in run.logs]
     assert "got SIGTERM" in lines and "checkpoint saved" in lines
     end = run.end
-    assert end["outside_signal"] == "SIGTERM" and end["exit_code"] == code and end["signal"] is None
+    assert end.outside_signal == "SIGTERM" and end.exit_code == code and end.signal is None
     if code == 0:
-        assert end["status"] == "ok" and end["reason"] == "the workload finished after SIGTERM from outside"
+        assert end.status == "ok" and end.reason == "the workload finished after SIGTERM from outside"
     else:
-        assert end["status"] == "cancelled"
-        assert end["reason"] == "SIGTERM from outside, passed to the workload: exit code 3"
-    [said] = [n for n in run.notices if n.get("outside_signal")]
-    assert said["message"] == "SIGTERM from outside, passed to the workload; it has 10 s to end"
+        assert end.status == "cancelled"
+        assert end.reason == "SIGTERM from outside, passed to the workload: exit code 3"
+    [said] = [n for n in run.notices if n.outside_signal]
+    assert said.message == "SIGTERM from outside, passed to the workload; it has 10 s to end"
     # Sampled all along: the handler's 3 s are in the run.
-    assert run.samples[-1]["t"] - said["t"] >= 2.5
+    assert run.samples[-1]["t"] - said.t >= 2.5
 
 
 def test_sighup_reaches_the_workload_as_itself_and_ends_it(tmp_path, reap):
@@ -129,7 +129,7 @@ def test_sighup_reaches_the_workload_as_itself_and_ends_it(tmp_path, reap):
     assert not alive(pid)
     assert recorder.returncode == 128 + signal.SIGHUP
     run = runfile.load(out)
-    assert (run.end["status"], run.end["reason"], run.end["signal"], run.end["outside_signal"]) == \
+    assert (run.end.status, run.end.reason, run.end.signal, run.end.outside_signal) == \
         ("cancelled", "terminal closed", "SIGHUP", "SIGHUP")
 
 
@@ -146,13 +146,13 @@ def test_a_workload_still_running_after_its_grace_is_ended(tmp_path, reap, sig, 
     assert _got(folder) == steps
     assert recorder.returncode == 128 + signal.SIGKILL
     run = runfile.load(out)
-    assert run.end["status"] == "cancelled" and run.end["signal"] == "SIGKILL"
-    assert run.end["outside_signal"] == sig.name
-    said = [n for n in run.notices if n.get("outside_signal")]
-    sent = [n["message"].rsplit(": ", 1)[1] for n in said[1:]]
+    assert run.end.status == "cancelled" and run.end.signal == "SIGKILL"
+    assert run.end.outside_signal == sig.name
+    said = [n for n in run.notices if n.outside_signal]
+    sent = [n.message.rsplit(": ", 1)[1] for n in said[1:]]
     assert sent == [f"{s} sent" for s in ("SIGTERM", "SIGKILL") if s != sig.name]
     # Each step came a grace period after the one before.
-    times = [n["t"] for n in said]
+    times = [n.t for n in said]
     assert all(b - a >= grace - 0.05 for a, b in itertools.pairwise(times))
 
 
@@ -165,8 +165,8 @@ def test_sigint_to_the_recorder_still_cancels(tmp_path, reap):
     no_traceback(err.decode())
     assert not alive(pid)
     run = runfile.load(out)
-    assert run.end["status"] == "cancelled" and run.end["reason"] == "cancelled by the user"
-    assert "outside_signal" not in run.end
+    assert run.end.status == "cancelled" and run.end.reason == "cancelled by the user"
+    assert run.end.outside_signal is None
 
 
 def test_the_grace_after_a_signal_from_outside_is_30_s_unless_grace_is_given(tmp_path):

@@ -106,7 +106,7 @@ def test_a_finished_run_leaves_no_watchdog_and_no_fifo(tmp_path, reap):
     left = [p.pid for p in psutil.process_iter(["cmdline"])
             if "devicewatch.watchdog" in " ".join(p.info["cmdline"] or []) and str(out) in " ".join(p.info["cmdline"] or [])]
     assert left == []
-    assert runfile.load(out).end["status"] == "ok"
+    assert runfile.load(out).end.status == "ok"
 
 
 def test_orphaned_grandchild_is_sampled_while_it_runs(tmp_path, reap):

@@ -55,8 +55,8 @@ def test_parent_killed_while_recording_the_run_is_still_finished(tmp_path, reap)
     assert not recorder.is_running() or recorder.status() == psutil.STATUS_ZOMBIE
     run = runfile.load(out)
     assert run.end is not None, "no end record: the recorder died with its parent"
-    assert run.end["status"] == "failed" and run.end["exit_code"] == 3
-    assert len([log for log in run.logs if log["stream"] == "stdout"]) == lines
+    assert run.end.status == "failed" and run.end.exit_code == 3
+    assert len([log for log in run.logs if log.stream == "stdout"]) == lines
 
 
 def test_sigint_mid_run_cancels_cleanly(tmp_path, reap):
@@ -66,9 +66,9 @@ def test_sigint_mid_run_cancels_cleanly(tmp_path, reap):
     no_traceback(err.decode())
     assert not alive(pid)
     run = runfile.load(out)
-    assert run.end["status"] == "cancelled"
+    assert run.end.status == "cancelled"
     # Python ends on an unhandled KeyboardInterrupt by re-raising SIGINT: 128 + 2.
-    assert run.end["signal"] == "SIGINT" and recorder.returncode == 130
+    assert run.end.signal == "SIGINT" and recorder.returncode == 130
 
 
 def test_sigint_at_start_up(tmp_path, reap):
@@ -82,7 +82,7 @@ def test_sigint_at_start_up(tmp_path, reap):
     no_traceback(err.decode())
     assert recorder.returncode != 0
     run = runfile.load(out)
-    assert run.end is not None and run.end["status"] == "cancelled"
+    assert run.end is not None and run.end.status == "cancelled"
     time.sleep(0.3)   # a workload that escaped would have written its pid by now
     if pidfile.exists():
         [pid] = read_pids(pidfile)
@@ -105,7 +105,7 @@ def test_sigint_during_shutdown_still_ends_everything(tmp_path, reap):
     no_traceback(err.decode())
     assert [pid for pid in pids if alive(pid)] == []
     run = runfile.load(out)
-    assert run.end["status"] == "ok" and run.end["exit_code"] == 0
+    assert run.end.status == "ok" and run.end.exit_code == 0
     assert recorder.returncode == 0
 
 
@@ -122,7 +122,7 @@ def test_two_recorders_at_once_keep_their_runs_apart(tmp_path, reap):
         assert recorder.returncode == 0
         [pid] = read_pids(pidfile)
         run = runfile.load(out)
-        assert run.end["status"] == "ok"
+        assert run.end.status == "ok"
         # Each file holds exactly its own workload's events: 3 epochs × (begin, end, metrics) + run_info.
         assert {e["pid"] for e in run.events} == {pid}
         assert len(run.events) == 3 * 3 + 1
@@ -139,7 +139,7 @@ def test_paths_with_spaces_and_non_ascii(tmp_path):
     assert code == 0
     run = runfile.load(out)
     assert run.header.workload.command[1:] == (str(workload), "α β", "--flag=ü")
-    assert [log["line"] for log in run.logs] == ['["\\u03b1 \\u03b2", "--flag=\\u00fc"]']
+    assert [log.line for log in run.logs] == ['["\\u03b1 \\u03b2", "--flag=\\u00fc"]']
     shown = _report(out)
     assert shown.returncode == 0, shown.stderr
     assert "ok" in shown.stdout.split("status", 1)[1].split("\n", 1)[0]
@@ -159,5 +159,5 @@ def test_output_to_a_closed_pipe_keeps_recording_and_the_exit_status(tmp_path, r
     no_traceback(err.decode())
     assert recorder.returncode == 3
     run = runfile.load(out)
-    assert run.end["exit_code"] == 3 and len(run.logs) == 500
-    assert any("stopped echoing" in n["message"] for n in run.notices)
+    assert run.end.exit_code == 3 and len(run.logs) == 500
+    assert any("stopped echoing" in n.message for n in run.notices)

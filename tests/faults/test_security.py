@@ -22,7 +22,7 @@ def test_no_shell_is_involved(tmp_path):
     assert code == 0
     assert not marker.exists()
     [log] = runfile.load(out).logs
-    assert json.loads(log["line"]) == hostile   # each arrived as one literal argument
+    assert json.loads(log.line) == hostile   # each arrived as one literal argument
 
 
 def _inside_view(tmp_path):
@@ -31,7 +31,7 @@ def _inside_view(tmp_path):
     no_traceback(err)
     assert code == 0
     [log] = runfile.load(out).logs
-    return out, json.loads(log["line"])
+    return out, json.loads(log.line)
 
 
 def test_event_fifo_is_private_and_removed_after_the_run(tmp_path):

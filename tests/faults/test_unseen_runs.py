@@ -91,7 +91,7 @@ def test_record_onto_an_existing_recording_refuses_in_one_line_and_keeps_it(tmp_
     replaced = devicewatch("--record", str(out), "--overwrite", "--quiet", "--", PY, "-c", "print('second')",
                            env=runtime)
     assert replaced.returncode == 0, replaced.stderr
-    assert [r["line"] for r in runfile.load(out).logs] == ["second"]
+    assert [r.line for r in runfile.load(out).logs] == ["second"]
 
 
 def test_an_empty_file_is_recorded_into(tmp_path, runtime):
@@ -99,7 +99,7 @@ def test_an_empty_file_is_recorded_into(tmp_path, runtime):
     out.write_bytes(b"")
     done = devicewatch("--record", str(out), "--quiet", "--", PY, "-c", "print('x')", env=runtime)
     assert done.returncode == 0, done.stderr
-    assert runfile.load(out).end["status"] == "ok"
+    assert runfile.load(out).end.status == "ok"
 
 
 def test_dashboard_run_names_never_collide_even_in_the_same_second(tmp_path):
@@ -118,7 +118,7 @@ def test_a_hang_up_ends_a_headless_run_saying_the_terminal_closed(tmp_path, runt
     recorder.send_signal(signal.SIGHUP)
     recorder.wait(timeout=30)
     run = runfile.load(out)
-    assert (run.end["status"], run.end["reason"]) == ("cancelled", "terminal closed")
+    assert (run.end.status, run.end.reason) == ("cancelled", "terminal closed")
     assert not workload_pids()
 
 
@@ -129,7 +129,7 @@ def test_under_nohup_a_hang_up_leaves_the_run_recording(tmp_path, runtime):
     wait_for(lambda: started_writing(out), what="the first samples")
     recorder.send_signal(signal.SIGHUP)
     assert recorder.wait(timeout=30) == 0
-    assert runfile.load(out).end["status"] == "ok"
+    assert runfile.load(out).end.status == "ok"
 
 
 # -- runs still recording are listed and can be stopped ---------------------------------------
@@ -147,7 +147,7 @@ def test_runs_lists_what_is_recording_and_stops_it(tmp_path, runtime):
         stopped = devicewatch("runs", "--stop", out.name, env=runtime)
         assert stopped.returncode == 0, stopped.stderr
         assert recorder.wait(timeout=30) == 128 + signal.SIGINT
-        assert runfile.load(out).end["status"] == "cancelled"
+        assert runfile.load(out).end.status == "cancelled"
         assert listed(runtime) == []
         missing = devicewatch("runs", "--stop", "no-such.jsonl", env=runtime)
         assert missing.returncode == 2 and "no run recording now" in missing.stderr
@@ -219,7 +219,7 @@ def test_closing_the_dashboards_terminal_ends_its_run_saying_so(tmp_path, runtim
     try:
         session.kill()   # as a closed window or a dropped SSH link: the terminal hangs up
         end = ended(path)
-        assert (end["status"], end["reason"]) == ("cancelled", "terminal closed")
+        assert (end.status, end.reason) == ("cancelled", "terminal closed")
         wait_for(lambda: not workload_pids(), what="the workload gone")
         assert listed(runtime) == []
     finally:
@@ -236,7 +236,7 @@ def test_a_dashboard_killed_outright_ends_its_run_saying_it_went_away(tmp_path, 
         dashboard_pid = int(recorder[recorder.index("--watcher-pid") + 1])
         os.kill(dashboard_pid, signal.SIGKILL)   # no handler runs: a crash, the OOM killer
         end = ended(path)
-        assert (end["status"], end["reason"]) == ("cancelled", control.DASHBOARD_GONE)
+        assert (end.status, end.reason) == ("cancelled", control.DASHBOARD_GONE)
         wait_for(lambda: not workload_pids(), what="the workload gone")
     finally:
         session.kill()
@@ -255,8 +255,8 @@ def test_quit_keep_recording_leaves_the_run_listed_and_stoppable(tmp_path, runti
         (entry,) = listed(runtime)
         assert entry["file"] == str(path) and not entry["watched"]
         assert devicewatch("runs", "--stop", str(entry["pid"]), env=runtime).returncode == 0
-        assert ended(path)["status"] == "cancelled"
-        assert any("left the run recording" in n["message"] for n in runfile.load(path).notices)
+        assert ended(path).status == "cancelled"
+        assert any("left the run recording" in n.message for n in runfile.load(path).notices)
     finally:
         session.kill()
         for entry in listed(runtime):
@@ -292,7 +292,7 @@ async def test_the_home_screen_lists_runs_recording_now_to_follow_or_stop(tmp_pa
             await pilot.pause(0.3)
             await pilot.press("s")  # stop: the recorder cancels its workload and finishes the file
             assert recorder.wait(timeout=30) == 128 + signal.SIGINT
-            assert runfile.load(out).end["status"] == "cancelled"
+            assert runfile.load(out).end.status == "cancelled"
             await pilot.pause(HomeScreen.ACTIVE_SCAN_SECONDS + 0.5)
             assert home.active == [] and not home.query_one("#active-panel").display
     finally:

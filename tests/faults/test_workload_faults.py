@@ -20,9 +20,9 @@ def test_workload_killed_by_sigkill_mid_epoch(tmp_path, reap):
     # The recorder's exit status is the workload's, as a shell reports it: 128 + signal number.
     assert recorder.returncode == 128 + signal.SIGKILL == 137
     run = runfile.load(out)
-    assert run.end["status"] == "failed"
-    assert run.end["signal"] == "SIGKILL"
-    assert run.end["exit_code"] == 137
+    assert run.end.status == "failed"
+    assert run.end.signal == "SIGKILL"
+    assert run.end.exit_code == 137
     # Epoch 2 was open when the workload died: its begin is recorded, its end never came.
     begins = [e for e in run.events if e.get("kind") == "phase_begin" and e.get("epoch") == 2]
     ends = [e for e in run.events if e.get("kind") == "phase_end" and e.get("epoch") == 2]
@@ -43,8 +43,8 @@ def test_cancel_escalates_to_sigkill_when_sigterm_is_ignored(tmp_path, reap):
     no_traceback(err.decode())
     assert not alive(pid)
     run = runfile.load(out)
-    assert run.end["status"] == "cancelled"
-    assert run.end["signal"] == "SIGKILL"
+    assert run.end.status == "cancelled"
+    assert run.end.signal == "SIGKILL"
     # SIGINT, then SIGTERM one grace period later, then SIGKILL one more: at least 2 × grace.
     assert took >= 2 * grace
 
@@ -61,8 +61,8 @@ def _descendants_survive_then_end(tmp_path, reap, stubborn: bool):
     still = [pid for pid in pids if alive(pid)]
     assert still == []
     run = runfile.load(out)
-    assert code == 0 and run.end["status"] == "ok"   # the workload itself exited 0
-    assert any("left running" in n.get("message", "") for n in run.notices)
+    assert code == 0 and run.end.status == "ok"   # the workload itself exited 0
+    assert any("left running" in n.message for n in run.notices)
     return run
 
 

@@ -21,7 +21,7 @@ def test_lightning_fit_records_phases_metrics_and_run_info(tmp_path):
     result = devicewatch("--record", str(out), "--quiet", "--", sys.executable, str(SCRIPT), timeout=180)
     assert result.returncode == 0, result.stderr[-2000:]
     run = runfile.load(out)
-    assert run.end["status"] == "ok"
+    assert run.end.status == "ok"
     begins = [(e["name"], e["epoch"]) for e in run.events if e["kind"] == "phase_begin"]
     ends = [(e["name"], e["epoch"]) for e in run.events if e["kind"] == "phase_end"]
     # the sanity check's validation batches before training are no epoch's phase

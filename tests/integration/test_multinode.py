@@ -108,7 +108,7 @@ def check_merged(tmp_path: Path, files: list[str]) -> runfile.Run:
     for row in rows:  # rank 1 sleeps SLOW_BY in each train phase; rank 0 waits at the barrier
         assert row.last_rank == 1 and set(row.finished) == {0, 1}
         assert SLOW_BY / 2 < row.waited[0] < SLOW_BY + 1.0, row
-    logs = {(log.get("host"), log.get("rank")) for log in run.logs if log["line"].startswith("epoch ")}
+    logs = {(log.host, log.rank) for log in run.logs if log.line.startswith("epoch ")}
     assert logs == {("node 0", 0), ("node 1", 1)}
     return run
 
@@ -137,7 +137,7 @@ def views_accept(tmp_path: Path, merged: str, single: str) -> None:
 
 def test_two_torchrun_nodes_merge_into_one_run_with_a_lane_per_rank(tmp_path):
     files = record_two_nodes(tmp_path)
-    statuses = [runfile.load(path).end["status"] for path in files]
+    statuses = [runfile.load(path).end.status for path in files]
     print(f"\nnode statuses: {statuses}")
     assert set(statuses) <= {"ok", "cancelled"}  # cancelled: an agent sat on in its exit barrier
     check_merged(tmp_path, files)
@@ -147,10 +147,10 @@ def test_two_torchrun_nodes_merge_into_one_run_with_a_lane_per_rank(tmp_path):
 def test_a_node_cut_short_in_its_exit_wait_still_merges_and_reports(tmp_path, capsys):
     files = record_two_nodes(tmp_path, linger=120.0, settle=1.0)   # rank 0 outlives training, like a hung agent
     node0 = runfile.load(files[0])
-    assert node0.end["status"] == "cancelled"
+    assert node0.end.status == "cancelled"
     run = check_merged(tmp_path, files)
-    assert run.end["status"] == "cancelled"
-    assert any(n["message"].startswith("node 0 ended cancelled") for n in run.notices)
+    assert run.end.status == "cancelled"
+    assert any(n.message.startswith("node 0 ended cancelled") for n in run.notices)
     parser = __import__("argparse").ArgumentParser()
     merge_command.add_arguments(parser)
     out = tmp_path / "again.jsonl"

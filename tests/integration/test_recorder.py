@@ -40,7 +40,7 @@ def test_demo_records_three_epochs_with_phases_and_a_verdict(tmp_path):
                          "--hidden", "256")
     assert result.returncode == 0, result.stderr
     run = load(out)
-    assert run.end["status"] == "ok" and run.end["exit_code"] == 0
+    assert run.end.status == "ok" and run.end.exit_code == 0
     assert [e.epoch for e in analysis.epochs(run)] == [1, 2, 3]
     names = {(p.name, p.epoch) for p in analysis.phases(run)}
     assert {("train", 1), ("validate", 3)} <= names
@@ -69,13 +69,13 @@ def test_a_plain_script_with_keras_style_epoch_lines(tmp_path):
     run = load(out)
     rows = analysis.epochs(run)
     assert [r.epoch for r in rows] == [1, 2, 3]
-    assert sum(1 for line in run.logs if line["line"].startswith("Epoch")) == 3
+    assert sum(1 for line in run.logs if line.line.startswith("Epoch")) == 3
     # Each epoch begins when its line was read and ends where the next begins (the last, with
     # the run), holding its progress line: times from the file, not from how fast the machine was.
-    begun = [line["t"] for line in run.logs if line["line"].startswith("Epoch")]
-    progress = [line["t"] for line in run.logs if line["line"].startswith("100/100")]
+    begun = [line.t for line in run.logs if line.line.startswith("Epoch")]
+    progress = [line.t for line in run.logs if line.line.startswith("100/100")]
     assert [r.start for r in rows] == pytest.approx(begun, abs=0.05)
-    assert [r.end for r in rows] == pytest.approx([r.start for r in rows[1:]] + [run.end["duration"]], abs=0.05)
+    assert [r.end for r in rows] == pytest.approx([r.start for r in rows[1:]] + [run.end.duration], abs=0.05)
     assert all(r.start < t <= r.end for r, t in zip(rows, progress, strict=True))
 
 
@@ -91,7 +91,7 @@ def test_a_crash_mid_epoch_records_the_exit_code_and_becomes_ours(tmp_path):
     result = devicewatch("--record", str(out), "--", sys.executable, work)
     assert result.returncode == 3
     run = load(out)
-    assert run.end["status"] == "failed" and run.end["exit_code"] == 3
+    assert run.end.status == "failed" and run.end.exit_code == 3
     (phase,) = analysis.phases(run)
     assert phase.open  # the epoch never finished, and the file says so
     assert "exit code 3" in result.stdout
@@ -114,8 +114,8 @@ def test_sigint_cancels_a_workload_that_ignores_sigint_and_sigterm(tmp_path):
     stdout, _ = recorder.communicate(timeout=60)
     elapsed = time.monotonic() - started
     run = load(out)
-    assert run.end["status"] == "cancelled"
-    assert run.end["signal"] == "SIGKILL"   # SIGINT and SIGTERM were ignored, SIGKILL is not
+    assert run.end.status == "cancelled"
+    assert run.end.signal == "SIGKILL"   # SIGINT and SIGTERM were ignored, SIGKILL is not
     assert recorder.returncode == 128 + signal.SIGKILL
     # Two grace periods of 3 s (SIGINT -> SIGTERM -> SIGKILL), and not a third one.
     assert 5.5 < elapsed < 60
@@ -131,8 +131,8 @@ def test_ctrl_c_cancels_a_normal_workload_promptly(tmp_path):
     recorder.send_signal(signal.SIGINT)
     recorder.communicate(timeout=20)
     run = load(out)
-    assert run.end["status"] == "cancelled"
-    assert run.end["signal"] == "SIGINT"
+    assert run.end.status == "cancelled"
+    assert run.end.signal == "SIGINT"
     assert recorder.returncode == 128 + signal.SIGINT
 
 
@@ -146,7 +146,7 @@ def test_a_hundred_thousand_output_lines_are_all_kept(tmp_path):
     result = devicewatch("--record", str(out), "--quiet", "--", sys.executable, work)
     assert result.returncode == 0
     run = load(out)
-    lines = [r["line"] for r in run.logs if r["stream"] == "stdout"]
+    lines = [r.line for r in run.logs if r.stream == "stdout"]
     assert len(lines) == 100_000
     assert lines[0] == "line 0" and lines[-1] == "line 99999"
     assert "line 5" not in result.stdout  # --quiet: not echoed
@@ -192,7 +192,7 @@ def test_samples_follow_the_interval_without_drift(tmp_path):
     # Sample k is due at k * 0.05 s after the start; one taken late is followed by the next one
     # due, not a tick later (the loop catches up, it never skips). So the run's length, which
     # holds the workload's start too (slower on a loaded machine), gives their number.
-    assert abs(len(times) - run.end["duration"] / 0.05) <= 1.5, (len(times), run.end["duration"])
+    assert abs(len(times) - run.end.duration / 0.05) <= 1.5, (len(times), run.end.duration)
     late = [t - k * 0.05 for k, t in enumerate(times, start=1)]
     assert min(late) > -0.002   # none early
     # On schedule: no lateness accumulated. A loop sleeping the interval after each sample's work
@@ -205,7 +205,7 @@ def test_an_unknown_command_is_one_line(tmp_path):
     result = devicewatch("--record", str(out), "--", "no-such-program-here")
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "cannot start no-such-program-here" in result.stderr
-    assert load(out).end["status"] == "error"
+    assert load(out).end.status == "error"
 
 
 @pytest.mark.parametrize("args, message", [
@@ -264,8 +264,8 @@ def test_markers_sent_on_the_control_channel_land_in_the_file_and_a_detached_run
     assert recorder.wait(timeout=30) == 0
     run = load(out)
     assert [(e["label"], e["source"]) for e in run.events if e["kind"] == "marker"] == [("look here", "dashboard")]
-    assert run.end["status"] == "ok"
-    assert any("left the run recording" in n["message"] for n in run.notices)
+    assert run.end.status == "ok"
+    assert any("left the run recording" in n.message for n in run.notices)
 
 
 def test_a_dashboard_that_goes_away_without_detaching_ends_its_run_and_says_so(tmp_path):
@@ -279,7 +279,7 @@ def test_a_dashboard_that_goes_away_without_detaching_ends_its_run_and_says_so(t
     assert recorder.wait(timeout=30) == 128 + 2  # the workload's status: ended by the SIGINT of a cancel
     assert time.monotonic() - started < 30
     run = load(out)
-    assert (run.end["status"], run.end["reason"]) == ("cancelled", control.DASHBOARD_GONE)
+    assert (run.end.status, run.end.reason) == ("cancelled", control.DASHBOARD_GONE)
 
 
 def test_a_stop_command_ends_the_run_with_the_reason_it_gives(tmp_path):
@@ -292,5 +292,5 @@ def test_a_stop_command_ends_the_run_with_the_reason_it_gives(tmp_path):
     recorder.stdin.flush()
     recorder.wait(timeout=30)
     run = load(out)
-    assert (run.end["status"], run.end["reason"]) == ("cancelled", "terminal closed")
+    assert (run.end.status, run.end.reason) == ("cancelled", "terminal closed")
     recorder.stdin.close()

@@ -115,13 +115,13 @@ def test_in_a_terminal_it_has_the_same_terminal_size_change_output_and_exit_stat
     assert results["watched"][3] == results["watched"][2]     # the terminal's settings restored
 
     run = runfile.load(str(tmp_path / "run.jsonl"))
-    lines = [r["line"] for r in run.logs]
+    lines = [r.line for r in run.logs]
     assert lines == ["resize me", "loading...done", "step 10/10", "\x1b[31mred\x1b[0m plain"]
-    assert run.end["exit_code"] == 3 and run.end["status"] == "failed"
+    assert run.end.exit_code == 3 and run.end.status == "failed"
     partials = _partials(tmp_path / "run.jsonl")
     loading = next(r for r in partials if r["line"] == "loading...")
-    done = next(r for r in run.logs if r["line"] == "loading...done")
-    assert done["t"] - loading["t"] >= 0.45       # shown 0.6 s before its line ended, not at the end
+    done = next(r for r in run.logs if r.line == "loading...done")
+    assert done.t - loading["t"] >= 0.45       # shown 0.6 s before its line ended, not at the end
     bar = [r["line"] for r in partials if r["line"].startswith("step")]
     # The bar redraws for 0.5 s and an open line is recorded at most every 0.1 s: several of
     # its states, each a whole line (what the terminal shows), none a bar of bars.
@@ -155,7 +155,7 @@ def test_typed_input_reaches_it_and_ctrl_c_interrupts_it_as_in_a_terminal(tmp_pa
     assert bare == watched and watched["stdin"] == "hello\n" and watched["sigint"] is True
     assert codes["bare"] == codes["watched"] == 130
     end = runfile.load(str(tmp_path / "run.jsonl")).end
-    assert end["status"] == "cancelled" and end["exit_code"] == 130
+    assert end.status == "cancelled" and end.exit_code == 130
 
 
 def test_a_second_ctrl_c_cancels_a_workload_that_ignores_the_first_as_ctrl_c_to_the_recorder_does(tmp_path):
@@ -173,7 +173,7 @@ def test_a_second_ctrl_c_cancels_a_workload_that_ignores_the_first_as_ctrl_c_to_
     end = runfile.load(str(tmp_path / "run.jsonl")).end
     # The first Ctrl-C was the workload's to ignore; the second cancelled the run: SIGINT (ignored
     # too), then SIGTERM one grace period (0.5 s) later.
-    assert len(presses) == 2 and end["status"] == "cancelled" and end["signal"] == "SIGTERM"
+    assert len(presses) == 2 and end.status == "cancelled" and end.signal == "SIGTERM"
     assert code == 128 + signal.SIGTERM and after == before
 
 
@@ -182,7 +182,7 @@ def test_bytes_that_are_not_text_reach_the_terminal_and_the_run_file_unchanged(t
     _code, watched, _, _ = in_terminal(under_devicewatch(tmp_path / "run.jsonl", PY, PROBE, str(tmp_path / "w.json"), "bytes"))
     assert watched.startswith(bare)
     (line,) = runfile.load(str(tmp_path / "run.jsonl")).logs
-    assert base64.b64decode(line["raw"]) == bytes(b for b in range(256) if b not in (10, 13))
+    assert base64.b64decode(line.raw) == bytes(b for b in range(256) if b not in (10, 13))
 
 
 # -- headless, in a pipe ------------------------------------------------------------------------
@@ -231,7 +231,7 @@ def test_a_workload_waiting_for_input_and_a_stopped_one_are_said_so(tmp_path):
 
     def states() -> list[str]:
         try:
-            return [r.get("state") for r in runfile.load(str(path)).notices if r.get("state")]
+            return [r.state for r in runfile.load(str(path)).notices if r.state]
         except Exception:
             return []
 
@@ -291,7 +291,7 @@ async def test_in_the_dashboard_the_output_panel_is_its_terminal(tmp_path):
     seen = report(probe_report)
     assert seen["isatty"] == [True, True, True] and seen["stdin"] == "hi\n"
     assert seen["size"] == rows_columns
-    assert source.run.end["exit_code"] == 5
+    assert source.run.end.exit_code == 5
     replay = DashboardApp(DashboardSettings(runs_dir=str(tmp_path / "runs")), open_replay(str(source.path)))
     async with replay.run_test(size=(160, 48)) as pilot:
         log = replay.screen.query_one("#log", OutputLog)
@@ -346,7 +346,7 @@ def test_ctrl_z_stops_it_and_devicewatch_as_one_job_and_fg_brings_both_back(tmp_
     # Stopped, the shell had its terminal as it was (canonical, not devicewatch's raw mode).
     assert re.search(rb"\n(\x1b\[\?2004l)?icanon\n", received.replace(b"\r", b""))
     run = runfile.load(str(run_file))
-    states = [n["state"] for n in run.notices if n.get("state")]
+    states = [n.state for n in run.notices if n.state]
     assert states[0] == "stopped" and "running" in states
     # "^Z": the workload's terminal echoes the key, as the user's does without devicewatch.
-    assert run.end["status"] == "ok" and [r["line"] for r in run.logs][-1] == "^Zafter"
+    assert run.end.status == "ok" and [r.line for r in run.logs][-1] == "^Zafter"

@@ -29,7 +29,7 @@ def report_verdict(path: Path) -> str:
 
 def test_a_finished_run_ends_with_its_file_how_it_ended_and_the_reports_verdict():
     lines = ending(SimpleNamespace(path=CPU_RUN, process=None), left_recording=False)
-    assert runfile.load(CPU_RUN).end["status"] == "ok"
+    assert runfile.load(CPU_RUN).end.status == "ok"
     assert lines == [f"recording: {CPU_RUN} (ok)", report_verdict(CPU_RUN)]
 
 

@@ -111,7 +111,7 @@ async def test_replay_of_a_recorded_cpu_run_shows_every_panel():
         assert "3/3 done" in plain(app, "progress")
         assert plain(app, "verdict").startswith("verdict: " + screen.model.verdict.label)
         log_lines = [str(line) for line in screen.query_one("#log").lines]
-        assert log_lines == [r["line"] for r in run.logs]
+        assert log_lines == [r.line for r in run.logs]
 
 
 @pytest.mark.asyncio
@@ -229,12 +229,12 @@ async def test_live_run_is_recorded_into_the_runs_folder_and_stop_cancels_it(tmp
             if source.run.finished:
                 break
         await pilot.pause(0.2)
-        assert source.run.end["status"] == "cancelled"
+        assert source.run.end.status == "cancelled"
         assert "CANCELLED" in plain(app, "status")
         assert source.process.wait(timeout=30) is not None  # it prints its summary, then exits
     files = list(runs.glob("*-demo.jsonl"))
     assert files == [source.path]
-    assert runfile.load(files[0]).end["status"] == "cancelled"
+    assert runfile.load(files[0]).end.status == "cancelled"
 
 
 @pytest.mark.asyncio

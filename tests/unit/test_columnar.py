@@ -114,7 +114,7 @@ def test_the_recorder_compacts_its_run_when_it_ends(tmp_path):
     nvml = FakeNVML([FakeGpu(), FakeGpu(name="Tesla T4", gpm=False, processes=[FakeProcess(pid=os.getpid())])])
     assert Recorder(options, gpu_probe=GpuProbe(nvml_loader=nvml.module), out=io.StringIO(), err=io.StringIO()).run() == 0
     fast, slow = load(out), journal(out)
-    assert fast.columnar and fast.end["status"] == "ok" and fast.samples.gpus == 2
+    assert fast.columnar and fast.end.status == "ok" and fast.samples.gpus == 2
     assert len(fast.samples.util_t) and not np.isnan(fast.samples.gpu("sm_active")).all()
     assert_same_run(fast, slow)
 
@@ -199,11 +199,11 @@ def test_a_journal_that_grew_or_changed_after_compaction_is_read_instead(tmp_pat
     with open(path, "ab") as handle:  # grew: a line appended
         handle.write(b'{"type":"log","t":200.0,"stream":"stdout","line":"later"}\n')
     run = load(path)
-    assert not run.columnar and run.logs[-1]["line"] == "later"
+    assert not run.columnar and run.logs[-1].line == "later"
     path.write_bytes(data.replace(b'"line":"Epoch 1/1', b'"line":"Epoch 9/1'))  # same size, head or tail changed
     assert len(path.read_bytes()) == len(data)
     run = load(path)
-    assert not run.columnar and any(log["line"].startswith("Epoch 9/1") for log in run.logs)
+    assert not run.columnar and any(log.line.startswith("Epoch 9/1") for log in run.logs)
     path.write_bytes(data)  # as it was: believed again
     assert load(path).columnar
 

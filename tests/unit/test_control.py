@@ -27,7 +27,8 @@ def followed(commands: bytes) -> tuple[list[dict], list[str]]:
     read_fd, write_fd = os.pipe()
     written: list[dict] = []
     cancelled: list[str] = []
-    thread = control.follow(read_fd, written.append, lambda: 2.5, cancelled.append)
+    thread = control.follow(read_fd, lambda record: written.append(record if isinstance(record, dict) else record.to_json()),
+                            lambda: 2.5, cancelled.append)
     os.write(write_fd, commands)
     os.close(write_fd)
     thread.join(5)

@@ -42,8 +42,8 @@ def test_over_the_bound_markers_results_and_unknown_kinds_are_counted_phases_wri
     run = runfile.load(tmp_path / "run.jsonl")
     assert [e["kind"] for e in run.events] == ["phase_begin", "epoch", "instrument"]
     (notice,) = run.notices
-    assert notice["dropped"] == {"marker": 1003, "result": 1, "other": 1}
-    assert notice["message"].startswith("1005 events over the bound")
+    assert notice.dropped == {"marker": 1003, "result": 1, "other": 1}
+    assert notice.message.startswith("1005 events over the bound")
     assert channel.seen == 1005 + 3
 
 

@@ -205,7 +205,7 @@ def test_a_busy_gpu_with_idle_sms_is_launch_bound_not_gpu_bound(tmp_path):
 
 def test_the_gpm_fixture_replays_with_its_fields(tmp_path):
     run = runfile.load(FIXTURE)
-    assert run.bad_lines == 0 and run.end["status"] == "ok"
+    assert run.bad_lines == 0 and run.end.status == "ok"
     # Made by bench/make_gpm_fixture.py: GPU 0 (H100) SMs 31% active, driver every 1/6 s;
     # GPU 1 (A100) without GPM, driver every 0.1 s.
     assert run.gpu_status[0]["gpm"][0] is None and "needs Hopper" in run.gpu_status[0]["gpm"][1]

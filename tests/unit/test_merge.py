@@ -8,6 +8,7 @@ from devicewatch import analysis, compare, merge
 from devicewatch.commands import merge as merge_command
 from devicewatch.errors import RunFileError, UsageError
 from devicewatch.render.report import report_text
+from devicewatch.runformat import records
 from devicewatch.runformat.runfile import load
 
 from conftest import merged_two_gpu_nodes, write_run
@@ -55,11 +56,11 @@ def test_merge_puts_each_rank_in_its_lane_and_each_host_apart(tmp_path):
     ends = {(e["lane"], e["t"]) for e in run.events if e["kind"] == "phase_end"}
     assert ends == {("rank 0", 2.0), ("rank 1", 4.0005)}
     assert [(s["host"], s["t"]) for s in run.samples] == [("node 0", 0.5), ("node 1", 2.5005)]
-    assert {(log["host"], log["rank"], log["line"]) for log in run.logs} == {
+    assert {(log.host, log.rank, log.line) for log in run.logs} == {
         ("node 0", 0, "rank 0 done"), ("node 1", 1, "rank 1 done")}
     assert run.host_labels == ["node 0", "node 1"]
     assert run.duration == pytest.approx(6.0005)
-    assert run.end["status"] == "ok"
+    assert run.end.status == "ok"
     assert [lane for lane in analysis.lanes(analysis.phases(run))] == ["rank 0", "rank 1"]
     # one host (same name, same boot): the pairs disagree by 0.5 ms, the error it states
     assert run.header.raw["alignment"]["hosts"] == 1
@@ -81,7 +82,7 @@ def test_the_end_pair_corrects_a_slewed_wall_clock(tmp_path):
     b.write_text(text)
     a = node_file(tmp_path / "node0.jsonl", 0, 1000.0, 50.0)
     merged = merge.merge([str(a), str(b)])
-    end = next(r for r in merged.records if r.get("kind") == "phase_end" and r["rank"] == 1)
+    end = next(r for r in merged.records if isinstance(r, dict) and r.get("kind") == "phase_end" and r["rank"] == 1)
     assert end["t"] == pytest.approx(1.0 + 2.0 * 1.0001)
 
 
@@ -134,10 +135,10 @@ def test_a_node_whose_recorder_was_killed_merges_by_its_start_pair(tmp_path):
     b = node_file(tmp_path / "node1.jsonl", 1, 1001.0, 51.0)
     b.write_text("".join(b.read_text().splitlines(keepends=True)[:-1]))  # no end record
     merged = merge.merge([str(a), str(b)])
-    assert merged.records[-1]["status"] == "error"
-    (notice,) = [r for r in merged.records if "node 1 ended error" in r.get("message", "")]
-    assert notice["t"] == pytest.approx(1.0 + 2.5)  # node 1's last record, 1 s after node 0 began
-    assert merged.records[-1]["duration"] == pytest.approx(4.0)  # node 0 ran longest
+    assert merged.records[-1].status == "error"
+    (notice,) = [r for r in merged.records if isinstance(r, records.Notice) and "node 1 ended error" in r.message]
+    assert notice.t == pytest.approx(1.0 + 2.5)  # node 1's last record, 1 s after node 0 began
+    assert merged.records[-1].duration == pytest.approx(4.0)  # node 0 ran longest
 
 
 def parse(argv):
@@ -178,7 +179,7 @@ def test_one_host_of_a_merged_run_is_that_nodes_run_exactly(tmp_path):
         assert list(node.samples.procs_t) == list(own.samples.procs_t)
         assert analysis.verdict(node).figures == analysis.verdict(own).figures
     assert node1.samples.gpus == 1 and list(node1.samples.procs("pid")) == [100.0, 101.0]
-    assert [e["rank"] for e in node1.events] == [1, 1] and [r["line"] for r in node1.logs] == ["rank 1 done"]
+    assert [e["rank"] for e in node1.events] == [1, 1] and [r.line for r in node1.logs] == ["rank 1 done"]
     with pytest.raises(RunFileError, match="no host 'node 2'"):
         run.of_host("node 2")
 

@@ -68,7 +68,7 @@ def test_a_slewed_clock_and_a_killed_recorder(tmp_path, block):
     a.write_text(a.read_text().replace('"world_size": 2', '"world_size": 3'))
     b.write_text(b.read_text().replace('"world_size": 2', '"world_size": 3'))
     run = assert_merges_as_by_record(tmp_path, [a, b, c])
-    assert run.end["status"] == "error"
+    assert run.end.status == "error"
 
 
 # -- a generated job: 8 GPUs' worth of readings, and a node cut short ------------------------
@@ -87,7 +87,7 @@ def test_a_generated_job_with_a_node_cut_short(tmp_path, block):
     assert not load(paths[2]).end and not load(paths[2]).columnar  # read from its journal
     run = assert_merges_as_by_record(tmp_path, paths)
     samples = run.samples
-    assert run.end["status"] == "error" and run.host_labels == ["node 0", "node 1", "node 2"]
+    assert run.end.status == "error" and run.host_labels == ["node 0", "node 1", "node 2"]
     assert len(samples) == 360 + 360 + 108 and len(samples.util_t) and len(samples.procs_t)
     assert not np.isnan(samples.gpu("sm_active")).all()
     assert {lane for lane in (e.get("lane") for e in run.events) if lane} >= {"rank 0", "rank 3 loader", "rank 5"}

@@ -82,7 +82,7 @@ def test_lines_that_only_mention_an_epoch_are_not_taken(text):
 def epochs_writing(reported: bool = False) -> tuple[StdoutEpochs, list[dict]]:
     written: list[dict] = []
     clock = iter(float(i) for i in range(1000))
-    return StdoutEpochs(written.append, lambda: next(clock), lambda: reported), written
+    return StdoutEpochs(as_written(written), lambda: next(clock), lambda: reported), written
 
 
 def test_printed_epochs_open_and_close_epoch_phases_counting_from_one():
@@ -115,14 +115,20 @@ class Pipe:
         pass
 
 
+def as_written(written: list[dict]):
+    """A writer that keeps each record as the run file gets it (a typed one as its ``to_json``)."""
+    return lambda record: written.append(record if isinstance(record, dict) else record.to_json())
+
+
 def pump_of(data: bytes | list[bytes], echo: bool = False) -> tuple[list[dict], StdoutEpochs, io.StringIO]:
     written: list[dict] = []
     clock = iter(float(i) / 10 for i in range(10_000))
     t = lambda: next(clock)  # noqa: E731
     shown = io.StringIO()
-    epochs = StdoutEpochs(written.append, t, lambda: False)
-    terminal = Terminal(shown, shown, echo, False, written.append, t)
-    pump = OutputPump("stderr", written.append, t, terminal, epochs)
+    keep = as_written(written)
+    epochs = StdoutEpochs(keep, t, lambda: False)
+    terminal = Terminal(shown, shown, echo, False, keep, t)
+    pump = OutputPump("stderr", keep, t, terminal, epochs)
     pump.pump(Pipe(data if isinstance(data, list) else [data]))
     return written, epochs, shown
 
@@ -177,9 +183,10 @@ def test_a_line_that_is_not_utf8_keeps_its_bytes():
 
 def test_a_pseudo_terminals_crlf_is_undone_even_split_between_reads():
     written: list[dict] = []
-    epochs = StdoutEpochs(written.append, lambda: 0.0, lambda: False)
-    pump = OutputPump("stdout", written.append, lambda: 0.0, Terminal(io.StringIO(), io.StringIO(), False, False,
-                      written.append, lambda: 0.0), epochs, terminal_newlines=True)
+    keep = as_written(written)
+    epochs = StdoutEpochs(keep, lambda: 0.0, lambda: False)
+    pump = OutputPump("stdout", keep, lambda: 0.0, Terminal(io.StringIO(), io.StringIO(), False, False,
+                      keep, lambda: 0.0), epochs, terminal_newlines=True)
     pump.pump(Pipe([b"a\r\nb\r", b"\nc\r\n"]))
     assert [r["line"] for r in written if r["type"] == "log" and not r.get("partial")] == ["a", "b", "c"]
 
@@ -259,7 +266,8 @@ def test_the_report_says_what_the_instrumentation_did_in_one_line():
     from devicewatch.runformat.runfile import Run
 
     def run(header: dict, end: dict | None) -> Run:
-        return Run("x.jsonl", {"interval": 0.1, "host": {}, "workload": {}, **header}, end=end)
+        return Run("x.jsonl", {"interval": 0.1, "host": {}, "workload": {}, **header},
+                   end=None if end is None else {"type": "end", "t": 1.0, "status": "ok", **end})
 
     assert analysis.instrumentation_text(run({}, {"status": "ok"})) is None     # recorded before it existed
     assert analysis.instrumentation_text(run({"instrument": {"offered": True}}, {"status": "ok", "instrument": {

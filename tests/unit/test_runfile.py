@@ -22,7 +22,7 @@ def test_load_sorts_records_by_type(tmp_path):
     assert run.header.raw["format"] == FORMAT
     assert [s["t"] for s in run.samples] == [0.1, 0.2]
     assert run.events[0]["label"] == "x"
-    assert run.logs[0]["line"] == "hello"
+    assert run.logs[0].line == "hello"
     assert run.finished and not run.ended_abruptly
     assert run.duration == 0.2
 

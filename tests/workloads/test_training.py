@@ -150,7 +150,7 @@ def test_synthetic_data_is_learnable_above_chance():
 def test_a_tiny_run_reports_phases_and_metrics(tmp_path, framework_args, framework, backend, cpu_method):
     command = [sys.executable, "-m", "workloads.training", *framework_args, *TINY]
     code, run = record(tmp_path, command)
-    assert code == 0, [line.get("line") for line in run.logs][-5:]
+    assert code == 0, [line.line for line in run.logs][-5:]
     # The workload describes the run; on Keras, devicewatch's callback adds what it sees (the
     # backend, the parameters of the built model): merged, later keys winning, as every view reads it.
     assert len(events_of(run, "run_info")) == (2 if framework == "keras" else 1)
@@ -186,7 +186,7 @@ def test_ddp_with_two_gloo_ranks_reports_a_lane_per_rank(tmp_path):
     command = [torchrun, "--standalone", "--nproc-per-node", "2", "-m", "workloads.training",
                "--ddp", "--device", "cpu", *TINY]
     code, run = record(tmp_path, command)
-    assert code == 0, [line.get("line") for line in run.logs][-5:]
+    assert code == 0, [line.line for line in run.logs][-5:]
     (info_event,) = events_of(run, "run_info")                # rank 0 describes the run
     assert info_event["info"]["world_size"] == 2 and info_event["info"]["dist_backend"] == "gloo"
     lanes = {(e["lane"], e["name"], e["epoch"]) for e in events_of(run, "phase_end")}

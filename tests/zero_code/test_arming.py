@@ -111,7 +111,7 @@ def test_not_active_names_what_was_found_and_never_claims_no_training(tmp_path):
     code = "import torch\nfor e in (1, 2):\n    torch.ones(3).sum()\n    print(f'Epoch {e}/2')\n"
     result = run_devicewatch(["--record", str(out), "--quiet", "--", sys.executable, "-c", code], tmp_path)
     assert result.returncode == 0, result.stderr
-    reason = runfile.load(out).end["instrument"]["reason"]
+    reason = runfile.load(out).end.instrument["reason"]
     assert reason.startswith("torch imported in 1 process, but its hooks saw no training step")
     assert reason.endswith("the epochs were read from the workload's output instead")
     assert "no process of the workload" not in reason

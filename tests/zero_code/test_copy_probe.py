@@ -121,7 +121,7 @@ def test_on_the_cpu_the_probe_wraps_the_first_training_batch_alone_and_says_noth
     result = devicewatch("--record", str(out), "--quiet", "--", sys.executable, str(script), cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     run = runfile.load(out)
-    line = next(log["line"] for log in run.logs if log["line"].startswith("WRAPPERS"))
+    line = next(log.line for log in run.logs if log.line.startswith("WRAPPERS"))
     assert line.split()[1:] == ["2", "1"]
     assert not [e for e in run.events.of("instrument") if e.get("state") in ("copy", "error")], \
         json.dumps(list(run.events.of("instrument")))[:2000]

@@ -194,7 +194,7 @@ def test_devicewatch_reads_the_script(row: Row, tmp_path: Path) -> None:
         pytest.importorskip(module)
     out, report, stdout, elapsed = record(tmp_path, row)
     run = runfile.load(out)
-    output = "\n".join(str(log.get("line", "")) for log in run.logs) + "\n" + stdout
+    output = "\n".join(log.line for log in run.logs) + "\n" + stdout
     truth = printed_truth(output) if row.truth is None else row.truth(output) if callable(row.truth) else row.truth
     checks = compare(row, truth, report, analysis.phases(run))
     print(f"{row.id}: recorded in {elapsed:.1f} s; verdict {report['verdict']['label']!r}; truth {truth}")

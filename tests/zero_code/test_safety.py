@@ -197,7 +197,7 @@ def test_switched_off_nothing_is_sent_and_the_header_says_why(tmp_path, how):
     assert result.returncode == 0, result.stderr
     run = runfile.load(out)
     assert not list(run.events)  # the same script sends phases when instrumented (above)
-    assert "done" in [log["line"] for log in run.logs]  # it ran to its end
+    assert "done" in [log.line for log in run.logs]  # it ran to its end
     reason = run.header.instrument.reason
     assert run.header.instrument.offered is False
     assert reason == ("switched off by --no-instrument" if how == "option" else
@@ -210,10 +210,10 @@ def test_python_run_isolated_is_not_instrumented_and_runs_as_before(tmp_path):
     result = run_devicewatch(["--record", str(out), "--quiet", "--", sys.executable, "-I", "-c", code], tmp_path)
     assert result.returncode == 0, result.stderr
     run = runfile.load(out)
-    assert [log["line"] for log in run.logs] == ["1 False"]
+    assert [log.line for log in run.logs] == ["1 False"]
     reason = "the command runs Python with -I (isolated mode ignores PYTHONPATH)"
     assert run.header.instrument == Instrument(offered=False, reason=reason)
-    assert run.end["instrument"] == {"active": False, "reason": reason}
+    assert run.end.instrument == {"active": False, "reason": reason}
     assert not list(run.events)
 
 
@@ -222,12 +222,12 @@ def test_a_workload_that_is_not_python_runs_as_before(tmp_path):
     result = run_devicewatch(["--record", str(out), "--quiet", "--", "sh", "-c", "echo not python"], tmp_path)
     assert result.returncode == 0, result.stderr
     run = runfile.load(out)
-    assert run.end["status"] == "ok" and [log["line"] for log in run.logs] == ["not python"]
+    assert run.end.status == "ok" and [log.line for log in run.logs] == ["not python"]
     # offered (a shell may start Python), but nothing ran it: no instrument event says "loaded",
     # and the end record says why nothing was instrumented
     assert run.header.instrument == Instrument(offered=True)
     assert not list(run.events)
-    assert run.end["instrument"]["active"] is False and "not Python" in run.end["instrument"]["reason"]
+    assert run.end.instrument["active"] is False and "not Python" in run.end.instrument["reason"]
     assert analysis.instrumentation_text(run).startswith("not active: no process of the workload imported")
 
 

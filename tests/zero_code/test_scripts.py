@@ -118,7 +118,7 @@ def test_a_loop_waiting_on_a_slow_dataset(tmp_path):
     assert all(trains[p.epoch].start <= p.start and p.end <= trains[p.epoch].end and p.lane == "main" for p in data)
     # the verdict names the input, and the report says what instrumented the run
     assert report["verdict"]["label"] == "input-bound" and "DataLoader" in report["verdict"]["text"]
-    assert run.end["instrument"] == {"active": True, "processes": 1, "frameworks": ["torch"]}
+    assert run.end.instrument == {"active": True, "processes": 1, "frameworks": ["torch"]}
     assert report["instrumentation"] == "active in 1 process (torch)"
 
 

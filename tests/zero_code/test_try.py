@@ -48,8 +48,8 @@ def test_try_measures_the_variant_the_advice_names_against_the_script_as_written
     assert (tmp_path / "training.log").exists()
     # a trial's end is no crash: the report says it was ended on purpose
     run = runfile.load(variants[0]["run_file"])
-    assert run.end["status"] == "trial" and not any("Traceback" in log["line"] for log in run.logs)
-    assert run.end["instrument"]["active"] is True
+    assert run.end.status == "trial" and not any("Traceback" in log.line for log in run.logs)
+    assert run.end.instrument["active"] is True
     # no CUDA in the process: its batches' copy is not probed, and pinned memory is not advised
     assert advice.copy_of(run) is None and all(a["knob"] != "pin_memory" for a in said["advice"] + said["held_back"])
 

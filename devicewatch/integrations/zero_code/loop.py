@@ -60,6 +60,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 from collections.abc import Hashable
 
+from ...loop_figures import UnitFigures
+
 TRAIN, VALIDATE, DATA, WAIT = "train", "validate", "data", "wait"
 EPOCH, SEGMENT = "epoch", "segment"   # what a unit of the loop is: a pass over the data, or the stretch between evaluations
 LANE = "main"
@@ -86,25 +88,6 @@ class Voice(Protocol):
     def data_phase(self, start: float, end: float, epoch: int | None, lane: str) -> bool: ...
     def epoch(self, epoch: int, metrics: dict[str, Any], unit: str = EPOCH) -> None: ...
     def setup(self, train_source: Hashable | None) -> None: ...
-
-
-@dataclass(frozen=True)
-class UnitFigures:
-    """What the loop measured in one unit, as its epoch event's metrics: a field each, so a
-    figure is named and typed here before it can reach a run file (``to_json`` leaves out
-    what was not measured: absent, never 0)."""
-
-    steps: int
-    data_wait_s: float | None = None       # the input wait: the DataLoader's, and what the samples found input
-    wait_s: float | None = None            # the loop's whole wait between steps
-    loader_wait_s: float | None = None     # the part in the training DataLoader's __next__
-    iterators: int | None = None           # new iterators over the training data
-    waited_on: str | None = None           # what most of the input wait was spent on
-    steps_per_s: float | None = None
-    worker_batch_s: float | None = None    # what one batch took a loader worker to make
-
-    def to_json(self) -> dict[str, Any]:
-        return {name: value for name, value in self.__dict__.items() if value is not None}
 
 
 @dataclass

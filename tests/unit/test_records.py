@@ -1,0 +1,129 @@
+"""The typed records of a run file: each parses what the writer writes and gives it back exactly."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from devicewatch.runformat import records
+from devicewatch.runformat.runfile import load
+from devicewatch.runformat.writer import RunWriter
+
+from conftest import write_run
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+TYPED = {"log": records.LogLine, "notice": records.Notice, "end": records.End}
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.jsonl")), ids=lambda p: p.name)
+def test_every_typed_record_of_every_fixture_is_written_back_as_it_was_read(path):
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    typed = [line for line in lines if line.get("type") in TYPED]
+    assert any(line["type"] == "end" for line in typed)
+    for line in typed:
+        assert TYPED[line["type"]].parse(line).to_json() == line
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.jsonl")), ids=lambda p: p.name)
+def test_every_phase_event_of_every_fixture_is_written_back_as_it_was_read(path):
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    phases = [line for line in lines if line.get("kind") in ("phase_begin", "phase_end")]
+    assert phases
+    for line in phases:
+        assert records.Phase.parse(line).to_json() == line
+
+
+def test_the_events_devicewatch_writes_itself_keep_their_own_fields_over_the_senders():
+    printed = records.Phase(1.5, True, "epoch", 2, "main", {"epochs": 5, "source": "stdout", "kind": "x", "name": "y"})
+    assert printed.to_json() == {"type": "event", "t": 1.5, "kind": "phase_begin", "name": "epoch", "epoch": 2,
+                                 "lane": "main", "epochs": 5, "source": "stdout"}
+    assert records.Phase.parse(printed.to_json()) == records.Phase(1.5, True, "epoch", 2, "main",
+                                                                  {"epochs": 5, "source": "stdout"})
+    marker = records.Marker(3.0, "look", {"source": "dashboard"})
+    assert marker.to_json() == {"type": "event", "t": 3.0, "kind": "marker", "label": "look", "source": "dashboard"}
+    assert records.Marker.parse(marker.to_json()) == marker
+    with pytest.raises(records.RecordError, match="^a marker record without label$"):
+        records.Marker.parse({"type": "event", "t": 3.0, "kind": "marker"})
+    with pytest.raises(records.RecordError, match="^a phase record without name$"):
+        records.Phase.parse({"type": "event", "t": 3.0, "kind": "phase_end", "epoch": 1})
+
+
+def test_what_the_recorder_writes_is_read_back_as_the_same_record(tmp_path):
+    written = [records.log(0.1, "stdout", "loading...", partial=True),
+               records.log(0.2, "stdout", "\ufffdPNG", raw="iVBORw==", cut_from=70_000),
+               records.notice(0.3, "the workload is waiting for input", "info", state="waiting for input"),
+               records.notice(0.4, "2 events over the bound", dropped={"marker": 2}, dropped_from=0.3, dropped_to=0.4),
+               records.end(1.0, "cancelled", 143, "SIGTERM", "SIGTERM from outside",
+                           clock=records.ClockPair(1000.5, 20.25), instrument={"active": False, "reason": "no torch"},
+                           outside_signal="SIGTERM")]
+    writer = RunWriter(str(tmp_path / "run.jsonl"), {"host": {"cpu_count": 1}, "workload": {}})
+    for record in written:
+        writer.write(record)
+    writer.close()
+    run = load(tmp_path / "run.jsonl")
+    assert run.open_line is None and run.logs == [written[1]]   # the complete line replaced the open one
+    assert run.notices == written[2:4] and run.end == written[4]
+    assert run.duration == 1.0 and run.bad_lines == 0
+    lines = (tmp_path / "run.jsonl").read_text().splitlines()[1:]
+    assert [json.loads(line) for line in lines] == [record.to_json() for record in written]
+
+
+@pytest.mark.parametrize("record", [
+    {"type": "log", "t": 0.1, "line": "no stream"},
+    {"type": "log", "t": 0.1, "stream": "stdout"},
+    {"type": "notice", "t": 0.1, "level": "info"},
+    {"type": "notice", "message": "no time"},
+], ids=["log without stream", "log without line", "notice without message", "notice without t"])
+def test_a_record_missing_a_required_field_is_a_bad_line_not_a_traceback(tmp_path, record):
+    run = load(write_run(tmp_path / "run.jsonl", [record, {"type": "log", "t": 0.2, "stream": "stdout", "line": "ok"}]))
+    assert run.bad_lines == 1 and [log.line for log in run.logs] == ["ok"] and run.notices == []
+
+
+def test_an_end_without_a_status_is_a_bad_line_and_the_run_reads_as_cut_short(tmp_path):
+    run = load(write_run(tmp_path / "run.jsonl", [], end={"type": "end", "t": 1.0, "exit_code": 0}))
+    assert run.bad_lines == 1 and run.end is None and run.ended_abruptly
+
+
+def test_parse_says_which_field_is_missing_in_one_line():
+    with pytest.raises(records.RecordError, match="^a notice record without message$"):
+        records.Notice.parse({"type": "notice", "t": 1.0})
+    with pytest.raises(records.RecordError, match="^an end record without status$"):
+        records.End.parse({"type": "end", "t": 1.0})
+
+
+def test_an_epoch_events_metrics_are_told_apart_into_the_loops_figures_and_the_workloads_own():
+    from devicewatch.loop_figures import UnitFigures
+
+    told = records.EpochMetrics.of({"loss": 0.5, "steps": 50, "data_wait_s": 1.0, "accuracy": 0.9, "steps_per_s": 12.5})
+    assert told.figures == UnitFigures(50, data_wait_s=1.0, steps_per_s=12.5)
+    assert told.workload == {"loss": 0.5, "accuracy": 0.9}
+    assert told.to_json() == {"loss": 0.5, "accuracy": 0.9, "steps": 50, "data_wait_s": 1.0, "steps_per_s": 12.5}
+    # a script that says its own data wait, without the instrumentation's steps: its own metric
+    assert records.EpochMetrics.of({"data_wait_s": 2.0}) == records.EpochMetrics(None, {"data_wait_s": 2.0})
+
+
+def test_every_key_report_json_gives_for_an_epoch_row_is_declared_or_the_workloads_named_metric(tmp_path, capsys):
+    import dataclasses
+
+    from devicewatch.analysis.summary import EpochFigures
+    from devicewatch.loop_figures import FIGURES
+
+    from conftest import command
+
+    workload_metrics = {"loss", "val_accuracy"}
+    lines = [{"type": "sample", "t": 0.05 + 0.1 * k, "cpu": [50.0, 50.0], "cpu_total": 50.0} for k in range(60)]
+    for e in (1, 2):
+        t0 = 3.0 * (e - 1)
+        begin = {"type": "event", "pid": 1, "name": "train", "epoch": e, "lane": "main", "source": "auto"}
+        lines += [{**begin, "t": t0, "kind": "phase_begin"}, {**begin, "t": t0 + 3, "kind": "phase_end"},
+                  {"type": "event", "pid": 1, "t": t0 + 3, "kind": "epoch", "epoch": e, "source": "auto",
+                   "metrics": {"loss": 1.0 / e, "val_accuracy": 0.5 + e / 10, "steps": 30, "data_wait_s": 0.6,
+                               "wait_s": 0.7, "iterators": 1, "steps_per_s": 10.0}}]
+    path = write_run(tmp_path / "run.jsonl", sorted(lines, key=lambda r: r["t"]))
+    assert command("report", [str(path), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["epochs"]
+    assert len(rows) == 2
+    declared = {f.name for f in dataclasses.fields(EpochFigures)}
+    for row in rows:
+        assert set(row) == declared
+        assert set(row["metrics"]) - set(FIGURES) == workload_metrics
