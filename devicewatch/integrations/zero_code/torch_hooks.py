@@ -443,10 +443,13 @@ class _Hooks:
 
     def is_trained(self, module: Any) -> bool:
         """Whether MODULE is a model being trained: before the first optimizer step any model
-        is; after it, one holding a parameter an optimizer steps (not a frozen teacher), or
-        a copy of it loaded back (``loaded_back``)."""
+        may be but one whose parameters are all frozen (a teacher, ``requires_grad_(False)``);
+        after it, one holding a parameter an optimizer steps (not a frozen teacher), or a copy
+        of it loaded back (``loaded_back``)."""
         if not self.trained_params:
-            return True
+            # PyTorch's own parameters(): a model may hide its own (a wrapper that keeps them private)
+            grads = [p.requires_grad for p in self.torch.nn.Module.parameters(module)]
+            return not grads or any(grads)
         if any(id(p) in self.trained_params for p in module.parameters()):
             self.trained_classes.add(type(module))
             return True
