@@ -25,11 +25,14 @@ DEPTH = 16   # frames walked out from the model's caller to find the loop
 
 
 class Passes:
+    """The loop around the last step's model call, and what is known of each loop seen."""
+
     def __init__(self) -> None:
         # a code's for loops: (the FOR_ITER's offset, its exit's)
         self.loops: dict[CodeType, list[tuple[int, int]]] = {}
-        # (code, offset) -> the loops holding it, innermost first
-        self.around: dict[tuple[CodeType, int], tuple[tuple[int, int], ...]] = {}
+        # (code, offset) -> the innermost loop holding it not known to miss the step, and
+        # whether it is yet to be checked; None: no such loop (emptied at each check)
+        self.around: dict[tuple[CodeType, int], tuple[tuple[int, int], bool] | None] = {}
         # (code, a loop's FOR_ITER) -> whether the loop holds the optimizer step
         self.holds_step: dict[tuple[CodeType, int], bool] = {}
         # the loop of the last step: (its frame's id, its code, the loop)
@@ -38,19 +41,16 @@ class Passes:
     def call(self, frame: FrameType | None) -> bool:
         """The trained model was called from FRAME at a step's start: hold the loop around it.
         True where that loop is yet to be checked against an optimizer step (``stepped``)."""
-        for _ in range(DEPTH):
-            if frame is None:
-                break
+        around, depth = self.around, DEPTH
+        while frame is not None and depth:
             code = frame.f_code
-            loops = self.around.get((code, frame.f_lasti))
-            if loops is None:
-                loops = self._around(code, frame.f_lasti)
-            for loop in loops:
-                holds = self.holds_step.get((code, loop[0]))
-                if holds is not False:
-                    self.held = (id(frame), code, loop)
-                    return holds is None
+            key = (code, frame.f_lasti)
+            found = around[key] if key in around else self._around(key)
+            if found is not None:
+                self.held = (id(frame), code, found[0])
+                return found[1]
             frame = frame.f_back
+            depth -= 1
         self.held = None
         return False
 
@@ -64,6 +64,7 @@ class Passes:
         at = _position(frame, frame_id, code)
         holds = at is not None and start <= at < end
         self.holds_step[(code, start)] = holds
+        self.around.clear()
         if not holds:
             self.held = None
 
@@ -78,14 +79,20 @@ class Passes:
         at = _position(frame, frame_id, code)
         return at is None or not start <= at < end
 
-    def _around(self, code: CodeType, offset: int) -> tuple[tuple[int, int], ...]:
+    def _around(self, key: tuple[CodeType, int]) -> tuple[tuple[int, int], bool] | None:
+        code, offset = key
         loops = self.loops.get(code)
         if loops is None:
             loops = self.loops[code] = [(i.offset, i.argval) for i in dis.get_instructions(code)
                                         if i.opname == "FOR_ITER" and isinstance(i.argval, int)]
-        inside = tuple(sorted((loop for loop in loops if loop[0] <= offset < loop[1]), reverse=True))
-        self.around[(code, offset)] = inside
-        return inside
+        found = None
+        for loop in sorted((loop for loop in loops if loop[0] <= offset < loop[1]), reverse=True):  # innermost first
+            holds = self.holds_step.get((code, loop[0]))
+            if holds is not False:
+                found = (loop, holds is None)
+                break
+        self.around[key] = found
+        return found
 
 
 def _position(frame: FrameType | None, frame_id: int, code: CodeType) -> int | None:
