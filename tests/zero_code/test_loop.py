@@ -73,6 +73,80 @@ def test_no_dataloader_train_validate_turns_are_segments():
     assert heard.units == ["segment", "segment"]
 
 
+def answers(*verdicts: bool | None) -> Any:
+    """A ``loop_left`` that gives VERDICTS in turn, as the hooks would at each evaluation."""
+    given = iter(verdicts)
+    return lambda: next(given)
+
+
+def test_no_dataloader_passes_of_a_for_loop_left_before_each_evaluation_are_epochs():
+    heard = Heard()
+    loop = Loop(heard)
+    loop.loop_left = answers(True, True)   # the for loop was left (its function returned) at each eval()
+    t = no_loader_epochs(loop, 10.0)
+    t = no_loader_epochs(loop, t)
+    loop.finish(t)
+    assert heard.units == ["epoch", "epoch"]
+    # the same turns and figures as the segments they were before
+    assert [p[1:4] for p in heard.phases()] == [
+        ("train", 1, 10.0), ("train", 1, 13.5), ("validate", 1, 13.5), ("validate", 1, 14.5),
+        ("train", 2, 14.5), ("train", 2, 18.0), ("validate", 2, 18.0), ("validate", 2, 19.0)]
+    assert heard.figures() == {1: {"steps": 3, "steps_per_s": round(3 / 3.5, 3)},
+                               2: {"steps": 3, "steps_per_s": round(3 / 3.5, 3)}}
+
+
+def test_no_dataloader_evaluations_inside_the_for_loop_give_segments_even_after_it_ends():
+    """A step-trainer: evaluations every N steps inside its loop, a last one after it."""
+    heard = Heard()
+    loop = Loop(heard)
+    loop.loop_left = answers(False, False, True)
+    t = 0.0
+    for _ in range(3):
+        t = no_loader_epochs(loop, t)
+    loop.finish(t)
+    assert heard.units == ["segment"] * 3
+    # a while loop (no for loop found) or no look at all: segments, as without the hooks
+    for verdicts in ((None, None), ()):
+        heard = Heard()
+        loop = Loop(heard)
+        if verdicts:
+            loop.loop_left = answers(*verdicts)
+        t = no_loader_epochs(loop, 0.0)
+        loop.finish(no_loader_epochs(loop, t))
+        assert heard.units == ["segment", "segment"]
+
+
+def test_no_dataloader_an_evaluation_inside_the_loop_after_a_pass_ended_stays_in_its_epoch():
+    heard = Heard()
+    loop = Loop(heard)
+    loop.loop_left = answers(True, False, True)
+    t = no_loader_epochs(loop, 0.0)       # epoch 1: 0-3.5, validated to 4.5
+    loop.mode(True, t)
+    loop.backward(t + 1.0)
+    loop.mode(False, t + 1.5)             # an evaluation in the middle of epoch 2's pass ...
+    loop.mode(True, t + 2.0)
+    loop.backward(t + 3.0)
+    loop.mode(False, t + 3.5)             # ... and the one after it
+    loop.finish(t + 4.0)
+    assert heard.units == ["epoch", "epoch"]
+    assert [p[1:3] for p in heard.phases() if p[0] == "begin"] == [
+        ("train", 1), ("validate", 1), ("train", 2), ("validate", 2), ("train", 2), ("validate", 2)]
+    assert heard.figures()[2]["steps"] == 2
+
+
+def test_the_trained_model_loaded_back_and_tested_after_validation_is_an_evaluation_of_its_own():
+    heard = Heard()
+    loop = Loop(heard)
+    t = no_loader_epochs(loop, 0.0)          # validating from 3.5
+    loop.mode(False, t + 0.2)                 # another eval() of the model: the same evaluation
+    loop.mode(False, t + 0.5, reloaded=True)  # the best checkpoint, torch.load-ed: a test of its own
+    loop.finish(t + 1.0)
+    assert [p for p in heard.phases() if p[1] == "validate"] == [
+        ("begin", "validate", 1, 3.5), ("end", "validate", 1, t + 0.5),
+        ("begin", "validate", 1, t + 0.5), ("end", "validate", 1, t + 1.0)]
+    assert list(heard.figures()) == [1]
+
+
 def test_nothing_is_said_until_training_is_confirmed():
     heard = Heard()
     loop = Loop(heard)

@@ -48,8 +48,6 @@ ROUND3 = HERE / "round3"
 # public scripts, fetched as public/*.md say; their rows run only where they are
 PUBLIC = Path(os.environ.get("DEVICEWATCH_PUBLIC_SCRIPTS", HERE / "public" / "not-fetched"))
 WLM = PUBLIC / "word_language_model"
-WLM_READ = ("reads 3 segments of the right steps, not epochs (the pass over range() that runs out is not seen); "
-            "no validate phase for the test evaluation after training (of the model torch.load made)")
 TRUTH_PREFIX = "DEVICEWATCH-TRUTH "
 INPUT_BOUND_TRUTH = 0.5      # a truth at or over this share must be read input-bound
 RECORD_TIMEOUT = 120         # each script runs in seconds; this only catches a hang
@@ -87,12 +85,10 @@ class Row:
 ROWS = [
     Row("prefetch_thread", ROUND3 / "prefetch_thread.py"),
     Row("next_iter", ROUND3 / "next_iter.py"),
-    Row("generator_batches", ROUND3 / "generator_batches.py",
-        xfail="reads segments of the right steps, evaluations and wait: the generator running out is not seen as an epoch"),
+    Row("generator_batches", ROUND3 / "generator_batches.py"),
     Row("cycle_steps", ROUND3 / "cycle_steps.py"),
     Row("loader_per_epoch", ROUND3 / "loader_per_epoch.py"),
-    Row("shard_per_step", ROUND3 / "shard_per_step.py",
-        xfail="reads segments of the right steps, evaluations and wait: the pass over the shard list is not seen as an epoch"),
+    Row("shard_per_step", ROUND3 / "shard_per_step.py"),
     Row("infinite_sampler", ROUND3 / "infinite_sampler.py"),
     Row("hf_evaluate_after_train", ROUND3 / "hf_evaluate_after_train.py", needs=("transformers",)),
     Row("eval_at_step0", ROUND3 / "eval_at_step0.py"),
@@ -103,15 +99,13 @@ ROWS = [
     Row("word_language_model", WLM / "main.py",
         args=("--data", str(WLM / "data" / "wikitext-2"), "--epochs", "3", "--emsize", "32", "--nhid", "32",
               "--log-interval", "10"),
-        truth={"unit": "epoch", "units": 3, "steps": [30, 30, 30], "validations": [1, 1, 2], "wait_share": 0.0},
-        xfail=WLM_READ),
+        truth={"unit": "epoch", "units": 3, "steps": [30, 30, 30], "validations": [1, 1, 2], "wait_share": 0.0}),
     # the same script as its README trains a Transformer with AdamW: the same batches and
     # evaluations, each step an optimizer step
     Row("word_language_model_transformer", WLM / "main.py",
         args=("--data", str(WLM / "data" / "wikitext-2"), "--epochs", "3", "--emsize", "32", "--nhid", "32",
               "--log-interval", "10", "--model", "Transformer", "--use-optimizer", "--lr", "0.001"),
-        truth={"unit": "epoch", "units": 3, "steps": [30, 30, 30], "validations": [1, 1, 2], "wait_share": 0.0},
-        xfail=WLM_READ),
+        truth={"unit": "epoch", "units": 3, "steps": [30, 30, 30], "validations": [1, 1, 2], "wait_share": 0.0}),
     # pytorch/examples regression: one batch a step until the loss is under 1e-3, no evaluation,
     # no checkpoint, nothing logged until the end: one segment of the steps it prints it took
     Row("regression", PUBLIC / "regression" / "main.py", truth=lambda output: {

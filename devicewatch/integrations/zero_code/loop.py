@@ -24,8 +24,12 @@ How it reads a loop:
   last step, so the loader running out only marks the pass as read; the epoch's training ends
   when validation begins, a new pass begins, or the process ends, and the steps until then
   are the epoch's. A new iterator left after one batch (``next(iter(loader))`` every step) is
-  not a new pass.
-- **Segments**: a loop whose passes do not end has no epochs: batches sampled by hand, an
+  not a new pass. A loop that reads no DataLoader (a generator, a list of shards, a ``range()``)
+  makes its passes with the Python ``for`` loop around its steps: when an evaluation begins,
+  the hooks tell (``loop_left``) whether that loop was left (its function returned, or it is
+  past the loop), and a pass that was ends the epoch's training there.
+- **Segments**: a loop whose passes do not end has no epochs: batches sampled by hand (a
+  ``while`` loop, or an evaluation inside the ``for`` loop before any pass ended), an
   endless stream, a new iterator every step, or a pass that would outlast LONG_PASS at the
   loop's pace when the first evaluation comes in its middle (a sampler of huge length and a
   trainer that stops at a step count). Its units are the training stretches between
@@ -259,13 +263,18 @@ class Loop:
         self.evaluating_since: float | None = None       # ... and the one going on
         self.evaluating_fetched = False                  # ... which read a batch
         self.thread_fed = False            # a DataLoader read on another thread ran out (a queue the loop reads)
+        self.loop_left: Any = None         # () -> whether the loop's pass ended (True/False, None: unknown) (the hooks')
+        self.loop_passes = 0               # evaluations that came after the pass of a loop without a DataLoader ended ...
+        self.loop_inside = False           # ... or, before any did, inside it (every N steps): segments
         self.worker_batches: Any = None    # () -> (seconds, batches) the loader's workers took so far (the hooks')
         self.workers_counted = (0.0, 0)    # ... when the last unit was sent
 
     # -- observations -----------------------------------------------------------------------
 
-    def mode(self, training: bool, now: float) -> None:
-        """``model.train(training)`` on a model being trained (or on any, before the first step)."""
+    def mode(self, training: bool, now: float, reloaded: bool = False) -> None:
+        """``model.train(training)`` on a model being trained (or on any, before the first step).
+        RELOADED: the first such call on it since its weights were loaded back from a checkpoint
+        after training began: its evaluation is one of its own, even right after another."""
         self.training_mode = training
         if self.owner:
             return
@@ -288,6 +297,8 @@ class Loop:
                 self.gap_since, self.gap_loader = now, self.counts.data_wait
         elif not training and (self.phase == TRAIN or self.resume_at is not None):
             self._validate(now)
+        elif not training and reloaded and self.phase == VALIDATE:
+            self._begin(VALIDATE, now)  # the best checkpoint loaded back and tested after validation
 
     def fetch(self, source: Hashable, grad: bool, first_of_pass: bool, start: float, end: float,
               length: int | None = None) -> None:
@@ -488,10 +499,11 @@ class Loop:
 
     @property
     def unit(self) -> str:
-        """What one unit of this loop is: an epoch (a pass over a training DataLoader that
-        ends) or a segment (the training between evaluations)."""
+        """What one unit of this loop is: an epoch (a pass over a training DataLoader, or of
+        the ``for`` loop that feeds a loop without one, that ends) or a segment (the training
+        between evaluations)."""
         if self.train_source is None:
-            return EPOCH if self.thread_fed else SEGMENT
+            return EPOCH if self.thread_fed or (self.loop_passes and not self.loop_inside) else SEGMENT
         if self.train_source in self.endless_sources or self.long_pass or self.replays:
             return SEGMENT
         return SEGMENT if self.reiterated and not self.passes_ended else EPOCH
@@ -661,10 +673,13 @@ class Loop:
             self._begin(TRAIN, at)
 
     def _validate(self, at: float) -> None:
-        """Validation begins: it ends the unit's training when the pass has been read, or for
-        a loop of segments; validation in the middle of a pass stays in its epoch, unless the
-        pass could not end within a run (LONG_PASS)."""
+        """Validation begins: it ends the unit's training when the pass has been read (for a
+        loop without a DataLoader: its ``for`` loop was left), or for a loop of segments;
+        validation in the middle of a pass stays in its epoch, unless the pass could not end
+        within a run (LONG_PASS)."""
         self.gap_since = None
+        if not self.over and self.train_source is None and not self.thread_fed and self.loop_left is not None:
+            self._judge_pass()
         if not self.over and not self.pass_read and not self.passes_ended and self.unit == EPOCH \
                 and self.pass_length is not None and self.pass_batches > 0 \
                 and (self.pass_length - self.pass_batches) * (at - self.pass_since) / self.pass_batches > LONG_PASS:
@@ -673,6 +688,18 @@ class Loop:
             self._close_training(at)
         self.resume_at = None
         self._begin(VALIDATE, at)
+
+    def _judge_pass(self) -> None:
+        """An evaluation begins in a loop that reads no DataLoader: its pass ended where the
+        ``for`` loop around its steps was left (``loop_left``), and the epoch's training with it;
+        an evaluation inside that loop before any pass ended makes the loop's units segments for
+        good, and one inside it after a pass ended stays in the epoch (as in a DataLoader's)."""
+        left = self.loop_left()
+        if left and not self.loop_inside:
+            self.loop_passes += 1
+            self.pass_read = True
+        elif left is False and not self.loop_passes:
+            self.loop_inside = True
 
     def _close_training(self, at: float) -> None:
         """The epoch's training is over: its figures go out. The train phase may go on (the

@@ -25,7 +25,15 @@
   batch. No forward hook: a global one takes every module off PyTorch's fast call path, and
   one on the model travels with it (``torch.save``, ``torch.jit.script``).
 - **Epochs or segments**: a DataLoader over a data set with no length (a stream) has no
-  passes to count, so its loop is read in segments between evaluations.
+  passes to count, so its loop is read in segments between evaluations. A loop that reads no
+  DataLoader makes its passes with a Python ``for`` loop: at each step's model call the loop
+  around it is found in the frames (``passes.Passes``), checked once against an optimizer
+  step by a post-step hook put in only for that check, and asked at each evaluation whether
+  it was left.
+- **A checkpoint loaded back**: ``Module.__setstate__`` (``torch.load`` of a whole module, a
+  deep copy) and ``load_state_dict`` are wrapped to note the modules loaded after training
+  began; one of the trained model's class is the trained model (a best checkpoint tested at
+  the end), and its first ``eval()`` begins an evaluation of its own.
 - **Waiting for other ranks**: ``torch.distributed.barrier`` is wrapped, so a rank waiting at a
   barrier while another validates is seen waiting, not training.
 - **Steps**: the public ``register_optimizer_step_post_hook``; ``torch.autograd.backward`` (which
@@ -49,11 +57,13 @@ import sys
 import sysconfig
 import threading
 import time
+import weakref
 from typing import Any
 from collections.abc import Callable
 
 from . import copy_probe
 from .loop import Frame, spent_on
+from .passes import Passes
 from .process_state import Process
 
 _monotonic = time.monotonic
@@ -82,6 +92,9 @@ def arm(torch: Any, process: Process) -> None:
     hooks = _Hooks(torch, process)
     hooks.wrap(_BaseDataLoaderIter, "__next__", hooks.timed_next)
     hooks.wrap(Module, "train", hooks.counted_train)
+    hooks.wrap(Module, "__setstate__", hooks.unpickled)
+    hooks.wrap(Module, "load_state_dict", hooks.state_loaded)
+    process.loop.loop_left = hooks.loop_left
     process.loop.need_calls = functools.partial(hooks.wrap, Module, "__call__", hooks.timed_call)
     process.loop.watch = hooks.start_watcher
     hooks.wrap(torch.autograd, "backward", hooks.counted_backward)
@@ -116,6 +129,12 @@ class _Hooks:
         self.optimizers: set[int] = set()
         self.train_depth = 0
         self.step_handle: Any = None
+        self.passes = Passes()
+        self.passes_on = self.unpickled_on = self.state_loaded_on = True
+        self.pass_check: Any = None        # the post-step hook checking a loop against the step, while one is
+        self.trained_classes: set[type] = set()
+        self.loaded: weakref.WeakSet[Any] = weakref.WeakSet()   # modules loaded back since training began, not yet told
+        self.copies: weakref.WeakSet[Any] = weakref.WeakSet()   # ... and those that were: the trained model loaded back
 
     def wrap(self, owner: Any, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
         original = getattr(owner, name)
@@ -135,6 +154,8 @@ class _Hooks:
             if hook == "after_step":
                 if self.step_handle is not None:
                     self.step_handle.remove()
+            elif hook == "passes":
+                self.loop.loop_left = None
             else:
                 self.restore[hook]()
         except Exception:
@@ -197,8 +218,9 @@ class _Hooks:
                 self.train_depth -= 1
             if self.train_depth == 0:
                 try:
-                    if self.is_trained(module):
-                        self.loop.mode(bool(mode), _monotonic())
+                    reloaded = bool(self.loaded) and self.loaded_back(module)
+                    if reloaded or self.is_trained(module):
+                        self.loop.mode(bool(mode), _monotonic(), reloaded)
                 except Exception as exc:
                     self.failed("counted_train", exc)
             return result
@@ -228,10 +250,98 @@ class _Hooks:
                     self.trained_modules[id(module)] = trained
                 if trained and self.loop.loop_code is None:
                     self.loop.loop_code = sys._getframe(2).f_code  # who called the model: the loop
+                    self.trained_classes.add(type(module))
             if trained:
                 self.loop.compute(_monotonic())
+                if self.loop.train_source is None and self.passes_on:
+                    self.find_pass(sys._getframe(2))
         except Exception as exc:
             self.failed("timed_call", exc)
+
+    # -- the pass of a loop that reads no DataLoader (passes.Passes) --------------------------
+
+    def find_pass(self, caller: Any) -> None:
+        """A step's model call from CALLER: hold the ``for`` loop around it; a loop not yet
+        checked against an optimizer step gets a post-step hook for the check, taken out at
+        the first call after it (not from inside the step: its hooks are being iterated)."""
+        try:
+            unchecked = self.passes.call(caller)
+            if unchecked and self.pass_check is None:
+                from torch.optim.optimizer import register_optimizer_step_post_hook
+
+                self.pass_check = register_optimizer_step_post_hook(self.pass_stepped)
+            elif not unchecked and self.pass_check is not None:
+                self.pass_check.remove()
+                self.pass_check = None
+        except Exception as exc:
+            self.passes_failed(exc)
+
+    def pass_stepped(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if self.passes_on and self.process.live and get_ident() == _MAIN:
+            try:
+                self.passes.stepped(sys._getframe())
+            except Exception as exc:
+                self.passes_failed(exc)
+
+    def loop_left(self) -> bool | None:
+        """Asked by the loop when an evaluation begins: whether the held loop's pass ended."""
+        if not self.passes_on:
+            return None
+        try:
+            return self.passes.left(sys._getframe())
+        except Exception as exc:
+            self.passes_failed(exc)
+            return None
+
+    def passes_failed(self, exc: BaseException) -> None:
+        if self.pass_check is not None:
+            self.pass_check.remove()
+            self.pass_check = None
+        self.failed("passes", exc)
+
+    # -- the trained model loaded back --------------------------------------------------------
+
+    def unpickled(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def __setstate__(module: Any, state: Any) -> None:
+            original(module, state)
+            if self.unpickled_on:
+                try:
+                    self.note_loaded(module)
+                except Exception as exc:
+                    self.failed("unpickled", exc)
+        return __setstate__
+
+    def state_loaded(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def load_state_dict(module: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(module, *args, **kwargs)
+            if self.state_loaded_on:
+                try:
+                    self.note_loaded(module)
+                except Exception as exc:
+                    self.failed("state_loaded", exc)
+            return result
+        return load_state_dict
+
+    def note_loaded(self, module: Any) -> None:
+        """MODULE's weights were loaded: after training began, on the training thread, it may
+        be the trained model's checkpoint loaded back (``loaded_back``)."""
+        if self.loop.confirmed and self.process.live and get_ident() == _MAIN:
+            try:
+                self.loaded.add(module)
+            except TypeError:  # a module that cannot be hashed: not told apart
+                pass
+
+    def loaded_back(self, module: Any) -> bool:
+        """Whether MODULE, train()/eval() called on it, is the trained model loaded back: its
+        class the trained model's, its weights loaded since training began, and this its first
+        such call since (a frozen teacher is built and loaded before training begins)."""
+        if not _within(module, self.loaded):
+            return False
+        self.loaded.discard(module)
+        if type(module) not in self.trained_classes:
+            return False
+        self.copies.add(module)
+        return True
 
     def workers_starting(self, original: Callable[..., Any]) -> Callable[..., Any]:
         """The first DataLoader with workers: their batches are timed from then on (a loop
@@ -371,13 +481,29 @@ class _Hooks:
 
     def is_trained(self, module: Any) -> bool:
         """Whether MODULE is a model being trained: before the first optimizer step any model
-        is; after it, one holding a parameter an optimizer steps (not a frozen teacher)."""
+        may be but one whose parameters are all frozen (a teacher, ``requires_grad_(False)``);
+        after it, one holding a parameter an optimizer steps (not a frozen teacher), or a copy
+        of it loaded back (``loaded_back``)."""
         if not self.trained_params:
+            # PyTorch's own parameters(): a model may hide its own (a wrapper that keeps them private)
+            grads = [p.requires_grad for p in self.torch.nn.Module.parameters(module)]
+            return not grads or any(grads)
+        if any(id(p) in self.trained_params for p in module.parameters()):
+            self.trained_classes.add(type(module))
             return True
-        return any(id(p) in self.trained_params for p in module.parameters())
+        return bool(self.copies) and _within(module, self.copies)
 
 
 _GENERATOR = 0x20  # inspect.CO_GENERATOR
+
+
+def _within(module: Any, modules: weakref.WeakSet[Any]) -> bool:
+    """MODULE in MODULES; a module that cannot be hashed (its class defines ``__eq__``
+    alone) was never added."""
+    try:
+        return module in modules
+    except TypeError:
+        return False
 
 
 def _length(iterator: Any) -> int | None:
