@@ -24,7 +24,10 @@ def test_a_teachers_eval_is_no_validation_and_a_checkpoint_loaded_back_is_tested
     rows = report["epochs"]
     assert [(row["epoch"], row["unit"], row["metrics"]["steps"]) for row in rows] == \
         [(1, "epoch", 8), (2, "epoch", 8), (3, "epoch", 8)]
-    validations = [p.epoch for p in analysis.phases(runfile.load(out)) if p.name == "validate"]
+    run = runfile.load(out)
+    # every phase was kept: none left out by the instrumentation's event bound
+    assert not [e for e in run.events.of("instrument") if e.get("state") == "bounded"]
+    validations = [p.epoch for p in analysis.phases(run) if p.name == "validate"]
     # one an epoch (a teacher's eval() counted would add one before each epoch's first step:
     # in no unit before the first, in the epoch before it after), and the test of the
     # checkpoint loaded back in the last
