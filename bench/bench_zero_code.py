@@ -10,11 +10,15 @@ comes from one run that alternates: every BURST training steps the loop swaps Py
 ``DataLoader.__next__`` and ``Module.train`` back in for the hooked ones (each hook keeps its
 original as ``__wrapped__``; the backward hook has put PyTorch's own back by the first
 optimizer step) and empties the optimizer's global post-step hooks, then puts them back, and
-times the two kinds of burst apart (training steps only: validation is in neither). Neighbouring
-bursts see the same outside load; the slowdown is bare steps/s over hooked steps/s, minus one,
-from one run. ``--runs`` repeats it to show the spread, each time with a control run that
-swaps the same way but keeps the hooks in both kinds of burst (its figure is what the method
-itself reads when there is nothing to find).
+times each burst (training steps only: validation is in none). Neighbouring bursts see the
+same outside load, so they are paired (bursts 1 and 2, 3 and 4, ...: one of each kind, each
+kind as often first), and the slowdown is the median over a run's pairs of the hooked burst's
+time over the bare one's, minus one: a burst in which another program took the core spoils one
+pair, not the figure, as pyperf reads interleaved runs. Its cost a step is that share of the
+median bare burst's time a step. The ratio of the two kinds' total times (the figure before
+pairing, which one long preemption moves) is printed beside it. ``--runs`` repeats it to show
+the spread, each time with a control run that swaps the same way but keeps the hooks in both
+kinds of burst (its figure is what the method itself reads when there is nothing to find).
 
 **Events a second** are read from run files of the loop fully instrumented: every event record
 over the span from the first to the last, and the most in any one second, for epochs of
@@ -44,7 +48,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 LOOP = """
-import sys, time
+import statistics, sys, time
 import torch
 import torch.optim.optimizer as optimizer_module
 from torch import nn
@@ -90,6 +94,7 @@ def hooks(on):
 
 seconds = {True: 0.0, False: 0.0}
 counted = {True: 0, False: 0}
+bursts = {}  # burst number -> (hooked, seconds), whole bursts only: 1 with 2, 3 with 4, ... are paired
 done = 0
 on = True
 start = time.perf_counter()
@@ -104,8 +109,11 @@ for epoch in range(epochs):
         done += 1
         in_burst += 1
         if alternate and done % BURST == 0:
-            seconds[on] += time.perf_counter() - burst_start
+            took = time.perf_counter() - burst_start
+            seconds[on] += took
             counted[on] += in_burst
+            if in_burst == BURST:
+                bursts[done // BURST] = (on, took)
             # on, off, off, on, on, off, ...: each kind as often first as second
             on = on if (done // BURST) % 2 == 0 else not on
             hooks(on)
@@ -118,7 +126,11 @@ for epoch in range(epochs):
             model(x)
 hooks(True)
 if alternate:
-    print(counted[False] / seconds[False], counted[True] / seconds[True])
+    # each hooked burst over its neighbour of the other kind (bursts 1 and 2, 3 and 4, ...: one of each)
+    pairs = [(bursts[n], bursts[n + 1]) for n in bursts if n % 2 and n + 1 in bursts]
+    ratios = [a[1] / b[1] if a[0] else b[1] / a[1] for a, b in pairs]
+    print(counted[False] / seconds[False], counted[True] / seconds[True], statistics.median(ratios),
+          BURST / statistics.median(t for hooked, t in bursts.values() if not hooked))
 else:
     print(done / (time.perf_counter() - start))
 """
@@ -171,21 +183,27 @@ def main() -> None:
         folder = Path(tmp)
         script = folder / "loop.py"
         script.write_text(LOOP)
-        slowdowns, controls, costs = [], [], []
+        slowdowns, paired, controls, paired_controls, costs, bare_rates = [], [], [], [], [], []
         per_hook: dict[str, list[float]] = {}
         for run in range(args.runs):
-            bare, hooked = record(script, folder / f"alternate-{run}.jsonl", args.steps, args.epochs, "alternate")
+            bare, hooked, ratio, bare_rate = record(script, folder / f"alternate-{run}.jsonl", args.steps, args.epochs,
+                                                    "alternate")
             slowdowns.append(bare / hooked - 1)
-            costs.append(1e6 / hooked - 1e6 / bare)
-            print(f"run {run + 1}: {bare:7.0f} steps/s bare, {hooked:7.0f} hooked: {100 * slowdowns[-1]:+.2f}%, "
-                  f"{costs[-1]:+.1f} µs a step", flush=True)
-            first, second = record(script, folder / f"control-{run}.jsonl", args.steps, args.epochs, "control")
+            paired.append(ratio - 1)
+            bare_rates.append(bare_rate)
+            costs.append(1e6 / bare_rate * paired[-1])
+            print(f"run {run + 1}: {bare_rate:7.0f} steps/s bare (median burst): paired bursts {100 * paired[-1]:+.2f}%, "
+                  f"{costs[-1]:+.1f} µs a step; total times {100 * slowdowns[-1]:+.2f}%", flush=True)
+            first, second, ratio, _ = record(script, folder / f"control-{run}.jsonl", args.steps, args.epochs, "control")
             controls.append(first / second - 1)
-            print(f"control {run + 1}: hooked both ways: {100 * controls[-1]:+.2f}%", flush=True)
+            paired_controls.append(ratio - 1)
+            print(f"control {run + 1}: hooked both ways: paired bursts {100 * paired_controls[-1]:+.2f}%; "
+                  f"total times {100 * controls[-1]:+.2f}%", flush=True)
             for hook in ("next", "step", "empty") if args.per_hook else ():
-                bare, hooked = record(script, folder / f"{hook}-{run}.jsonl", args.steps, args.epochs, hook)
-                per_hook.setdefault(hook, []).append(bare / hooked - 1)
-                print(f"{HOOK_NAMES[hook]} {run + 1}: {100 * per_hook[hook][-1]:+.2f}%", flush=True)
+                _, _, ratio, bare_rate = record(script, folder / f"{hook}-{run}.jsonl", args.steps, args.epochs, hook)
+                per_hook.setdefault(hook, []).append(ratio - 1)
+                print(f"{HOOK_NAMES[hook]} {run + 1}: paired bursts {100 * per_hook[hook][-1]:+.2f}%, "
+                      f"{1e6 / bare_rate * per_hook[hook][-1]:+.1f} µs a step", flush=True)
         whole = folder / "whole.jsonl"
         (rate,) = record(script, whole, args.steps, args.epochs)
         whole_events = event_rates(whole)
@@ -193,16 +211,23 @@ def main() -> None:
         record(script, stress, 20, 300)
         stress_events = event_rates(stress)
     print()
-    print(f"slowdown hooked, {args.runs} runs alternating every 50 steps: "
-          + ", ".join(f"{100 * s:+.2f}%" for s in slowdowns)
-          + f" (median {100 * statistics.median(slowdowns):+.2f}%; budget +2%); a step costs "
-          + ", ".join(f"{c:+.1f}" for c in costs) + f" µs more (median {statistics.median(costs):+.1f} µs)")
-    print("the same alternation with the hooks in both kinds of burst (what the method reads when there is "
-          "nothing to find): " + ", ".join(f"{100 * c:+.2f}%" for c in controls)
+    bare_rate = statistics.median(bare_rates)
+    print(f"slowdown hooked, {args.runs} runs alternating every 50 steps, the median of paired bursts: "
+          + ", ".join(f"{100 * s:+.2f}%" for s in paired)
+          + f" (median {100 * statistics.median(paired):+.2f}%; budget +2%); a step costs "
+          + ", ".join(f"{c:+.1f}" for c in costs) + f" µs more (median {statistics.median(costs):+.1f} µs) "
+          + f"at {bare_rate:.0f} steps/s bare (" + ", ".join(f"{r:.0f}" for r in bare_rates) + ")")
+    print("  the same alternation with the hooks in both kinds of burst (what the method reads when there is "
+          "nothing to find): " + ", ".join(f"{100 * c:+.2f}%" for c in paired_controls)
+          + f" (median {100 * statistics.median(paired_controls):+.2f}%)")
+    print("  read from total times instead (the figure before pairing): "
+          + ", ".join(f"{100 * s:+.2f}%" for s in slowdowns) + f" (median {100 * statistics.median(slowdowns):+.2f}%), "
+          + "control " + ", ".join(f"{100 * c:+.2f}%" for c in controls)
           + f" (median {100 * statistics.median(controls):+.2f}%)")
     for hook, figures in per_hook.items():
         print(f"{HOOK_NAMES[hook]}: " + ", ".join(f"{100 * s:+.2f}%" for s in figures)
-              + f" (median {100 * statistics.median(figures):+.2f}%)")
+              + f" (median {100 * statistics.median(figures):+.2f}%, "
+              + f"{1e6 / bare_rate * statistics.median(figures):+.1f} µs a step)")
     print(f"events, {args.steps}-step epochs ({rate:.0f} steps/s fully instrumented): {whole_events[0]} in the run, "
           f"{whole_events[1]:.1f}/s over it, {whole_events[2]} in the busiest second (budget 50/s)")
     print(f"events, 20-step epochs (300 epochs): {stress_events[0]} in the run, {stress_events[1]:.1f}/s over it, "
