@@ -10,7 +10,11 @@ comes from one run that alternates: every BURST training steps the loop swaps Py
 ``DataLoader.__next__`` and ``Module.train`` back in for the hooked ones (each hook keeps its
 original as ``__wrapped__``; the backward hook has put PyTorch's own back by the first
 optimizer step) and empties the optimizer's global post-step hooks, then puts them back, and
-times each burst (training steps only: validation is in none). Neighbouring bursts see the
+times each burst (training steps only: validation is in none). It swaps between a step's batch
+and its optimizer step, where the hooked loop has no wait open: swapped after the optimizer
+step, the loop's wait from that step to the next hooked batch spanned the bare bursts between,
+long enough to start the watcher that samples a waiting loop's stack, which then sampled the
+bare bursts (it ran in every alternating run before). Neighbouring bursts see the
 same outside load, so they are paired (bursts 1 and 2, 3 and 4, ...: one of each kind, each
 kind as often first), and the slowdown is the median over a run's pairs of the hooked burst's
 time over the bare one's, minus one: a burst in which another program took the core spoils one
@@ -29,7 +33,9 @@ Budgets (docs/benchmarks.md): at most 2% slower, at most 50 events a second.
 
 ``--per-hook`` adds runs that take out only one hook in the "off" bursts, to say what each costs,
 and runs whose "on" bursts have hooks in the same places that do nothing: the floor any
-per-step hook pays.
+per-step hook pays. The DataLoader's hook alone is not a clean figure: in its "off" bursts the
+loop sees steps and no batches, so it starts watching the model's calls (as for a loop that
+reads no DataLoader), and that hook is then in both kinds of burst.
 
     python -m bench.bench_zero_code [--runs 3] [--steps 2000] [--epochs 5] [--per-hook]
 """
@@ -92,43 +98,45 @@ def hooks(on):
         optimizer_module._global_optimizer_post_hooks.update(post_step)
 
 
-seconds = {True: 0.0, False: 0.0}
-counted = {True: 0, False: 0}
-bursts = {}  # burst number -> (hooked, seconds), whole bursts only: 1 with 2, 3 with 4, ... are paired
+bursts = {}  # burst number -> (hooked, seconds): 1 with 2, 3 with 4, ... are paired
 done = 0
 on = True
+burst_start = None
 start = time.perf_counter()
 for epoch in range(epochs):
     model.train()
-    burst_start, in_burst = time.perf_counter(), 0  # training only: validation is in no burst
     for x, y in train:
         optimizer.zero_grad()
         loss = ((model(x) - y) ** 2).mean()
         loss.backward()
+        if alternate and done % BURST == 0:
+            # Bursts end and begin here, between a step's batch and its optimizer step: the hooked
+            # loop's wait between two steps is closed then, so it never spans a bare stretch (a wait
+            # that long starts the watcher that samples a waiting loop, which would sample the bare
+            # bursts).
+            now = time.perf_counter()
+            if burst_start is not None:
+                bursts[done // BURST] = (on, now - burst_start)
+                # on, off, off, on, on, off, ...: each kind as often first as second
+                on = on if (done // BURST) % 2 == 0 else not on
+                hooks(on)
+            burst_start = time.perf_counter()
         optimizer.step()
         done += 1
-        in_burst += 1
-        if alternate and done % BURST == 0:
-            took = time.perf_counter() - burst_start
-            seconds[on] += took
-            counted[on] += in_burst
-            if in_burst == BURST:
-                bursts[done // BURST] = (on, took)
-            # on, off, off, on, on, off, ...: each kind as often first as second
-            on = on if (done // BURST) % 2 == 0 else not on
-            hooks(on)
-            burst_start, in_burst = time.perf_counter(), 0
-    seconds[on] += time.perf_counter() - burst_start
-    counted[on] += in_burst
+    paused = time.perf_counter()  # training only: validation is in no burst
     model.eval()
     with torch.no_grad():
         for x, y in val:
             model(x)
+    if burst_start is not None:
+        burst_start += time.perf_counter() - paused
 hooks(True)
 if alternate:
     # each hooked burst over its neighbour of the other kind (bursts 1 and 2, 3 and 4, ...: one of each)
     pairs = [(bursts[n], bursts[n + 1]) for n in bursts if n % 2 and n + 1 in bursts]
     ratios = [a[1] / b[1] if a[0] else b[1] / a[1] for a, b in pairs]
+    seconds = {kind: sum(t for hooked, t in bursts.values() if hooked == kind) for kind in (False, True)}
+    counted = {kind: BURST * sum(hooked == kind for hooked, _ in bursts.values()) for kind in (False, True)}
     print(counted[False] / seconds[False], counted[True] / seconds[True], statistics.median(ratios),
           BURST / statistics.median(t for hooked, t in bursts.values() if not hooked))
 else:
@@ -136,7 +144,8 @@ else:
 """
 
 
-HOOK_NAMES = {"next": "the DataLoader's __next__ hook alone", "step": "the optimizer's post-step hook alone",
+HOOK_NAMES = {"next": "the DataLoader's __next__ hook alone (less the model-call hook it starts)",
+              "step": "the optimizer's post-step hook alone",
               "empty": "both hooks doing nothing (what PyTorch's calling a Python hook there costs)"}
 
 
