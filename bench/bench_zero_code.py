@@ -19,8 +19,10 @@ same outside load, so they are paired (bursts 1 and 2, 3 and 4, ...: one of each
 kind as often first), and the slowdown is the median over a run's pairs of the hooked burst's
 time over the bare one's, minus one: a burst in which another program took the core spoils one
 pair, not the figure, as pyperf reads interleaved runs. Its cost a step is that share of the
-median bare burst's time a step. The ratio of the two kinds' total times (the figure before
-pairing, which one long preemption moves) is printed beside it. ``--runs`` repeats it to show
+median bare burst's time a step. Each burst is timed twice: by the process's CPU time (what the
+hooks cost the loop, steady while other programs take the cores: a burst waiting for a core
+counts no time) and by wall time; the ratio of the two kinds' total wall times (the figure
+before pairing, which one long preemption moves) is printed beside them. ``--runs`` repeats it to show
 the spread, each time with a control run that swaps the same way but keeps the hooks in both
 kinds of burst (its figure is what the method itself reads when there is nothing to find).
 
@@ -98,10 +100,10 @@ def hooks(on):
         optimizer_module._global_optimizer_post_hooks.update(post_step)
 
 
-bursts = {}  # burst number -> (hooked, seconds): 1 with 2, 3 with 4, ... are paired
+bursts = {}  # burst number -> (hooked, seconds, CPU seconds): 1 with 2, 3 with 4, ... are paired
 done = 0
 on = True
-burst_start = None
+burst_start = cpu_start = None
 start = time.perf_counter()
 for epoch in range(epochs):
     model.train()
@@ -114,31 +116,34 @@ for epoch in range(epochs):
             # loop's wait between two steps is closed then, so it never spans a bare stretch (a wait
             # that long starts the watcher that samples a waiting loop, which would sample the bare
             # bursts).
-            now = time.perf_counter()
+            now, cpu_now = time.perf_counter(), time.process_time()
             if burst_start is not None:
-                bursts[done // BURST] = (on, now - burst_start)
+                bursts[done // BURST] = (on, now - burst_start, cpu_now - cpu_start)
                 # on, off, off, on, on, off, ...: each kind as often first as second
                 on = on if (done // BURST) % 2 == 0 else not on
                 hooks(on)
-            burst_start = time.perf_counter()
+            burst_start, cpu_start = time.perf_counter(), time.process_time()
         optimizer.step()
         done += 1
-    paused = time.perf_counter()  # training only: validation is in no burst
+    paused, cpu_paused = time.perf_counter(), time.process_time()  # training only: validation is in no burst
     model.eval()
     with torch.no_grad():
         for x, y in val:
             model(x)
     if burst_start is not None:
         burst_start += time.perf_counter() - paused
+        cpu_start += time.process_time() - cpu_paused
 hooks(True)
 if alternate:
     # each hooked burst over its neighbour of the other kind (bursts 1 and 2, 3 and 4, ...: one of each)
     pairs = [(bursts[n], bursts[n + 1]) for n in bursts if n % 2 and n + 1 in bursts]
-    ratios = [a[1] / b[1] if a[0] else b[1] / a[1] for a, b in pairs]
-    seconds = {kind: sum(t for hooked, t in bursts.values() if hooked == kind) for kind in (False, True)}
-    counted = {kind: BURST * sum(hooked == kind for hooked, _ in bursts.values()) for kind in (False, True)}
-    print(counted[False] / seconds[False], counted[True] / seconds[True], statistics.median(ratios),
-          BURST / statistics.median(t for hooked, t in bursts.values() if not hooked))
+    seconds = {kind: sum(t for hooked, t, _ in bursts.values() if hooked == kind) for kind in (False, True)}
+    counted = {kind: BURST * sum(hooked == kind for hooked, _, _ in bursts.values()) for kind in (False, True)}
+    figures = [counted[False] / seconds[False], counted[True] / seconds[True]]
+    for clock in (1, 2):  # wall time, then the process's CPU time
+        figures.append(statistics.median(a[clock] / b[clock] if a[0] else b[clock] / a[clock] for a, b in pairs))
+        figures.append(BURST / statistics.median(burst[clock] for burst in bursts.values() if not burst[0]))
+    print(*figures)
 else:
     print(done / (time.perf_counter() - start))
 """
@@ -162,6 +167,35 @@ def record(script: Path, out: Path, steps: int, epochs: int, mode: str = "whole"
 
     logs = [log["line"] for log in runfile.load(out).logs if log.get("stream") == "stdout"]
     return [float(v) for v in logs[-1].split()]
+
+
+CLOCKS = {"cpu": "the process's CPU time, paired bursts", "wall": "wall time, paired bursts",
+          "total": "wall time, total of each kind"}
+
+
+def alternation(printed: list[float]) -> dict[str, tuple[float, float]]:
+    """What an alternating run printed, as {clock: (slowdown, bare steps/s)}."""
+    bare, hooked, wall, wall_rate, cpu, cpu_rate = printed
+    return {"cpu": (cpu - 1, cpu_rate), "wall": (wall - 1, wall_rate), "total": (bare / hooked - 1, bare)}
+
+
+def line(figures: dict[str, tuple[float, float]]) -> str:
+    return "; ".join(f"{clock} {100 * slowdown:+.2f}% ({1e6 / rate * slowdown:+.1f} µs a step at {rate:.0f} steps/s)"
+                     for clock, (slowdown, rate) in figures.items())
+
+
+def summary(name: str, runs: list[dict[str, tuple[float, float]]]) -> str:
+    """Each clock's figures over the runs, and their medians."""
+    text = [f"{name}:"]
+    for clock, label in CLOCKS.items():
+        slowdowns = [run[clock][0] for run in runs]
+        costs = [1e6 / run[clock][1] * run[clock][0] for run in runs]
+        rates = [run[clock][1] for run in runs]
+        text.append(f"  {label}: " + ", ".join(f"{100 * s:+.2f}%" for s in slowdowns)
+                    + f" (median {100 * statistics.median(slowdowns):+.2f}%), "
+                    + ", ".join(f"{c:+.1f}" for c in costs) + f" µs a step (median {statistics.median(costs):+.1f}), "
+                    + "bare " + ", ".join(f"{r:.0f}" for r in rates) + " steps/s")
+    return "\n".join(text)
 
 
 def event_rates(path: Path) -> tuple[int, float, int]:
@@ -192,27 +226,21 @@ def main() -> None:
         folder = Path(tmp)
         script = folder / "loop.py"
         script.write_text(LOOP)
-        slowdowns, paired, controls, paired_controls, costs, bare_rates = [], [], [], [], [], []
-        per_hook: dict[str, list[float]] = {}
+        # per run: {"cpu"|"wall"|"total": (slowdown, bare steps/s)} of the alternating run and of its control
+        runs: list[dict[str, tuple[float, float]]] = []
+        controls: list[dict[str, tuple[float, float]]] = []
+        per_hook: dict[str, list[dict[str, tuple[float, float]]]] = {}
         for run in range(args.runs):
-            bare, hooked, ratio, bare_rate = record(script, folder / f"alternate-{run}.jsonl", args.steps, args.epochs,
-                                                    "alternate")
-            slowdowns.append(bare / hooked - 1)
-            paired.append(ratio - 1)
-            bare_rates.append(bare_rate)
-            costs.append(1e6 / bare_rate * paired[-1])
-            print(f"run {run + 1}: {bare_rate:7.0f} steps/s bare (median burst): paired bursts {100 * paired[-1]:+.2f}%, "
-                  f"{costs[-1]:+.1f} µs a step; total times {100 * slowdowns[-1]:+.2f}%", flush=True)
-            first, second, ratio, _ = record(script, folder / f"control-{run}.jsonl", args.steps, args.epochs, "control")
-            controls.append(first / second - 1)
-            paired_controls.append(ratio - 1)
-            print(f"control {run + 1}: hooked both ways: paired bursts {100 * paired_controls[-1]:+.2f}%; "
-                  f"total times {100 * controls[-1]:+.2f}%", flush=True)
+            runs.append(alternation(record(script, folder / f"alternate-{run}.jsonl", args.steps, args.epochs,
+                                           "alternate")))
+            print(f"run {run + 1}: {line(runs[-1])}", flush=True)
+            controls.append(alternation(record(script, folder / f"control-{run}.jsonl", args.steps, args.epochs,
+                                               "control")))
+            print(f"control {run + 1}, hooked both ways: {line(controls[-1])}", flush=True)
             for hook in ("next", "step", "empty") if args.per_hook else ():
-                _, _, ratio, bare_rate = record(script, folder / f"{hook}-{run}.jsonl", args.steps, args.epochs, hook)
-                per_hook.setdefault(hook, []).append(ratio - 1)
-                print(f"{HOOK_NAMES[hook]} {run + 1}: paired bursts {100 * per_hook[hook][-1]:+.2f}%, "
-                      f"{1e6 / bare_rate * per_hook[hook][-1]:+.1f} µs a step", flush=True)
+                per_hook.setdefault(hook, []).append(
+                    alternation(record(script, folder / f"{hook}-{run}.jsonl", args.steps, args.epochs, hook)))
+                print(f"{HOOK_NAMES[hook]} {run + 1}: {line(per_hook[hook][-1])}", flush=True)
         whole = folder / "whole.jsonl"
         (rate,) = record(script, whole, args.steps, args.epochs)
         whole_events = event_rates(whole)
@@ -220,23 +248,11 @@ def main() -> None:
         record(script, stress, 20, 300)
         stress_events = event_rates(stress)
     print()
-    bare_rate = statistics.median(bare_rates)
-    print(f"slowdown hooked, {args.runs} runs alternating every 50 steps, the median of paired bursts: "
-          + ", ".join(f"{100 * s:+.2f}%" for s in paired)
-          + f" (median {100 * statistics.median(paired):+.2f}%; budget +2%); a step costs "
-          + ", ".join(f"{c:+.1f}" for c in costs) + f" µs more (median {statistics.median(costs):+.1f} µs) "
-          + f"at {bare_rate:.0f} steps/s bare (" + ", ".join(f"{r:.0f}" for r in bare_rates) + ")")
-    print("  the same alternation with the hooks in both kinds of burst (what the method reads when there is "
-          "nothing to find): " + ", ".join(f"{100 * c:+.2f}%" for c in paired_controls)
-          + f" (median {100 * statistics.median(paired_controls):+.2f}%)")
-    print("  read from total times instead (the figure before pairing): "
-          + ", ".join(f"{100 * s:+.2f}%" for s in slowdowns) + f" (median {100 * statistics.median(slowdowns):+.2f}%), "
-          + "control " + ", ".join(f"{100 * c:+.2f}%" for c in controls)
-          + f" (median {100 * statistics.median(controls):+.2f}%)")
+    print(f"slowdown hooked, {args.runs} runs alternating every 50 steps (budget +2%):")
+    print(summary("hooked", runs))
+    print(summary("control (hooked both ways: what the method reads when there is nothing to find)", controls))
     for hook, figures in per_hook.items():
-        print(f"{HOOK_NAMES[hook]}: " + ", ".join(f"{100 * s:+.2f}%" for s in figures)
-              + f" (median {100 * statistics.median(figures):+.2f}%, "
-              + f"{1e6 / bare_rate * statistics.median(figures):+.1f} µs a step)")
+        print(summary(HOOK_NAMES[hook], figures))
     print(f"events, {args.steps}-step epochs ({rate:.0f} steps/s fully instrumented): {whole_events[0]} in the run, "
           f"{whole_events[1]:.1f}/s over it, {whole_events[2]} in the busiest second (budget 50/s)")
     print(f"events, 20-step epochs (300 epochs): {stress_events[0]} in the run, {stress_events[1]:.1f}/s over it, "
