@@ -313,14 +313,15 @@ class Loop:
         training = grad and self.training_mode
         if training and source == self.train_source and not first_of_pass and self.phase == TRAIN \
                 and not self.over and not self.owner:  # the common case, every batch: kept short
-            self.counts.data_wait += end - start
+            counts = self.counts
+            waited = end - start
+            counts.data_wait += waited
             self.pass_batches += 1
-            if end - start >= DATA_JOINABLE:
+            if waited >= DATA_JOINABLE:
                 self.data.wait(start, end, self.epoch, self.lane)
             since = self.gap_since
             if since is not None:  # the batch is out: the loop's wait since its last step ends here
                 self.gap_since = None
-                counts = self.counts
                 counts.loop_wait += end - since
                 counts.gaps += 1
                 if not self.watched:
@@ -424,15 +425,17 @@ class Loop:
             self._counts(now).steps += 1
             if self.owner or self.phase != TRAIN:
                 return
+            counts = self.counts
         else:
-            self.counts.steps += 1
+            counts = self.counts
+            counts.steps += 1
         if self.gap_since is not None and self.need_calls is not None:
             self.unclosed += 1  # no batch out of a DataLoader since the last step: watch the model's calls
             if self.unclosed > UNCLOSED:
                 self._calls()
         elif self.unclosed:
             self.unclosed = 0
-        self.gap_since, self.gap_loader = now, self.counts.data_wait
+        self.gap_since, self.gap_loader = now, counts.data_wait
 
     def compute(self, now: float) -> None:
         """The step's compute begins: a training batch is out of the DataLoader, or the trained
