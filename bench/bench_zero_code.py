@@ -1,7 +1,7 @@
 """What the zero-code instrumentation costs a training loop, and how many events it sends.
 
 The workload is a loop of tiny steps (one-sample batches from a DataLoader into a 4-input
-linear model: about 2,000 steps/s here, the worst case for per-step hooks), recorded by
+linear model: about 4,500 steps/s of CPU time here, the worst case for per-step hooks), recorded by
 ``devicewatch --record`` with the instrumentation on.
 
 **Slowdown.** Whole runs with and without the instrumentation differ here by far more than
