@@ -1,7 +1,7 @@
 """What the zero-code instrumentation costs a training loop, and how many events it sends.
 
 The workload is a loop of tiny steps (one-sample batches from a DataLoader into a 4-input
-linear model: about 2,000 steps/s here, the worst case for per-step hooks), recorded by
+linear model: about 4,500 steps/s of CPU time here, the worst case for per-step hooks), recorded by
 ``devicewatch --record`` with the instrumentation on.
 
 **Slowdown.** Whole runs with and without the instrumentation differ here by far more than
@@ -10,11 +10,21 @@ comes from one run that alternates: every BURST training steps the loop swaps Py
 ``DataLoader.__next__`` and ``Module.train`` back in for the hooked ones (each hook keeps its
 original as ``__wrapped__``; the backward hook has put PyTorch's own back by the first
 optimizer step) and empties the optimizer's global post-step hooks, then puts them back, and
-times the two kinds of burst apart (training steps only: validation is in neither). Neighbouring
-bursts see the same outside load; the slowdown is bare steps/s over hooked steps/s, minus one,
-from one run. ``--runs`` repeats it to show the spread, each time with a control run that
-swaps the same way but keeps the hooks in both kinds of burst (its figure is what the method
-itself reads when there is nothing to find).
+times each burst (training steps only: validation is in none). It swaps between a step's batch
+and its optimizer step, where the hooked loop has no wait open: swapped after the optimizer
+step, the loop's wait from that step to the next hooked batch spanned the bare bursts between,
+long enough to start the watcher that samples a waiting loop's stack, which then sampled the
+bare bursts (it ran in every alternating run before). Neighbouring bursts see the
+same outside load, so they are paired (bursts 1 and 2, 3 and 4, ...: one of each kind, each
+kind as often first), and the slowdown is the median over a run's pairs of the hooked burst's
+time over the bare one's, minus one: a burst in which another program took the core spoils one
+pair, not the figure, as pyperf reads interleaved runs. Its cost a step is that share of the
+median bare burst's time a step. Each burst is timed twice: by the process's CPU time (what the
+hooks cost the loop, steady while other programs take the cores: a burst waiting for a core
+counts no time) and by wall time; the ratio of the two kinds' total wall times (the figure
+before pairing, which one long preemption moves) is printed beside them. ``--runs`` repeats it to show
+the spread, each time with a control run that swaps the same way but keeps the hooks in both
+kinds of burst (its figure is what the method itself reads when there is nothing to find).
 
 **Events a second** are read from run files of the loop fully instrumented: every event record
 over the span from the first to the last, and the most in any one second, for epochs of
@@ -25,7 +35,9 @@ Budgets (docs/benchmarks.md): at most 2% slower, at most 50 events a second.
 
 ``--per-hook`` adds runs that take out only one hook in the "off" bursts, to say what each costs,
 and runs whose "on" bursts have hooks in the same places that do nothing: the floor any
-per-step hook pays.
+per-step hook pays. The DataLoader's hook alone is not a clean figure: in its "off" bursts the
+loop sees steps and no batches, so it starts watching the model's calls (as for a loop that
+reads no DataLoader), and that hook is then in both kinds of burst.
 
     python -m bench.bench_zero_code [--runs 3] [--steps 2000] [--epochs 5] [--per-hook]
 """
@@ -44,7 +56,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 LOOP = """
-import sys, time
+import statistics, sys, time
 import torch
 import torch.optim.optimizer as optimizer_module
 from torch import nn
@@ -88,43 +100,57 @@ def hooks(on):
         optimizer_module._global_optimizer_post_hooks.update(post_step)
 
 
-seconds = {True: 0.0, False: 0.0}
-counted = {True: 0, False: 0}
+bursts = {}  # burst number -> (hooked, seconds, CPU seconds): 1 with 2, 3 with 4, ... are paired
 done = 0
 on = True
+burst_start = cpu_start = None
 start = time.perf_counter()
 for epoch in range(epochs):
     model.train()
-    burst_start, in_burst = time.perf_counter(), 0  # training only: validation is in no burst
     for x, y in train:
         optimizer.zero_grad()
         loss = ((model(x) - y) ** 2).mean()
         loss.backward()
+        if alternate and done % BURST == 0:
+            # Bursts end and begin here, between a step's batch and its optimizer step: the hooked
+            # loop's wait between two steps is closed then, so it never spans a bare stretch (a wait
+            # that long starts the watcher that samples a waiting loop, which would sample the bare
+            # bursts).
+            now, cpu_now = time.perf_counter(), time.process_time()
+            if burst_start is not None:
+                bursts[done // BURST] = (on, now - burst_start, cpu_now - cpu_start)
+                # on, off, off, on, on, off, ...: each kind as often first as second
+                on = on if (done // BURST) % 2 == 0 else not on
+                hooks(on)
+            burst_start, cpu_start = time.perf_counter(), time.process_time()
         optimizer.step()
         done += 1
-        in_burst += 1
-        if alternate and done % BURST == 0:
-            seconds[on] += time.perf_counter() - burst_start
-            counted[on] += in_burst
-            # on, off, off, on, on, off, ...: each kind as often first as second
-            on = on if (done // BURST) % 2 == 0 else not on
-            hooks(on)
-            burst_start, in_burst = time.perf_counter(), 0
-    seconds[on] += time.perf_counter() - burst_start
-    counted[on] += in_burst
+    paused, cpu_paused = time.perf_counter(), time.process_time()  # training only: validation is in no burst
     model.eval()
     with torch.no_grad():
         for x, y in val:
             model(x)
+    if burst_start is not None:
+        burst_start += time.perf_counter() - paused
+        cpu_start += time.process_time() - cpu_paused
 hooks(True)
 if alternate:
-    print(counted[False] / seconds[False], counted[True] / seconds[True])
+    # each hooked burst over its neighbour of the other kind (bursts 1 and 2, 3 and 4, ...: one of each)
+    pairs = [(bursts[n], bursts[n + 1]) for n in bursts if n % 2 and n + 1 in bursts]
+    seconds = {kind: sum(t for hooked, t, _ in bursts.values() if hooked == kind) for kind in (False, True)}
+    counted = {kind: BURST * sum(hooked == kind for hooked, _, _ in bursts.values()) for kind in (False, True)}
+    figures = [counted[False] / seconds[False], counted[True] / seconds[True]]
+    for clock in (1, 2):  # wall time, then the process's CPU time
+        figures.append(statistics.median(a[clock] / b[clock] if a[0] else b[clock] / a[clock] for a, b in pairs))
+        figures.append(BURST / statistics.median(burst[clock] for burst in bursts.values() if not burst[0]))
+    print(*figures)
 else:
     print(done / (time.perf_counter() - start))
 """
 
 
-HOOK_NAMES = {"next": "the DataLoader's __next__ hook alone", "step": "the optimizer's post-step hook alone",
+HOOK_NAMES = {"next": "the DataLoader's __next__ hook alone (less the model-call hook it starts)",
+              "step": "the optimizer's post-step hook alone",
               "empty": "both hooks doing nothing (what PyTorch's calling a Python hook there costs)"}
 
 
@@ -141,6 +167,35 @@ def record(script: Path, out: Path, steps: int, epochs: int, mode: str = "whole"
 
     logs = [log.line for log in runfile.load(out).logs if log.stream == "stdout"]
     return [float(v) for v in logs[-1].split()]
+
+
+CLOCKS = {"cpu": "the process's CPU time, paired bursts", "wall": "wall time, paired bursts",
+          "total": "wall time, total of each kind"}
+
+
+def alternation(printed: list[float]) -> dict[str, tuple[float, float]]:
+    """What an alternating run printed, as {clock: (slowdown, bare steps/s)}."""
+    bare, hooked, wall, wall_rate, cpu, cpu_rate = printed
+    return {"cpu": (cpu - 1, cpu_rate), "wall": (wall - 1, wall_rate), "total": (bare / hooked - 1, bare)}
+
+
+def line(figures: dict[str, tuple[float, float]]) -> str:
+    return "; ".join(f"{clock} {100 * slowdown:+.2f}% ({1e6 / rate * slowdown:+.1f} µs a step at {rate:.0f} steps/s)"
+                     for clock, (slowdown, rate) in figures.items())
+
+
+def summary(name: str, runs: list[dict[str, tuple[float, float]]]) -> str:
+    """Each clock's figures over the runs, and their medians."""
+    text = [f"{name}:"]
+    for clock, label in CLOCKS.items():
+        slowdowns = [run[clock][0] for run in runs]
+        costs = [1e6 / run[clock][1] * run[clock][0] for run in runs]
+        rates = [run[clock][1] for run in runs]
+        text.append(f"  {label}: " + ", ".join(f"{100 * s:+.2f}%" for s in slowdowns)
+                    + f" (median {100 * statistics.median(slowdowns):+.2f}%), "
+                    + ", ".join(f"{c:+.1f}" for c in costs) + f" µs a step (median {statistics.median(costs):+.1f}), "
+                    + "bare " + ", ".join(f"{r:.0f}" for r in rates) + " steps/s")
+    return "\n".join(text)
 
 
 def event_rates(path: Path) -> tuple[int, float, int]:
@@ -171,21 +226,21 @@ def main() -> None:
         folder = Path(tmp)
         script = folder / "loop.py"
         script.write_text(LOOP)
-        slowdowns, controls, costs = [], [], []
-        per_hook: dict[str, list[float]] = {}
+        # per run: {"cpu"|"wall"|"total": (slowdown, bare steps/s)} of the alternating run and of its control
+        runs: list[dict[str, tuple[float, float]]] = []
+        controls: list[dict[str, tuple[float, float]]] = []
+        per_hook: dict[str, list[dict[str, tuple[float, float]]]] = {}
         for run in range(args.runs):
-            bare, hooked = record(script, folder / f"alternate-{run}.jsonl", args.steps, args.epochs, "alternate")
-            slowdowns.append(bare / hooked - 1)
-            costs.append(1e6 / hooked - 1e6 / bare)
-            print(f"run {run + 1}: {bare:7.0f} steps/s bare, {hooked:7.0f} hooked: {100 * slowdowns[-1]:+.2f}%, "
-                  f"{costs[-1]:+.1f} µs a step", flush=True)
-            first, second = record(script, folder / f"control-{run}.jsonl", args.steps, args.epochs, "control")
-            controls.append(first / second - 1)
-            print(f"control {run + 1}: hooked both ways: {100 * controls[-1]:+.2f}%", flush=True)
+            runs.append(alternation(record(script, folder / f"alternate-{run}.jsonl", args.steps, args.epochs,
+                                           "alternate")))
+            print(f"run {run + 1}: {line(runs[-1])}", flush=True)
+            controls.append(alternation(record(script, folder / f"control-{run}.jsonl", args.steps, args.epochs,
+                                               "control")))
+            print(f"control {run + 1}, hooked both ways: {line(controls[-1])}", flush=True)
             for hook in ("next", "step", "empty") if args.per_hook else ():
-                bare, hooked = record(script, folder / f"{hook}-{run}.jsonl", args.steps, args.epochs, hook)
-                per_hook.setdefault(hook, []).append(bare / hooked - 1)
-                print(f"{HOOK_NAMES[hook]} {run + 1}: {100 * per_hook[hook][-1]:+.2f}%", flush=True)
+                per_hook.setdefault(hook, []).append(
+                    alternation(record(script, folder / f"{hook}-{run}.jsonl", args.steps, args.epochs, hook)))
+                print(f"{HOOK_NAMES[hook]} {run + 1}: {line(per_hook[hook][-1])}", flush=True)
         whole = folder / "whole.jsonl"
         (rate,) = record(script, whole, args.steps, args.epochs)
         whole_events = event_rates(whole)
@@ -193,16 +248,11 @@ def main() -> None:
         record(script, stress, 20, 300)
         stress_events = event_rates(stress)
     print()
-    print(f"slowdown hooked, {args.runs} runs alternating every 50 steps: "
-          + ", ".join(f"{100 * s:+.2f}%" for s in slowdowns)
-          + f" (median {100 * statistics.median(slowdowns):+.2f}%; budget +2%); a step costs "
-          + ", ".join(f"{c:+.1f}" for c in costs) + f" µs more (median {statistics.median(costs):+.1f} µs)")
-    print("the same alternation with the hooks in both kinds of burst (what the method reads when there is "
-          "nothing to find): " + ", ".join(f"{100 * c:+.2f}%" for c in controls)
-          + f" (median {100 * statistics.median(controls):+.2f}%)")
+    print(f"slowdown hooked, {args.runs} runs alternating every 50 steps (budget +2%):")
+    print(summary("hooked", runs))
+    print(summary("control (hooked both ways: what the method reads when there is nothing to find)", controls))
     for hook, figures in per_hook.items():
-        print(f"{HOOK_NAMES[hook]}: " + ", ".join(f"{100 * s:+.2f}%" for s in figures)
-              + f" (median {100 * statistics.median(figures):+.2f}%)")
+        print(summary(HOOK_NAMES[hook], figures))
     print(f"events, {args.steps}-step epochs ({rate:.0f} steps/s fully instrumented): {whole_events[0]} in the run, "
           f"{whole_events[1]:.1f}/s over it, {whole_events[2]} in the busiest second (budget 50/s)")
     print(f"events, 20-step epochs (300 epochs): {stress_events[0]} in the run, {stress_events[1]:.1f}/s over it, "

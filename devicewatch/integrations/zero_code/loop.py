@@ -210,48 +210,49 @@ class Pending:
 
 class Loop:
     def __init__(self, voice: Voice, lane: str = LANE):
-        self.voice = voice
-        self.lane = lane                   # "rank N" under a launcher of several ranks
-        self.data = DataPhases(voice)
-        self.confirmed = False
+        # What every batch and step reads first, so that they lie together in the instance's memory
+        # (a tiny loop's step leaves the caches cold between two calls: each line touched costs)
         self.phase: str | None = None      # the open phase this loop said: train, validate or none
-        self.epoch = 0
         self.counts = EpochCounts()
-        self.gap_loader = 0.0  # the new counts start from no DataLoader wait
         self.over = False                  # training of this epoch is over: its metrics are out
         self.training_mode = True          # the latest model.train()/eval() of a trained model
         self.optimizer_seen = False
         self.train_source: Hashable | None = None
-        self.pass_open = False             # this epoch's pass over the training data has begun
         self.pass_read = False             # ... and its loader ran out (the loop may still hold batches read ahead)
+        self.trial: Any = None             # a trial of ``devicewatch try`` counting steps (trial.Trial)
+        self.owner: str | None = None      # the framework whose callback owns the phases
+        # the loop's wait between steps: open since GAP_SINCE (None: it computes, validates or waits at a barrier)
+        self.gap_since: float | None = None
+        self.gap_loader = 0.0              # the DataLoader wait of the unit when the gap opened
+        self.watched = False
+        self.watch_steps = 0
+        self.watch_rest = 0.0              # wait outside a DataLoader since WATCH_FROM
+        self.need_calls: Any = None        # () -> None: the hooks watch the model's calls from then on
+        self.unclosed = 0                  # steps in a row whose wait no batch or model call ended
+        self.pass_batches = 0              # training batches taken from this pass's iterator
+        self.voice = voice
+        self.lane = lane                   # "rank N" under a launcher of several ranks
+        self.data = DataPhases(voice)
+        self.confirmed = False
+        self.epoch = 0
+        self.pass_open = False             # this epoch's pass over the training data has begun
         self.endless_sources: set[Hashable] = set()  # training data sets with no length: units are segments
         self.resume_at: float | None = None  # model.train() after validation or a wait, with no training yet
         self.after_wait: str | None = None   # the phase a barrier interrupted
         self.closed_loader = 0.0           # the DataLoader wait of the units already sent
         self.closed_rest = 0.0             # ... and the rest of their loop's wait
         self.wait_measured = False         # a measured loader was read in a unit already sent
-        self.trial: Any = None             # a trial of ``devicewatch try`` counting steps (trial.Trial)
         self.setup_said = False            # how the training data is fed has been said
         self.last_train_source: Hashable | None = None
         self.pending = Pending()
-        self.owner: str | None = None      # the framework whose callback owns the phases
         self.declared: tuple[str, int | None, str] | None = None
         self.declared_counts: dict[int | None, EpochCounts] = {}
         self.declared_pending = 0.0
-        # the loop's wait between steps: open since GAP_SINCE (None: it computes, validates or waits at a barrier)
-        self.gap_since: float | None = None
-        self.gap_loader = 0.0              # the DataLoader wait of the unit when the gap opened
         self.gap_input = False             # a sample of this gap found the loop taking its input
         self.watch: Any = None             # starts the watcher that samples the wait (set by the hooks)
-        self.watched = False
-        self.watch_steps = 0
         self.watch_from: float | None = None
-        self.watch_rest = 0.0              # wait outside a DataLoader since WATCH_FROM
         self.sample_totals: dict[tuple[str, str], int] = {}
         self.loop_code: Any = None         # the code of the frame that calls the trained model (the hooks')
-        self.need_calls: Any = None        # () -> None: the hooks watch the model's calls from then on
-        self.unclosed = 0                  # steps in a row whose wait no batch or model call ended
-        self.pass_batches = 0              # training batches taken from this pass's iterator
         self.pass_length: int | None = None  # batches in the pass (None: unknown)
         self.pass_since = 0.0
         self.passes_ended = 0              # passes over the training data that ran out or were left after several batches
@@ -307,14 +308,15 @@ class Loop:
         training = grad and self.training_mode
         if training and source == self.train_source and not first_of_pass and self.phase == TRAIN \
                 and not self.over and not self.owner:  # the common case, every batch: kept short
-            self.counts.data_wait += end - start
+            counts = self.counts
+            waited = end - start
+            counts.data_wait += waited
             self.pass_batches += 1
-            if end - start >= DATA_JOINABLE:
+            if waited >= DATA_JOINABLE:
                 self.data.wait(start, end, self.epoch, self.lane)
             since = self.gap_since
             if since is not None:  # the batch is out: the loop's wait since its last step ends here
                 self.gap_since = None
-                counts = self.counts
                 counts.loop_wait += end - since
                 counts.gaps += 1
                 if not self.watched:
@@ -418,15 +420,17 @@ class Loop:
             self._counts(now).steps += 1
             if self.owner or self.phase != TRAIN:
                 return
+            counts = self.counts
         else:
-            self.counts.steps += 1
+            counts = self.counts
+            counts.steps += 1
         if self.gap_since is not None and self.need_calls is not None:
             self.unclosed += 1  # no batch out of a DataLoader since the last step: watch the model's calls
             if self.unclosed > UNCLOSED:
                 self._calls()
         elif self.unclosed:
             self.unclosed = 0
-        self.gap_since, self.gap_loader = now, self.counts.data_wait
+        self.gap_since, self.gap_loader = now, counts.data_wait
 
     def compute(self, now: float) -> None:
         """The step's compute begins: a training batch is out of the DataLoader, or the trained

@@ -135,6 +135,7 @@ class _Hooks:
         self.trained_classes: set[type] = set()
         self.loaded: weakref.WeakSet[Any] = weakref.WeakSet()   # modules loaded back since training began, not yet told
         self.copies: weakref.WeakSet[Any] = weakref.WeakSet()   # ... and those that were: the trained model loaded back
+        self.after_step = self.step_hook()
 
     def wrap(self, owner: Any, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
         original = getattr(owner, name)
@@ -167,39 +168,43 @@ class _Hooks:
     def timed_next(self, original: Callable[[Any], Any]) -> Callable[[Any], Any]:
         process, fetch, exhausted, is_grad_enabled = self.process, self.loop.fetch, self.loop.exhausted, self.is_grad_enabled
         endless, exhausted_elsewhere = self.loop.endless, self.loop.exhausted_elsewhere
+        monotonic, thread, main = _monotonic, get_ident, _MAIN  # the closure's own: no global look-ups a batch
 
         def __next__(iterator: Any) -> Any:
             if not (self.timed_next_on and process.live):
                 return original(iterator)
-            if get_ident() != _MAIN:  # a thread that fills a queue: only its pass running out matters
+            if thread() != main:  # a thread that fills a queue: only its pass running out matters
                 try:
                     return original(iterator)
                 except StopIteration:
                     try:
-                        exhausted_elsewhere(id(iterator._dataset), _monotonic())
+                        exhausted_elsewhere(id(iterator._dataset), monotonic())
                     except Exception as exc:
                         self.failed("timed_next", exc)
                     raise
-            first = getattr(iterator, "_num_yielded", None) == 0
-            start = _monotonic()
+            start = monotonic()
             try:
                 batch = original(iterator)
             except StopIteration:
-                end = _monotonic()
+                end = monotonic()
                 try:
                     exhausted(id(iterator._dataset), end)
                 except Exception as exc:
                     self.failed("timed_next", exc)
                 raise
-            end = _monotonic()
+            end = monotonic()
             try:
-                length = None
-                if first:
-                    if _has_length(iterator._dataset):
+                dataset = iterator._dataset
+                # PyTorch's __next__ counts the batches of the pass: the first made it 1
+                if iterator._num_yielded != 1:  # every batch but a pass's first: kept short
+                    fetch(id(dataset), is_grad_enabled(), False, start, end)
+                else:
+                    length = None
+                    if _has_length(dataset):
                         length = _length(iterator)
                     else:
-                        endless(id(iterator._dataset))
-                fetch(id(iterator._dataset), is_grad_enabled(), first, start, end, length)
+                        endless(id(dataset))
+                    fetch(id(dataset), is_grad_enabled(), True, start, end, length)
             except Exception as exc:
                 self.failed("timed_next", exc)
             return batch
@@ -456,19 +461,26 @@ class _Hooks:
                         self.failed("timed_barrier", exc)
         return timed
 
-    def after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        if not (self.after_step_on and self.process.live and get_ident() == _MAIN):
-            return
-        try:
-            if id(optimizer) not in self.optimizers:
-                self.optimizers.add(id(optimizer))
-                self.trained_params.update(id(p) for group in optimizer.param_groups for p in group["params"])
-                if self.counted_backward_on:  # steps are counted now: backward passes no longer matter
-                    self.counted_backward_on = False
-                    self.restore["counted_backward"]()
-            self.loop.step(_monotonic())
-        except Exception as exc:
-            self.failed("after_step", exc)
+    def step_hook(self) -> Callable[[Any, Any, Any], None]:
+        """The optimizer's post-step hook (``after_step``), what it reads every step bound in its
+        closure."""
+        process, step, optimizers, monotonic, thread, main = \
+            self.process, self.loop.step, self.optimizers, _monotonic, get_ident, _MAIN
+
+        def after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+            if not (self.after_step_on and process.live and thread() == main):
+                return
+            try:
+                if id(optimizer) not in optimizers:
+                    optimizers.add(id(optimizer))
+                    self.trained_params.update(id(p) for group in optimizer.param_groups for p in group["params"])
+                    if self.counted_backward_on:  # steps are counted now: backward passes no longer matter
+                        self.counted_backward_on = False
+                        self.restore["counted_backward"]()
+                step(monotonic())
+            except Exception as exc:
+                self.failed("after_step", exc)
+        return after_step
 
     def at_exit(self) -> None:
         if not (self.at_exit_on and self.process.live):
