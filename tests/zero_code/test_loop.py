@@ -599,3 +599,32 @@ def test_a_loop_that_replays_a_loader_it_ran_out_once_has_segments():
     loop.finish(t)
     assert heard.units == ["segment", "segment"]
     assert [f["steps"] for f in heard.figures().values()] == [6, 6]
+
+
+def watch_decision(gaps: list[float]) -> int | None:
+    """A loop without a DataLoader whose steps take 4 ms of compute after each gap in GAPS
+    (seconds between a step and the next model call): the step at which the watcher of its wait
+    was started, or None."""
+    started: list[int] = []
+    loop = Loop(Heard())
+    t = 0.0
+    loop.mode(True, t)
+    for n, gap in enumerate(gaps):
+        loop.watch = lambda n=n: started.append(n)
+        t += gap
+        loop.compute(t)
+        t += 0.004
+        loop.step(t)
+    return started[0] if started else None
+
+
+def test_one_preemption_between_two_steps_does_not_start_the_watcher():
+    # a fast loop with no wait of its own, preempted once for 12 ms on a busy machine: that span's
+    # wait passes the share and the per-step gap, but one span alone is no wait worth sampling
+    gaps = [0.0001] * 40
+    gaps[12] = 0.012
+    assert watch_decision(gaps) is None
+    # a loop that waits 2 ms before every step is watched, after two spans of steps that waited
+    assert watch_decision([0.002] * 40) is not None
+    # and one that waits 30 ms every eighth step (a prefetcher that falls behind) as well
+    assert watch_decision([0.03 if n % 8 == 0 else 0.0001 for n in range(40)]) is not None

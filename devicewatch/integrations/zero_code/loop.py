@@ -83,6 +83,8 @@ WATCH_EVERY = 8         # steps between two looks at whether the loop waits enou
 WATCH_SHARE = 0.05      # ... which it does when its wait outside a DataLoader fills this share of the time
 WATCH_GAP = 0.001       # ... and is this long a step on average (seconds): a sample every WATCH_INTERVAL tells
                         # nothing of a shorter wait, and a fast loop's glue between steps is no wait
+WATCH_WINDOWS = 2       # ... in this many spans of WATCH_EVERY steps in a row: one preemption between two steps
+                        # (10 ms on a busy machine) fills a span's WATCH_GAP and would start the watcher for good
 LOADER, INPUT, OWN = "loader", "input", "own"  # what a sample of the loop's wait was spent on
 DATALOADER = "DataLoader"  # what the waits timed in a DataLoader's ``__next__`` were spent on
 
@@ -226,6 +228,7 @@ class Loop:
         self.gap_loader = 0.0              # the DataLoader wait of the unit when the gap opened
         self.watched = False
         self.watch_steps = 0
+        self.watch_windows = 0             # spans of WATCH_EVERY steps in a row that waited enough to be watched
         self.watch_rest = 0.0              # wait outside a DataLoader since WATCH_FROM
         self.need_calls: Any = None        # () -> None: the hooks watch the model's calls from then on
         self.unclosed = 0                  # steps in a row whose wait no batch or model call ended
@@ -736,14 +739,15 @@ class Loop:
     def _look(self, rest: float, now: float) -> None:
         """Whether the loop waits enough outside a DataLoader (REST, this step, added to what
         ``compute`` summed) to be watched: WATCH_SHARE of the time and WATCH_GAP a step, over
-        WATCH_EVERY steps."""
+        WATCH_EVERY steps, in WATCH_WINDOWS such spans in a row."""
         if self.watch_from is None:
             self.watch_from = now - max(0.0, rest)
         self.watch_rest += max(0.0, rest)
         self.watch_steps += rest != 0.0
         if self.watch_steps >= WATCH_EVERY:
-            if self.watch_rest >= max(WATCH_SHARE * (now - self.watch_from), WATCH_GAP * self.watch_steps) \
-                    and self.watch is not None:
+            waits = self.watch_rest >= max(WATCH_SHARE * (now - self.watch_from), WATCH_GAP * self.watch_steps)
+            self.watch_windows = self.watch_windows + 1 if waits else 0
+            if self.watch_windows >= WATCH_WINDOWS and self.watch is not None:
                 self.watched = True
                 self.watch()
             self.watch_steps, self.watch_from, self.watch_rest = 0, now, 0.0
