@@ -624,7 +624,7 @@ def test_one_preemption_between_two_steps_does_not_start_the_watcher():
     gaps = [0.0001] * 40
     gaps[12] = 0.012
     assert watch_decision(gaps) is None
-    # a loop that waits 2 ms before every step is watched, after two spans of steps that waited
-    assert watch_decision([0.002] * 40) is not None
-    # and one that waits 30 ms every eighth step (a prefetcher that falls behind) as well
-    assert watch_decision([0.03 if n % 8 == 0 else 0.0001 for n in range(40)]) is not None
+    # a loop that waits 2 ms before every step is watched from the end of its first span of 8 steps
+    assert watch_decision([0.002] * 40) == 7
+    # one that waits 30 ms every eighth step (a prefetcher that falls behind) from its second
+    assert watch_decision([0.03 if n % 8 == 0 else 0.0001 for n in range(40)]) == 15

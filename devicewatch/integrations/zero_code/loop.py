@@ -83,8 +83,8 @@ WATCH_EVERY = 8         # steps between two looks at whether the loop waits enou
 WATCH_SHARE = 0.05      # ... which it does when its wait outside a DataLoader fills this share of the time
 WATCH_GAP = 0.001       # ... and is this long a step on average (seconds): a sample every WATCH_INTERVAL tells
                         # nothing of a shorter wait, and a fast loop's glue between steps is no wait
-WATCH_WINDOWS = 2       # ... in this many spans of WATCH_EVERY steps in a row: one preemption between two steps
-                        # (10 ms on a busy machine) fills a span's WATCH_GAP and would start the watcher for good
+WATCH_WINDOWS = 2       # ... spread over the span's steps, or in this many spans in a row: one preemption between
+                        # two steps (10 ms on a busy machine) fills a span's WATCH_GAP and would start the watcher for good
 LOADER, INPUT, OWN = "loader", "input", "own"  # what a sample of the loop's wait was spent on
 DATALOADER = "DataLoader"  # what the waits timed in a DataLoader's ``__next__`` were spent on
 
@@ -229,6 +229,7 @@ class Loop:
         self.watched = False
         self.watch_steps = 0
         self.watch_windows = 0             # spans of WATCH_EVERY steps in a row that waited enough to be watched
+        self.watch_peak = 0.0              # the longest wait of one step in this span
         self.watch_rest = 0.0              # wait outside a DataLoader since WATCH_FROM
         self.need_calls: Any = None        # () -> None: the hooks watch the model's calls from then on
         self.unclosed = 0                  # steps in a row whose wait no batch or model call ended
@@ -323,7 +324,10 @@ class Loop:
                 counts.loop_wait += end - since
                 counts.gaps += 1
                 if not self.watched:
-                    self.watch_rest += end - since - (counts.data_wait - self.gap_loader)
+                    rest = end - since - (counts.data_wait - self.gap_loader)
+                    self.watch_rest += rest
+                    if rest > self.watch_peak:
+                        self.watch_peak = rest
                     self.watch_steps += 1
                     if self.watch_steps >= WATCH_EVERY:
                         self._look(0.0, end)
@@ -464,7 +468,10 @@ class Loop:
             if counts.data_wait <= self.gap_loader and wait >= DATA_JOINABLE:
                 self.data.wait(since, now, self.epoch, self.lane)  # an input wait outside a DataLoader, drawn
         if not self.watched:  # the common case, every step: kept short
-            self.watch_rest += wait - (counts.data_wait - self.gap_loader)
+            rest = wait - (counts.data_wait - self.gap_loader)
+            self.watch_rest += rest
+            if rest > self.watch_peak:
+                self.watch_peak = rest
             self.watch_steps += 1
             if self.watch_steps >= WATCH_EVERY:
                 self._look(0.0, now)
@@ -739,18 +746,23 @@ class Loop:
     def _look(self, rest: float, now: float) -> None:
         """Whether the loop waits enough outside a DataLoader (REST, this step, added to what
         ``compute`` summed) to be watched: WATCH_SHARE of the time and WATCH_GAP a step, over
-        WATCH_EVERY steps, in WATCH_WINDOWS such spans in a row."""
+        WATCH_EVERY steps, spread over its steps or in WATCH_WINDOWS such spans in a row."""
         if self.watch_from is None:
             self.watch_from = now - max(0.0, rest)
         self.watch_rest += max(0.0, rest)
+        self.watch_peak = max(self.watch_peak, rest)
         self.watch_steps += rest != 0.0
         if self.watch_steps >= WATCH_EVERY:
-            waits = self.watch_rest >= max(WATCH_SHARE * (now - self.watch_from), WATCH_GAP * self.watch_steps)
+            enough = max(WATCH_SHARE * (now - self.watch_from), WATCH_GAP * self.watch_steps)
+            waits = self.watch_rest >= enough
+            # a wait spread over the span (enough without its longest gap), or one in two spans in a
+            # row: one preemption between two steps on a busy machine is neither
+            spread = self.watch_rest - self.watch_peak >= enough
             self.watch_windows = self.watch_windows + 1 if waits else 0
-            if self.watch_windows >= WATCH_WINDOWS and self.watch is not None:
+            if (spread or self.watch_windows >= WATCH_WINDOWS) and self.watch is not None:
                 self.watched = True
                 self.watch()
-            self.watch_steps, self.watch_from, self.watch_rest = 0, now, 0.0
+            self.watch_steps, self.watch_from, self.watch_rest, self.watch_peak = 0, now, 0.0, 0.0
 
     def _begin(self, name: str, at: float) -> None:
         self._end(at)
