@@ -105,14 +105,32 @@ def test_the_not_active_text_names_every_row():
             assert f"no {what} of" in reason and whom in reason, row.name
 
 
+# What each row's hooks take for training, as the not-active text says it: rows that take the
+# same thing are said together, in the table's order.
+TRAINING_STEPS = ("no optimizer step or backward pass of torch, no fit of Lightning, Keras or the Trainer, "
+                  "no GradientTape gradient or optimizer step of TensorFlow")
+
+
+def test_the_not_active_text_says_each_rows_training_byte_for_byte():
+    assert frameworks.training_steps() == TRAINING_STEPS
+    assert instrumentation.not_active(["tensorflow"], 1, False) == (
+        f"tensorflow imported in 1 process, but its hooks saw no training step ({TRAINING_STEPS})")
+    assert instrumentation.NOT_ACTIVE == (
+        "no process of the workload imported torch, Lightning, Keras, TensorFlow or transformers under it: "
+        "not Python, or Python started without site or PYTHONPATH")
+
+
 def test_the_not_active_text_of_a_new_row_comes_from_its_row(monkeypatch):
     row = Framework("toy", "Toy", ("toy",), "toy_hooks", training=("toy step", "Toy"))
     monkeypatch.setattr(frameworks, "FRAMEWORKS", FRAMEWORKS + (row,))
     assert frameworks.titles().endswith(", transformers or Toy")
     reason = instrumentation.not_active(["toy"], 2, True)
-    assert reason.startswith("toy imported in 2 processes, but its hooks saw no training step (")
-    assert "no fit of Lightning, Keras or the Trainer, no toy step of Toy)" in reason
-    assert reason.endswith(instrumentation.FROM_OUTPUT)
+    assert reason == (f"toy imported in 2 processes, but its hooks saw no training step ({TRAINING_STEPS}, "
+                      f"no toy step of Toy){instrumentation.FROM_OUTPUT}")
+    # a row that takes what another takes is said with it
+    monkeypatch.setattr(frameworks, "FRAMEWORKS", FRAMEWORKS + (row, Framework("twin", "Twin", ("twin",), "toy_hooks",
+                                                                               training=("fit", "Twin"))))
+    assert "no fit of Lightning, Keras, the Trainer or Twin, " in frameworks.training_steps()
 
 
 def test_the_startup_file_watches_the_tables_modules():

@@ -46,8 +46,10 @@ FRAMEWORKS: tuple[Framework, ...] = (
     Framework("lightning", "Lightning", ("lightning.pytorch", "pytorch_lightning"), "framework_hooks",
               training=("fit", "Lightning")),
     Framework("keras", "Keras", ("keras",), "framework_hooks", training=("fit", "Keras")),
+    # Its hooks count a tape's gradient and an optimizer's apply, eager or in a tf.function.
     Framework("tensorflow", "TensorFlow", ("tensorflow", KERAS_TRAINER), "tf_hooks",
-              measures=FIT, completing=(KERAS_TRAINER,)),
+              measures=FIT, training=("GradientTape gradient or optimizer step", "TensorFlow"),
+              completing=(KERAS_TRAINER,)),
     Framework("transformers", "transformers", ("transformers.trainer",), "framework_hooks",
               training=("fit", "the Trainer")),
 )
@@ -69,7 +71,8 @@ def titles() -> str:
 
 def training_steps() -> str:
     """What the hooks take for training, every framework's: ``no optimizer step or backward
-    pass of torch, no fit of Lightning, Keras or the Trainer``."""
+    pass of torch, no fit of Lightning, Keras or the Trainer, no GradientTape gradient or
+    optimizer step of TensorFlow``."""
     groups: dict[str, list[str]] = {}
     for row in FRAMEWORKS:
         if row.training is not None:
