@@ -150,7 +150,7 @@ class Process:
 
 original = OwnedIterator.__next__
 process = Process()
-tf_hooks.arm(tf, process)
+tf_hooks.arm(tf, process, "tensorflow")
 data = tf.data.Dataset.range(5)
 print([int(x) for x in data], [int(x) for x in data])
 print(process.errors, OwnedIterator.__next__ is original)

@@ -21,11 +21,12 @@ from .process_state import PROCESS, Process, event_fields, own_phases
 def on_import(framework: str, name: str, module: Any, process: Process) -> None:
     """FRAMEWORK's module NAME has run: devicewatch's callback goes into its fit from now on."""
     if framework == "lightning":
-        _wrap(process, framework, module.Trainer, "fit", functools.partial(_lightning_fit, module))
+        _wrap(process, framework, module.Trainer, "fit", functools.partial(_lightning_fit, framework, module))
     elif framework == "keras":
-        _wrap(process, framework, module.Model, "fit", _keras_fit(module.Model.fit))
+        _wrap(process, framework, module.Model, "fit", _keras_fit(framework, module.Model.fit))
     elif framework == "transformers":
-        _wrap(process, framework, module.Trainer, "train", lambda trainer, args, kwargs: _transformers_train(trainer))
+        _wrap(process, framework, module.Trainer, "train",
+              lambda trainer, args, kwargs: _transformers_train(framework, trainer))
 
 
 def _wrap(process: Process, framework: str, owner: type, method: str,
@@ -52,9 +53,10 @@ def _wrap(process: Process, framework: str, owner: type, method: str,
     setattr(owner, method, wrapper)
 
 
-def _announce(owner: str) -> None:
+def _announce(framework: str) -> None:
+    """FRAMEWORK's callback owns the phases: its row's name labels what they say and fail."""
     PROCESS.announce()
-    own_phases(owner)
+    own_phases(framework)
 
 
 # -- Lightning ----------------------------------------------------------------------------------
@@ -73,26 +75,26 @@ def _lightning_callback(pl: Any) -> type:
     return cls
 
 
-def _lightning_fit(pl: Any, trainer: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+def _lightning_fit(framework: str, pl: Any, trainer: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     from ..lightning_base import LightningPhases
 
     if not any(isinstance(cb, LightningPhases) for cb in trainer.callbacks):
         callback = _lightning_callback(pl)()
         callback.event_fields = event_fields()
         trainer.callbacks.append(callback)
-    _announce("lightning")
+    _announce(framework)
 
 
 # -- Keras --------------------------------------------------------------------------------------
 
-def _keras_fit(fit: Callable[..., Any]) -> Callable[..., tuple[tuple[Any, ...], dict[str, Any]] | None]:
+def _keras_fit(framework: str, fit: Callable[..., Any]) -> Callable[..., tuple[tuple[Any, ...], dict[str, Any]] | None]:
     parameters = list(inspect.signature(fit).parameters)
     position = parameters.index("callbacks") - 1 if "callbacks" in parameters else None  # less self
 
     def prepare(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
         from ..keras import DevicewatchCallback
 
-        _announce("keras")
+        _announce(framework)
         at = position if position is not None and len(args) > position else None
         callbacks = args[at] if at is not None else kwargs.get("callbacks")
         if callbacks is not None and not isinstance(callbacks, (list, tuple)):
@@ -112,11 +114,11 @@ def _keras_fit(fit: Callable[..., Any]) -> Callable[..., tuple[tuple[Any, ...], 
 
 # -- Hugging Face -------------------------------------------------------------------------------
 
-def _transformers_train(trainer: Any) -> None:
+def _transformers_train(framework: str, trainer: Any) -> None:
     from ..transformers import DevicewatchCallback
 
     if not any(isinstance(cb, DevicewatchCallback) for cb in trainer.callback_handler.callbacks):
         callback = DevicewatchCallback()
         callback.event_fields = event_fields()
         trainer.add_callback(callback)
-    _announce("transformers")
+    _announce(framework)

@@ -7,8 +7,9 @@ measured check (``process_state``) and the not-active text (``recorder.instrumen
 read this table alone, so a new framework is one row and one hooks module. Each hooks module
 has ``on_import(framework, name, module, process)``, called once a row's module has run.
 
-The startup ``sitecustomize`` spells the watched module names again (importing anything
-would cost every Python process of the workload); a test holds the two together.
+The startup ``sitecustomize`` cannot import this (that would cost every Python process of the
+workload): the recorder hands it the watched modules and their frameworks in the workload's
+environment (``zero_code.environment``), so it watches, and names in its errors, this table's.
 
 Standard library only: the recorder imports it for every run.
 """
@@ -54,9 +55,14 @@ FRAMEWORKS: tuple[Framework, ...] = (
               training=("fit", "the Trainer")),
 )
 
+def watched() -> dict[str, str]:
+    """Each watched module name and the framework it arms, as the table says now: what the
+    recorder hands the start-up hook (``zero_code.environment``)."""
+    return {module: row.name for row in FRAMEWORKS for module in row.modules}
+
+
 BY_NAME: dict[str, Framework] = {row.name: row for row in FRAMEWORKS}
-# Each watched module name and the framework it arms.
-WATCHED: dict[str, str] = {module: row.name for row in FRAMEWORKS for module in row.modules}
+WATCHED: dict[str, str] = watched()
 
 
 def either(words: list[str]) -> str:

@@ -48,7 +48,7 @@ import weakref
 from typing import Any
 from collections.abc import Callable
 
-from .frameworks import KERAS_TRAINER
+from .frameworks import BY_NAME, KERAS_TRAINER, LOOP
 from .process_state import Process
 
 _monotonic = time.monotonic
@@ -66,11 +66,11 @@ def on_import(framework: str, name: str, module: Any, process: Process) -> None:
         keras_trainer(module)
     else:
         process.knobs.tensorflow(module)
-        arm(module, process)
+        arm(module, process, framework)
 
 
-def arm(tf: Any, process: Process) -> None:
-    """Put the hooks in (once per process)."""
+def arm(tf: Any, process: Process, framework: str) -> None:
+    """Put the hooks in (once per process); their errors are said as FRAMEWORK's (its row's name)."""
     global _HOOKS
     from tensorflow.python.data.ops.iterator_ops import OwnedIterator
     from tensorflow.python.eager import context
@@ -78,7 +78,7 @@ def arm(tf: Any, process: Process) -> None:
     from tensorflow.python.eager.polymorphic_function.polymorphic_function import Function
     from tensorflow.python.training.optimizer import Optimizer
 
-    hooks = _Hooks(process, context.executing_eagerly, OwnedIterator)
+    hooks = _Hooks(process, framework, context.executing_eagerly, OwnedIterator)
     hooks.wrap(OwnedIterator, "__next__", hooks.timed_next)
     hooks.wrap(Function, "__call__", hooks.counted_call)
     hooks.wrap(GradientTape, "gradient", hooks.counted_gradient)
@@ -104,8 +104,9 @@ def measures_fit() -> bool | None:
 
 
 class _Hooks:
-    def __init__(self, process: Process, executing_eagerly: Callable[[], bool], iterator_type: type):
+    def __init__(self, process: Process, framework: str, executing_eagerly: Callable[[], bool], iterator_type: type):
         self.process = process
+        self.framework = framework
         self.loop = process.loop
         self.executing_eagerly = executing_eagerly
         self.iterator_type: Any = iterator_type  # Any: `type(x) is it` must not narrow x to object
@@ -154,7 +155,7 @@ class _Hooks:
             self.restore.get(hook, lambda: None)()
         except Exception:
             pass
-        self.process.error("tensorflow", hook.replace("_", " "), exc)
+        self.process.error(self.framework, hook.replace("_", " "), exc)
 
     # -- data wait ------------------------------------------------------------------------------
 
@@ -298,7 +299,7 @@ class _Hooks:
                 if hasattr(cls, "_maybe_symbolic_build"):
                     self.wrap(cls, "_maybe_symbolic_build", self.untimed_build, hook="eager_fetch")
         except Exception as exc:
-            self.process.error("tensorflow", "arm keras", exc)
+            self.process.error(self.framework, "arm keras", exc)
 
     def eager_fetch(self, original: Callable[..., Any]) -> Callable[..., Any]:
         """``make_train_function``, whose function then takes each batch in eager Python."""
@@ -352,8 +353,9 @@ class _Hooks:
         return _maybe_symbolic_build
 
     def at_exit(self) -> None:
-        if not (self.at_exit_on and self.process.live) or "torch" in self.process.armed:
-            return  # the torch hooks finish the loop where they are armed too
+        if not (self.at_exit_on and self.process.live) or any(
+                name in BY_NAME and BY_NAME[name].measures == LOOP for name in self.process.armed):
+            return  # the hooks that measure every loop (torch's) finish it where they are armed too
         try:
             self.loop.finish(_monotonic())
             self.process.voice.say_left_out()
