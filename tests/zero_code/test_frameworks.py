@@ -109,7 +109,7 @@ def test_the_not_active_text_names_every_row():
 
 # What each row's hooks take for training, as the not-active text says it: rows that take the
 # same thing are said together, in the table's order.
-TRAINING_STEPS = ("no optimizer step or backward pass of torch, no fit of Lightning, Keras or the Trainer, "
+TRAINING_STEPS = ("no optimizer step or backward pass of torch, no fit of Lightning, Keras, Keras 2 or the Trainer, "
                   "no GradientTape gradient or optimizer step of TensorFlow")
 
 
@@ -118,7 +118,7 @@ def test_the_not_active_text_says_each_rows_training_byte_for_byte():
     assert instrumentation.not_active(["tensorflow"], 1, False) == (
         f"tensorflow imported in 1 process, but its hooks saw no training step ({TRAINING_STEPS})")
     assert instrumentation.NOT_ACTIVE == (
-        "no process of the workload imported torch, Lightning, Keras, TensorFlow or transformers under it: "
+        "no process of the workload imported torch, Lightning, Keras, Keras 2, TensorFlow or transformers under it: "
         "not Python, or Python started without site or PYTHONPATH")
 
 
@@ -132,7 +132,7 @@ def test_the_not_active_text_of_a_new_row_comes_from_its_row(monkeypatch):
     # a row that takes what another takes is said with it
     monkeypatch.setattr(frameworks, "FRAMEWORKS", FRAMEWORKS + (row, Framework("twin", "Twin", ("twin",), "toy_hooks",
                                                                                training=("fit", "Twin"))))
-    assert "no fit of Lightning, Keras, the Trainer or Twin, " in frameworks.training_steps()
+    assert "no fit of Lightning, Keras, Keras 2, the Trainer or Twin, " in frameworks.training_steps()
 
 
 def test_the_recorder_hands_the_startup_the_tables_modules(monkeypatch):

@@ -1,8 +1,9 @@
-"""Lightning, Keras and Hugging Face: devicewatch's callback added to every fit.
+"""Lightning, Keras (3 and 2) and Hugging Face: devicewatch's callback added to every fit.
 
 Each framework already says where its epochs, training and validation begin and end, through
 its callbacks; the instrumentation only adds devicewatch's callback (``integrations.lightning``,
-``keras``, ``transformers``) to every ``Trainer.fit``, ``Model.fit`` and ``Trainer.train``,
+``keras``, ``transformers``; Keras 2's is ``keras_base.KerasPhases`` on ``tf_keras``'s own
+``Callback``) to every ``Trainer.fit``, ``Model.fit`` and ``Trainer.train``,
 unless the script passed one itself, and tells the torch-level loop that the callback owns the
 phases (it then measures only the data wait and steps, which the callback's epoch metrics
 carry). The callbacks it adds mark their events ``source: "auto"``.
@@ -23,7 +24,10 @@ def on_import(framework: str, name: str, module: Any, process: Process) -> None:
     if framework == "lightning":
         _wrap(process, framework, module.Trainer, "fit", functools.partial(_lightning_fit, framework, module))
     elif framework == "keras":
-        _wrap(process, framework, module.Model, "fit", _keras_fit(framework, module.Model.fit))
+        _wrap(process, framework, module.Model, "fit", _keras_fit(framework, module.Model.fit, _keras_callback))
+    elif framework == "tf_keras":
+        _wrap(process, framework, module.Model, "fit",
+              _keras_fit(framework, module.Model.fit, functools.partial(_keras2_callback, module)))
     elif framework == "transformers":
         _wrap(process, framework, module.Trainer, "train",
               lambda trainer, args, kwargs: _transformers_train(framework, trainer))
@@ -87,12 +91,33 @@ def _lightning_fit(framework: str, pl: Any, trainer: Any, args: tuple[Any, ...],
 
 # -- Keras --------------------------------------------------------------------------------------
 
-def _keras_fit(framework: str, fit: Callable[..., Any]) -> Callable[..., tuple[tuple[Any, ...], dict[str, Any]] | None]:
+def _keras_callback() -> type:
+    from ..keras import DevicewatchCallback
+
+    return DevicewatchCallback
+
+
+_KERAS2_CALLBACKS: dict[str, type] = {}
+
+
+def _keras2_callback(tf_keras: Any) -> type:
+    """devicewatch's callback on Keras 2's ``Callback``, which its ``fit`` requires."""
+    from ..keras_base import KerasPhases
+
+    cls = _KERAS2_CALLBACKS.get(tf_keras.__name__)
+    if cls is None:
+        cls = _KERAS2_CALLBACKS[tf_keras.__name__] = type(
+            "DevicewatchCallback", (KerasPhases, tf_keras.callbacks.Callback), {"framework": "tf_keras"})
+    return cls
+
+
+def _keras_fit(framework: str, fit: Callable[..., Any],
+               callback_class: Callable[[], type]) -> Callable[..., tuple[tuple[Any, ...], dict[str, Any]] | None]:
     parameters = list(inspect.signature(fit).parameters)
     position = parameters.index("callbacks") - 1 if "callbacks" in parameters else None  # less self
 
     def prepare(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
-        from ..keras import DevicewatchCallback
+        from ..keras_base import KerasPhases
 
         _announce(framework)
         at = position if position is not None and len(args) > position else None
@@ -100,9 +125,9 @@ def _keras_fit(framework: str, fit: Callable[..., Any]) -> Callable[..., tuple[t
         if callbacks is not None and not isinstance(callbacks, (list, tuple)):
             return None  # a CallbackList of the script's own: left as it is
         callbacks = list(callbacks or ())
-        if any(isinstance(cb, DevicewatchCallback) for cb in callbacks):
+        if any(isinstance(cb, KerasPhases) for cb in callbacks):
             return None
-        callback = DevicewatchCallback()
+        callback = callback_class()()
         callback.event_fields = event_fields()
         callbacks.append(callback)  # a new list: the script's own is not changed
         if at is not None:

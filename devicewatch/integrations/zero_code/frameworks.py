@@ -23,8 +23,9 @@ LOOP = "loop"   # every training loop in a process where it is armed: data wait 
 FIT = "fit"     # each fit its hooks took the batches of, as they say (``Process.fit_measured``)
 NONE = ""       # nothing of its own: a callback that owns the phases, measured by another row
 
-# Keras's TensorFlow trainer: what the TensorFlow hooks need to measure Model.fit
+# Keras's TensorFlow trainer, and Keras 2's: what the TensorFlow hooks need to measure Model.fit
 KERAS_TRAINER = "keras.src.backend.tensorflow.trainer"
+KERAS2_TRAINER = "tf_keras.src.engine.training"
 
 
 @dataclass(frozen=True)
@@ -47,10 +48,12 @@ FRAMEWORKS: tuple[Framework, ...] = (
     Framework("lightning", "Lightning", ("lightning.pytorch", "pytorch_lightning"), "framework_hooks",
               training=("fit", "Lightning")),
     Framework("keras", "Keras", ("keras",), "framework_hooks", training=("fit", "Keras")),
+    # Keras 2, also ``tf.keras`` under TF_USE_LEGACY_KERAS=1 (which imports tf_keras).
+    Framework("tf_keras", "Keras 2", ("tf_keras",), "framework_hooks", training=("fit", "Keras 2")),
     # Its hooks count a tape's gradient and an optimizer's apply, eager or in a tf.function.
-    Framework("tensorflow", "TensorFlow", ("tensorflow", KERAS_TRAINER), "tf_hooks",
+    Framework("tensorflow", "TensorFlow", ("tensorflow", KERAS_TRAINER, KERAS2_TRAINER), "tf_hooks",
               measures=FIT, training=("GradientTape gradient or optimizer step", "TensorFlow"),
-              completing=(KERAS_TRAINER,)),
+              completing=(KERAS_TRAINER, KERAS2_TRAINER)),
     Framework("transformers", "transformers", ("transformers.trainer",), "framework_hooks",
               training=("fit", "the Trainer")),
 )
@@ -77,7 +80,7 @@ def titles() -> str:
 
 def training_steps() -> str:
     """What the hooks take for training, every framework's: ``no optimizer step or backward
-    pass of torch, no fit of Lightning, Keras or the Trainer, no GradientTape gradient or
+    pass of torch, no fit of Lightning, Keras, Keras 2 or the Trainer, no GradientTape gradient or
     optimizer step of TensorFlow``."""
     groups: dict[str, list[str]] = {}
     for row in FRAMEWORKS:
