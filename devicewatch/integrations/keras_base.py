@@ -3,7 +3,7 @@
 Keras 3 (``keras``) and Keras 2 (``tf_keras``, or ``tf.keras`` under ``TF_USE_LEGACY_KERAS=1``)
 call their callbacks at the same points of ``fit`` but each takes only callbacks of its own
 ``Callback`` class. ``KerasPhases`` is what they share and imports neither: ``integrations.keras``
-puts it on Keras 3's class, the instrumentation on Keras 2's (``framework_hooks``).
+puts it on Keras 3's class, ``integrations.keras2`` on Keras 2's.
 """
 
 from __future__ import annotations

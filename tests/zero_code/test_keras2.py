@@ -90,3 +90,14 @@ def test_a_tf_keras_fit_waiting_on_a_slow_tf_data_map_is_input_bound(tmp_path):
     data = data_phases_lie_inside_train_phases(out)
     assert sum(p.duration for p in data) > 0.5 * sum(row["total"] for row in rows)
     assert report["verdict"]["label"] == "input-bound", report["verdict"]
+
+
+def test_a_callback_the_script_passed_itself_is_not_added_a_second_time(tmp_path):
+    """``integrations.keras2.DevicewatchCallback`` passed by hand, in a lane of its own: its
+    events alone, none of an added one (whose events would be ``source: auto`` in lane main)."""
+    _, sent = run_instrumented(tmp_path, [sys.executable, str(SCRIPT), "--own-callback"], ENV)
+    phases = [(e["kind"], e["name"], e["epoch"], e["lane"], e.get("source")) for e in sent if e["kind"] == "phase_begin"]
+    assert phases == [(kind, name, n, "mine", None) for n in range(1, EPOCHS + 1)
+                      for kind, name in (("phase_begin", "train"), ("phase_begin", "validate"))]
+    assert [e["info"]["framework"] for e in sent if e["kind"] == "run_info"] == ["tf_keras"]
+    assert [e["metrics"]["steps"] for e in sent if e["kind"] == "epoch"] == [STEPS] * EPOCHS

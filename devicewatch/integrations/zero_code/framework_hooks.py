@@ -2,9 +2,8 @@
 
 Each framework already says where its epochs, training and validation begin and end, through
 its callbacks; the instrumentation only adds devicewatch's callback (``integrations.lightning``,
-``keras``, ``transformers``; Keras 2's is ``keras_base.KerasPhases`` on ``tf_keras``'s own
-``Callback``) to every ``Trainer.fit``, ``Model.fit`` and ``Trainer.train``,
-unless the script passed one itself, and tells the torch-level loop that the callback owns the
+``keras``, ``keras2``, ``transformers``) to every ``Trainer.fit``, ``Model.fit`` and
+``Trainer.train``, unless the script passed one itself, and tells the torch-level loop that the callback owns the
 phases (it then measures only the data wait and steps, which the callback's epoch metrics
 carry). The callbacks it adds mark their events ``source: "auto"``.
 """
@@ -26,8 +25,7 @@ def on_import(framework: str, name: str, module: Any, process: Process) -> None:
     elif framework == "keras":
         _wrap(process, framework, module.Model, "fit", _keras_fit(framework, module.Model.fit, _keras_callback))
     elif framework == "tf_keras":
-        _wrap(process, framework, module.Model, "fit",
-              _keras_fit(framework, module.Model.fit, functools.partial(_keras2_callback, module)))
+        _wrap(process, framework, module.Model, "fit", _keras_fit(framework, module.Model.fit, _keras2_callback))
     elif framework == "transformers":
         _wrap(process, framework, module.Trainer, "train",
               lambda trainer, args, kwargs: _transformers_train(framework, trainer))
@@ -97,18 +95,10 @@ def _keras_callback() -> type:
     return DevicewatchCallback
 
 
-_KERAS2_CALLBACKS: dict[str, type] = {}
+def _keras2_callback() -> type:
+    from ..keras2 import DevicewatchCallback
 
-
-def _keras2_callback(tf_keras: Any) -> type:
-    """devicewatch's callback on Keras 2's ``Callback``, which its ``fit`` requires."""
-    from ..keras_base import KerasPhases
-
-    cls = _KERAS2_CALLBACKS.get(tf_keras.__name__)
-    if cls is None:
-        cls = _KERAS2_CALLBACKS[tf_keras.__name__] = type(
-            "DevicewatchCallback", (KerasPhases, tf_keras.callbacks.Callback), {"framework": "tf_keras"})
-    return cls
+    return DevicewatchCallback
 
 
 def _keras_fit(framework: str, fit: Callable[..., Any],

@@ -11,6 +11,7 @@ import numpy as np
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--tf-keras", action="store_true", help="import Keras as tf.keras")
+parser.add_argument("--own-callback", action="store_true", help="pass devicewatch's Keras 2 callback by hand")
 args = parser.parse_args()
 if args.tf_keras:
     import tensorflow as tf
@@ -26,7 +27,12 @@ y = (x[:, :3].sum(axis=1) > 0).astype("int64")
 model = keras.Sequential([keras.Input((20,)), keras.layers.Dense(64, activation="relu"),
                           keras.layers.Dense(2, activation="softmax")])
 model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
-history = model.fit(x, y, batch_size=32, epochs=3, validation_split=0.25, verbose=0)
+callbacks = []
+if args.own_callback:
+    from devicewatch.integrations.keras2 import DevicewatchCallback
+
+    callbacks.append(DevicewatchCallback(lane="mine"))
+history = model.fit(x, y, batch_size=32, epochs=3, validation_split=0.25, verbose=0, callbacks=callbacks)
 print("model", keras.Model.__module__)
 for name, values in sorted(history.history.items()):
     print(name, " ".join(repr(v) for v in values))
