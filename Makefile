@@ -13,6 +13,9 @@ $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[torch,tensorflow,parquet,dev]"
+	# Keras 2, for the tests of scripts that use it: its metadata requires the `tensorflow`
+	# distribution, which would install the CUDA build over tensorflow-cpu's same module.
+	$(BIN)/python -m pip install --quiet --no-deps tf_keras==2.21.0
 	touch $(STAMP)
 
 demo: setup

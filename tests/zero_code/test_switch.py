@@ -48,7 +48,8 @@ def test_offered_and_why_not():
 def test_environment_puts_the_startup_folder_first_and_keeps_the_rest():
     env, info = zero_code.environment(["python", "x.py"], {"PYTHONPATH": "/a:/b", "HOME": "/h"})
     assert info == {"offered": True}
-    assert env == {"PYTHONPATH": f"{STARTUP}{os.pathsep}/a:/b", "HOME": "/h"}
+    assert env == {"PYTHONPATH": f"{STARTUP}{os.pathsep}/a:/b", "HOME": "/h",
+                   zero_code.WATCHED_VAR: ",".join(f"{m}={f}" for m, f in instrument.WATCHED.items())}
     env, _ = zero_code.environment(["python", "x.py"], {"PYTHONPATH": ""})
     assert env["PYTHONPATH"] == str(STARTUP)  # no empty entry: it would mean the current directory
     given = {"PYTHONPATH": "/a"}
@@ -61,15 +62,17 @@ def test_the_startup_folder_holds_only_the_sitecustomize():
 
 
 def test_the_startup_file_agrees_with_the_package():
-    """It cannot import them (that would cost every process): the same values, spelled twice."""
+    """It cannot import them (that would cost every process): the same values, spelled twice.
+    The frameworks it watches it is handed (``zero_code.WATCHED_VAR``): none spelled in it."""
     tree = ast.parse((STARTUP / "sitecustomize.py").read_text())
     values = {node.targets[0].id: ast.literal_eval(node.value) for node in tree.body
               if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
-              and node.targets[0].id in ("_WATCHED", "_EVENTS_VAR", "_SWITCH_VAR", "_SWITCHED_OFF")}
-    assert set(values["_WATCHED"]) == set(instrument.WATCHED)
+              and node.targets[0].id in ("_WATCHED_VAR", "_EVENTS_VAR", "_SWITCH_VAR", "_SWITCHED_OFF")}
+    assert values["_WATCHED_VAR"] == zero_code.WATCHED_VAR
     assert values["_EVENTS_VAR"] == events.ENV_VAR
     assert values["_SWITCH_VAR"] == zero_code.SWITCH_VAR
     assert values["_SWITCHED_OFF"] == zero_code.SWITCHED_OFF
+    assert not [node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and node.value in instrument.WATCHED]
 
 
 class Clock:

@@ -150,7 +150,7 @@ class Process:
 
 original = OwnedIterator.__next__
 process = Process()
-tf_hooks.arm(tf, process)
+tf_hooks.arm(tf, process, "tensorflow")
 data = tf.data.Dataset.range(5)
 print([int(x) for x in data], [int(x) for x in data])
 print(process.errors, OwnedIterator.__next__ is original)
@@ -166,3 +166,17 @@ def test_a_hook_that_fails_is_reported_once_put_back_and_the_batches_come_out_un
     batches, errors = result.stdout.splitlines()
     assert batches == "[0, 1, 2, 3, 4] [0, 1, 2, 3, 4]"
     assert errors == "[('tensorflow', 'timed next', \"the loop's own bookkeeping broke\")] True"
+
+
+def test_tensorflow_imported_without_a_training_step_names_what_its_hooks_look_for(tmp_path):
+    """A script that imports TensorFlow but never takes a gradient or steps an optimizer (it
+    only prints Keras-style epoch lines): the reason names TensorFlow's training as its row says."""
+    from devicewatch.integrations.zero_code import frameworks
+
+    code = "import tensorflow as tf\nfor e in (1, 2):\n    tf.ones(3) * 2\n    print(f'Epoch {e}/2')\n"
+    out, _ = record(tmp_path, sys.executable, "-c", code, env=ENV)
+    reason = runfile.load(out).end["instrument"]["reason"]
+    # TensorFlow imports Keras 3 (its tf.keras) as it loads: both are named
+    assert reason == ("keras, tensorflow imported in 1 process, but its hooks saw no training step "
+                      f"({frameworks.training_steps()}); the epochs were read from the workload's output instead")
+    assert "no GradientTape gradient or optimizer step of TensorFlow" in reason

@@ -2,8 +2,8 @@
 
 The recorder puts ``startup/`` (a folder holding only a ``sitecustomize.py``) first on the
 workload's ``PYTHONPATH``. Python runs it at start-up in every process of the workload; it
-costs an import hook until torch, Lightning, Keras or transformers is imported, then arms
-that framework's hooks (``instrument.arm``). Everything they learn goes out through
+costs an import hook until a framework of the table (``frameworks.FRAMEWORKS``) is imported,
+then arms that framework's hooks (``instrument.arm``). Everything they learn goes out through
 ``devicewatch.events`` like any workload's events, aggregated in the workload's process.
 
 This module is the recorder's side: whether the instrumentation is offered to a command, and
@@ -17,7 +17,12 @@ import re
 from typing import Any
 from collections.abc import Mapping, Sequence
 
+from . import frameworks
+
 SWITCH_VAR = "DEVICEWATCH_INSTRUMENT"   # "0" (or off, false, no) switches the instrumentation off
+# The modules the start-up hook watches and the framework each arms (``module=framework,…``):
+# the table's (``frameworks.watched``), handed in since the hook may not import it.
+WATCHED_VAR = "DEVICEWATCH_WATCHED"
 SWITCHED_OFF = ("0", "off", "false", "no")
 STARTUP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "startup")
 
@@ -74,13 +79,15 @@ def offered(command: Sequence[str], env: Mapping[str, str], enabled: bool = True
 def environment(command: Sequence[str], env: Mapping[str, str],
                 enabled: bool = True) -> tuple[dict[str, str], dict[str, Any]]:
     """The workload's environment with the instrumentation offered (``startup/`` first on
-    PYTHONPATH), and ``offered()``'s answer. Not offered: the environment as given."""
+    PYTHONPATH, the table's watched modules in WATCHED_VAR), and ``offered()``'s answer. Not
+    offered: the environment as given."""
     info = offered(command, env, enabled)
     env = dict(env)
     if info["offered"]:
         # An empty entry would put the current directory on every process's sys.path.
         before = env.get("PYTHONPATH", "")
         env["PYTHONPATH"] = STARTUP_DIR + (os.pathsep + before if before else "")
+        env[WATCHED_VAR] = ",".join(f"{module}={name}" for module, name in frameworks.watched().items())
     return env, info
 
 

@@ -1,9 +1,9 @@
-"""Lightning, Keras and Hugging Face: devicewatch's callback added to every fit.
+"""Lightning, Keras (3 and 2) and Hugging Face: devicewatch's callback added to every fit.
 
 Each framework already says where its epochs, training and validation begin and end, through
 its callbacks; the instrumentation only adds devicewatch's callback (``integrations.lightning``,
-``keras``, ``transformers``) to every ``Trainer.fit``, ``Model.fit`` and ``Trainer.train``,
-unless the script passed one itself, and tells the torch-level loop that the callback owns the
+``keras``, ``keras2``, ``transformers``) to every ``Trainer.fit``, ``Model.fit`` and
+``Trainer.train``, unless the script passed one itself, and tells the torch-level loop that the callback owns the
 phases (it then measures only the data wait and steps, which the callback's epoch metrics
 carry). The callbacks it adds mark their events ``source: "auto"``.
 """
@@ -21,11 +21,14 @@ from .process_state import PROCESS, Process, event_fields, own_phases
 def on_import(framework: str, name: str, module: Any, process: Process) -> None:
     """FRAMEWORK's module NAME has run: devicewatch's callback goes into its fit from now on."""
     if framework == "lightning":
-        _wrap(process, framework, module.Trainer, "fit", functools.partial(_lightning_fit, module))
+        _wrap(process, framework, module.Trainer, "fit", functools.partial(_lightning_fit, framework, module))
     elif framework == "keras":
-        _wrap(process, framework, module.Model, "fit", _keras_fit(module.Model.fit))
+        _wrap(process, framework, module.Model, "fit", _keras_fit(framework, module.Model.fit, _keras_callback))
+    elif framework == "tf_keras":
+        _wrap(process, framework, module.Model, "fit", _keras_fit(framework, module.Model.fit, _keras2_callback))
     elif framework == "transformers":
-        _wrap(process, framework, module.Trainer, "train", lambda trainer, args, kwargs: _transformers_train(trainer))
+        _wrap(process, framework, module.Trainer, "train",
+              lambda trainer, args, kwargs: _transformers_train(framework, trainer))
 
 
 def _wrap(process: Process, framework: str, owner: type, method: str,
@@ -52,9 +55,10 @@ def _wrap(process: Process, framework: str, owner: type, method: str,
     setattr(owner, method, wrapper)
 
 
-def _announce(owner: str) -> None:
+def _announce(framework: str) -> None:
+    """FRAMEWORK's callback owns the phases: its row's name labels what they say and fail."""
     PROCESS.announce()
-    own_phases(owner)
+    own_phases(framework)
 
 
 # -- Lightning ----------------------------------------------------------------------------------
@@ -73,34 +77,47 @@ def _lightning_callback(pl: Any) -> type:
     return cls
 
 
-def _lightning_fit(pl: Any, trainer: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+def _lightning_fit(framework: str, pl: Any, trainer: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     from ..lightning_base import LightningPhases
 
     if not any(isinstance(cb, LightningPhases) for cb in trainer.callbacks):
         callback = _lightning_callback(pl)()
         callback.event_fields = event_fields()
         trainer.callbacks.append(callback)
-    _announce("lightning")
+    _announce(framework)
 
 
 # -- Keras --------------------------------------------------------------------------------------
 
-def _keras_fit(fit: Callable[..., Any]) -> Callable[..., tuple[tuple[Any, ...], dict[str, Any]] | None]:
+def _keras_callback() -> type:
+    from ..keras import DevicewatchCallback
+
+    return DevicewatchCallback
+
+
+def _keras2_callback() -> type:
+    from ..keras2 import DevicewatchCallback
+
+    return DevicewatchCallback
+
+
+def _keras_fit(framework: str, fit: Callable[..., Any],
+               callback_class: Callable[[], type]) -> Callable[..., tuple[tuple[Any, ...], dict[str, Any]] | None]:
     parameters = list(inspect.signature(fit).parameters)
     position = parameters.index("callbacks") - 1 if "callbacks" in parameters else None  # less self
 
     def prepare(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
-        from ..keras import DevicewatchCallback
+        from ..keras_base import KerasPhases
 
-        _announce("keras")
+        _announce(framework)
         at = position if position is not None and len(args) > position else None
         callbacks = args[at] if at is not None else kwargs.get("callbacks")
         if callbacks is not None and not isinstance(callbacks, (list, tuple)):
             return None  # a CallbackList of the script's own: left as it is
         callbacks = list(callbacks or ())
-        if any(isinstance(cb, DevicewatchCallback) for cb in callbacks):
+        if any(isinstance(cb, KerasPhases) for cb in callbacks):
             return None
-        callback = DevicewatchCallback()
+        callback = callback_class()()
         callback.event_fields = event_fields()
         callbacks.append(callback)  # a new list: the script's own is not changed
         if at is not None:
@@ -112,11 +129,11 @@ def _keras_fit(fit: Callable[..., Any]) -> Callable[..., tuple[tuple[Any, ...], 
 
 # -- Hugging Face -------------------------------------------------------------------------------
 
-def _transformers_train(trainer: Any) -> None:
+def _transformers_train(framework: str, trainer: Any) -> None:
     from ..transformers import DevicewatchCallback
 
     if not any(isinstance(cb, DevicewatchCallback) for cb in trainer.callback_handler.callbacks):
         callback = DevicewatchCallback()
         callback.event_fields = event_fields()
         trainer.add_callback(callback)
-    _announce("transformers")
+    _announce(framework)

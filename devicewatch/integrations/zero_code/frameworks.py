@@ -7,8 +7,9 @@ measured check (``process_state``) and the not-active text (``recorder.instrumen
 read this table alone, so a new framework is one row and one hooks module. Each hooks module
 has ``on_import(framework, name, module, process)``, called once a row's module has run.
 
-The startup ``sitecustomize`` spells the watched module names again (importing anything
-would cost every Python process of the workload); a test holds the two together.
+The startup ``sitecustomize`` cannot import this (that would cost every Python process of the
+workload): the recorder hands it the watched modules and their frameworks in the workload's
+environment (``zero_code.environment``), so it watches, and names in its errors, this table's.
 
 Standard library only: the recorder imports it for every run.
 """
@@ -22,8 +23,9 @@ LOOP = "loop"   # every training loop in a process where it is armed: data wait 
 FIT = "fit"     # each fit its hooks took the batches of, as they say (``Process.fit_measured``)
 NONE = ""       # nothing of its own: a callback that owns the phases, measured by another row
 
-# Keras's TensorFlow trainer: what the TensorFlow hooks need to measure Model.fit
+# Keras's TensorFlow trainer, and Keras 2's: what the TensorFlow hooks need to measure Model.fit
 KERAS_TRAINER = "keras.src.backend.tensorflow.trainer"
+KERAS2_TRAINER = "tf_keras.src.engine.training"
 
 
 @dataclass(frozen=True)
@@ -46,15 +48,24 @@ FRAMEWORKS: tuple[Framework, ...] = (
     Framework("lightning", "Lightning", ("lightning.pytorch", "pytorch_lightning"), "framework_hooks",
               training=("fit", "Lightning")),
     Framework("keras", "Keras", ("keras",), "framework_hooks", training=("fit", "Keras")),
-    Framework("tensorflow", "TensorFlow", ("tensorflow", KERAS_TRAINER), "tf_hooks",
-              measures=FIT, completing=(KERAS_TRAINER,)),
+    # Keras 2, also ``tf.keras`` under TF_USE_LEGACY_KERAS=1 (which imports tf_keras).
+    Framework("tf_keras", "Keras 2", ("tf_keras",), "framework_hooks", training=("fit", "Keras 2")),
+    # Its hooks count a tape's gradient and an optimizer's apply, eager or in a tf.function.
+    Framework("tensorflow", "TensorFlow", ("tensorflow", KERAS_TRAINER, KERAS2_TRAINER), "tf_hooks",
+              measures=FIT, training=("GradientTape gradient or optimizer step", "TensorFlow"),
+              completing=(KERAS_TRAINER, KERAS2_TRAINER)),
     Framework("transformers", "transformers", ("transformers.trainer",), "framework_hooks",
               training=("fit", "the Trainer")),
 )
 
+def watched() -> dict[str, str]:
+    """Each watched module name and the framework it arms, as the table says now: what the
+    recorder hands the start-up hook (``zero_code.environment``)."""
+    return {module: row.name for row in FRAMEWORKS for module in row.modules}
+
+
 BY_NAME: dict[str, Framework] = {row.name: row for row in FRAMEWORKS}
-# Each watched module name and the framework it arms.
-WATCHED: dict[str, str] = {module: row.name for row in FRAMEWORKS for module in row.modules}
+WATCHED: dict[str, str] = watched()
 
 
 def either(words: list[str]) -> str:
@@ -69,7 +80,8 @@ def titles() -> str:
 
 def training_steps() -> str:
     """What the hooks take for training, every framework's: ``no optimizer step or backward
-    pass of torch, no fit of Lightning, Keras or the Trainer``."""
+    pass of torch, no fit of Lightning, Keras, Keras 2 or the Trainer, no GradientTape gradient or
+    optimizer step of TensorFlow``."""
     groups: dict[str, list[str]] = {}
     for row in FRAMEWORKS:
         if row.training is not None:

@@ -48,7 +48,7 @@ import weakref
 from typing import Any
 from collections.abc import Callable
 
-from .frameworks import KERAS_TRAINER
+from .frameworks import BY_NAME, KERAS2_TRAINER, KERAS_TRAINER, LOOP
 from .process_state import Process
 
 _monotonic = time.monotonic
@@ -64,13 +64,15 @@ def on_import(framework: str, name: str, module: Any, process: Process) -> None:
     """TensorFlow, or Keras's TensorFlow trainer, has been imported (``frameworks.FRAMEWORKS``)."""
     if name == KERAS_TRAINER:
         keras_trainer(module)
+    elif name == KERAS2_TRAINER:
+        keras2_trainer(module)
     else:
         process.knobs.tensorflow(module)
-        arm(module, process)
+        arm(module, process, framework)
 
 
-def arm(tf: Any, process: Process) -> None:
-    """Put the hooks in (once per process)."""
+def arm(tf: Any, process: Process, framework: str) -> None:
+    """Put the hooks in (once per process); their errors are said as FRAMEWORK's (its row's name)."""
     global _HOOKS
     from tensorflow.python.data.ops.iterator_ops import OwnedIterator
     from tensorflow.python.eager import context
@@ -78,7 +80,7 @@ def arm(tf: Any, process: Process) -> None:
     from tensorflow.python.eager.polymorphic_function.polymorphic_function import Function
     from tensorflow.python.training.optimizer import Optimizer
 
-    hooks = _Hooks(process, context.executing_eagerly, OwnedIterator)
+    hooks = _Hooks(process, framework, context.executing_eagerly, OwnedIterator, tf.function)
     hooks.wrap(OwnedIterator, "__next__", hooks.timed_next)
     hooks.wrap(Function, "__call__", hooks.counted_call)
     hooks.wrap(GradientTape, "gradient", hooks.counted_gradient)
@@ -86,15 +88,25 @@ def arm(tf: Any, process: Process) -> None:
     _HOOKS = hooks
     process.fit_measured = measures_fit
     atexit.register(hooks.at_exit)
+    # else the start-up hook arms each once it has run (``keras_trainer``, ``keras2_trainer``)
     trainer = sys.modules.get(KERAS_TRAINER)
-    if trainer is not None:  # else the start-up hook arms it once it has run (``keras_trainer``)
+    if trainer is not None:
         hooks.arm_keras(trainer)
+    trainer = sys.modules.get(KERAS2_TRAINER)
+    if trainer is not None:
+        hooks.arm_keras2(trainer)
 
 
 def keras_trainer(trainer: Any) -> None:
     """Keras's TensorFlow trainer has run (it imports TensorFlow first, so the hooks are in)."""
     if _HOOKS is not None:
         _HOOKS.arm_keras(trainer)
+
+
+def keras2_trainer(trainer: Any) -> None:
+    """Keras 2's training module has run (``tf_keras`` imports TensorFlow first)."""
+    if _HOOKS is not None:
+        _HOOKS.arm_keras2(trainer)
 
 
 def measures_fit() -> bool | None:
@@ -104,11 +116,14 @@ def measures_fit() -> bool | None:
 
 
 class _Hooks:
-    def __init__(self, process: Process, executing_eagerly: Callable[[], bool], iterator_type: type):
+    def __init__(self, process: Process, framework: str, executing_eagerly: Callable[[], bool], iterator_type: type,
+                 compile_function: Callable[..., Any]):
         self.process = process
+        self.framework = framework
         self.loop = process.loop
         self.executing_eagerly = executing_eagerly
         self.iterator_type: Any = iterator_type  # Any: `type(x) is it` must not narrow x to object
+        self.compile_function = compile_function  # tf.function
         self.restore: dict[str, Callable[[], None]] = {}
         # Whether each hook still counts (a failed one is off): plain attributes, read on every
         # batch and step.
@@ -126,6 +141,7 @@ class _Hooks:
         self.marked: dict[int, int] = {}
         self.apply_depth = 0
         self.fit_measured: bool | None = None
+        self.batch_given = 0   # inside Keras 2's train_on_batch
 
     def wrap(self, owner: Any, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]],
              hook: str | None = None) -> None:
@@ -154,7 +170,7 @@ class _Hooks:
             self.restore.get(hook, lambda: None)()
         except Exception:
             pass
-        self.process.error("tensorflow", hook.replace("_", " "), exc)
+        self.process.error(self.framework, hook.replace("_", " "), exc)
 
     # -- data wait ------------------------------------------------------------------------------
 
@@ -298,7 +314,7 @@ class _Hooks:
                 if hasattr(cls, "_maybe_symbolic_build"):
                     self.wrap(cls, "_maybe_symbolic_build", self.untimed_build, hook="eager_fetch")
         except Exception as exc:
-            self.process.error("tensorflow", "arm keras", exc)
+            self.process.error(self.framework, "arm keras", exc)
 
     def eager_fetch(self, original: Callable[..., Any]) -> Callable[..., Any]:
         """``make_train_function``, whose function then takes each batch in eager Python."""
@@ -310,21 +326,22 @@ class _Hooks:
                 try:
                     function = model.train_function
                     if function is not None and not getattr(function, "_devicewatch_eager_fetch", False):
-                        model.train_function = self.fetching(function, model.steps_per_execution == 1)
+                        model.train_function = self.fetching(
+                            function, lambda batch: function((batch,)), model.steps_per_execution == 1)
                 except Exception as exc:
                     self.failed("eager_fetch", exc)
             return result
         return make_train_function
 
-    def fetching(self, function: Callable[[Any], Any], one_step: bool) -> Callable[[Any], Any]:
-        """Keras's train function, given its batch: taken from the iterator in eager Python
-        (``__next__``, timed) and handed to the function's path for a batch given as data.
+    def fetching(self, function: Callable[[Any], Any], fed: Callable[[Any], Any], one_step: bool) -> Callable[[Any], Any]:
+        """Keras's train FUNCTION, given its batch: taken from the iterator in eager Python
+        (``__next__``, timed) and handed to FED, the same step for a batch given as data.
         An exhausted iterator goes to Keras as it is, which ends the epoch its own way."""
         process, iterator_type = self.process, self.iterator_type
 
         def train_function(iterator: Any) -> Any:
             if not (one_step and type(iterator) is iterator_type and self.eager_fetch_on and process.live
-                    and get_ident() == _MAIN):
+                    and not self.batch_given and get_ident() == _MAIN):
                 self.fit_measured = False
                 return function(iterator)
             try:
@@ -332,10 +349,67 @@ class _Hooks:
             except StopIteration:
                 return function(iterator)
             self.fit_measured = self.timed_next_on and self.counted_call_on
-            return function((batch,))
+            return fed(batch)
 
         train_function._devicewatch_eager_fetch = True  # type: ignore[attr-defined]  # a mark on Keras's function: wrapped once
         return train_function
+
+    def arm_keras2(self, trainer: Any) -> None:
+        """Keras 2's training module is loaded: its optimizers' steps, its fit's batches."""
+        try:
+            from tf_keras.src.optimizers.legacy.optimizer_v2 import OptimizerV2
+            from tf_keras.src.optimizers.optimizer import _BaseOptimizer
+
+            self.wrap(_BaseOptimizer, "apply_gradients", self.counted_apply)
+            self.wrap(OptimizerV2, "apply_gradients", self.counted_apply)
+            self.wrap(trainer.Model, "make_train_function", self.keras2_fetch, hook="eager_fetch")
+            self.wrap(trainer.Model, "train_on_batch", self.unfetched, hook="eager_fetch")
+        except Exception as exc:
+            self.process.error(self.framework, "arm keras 2", exc)
+
+    def keras2_fetch(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """Keras 2's ``make_train_function``, whose function then takes each batch in eager
+        Python. Keras 2 has no path for a batch given as data: its step's own Python
+        (``next(iterator)``, then the step) is compiled once more as a ``tf.function`` of the
+        batch, handed the batch as the iterator it takes it from (``_Taken``)."""
+        process = self.process
+
+        def make_train_function(model: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(model, *args, **kwargs)
+            if not (self.eager_fetch_on and process.live):
+                return result
+            try:
+                function = model.train_function
+                if function is not None and not getattr(function, "_devicewatch_eager_fetch", False):
+                    fed = self.keras2_fed(model, function)
+                    if fed is not None:
+                        model.train_function = result = self.fetching(function, fed, _one_step(model))
+            except Exception as exc:
+                self.failed("eager_fetch", exc)
+            return result  # Keras 2's fit uses what this returns
+        return make_train_function
+
+    def keras2_fed(self, model: Any, function: Any) -> Callable[[Any], Any] | None:
+        """Keras 2's train FUNCTION as a function of one batch, or None where it is neither
+        its compiled function nor, with ``run_eagerly``, its plain one (a coordinator's)."""
+        step = getattr(function, "python_function", None)
+        if step is None:
+            if not model.run_eagerly:
+                return None
+            return lambda batch: function(_Taken(batch))
+        return self.compile_function(lambda batch: step(_Taken(batch)), reduce_retracing=True)
+
+    def unfetched(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """Keras 2's ``train_on_batch``: its batch is given as data, in a new one-batch data
+        set each call, which no loop waits on; its function runs as Keras calls it."""
+
+        def train_on_batch(model: Any, *args: Any, **kwargs: Any) -> Any:
+            self.batch_given += 1
+            try:
+                return original(model, *args, **kwargs)
+            finally:
+                self.batch_given -= 1
+        return train_on_batch
 
     def untimed_build(self, original: Callable[..., Any]) -> Callable[..., Any]:
         """``_maybe_symbolic_build``, which takes a batch before fit's first epoch (and drops
@@ -352,13 +426,35 @@ class _Hooks:
         return _maybe_symbolic_build
 
     def at_exit(self) -> None:
-        if not (self.at_exit_on and self.process.live) or "torch" in self.process.armed:
-            return  # the torch hooks finish the loop where they are armed too
+        if not (self.at_exit_on and self.process.live) or any(
+                name in BY_NAME and BY_NAME[name].measures == LOOP for name in self.process.armed):
+            return  # the hooks that measure every loop (torch's) finish it where they are armed too
         try:
             self.loop.finish(_monotonic())
             self.process.voice.say_left_out()
         except Exception as exc:
             self.failed("at_exit", exc)
+
+
+class _Taken:
+    """A batch already taken, as the iterator Keras 2's step takes it from: ``next`` gives it."""
+
+    def __init__(self, batch: Any):
+        self.batch = batch
+
+    def __iter__(self) -> _Taken:
+        return self
+
+    def __next__(self) -> Any:
+        return self.batch
+
+
+def _one_step(model: Any) -> bool:
+    """Whether Keras 2's train function runs one step a call (``steps_per_execution`` 1, not
+    tuned, no cluster coordinator): else its batches are taken inside its compiled loop."""
+    steps = getattr(model, "_steps_per_execution", None)
+    return ((steps is None or int(steps.numpy()) == 1) and not getattr(model, "autotune_steps_per_execution", False)
+            and getattr(model, "_cluster_coordinator", None) is None)
 
 
 def _endless(dataset: Any) -> bool:

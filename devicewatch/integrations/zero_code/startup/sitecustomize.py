@@ -3,11 +3,16 @@
 The recorder puts this folder (which holds nothing else) first on the workload's PYTHONPATH,
 so ``site`` imports this file as ``sitecustomize``. It takes its folder off ``sys.path`` again,
 runs the ``sitecustomize`` the environment already had, and, under a devicewatch recorder on
-Python 3.9 or newer, adds one import hook: nothing else happens until torch, Lightning, Keras,
-TensorFlow or transformers is imported (or at once, for one a ``.pth`` file or the
-environment's own sitecustomize imported before this file ran). Then devicewatch is loaded from where this file lives (the
-workload's interpreter need not have it installed, and nothing else of devicewatch's
-environment joins its sys.path) and arms that framework (``zero_code.instrument.arm``).
+Python 3.9 or newer, adds one import hook: nothing else happens until a module of devicewatch's
+table of frameworks is imported (or at once, for one a ``.pth`` file or the environment's own
+sitecustomize imported before this file ran). Then devicewatch is loaded from where this file
+lives (the workload's interpreter need not have it installed, and nothing else of
+devicewatch's environment joins its sys.path) and arms that framework
+(``zero_code.instrument.arm``).
+
+The modules it watches, and the framework each arms, are the table's
+(``zero_code.frameworks``), handed in by the recorder in the environment (``_WATCHED_VAR``):
+importing the table here would cost every Python process of the workload.
 
 Written to parse on any Python, old ones included, where it only runs the environment's own
 ``sitecustomize``.
@@ -18,14 +23,19 @@ import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(_HERE)))  # the devicewatch package
-# The same names and values as zero_code.frameworks.WATCHED, events.ENV_VAR and
-# zero_code.SWITCH_VAR/SWITCHED_OFF (a test holds them together): importing those here would
-# cost every Python process of the workload.
-_WATCHED = ("torch", "lightning.pytorch", "pytorch_lightning", "keras", "tensorflow", "transformers.trainer",
-            "keras.src.backend.tensorflow.trainer")
+# The same names and values as events.ENV_VAR and zero_code.WATCHED_VAR, SWITCH_VAR and
+# SWITCHED_OFF (a test holds them together): importing those here would cost every Python
+# process of the workload.
 _EVENTS_VAR = "DEVICEWATCH_EVENTS"
+_WATCHED_VAR = "DEVICEWATCH_WATCHED"
 _SWITCH_VAR = "DEVICEWATCH_INSTRUMENT"
 _SWITCHED_OFF = ("0", "off", "false", "no")
+
+
+def _watched():
+    """Each watched module and the framework it arms, from ``module=framework,...``."""
+    pairs = [item.split("=", 1) for item in os.environ.get(_WATCHED_VAR, "").split(",") if "=" in item]
+    return dict((module.strip(), name.strip()) for module, name in pairs if module.strip() and name.strip())
 
 
 def _wanted():
@@ -41,8 +51,9 @@ class _Watcher(object):
     transformers, Lightning and Keras make to learn what is installed) hands out a spec that
     is never run and leaves the name watched. Gone from sys.meta_path once every name is armed."""
 
-    def __init__(self):
-        self.pending = set(_WATCHED)
+    def __init__(self, watched):
+        self.watched = watched
+        self.pending = set(watched)
 
     def find_spec(self, name, path=None, target=None):
         if name not in self.pending:
@@ -67,12 +78,12 @@ class _Watcher(object):
         self.pending.discard(name)
         if not self.pending and self in sys.meta_path:
             sys.meta_path.remove(self)
-        _arm(name, module)
+        _arm(name, self.watched[name], module)
 
     def already_imported(self):
         """Frameworks imported before this hook could see them (by a ``.pth`` file or the
         environment's own sitecustomize): armed now."""
-        for name in _WATCHED:
+        for name in list(self.watched):
             module = sys.modules.get(name)
             if module is not None and getattr(module, "__spec__", None) is not None:
                 self.executed(name, module)
@@ -100,11 +111,11 @@ class _Arming(object):
         self.watcher.executed(self.name, sys.modules.get(self.name, module))
 
 
-def _arm(name, module):
+def _arm(name, framework, module):
     try:
         _instrumentation().arm(name, module)
     except Exception as exc:  # devicewatch itself could not be loaded: say so, change nothing
-        _say_error(name, exc)
+        _say_error(framework, exc)
 
 
 def _instrumentation():
@@ -127,14 +138,14 @@ def _instrumentation():
     return importlib.import_module("devicewatch.integrations.zero_code.instrument")
 
 
-def _say_error(name, exc):
+def _say_error(framework, exc):
     """One instrument event, written as devicewatch.events would, without devicewatch."""
     try:
         import json
         import time
 
         line = json.dumps({"kind": "instrument", "mono": time.monotonic(), "pid": os.getpid(),
-                           "state": "error", "framework": name.split(".")[0],
+                           "state": "error", "framework": framework,
                            "detail": ("loading devicewatch: %s: %s" % (type(exc).__name__, exc))[:300]})
         fd = os.open(os.environ[_EVENTS_VAR], os.O_WRONLY | os.O_NONBLOCK)
         try:
@@ -159,8 +170,8 @@ def _chain():
         sys.modules["sitecustomize"] = ours
 
 
-if _wanted():
-    _WATCHER = _Watcher()
+_WATCHER = _Watcher(_watched()) if _wanted() else None
+if _WATCHER is not None and _WATCHER.pending:
     sys.meta_path.insert(0, _WATCHER)
     _chain()
     _WATCHER.already_imported()
