@@ -175,7 +175,7 @@ def test_tensorflow_imported_without_a_training_step_names_what_its_hooks_look_f
 
     code = "import tensorflow as tf\nfor e in (1, 2):\n    tf.ones(3) * 2\n    print(f'Epoch {e}/2')\n"
     out, _ = record(tmp_path, sys.executable, "-c", code, env=ENV)
-    reason = runfile.load(out).end["instrument"]["reason"]
+    reason = runfile.load(out).end.instrument["reason"]
     # TensorFlow imports Keras 3 (its tf.keras) as it loads: both are named
     assert reason == ("keras, tensorflow imported in 1 process, but its hooks saw no training step "
                       f"({frameworks.training_steps()}); the epochs were read from the workload's output instead")
