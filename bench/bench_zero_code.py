@@ -2,7 +2,8 @@
 
 The workload is a loop of tiny steps (one-sample batches from a DataLoader into a 4-input
 linear model: about 4,500 steps/s of CPU time here, the worst case for per-step hooks), recorded by
-``devicewatch --record`` with the instrumentation on.
+``devicewatch --record`` with the instrumentation on. ``--layers 8`` puts eight hidden 4-wide
+layers in the model, which lengthens each step to about 2,000 steps/s here: the budget's own rate.
 
 **Slowdown.** Whole runs with and without the instrumentation differ here by far more than
 2% (the machine is shared: pairs of back-to-back runs came out -24% and +83%), so the figure
@@ -39,7 +40,7 @@ per-step hook pays. The DataLoader's hook alone is not a clean figure: in its "o
 loop sees steps and no batches, so it starts watching the model's calls (as for a loop that
 reads no DataLoader), and that hook is then in both kinds of burst.
 
-    python -m bench.bench_zero_code [--runs 3] [--steps 2000] [--epochs 5] [--per-hook]
+    python -m bench.bench_zero_code [--runs 3] [--steps 2000] [--epochs 5] [--layers 8] [--per-hook]
 """
 
 from __future__ import annotations
@@ -64,14 +65,16 @@ from torch.nn.modules.module import Module
 from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
-steps, epochs, mode = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+steps, epochs, mode, layers = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 alternate = mode in ("alternate", "control", "next", "step", "empty")
 BURST = 50
 torch.manual_seed(0)
 torch.set_num_threads(1)
 train = DataLoader(TensorDataset(torch.randn(steps, 4), torch.randn(steps, 1)), batch_size=1)
 val = DataLoader(TensorDataset(torch.randn(max(1, steps // 10), 4), torch.randn(max(1, steps // 10), 1)), batch_size=1)
-model = nn.Linear(4, 1)
+# LAYERS hidden 4-wide layers make each step longer (its own Python and dispatch, as a real model's)
+model = nn.Sequential(*(m for _ in range(layers) for m in (nn.Linear(4, 4), nn.Tanh())), nn.Linear(4, 1)) \
+    if layers else nn.Linear(4, 1)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
 
 # The hooked functions (the backward hook has put PyTorch's own back by the first step).
@@ -154,12 +157,12 @@ HOOK_NAMES = {"next": "the DataLoader's __next__ hook alone (less the model-call
               "empty": "both hooks doing nothing (what PyTorch's calling a Python hook there costs)"}
 
 
-def record(script: Path, out: Path, steps: int, epochs: int, mode: str = "whole") -> list[float]:
+def record(script: Path, out: Path, steps: int, epochs: int, mode: str = "whole", layers: int = 0) -> list[float]:
     """Record one instrumented run of the loop; what it printed (its step rates)."""
     env = {k: v for k, v in os.environ.items() if k not in ("DEVICEWATCH_EVENTS", "DEVICEWATCH_INSTRUMENT")}
     env["PYTHONPATH"] = str(ROOT)
     command = [sys.executable, "-m", "devicewatch", "--record", str(out), "--quiet", "--", sys.executable,
-               str(script), str(steps), str(epochs), mode]
+               str(script), str(steps), str(epochs), mode, str(layers)]
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     if result.returncode != 0:
         raise SystemExit(f"the recorded loop failed: {result.stderr[-2000:]}")
@@ -218,6 +221,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="alternating runs (default 3)")
     parser.add_argument("--steps", type=int, default=2000, help="training steps an epoch (default 2000)")
     parser.add_argument("--epochs", type=int, default=5, help="epochs a run (default 5)")
+    parser.add_argument("--layers", type=int, default=0,
+                        help="hidden layers that lengthen each step (default 0: the 4-input linear model; 8 makes a "
+                             "loop of about 2,000 steps/s here, the budget's rate)")
     parser.add_argument("--per-hook", action="store_true",
                         help="also each hook's own share: runs that take out only the DataLoader's or only the "
                              "optimizer's hook")
@@ -232,17 +238,17 @@ def main() -> None:
         per_hook: dict[str, list[dict[str, tuple[float, float]]]] = {}
         for run in range(args.runs):
             runs.append(alternation(record(script, folder / f"alternate-{run}.jsonl", args.steps, args.epochs,
-                                           "alternate")))
+                                           "alternate", args.layers)))
             print(f"run {run + 1}: {line(runs[-1])}", flush=True)
             controls.append(alternation(record(script, folder / f"control-{run}.jsonl", args.steps, args.epochs,
-                                               "control")))
+                                               "control", args.layers)))
             print(f"control {run + 1}, hooked both ways: {line(controls[-1])}", flush=True)
             for hook in ("next", "step", "empty") if args.per_hook else ():
                 per_hook.setdefault(hook, []).append(
-                    alternation(record(script, folder / f"{hook}-{run}.jsonl", args.steps, args.epochs, hook)))
+                    alternation(record(script, folder / f"{hook}-{run}.jsonl", args.steps, args.epochs, hook, args.layers)))
                 print(f"{HOOK_NAMES[hook]} {run + 1}: {line(per_hook[hook][-1])}", flush=True)
         whole = folder / "whole.jsonl"
-        (rate,) = record(script, whole, args.steps, args.epochs)
+        (rate,) = record(script, whole, args.steps, args.epochs, layers=args.layers)
         whole_events = event_rates(whole)
         stress = folder / "stress.jsonl"
         record(script, stress, 20, 300)
