@@ -88,7 +88,7 @@ def record(script: Path, out: Path, epochs: int, mode: str) -> tuple[float, floa
         raise SystemExit(f"the recorded fit failed: {(result.stderr or result.stdout)[-2000:]}")
     from devicewatch.runformat import runfile
 
-    logs = [log["line"] for log in runfile.load(out).logs if log.get("stream") == "stdout"]
+    logs = [log.line for log in runfile.load(out).logs if log.stream == "stdout"]
     own, fetched = (float(v) for v in logs[-1].split())
     return own, fetched
 
