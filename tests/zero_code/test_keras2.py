@@ -16,7 +16,7 @@ from devicewatch.runformat import runfile
 
 from test_safety import run_instrumented, run_plain
 from test_scripts import record
-from test_tf_data import BATCHES, data_phases_lie_inside_train_phases, script, unstamped
+from test_tf_data import fit_waiting_on_a_slow_map_is_input_bound, unstamped
 
 SCRIPT = Path(__file__).parent / "scripts" / "keras2_fit.py"
 ENV = {"TF_CPP_MIN_LOG_LEVEL": "2"}
@@ -79,17 +79,7 @@ def test_the_script_prints_the_same_losses_and_weights_byte_for_byte(tmp_path):
 def test_a_tf_keras_fit_waiting_on_a_slow_tf_data_map_is_input_bound(tmp_path):
     """``scripts/tf_keras_fit.py`` as Keras 3's test has it, fitted by Keras 2: each of the 24
     batches of an epoch takes 0.2 s to make, one after the other; a step takes a few ms."""
-    out, report = record(tmp_path, *script("tf_keras_fit.py", "--keras2", "--delay", "0.2"), env=ENV)
-    rows = report["epochs"]
-    assert [row["epoch"] for row in rows] == [1, 2]
-    for row in rows:
-        metrics = row["metrics"]
-        assert metrics["steps"] == BATCHES and "val_loss" in metrics, row
-        assert metrics["data_wait_s"] > 0.5 * row["total"], row
-        assert metrics["data_wait_s"] < BATCHES * 0.2 + 0.5, row  # no more than the map slept, give or take
-    data = data_phases_lie_inside_train_phases(out)
-    assert sum(p.duration for p in data) > 0.5 * sum(row["total"] for row in rows)
-    assert report["verdict"]["label"] == "input-bound", report["verdict"]
+    fit_waiting_on_a_slow_map_is_input_bound(tmp_path, ENV, "--keras2")
 
 
 def test_a_callback_the_script_passed_itself_is_not_added_a_second_time(tmp_path):

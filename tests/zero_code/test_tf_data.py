@@ -59,7 +59,13 @@ def data_phases_lie_inside_train_phases(out: Path) -> list[analysis.Phase]:
 
 def test_keras_fit_waiting_on_a_slow_tf_data_map_is_input_bound(tmp_path):
     # each batch takes 0.2 s to make, one after the other; a step of the model takes a few ms
-    out, report = record(tmp_path, *script("tf_keras_fit.py", "--delay", "0.2"), env=ENV)
+    fit_waiting_on_a_slow_map_is_input_bound(tmp_path, ENV)
+
+
+def fit_waiting_on_a_slow_map_is_input_bound(tmp_path: Path, env: dict[str, str], *keras: str) -> None:
+    """``scripts/tf_keras_fit.py`` (by Keras 3, or KERAS ``--keras2``) whose map makes each of an
+    epoch's batches in 0.2 s, one after the other, recorded: input-bound, its wait the map's."""
+    out, report = record(tmp_path, *script("tf_keras_fit.py", *keras, "--delay", "0.2"), env=env)
     rows = report["epochs"]
     assert [row["epoch"] for row in rows] == [1, 2]
     for row in rows:
