@@ -5,7 +5,7 @@ never runs out, HF ``evaluate()`` after ``train()``, an evaluation before traini
 training scripts fetched unmodified, each recorded unmodified with
 ``devicewatch --record F --quiet -- python script.py`` and its report compared with the truth.
 
-A round-three script measures its own truth in the same run and prints it as its last line,
+A script of round3/ measures its own truth in the same run and prints it as its last line,
 ``DEVICEWATCH-TRUTH {json}``: the unit (an epoch where the pass's iterator runs out, else
 segments between evaluations), how many, the optimizer steps and evaluations in each, and the
 share of its training loop spent fetching its batches, timed around the fetch with

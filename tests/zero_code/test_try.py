@@ -60,7 +60,7 @@ NEXT_ITER = Path(__file__).parent / "round3" / "next_iter.py"
 @pytest.mark.slow
 def test_try_on_a_loop_that_takes_a_new_iterator_every_step_picks_a_variant_that_helps_as_predicted(tmp_path):
     # next(iter(train_loader)) every step with 2 workers: each step starts them anew and shuts
-    # the dropped iterator's down. One operator thread, as the round-three rows run it: a tiny
+    # the dropped iterator's down. One operator thread, as the rows of test_round3.py run it: a tiny
     # model's step stays steady on a shared machine.
     out = tmp_path / "trials"
     result = run_devicewatch(["try", "--steps", "12", "--warmup", "5", "--out", str(out), "--json", "--",
