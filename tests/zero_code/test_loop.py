@@ -28,8 +28,8 @@ class Heard:
             self.said.append(("data", epoch, start, end))
         return self.accept_data
 
-    def epoch(self, epoch: int, metrics: dict[str, Any], unit: str = "epoch") -> None:
-        self.said.append(("epoch", epoch, metrics))
+    def epoch(self, epoch: int, figures: Any, unit: str = "epoch") -> None:
+        self.said.append(("epoch", epoch, figures.to_json()))
         self.units.append(unit)
 
     def setup(self, train_source: Any) -> None:

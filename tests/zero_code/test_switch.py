@@ -13,6 +13,7 @@ from devicewatch import events
 from devicewatch.integrations import zero_code
 from devicewatch.integrations.zero_code import instrument
 from devicewatch.integrations.zero_code.process_state import EVENT_BURST, EVENT_RATE, Voice
+from devicewatch.loop_figures import UnitFigures
 
 STARTUP = Path(zero_code.STARTUP_DIR)
 
@@ -100,7 +101,7 @@ def test_the_voice_stays_within_fifty_events_in_any_second_and_keeps_phases_whol
         voice.phase("begin", "train", 1, "main", clock.now)
         voice.data_phase(clock.now, clock.now + 0.0005, 1, "main")
         voice.phase("end", "train", 1, "main", clock.now + 0.0009)
-        voice.epoch(1, {"steps": 1})
+        voice.epoch(1, UnitFigures(1))
     assert announced == [1]  # before the first event, once
     for i, start in enumerate(sent_at):  # any second, from any event on
         assert sum(1 for t in sent_at[i:] if t < start + 1.0) <= 50

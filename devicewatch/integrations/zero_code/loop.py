@@ -92,7 +92,7 @@ DATALOADER = "DataLoader"  # what the waits timed in a DataLoader's ``__next__``
 class Voice(Protocol):
     def phase(self, kind: str, name: str, epoch: int | None, lane: str, at: float) -> None: ...
     def data_phase(self, start: float, end: float, epoch: int | None, lane: str) -> bool: ...
-    def epoch(self, epoch: int, metrics: dict[str, Any], unit: str = EPOCH) -> None: ...
+    def epoch(self, epoch: int, figures: UnitFigures, unit: str = EPOCH) -> None: ...
     def setup(self, train_source: Hashable | None) -> None: ...
 
 
@@ -730,7 +730,7 @@ class Loop:
         if self.counts.gaps:
             self.closed_rest += max(0.0, self.counts.loop_wait - self.counts.data_wait)
         self.wait_measured = self.wait_measured or self.counts.fetched or bool(self.counts.gaps)
-        self.voice.epoch(self.epoch, figures.to_json(), self.unit)
+        self.voice.epoch(self.epoch, figures, self.unit)
         self.counts = EpochCounts()
         self.gap_loader = 0.0  # the new counts start from no DataLoader wait
         self.over = True

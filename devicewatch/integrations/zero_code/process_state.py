@@ -110,15 +110,14 @@ class Voice:
             extra = {"tf_data": tf_data} if tf_data else {}
             self._send(events.INSTRUMENT, state="setup", loader=loader, threads=threads, **extra)
 
-    def epoch(self, epoch: int, metrics: dict[str, Any], unit: str = EPOCH) -> None:
-        """A unit's figures, each one ``UnitFigures`` declares: one it does not declare raises
-        here, before anything is sent, so no figure reaches the run file unnamed."""
-        figures = UnitFigures(**metrics).to_json()
+    def epoch(self, epoch: int, figures: UnitFigures, unit: str = EPOCH) -> None:
+        """A unit's figures as its epoch event's metrics: only ``UnitFigures`` is sent, and it
+        refuses a figure it does not declare where it is made, so none reaches the run file unnamed."""
         if self._take(1):
             if unit == EPOCH:
-                self._send(events.EPOCH, epoch=epoch, metrics=figures)
+                self._send(events.EPOCH, epoch=epoch, metrics=figures.to_json())
             else:
-                self._send(events.EPOCH, epoch=epoch, unit=unit, metrics=figures)
+                self._send(events.EPOCH, epoch=epoch, unit=unit, metrics=figures.to_json())
 
 
 class Process:
