@@ -1,7 +1,7 @@
 """The figures devicewatch itself measures in each unit of a training loop (an epoch, or a
 segment between evaluations), declared once: the zero-code loop makes them, its epoch event
 carries them among the event's ``metrics``, and the reader tells them from the workload's own
-metrics by these names (``runformat.records.EpochEvent``). Standard library only: it is
+metrics by these names (``runformat.records.EpochMetrics``). Standard library only: it is
 loaded in the workload's processes.
 """
 

@@ -388,8 +388,9 @@ def considered(run: Run, verdict: Verdict | None = None) -> tuple[list[Advice], 
         out.append(_advice(b, "threads", min(limit, b.threads + more),
                            f"{verdict.label}: PyTorch runs its operators on {b.threads} thread{'s' * (b.threads != 1)} "
                            f"and {max(0.0, free):.1f} of {_of_cores(b)} are free"))
-    held += [a for a in out if _worth_it(a, b) is not a]
-    out = [_worth_it(a, b) for a in out]
+    worth = [_worth_it(a, b) for a in out]
+    held += [a for a, kept in zip(out, worth) if kept is not a]
+    out = worth
     if not out:
         if verdict.label == "contended":
             why = (f"contended: its threads waited for a core {b.wait_share or 0:.0%} of the time they wanted one, "

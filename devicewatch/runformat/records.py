@@ -1,5 +1,8 @@
-"""The run file's records other than the header and samples, typed: one frozen dataclass per
-record type (``Notice``, ``LogLine``, ``End``), each spelled once with its fields.
+"""The run file's records other than the header and samples: one frozen dataclass per record
+type devicewatch writes itself (``Notice``, ``LogLine``, ``End``, and the ``Phase`` and ``Marker``
+events), each spelled once with its fields, and an epoch event's metrics told apart
+(``EpochMetrics``). The workload's own events, ``gpu_status`` and ``cpu_limits`` are still
+built as dicts here.
 
 As austin-python's ``events.py`` types each record it reads, a record is parsed at the edge
 (``parse``: the reader, which counts a record it refuses as a bad line), passed inward as an

@@ -58,6 +58,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
               training=("fit", "the Trainer")),
 )
 
+
 def watched() -> dict[str, str]:
     """Each watched module name and the framework it arms, as the table says now: what the
     recorder hands the start-up hook (``zero_code.environment``)."""
