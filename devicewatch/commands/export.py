@@ -22,40 +22,56 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="the run file, or a job's folder of its nodes' run files")
     parser.add_argument("--format", required=True, choices=export.FORMATS)
     parser.add_argument("-o", "--output", required=True, metavar="OUT",
-                        help="perfetto: OUT.json; svg: OUT.svg; csv: OUT_samples.csv, OUT_epochs.csv "
-                             "and OUT_phases.csv (a .csv suffix on OUT is dropped); parquet: the same "
-                             "three tables as OUT_*.parquet; an existing directory: the files go "
-                             "inside it, named after the run file")
+                        help="perfetto: OUT.json; svg: OUT.svg (the suffix added where OUT lacks it); "
+                             "csv: OUT_samples.csv, OUT_epochs.csv and OUT_phases.csv (a .csv suffix on "
+                             "OUT is dropped); parquet: the same three tables as OUT_*.parquet; an "
+                             "existing directory: the files go inside it, named after the run file")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace files that already exist (refused otherwise, and nothing is written)")
 
 
-def inside_directory(output: str, run_file: str, fmt: str) -> str:
-    """``-o DIR`` for an existing directory: the files go inside it, named after the run file."""
+def inside_directory(output: str, run_file: str) -> str:
+    """``-o DIR`` for an existing directory: the files go inside it, named after the run file
+    (the format's suffix added as to any OUT)."""
     if not os.path.isdir(output):
         return output
     stem = Path(run_file).name.removesuffix(".jsonl") or "run"
-    return os.path.join(output, stem + {"perfetto": ".json", "svg": ".svg"}.get(fmt, ""))
+    return os.path.join(output, stem)
+
+
+def claimed(paths: tuple[str, ...], overwrite: bool) -> None:
+    """Refuse, before writing any of PATHS, where one already exists and the user did not say
+    ``--overwrite``: an export never replaces a file silently (an SVG, then a trace to the same
+    ``-o``, keeps the SVG)."""
+    existing = [p for p in paths if os.path.lexists(p)]
+    if existing and not overwrite:
+        others = f" (and {len(existing) - 1} more)" if len(existing) > 1 else ""
+        raise UsageError(f"export: {existing[0]}{others} already exists; nothing was written "
+                         "(choose another name, or pass --overwrite to replace it)")
 
 
 def run(args: argparse.Namespace) -> int:
+    output = inside_directory(args.output, args.file)
+    paths = export.output_paths(args.format, output)
+    claimed(paths, args.overwrite)
     recording = load_run(args.file, say=lambda line: print(f"devicewatch: {line}", file=sys.stderr))
-    args.output = inside_directory(args.output, args.file, args.format)
     try:
         if args.format == "perfetto":
-            written = [args.output]
-            with open(args.output, "w", encoding="utf-8") as handle:
+            written = [paths[0]]
+            with open(paths[0], "w", encoding="utf-8") as handle:
                 json.dump(export.perfetto(recording), handle, separators=(",", ":"), allow_nan=False, default=str)
         elif args.format == "csv":
-            written = export.write_csv(recording, args.output)
+            written = export.write_csv(recording, output)
         elif args.format == "parquet":
-            written = export.write_parquet(recording, args.output)
+            written = export.write_parquet(recording, output)
         else:
-            written = [args.output]
-            with open(args.output, "w", encoding="utf-8") as handle:
+            written = [paths[0]]
+            with open(paths[0], "w", encoding="utf-8") as handle:
                 handle.write(export.svg(recording))
-    except IsADirectoryError:
-        raise UsageError(f"export: {args.output} is a directory; give a file name") from None
+    except IsADirectoryError as exc:
+        raise UsageError(f"export: {exc.filename or paths[0]} is a directory; give a file name") from None
     except OSError as exc:
-        raise UsageError(f"export: cannot write {exc.filename or args.output}: {exc.strerror}") from None
+        raise UsageError(f"export: cannot write {exc.filename or paths[0]}: {exc.strerror}") from None
     for path in written:
         print(path)
     return 0

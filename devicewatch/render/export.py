@@ -1,8 +1,8 @@
 """``devicewatch export``: a recorded run as a Perfetto trace, CSV tables, or an SVG chart.
 
-    devicewatch export RUN.jsonl --format perfetto -o OUT.json   Chrome trace JSON (ui.perfetto.dev)
+    devicewatch export RUN.jsonl --format perfetto -o OUT        OUT.json: Chrome trace JSON (ui.perfetto.dev)
     devicewatch export RUN.jsonl --format csv -o OUT             OUT_samples.csv, OUT_epochs.csv, OUT_phases.csv
-    devicewatch export RUN.jsonl --format svg -o OUT.svg         utilization charts for slides
+    devicewatch export RUN.jsonl --format svg -o OUT             OUT.svg: utilization charts for slides
     devicewatch export RUN.jsonl --format parquet -o OUT         OUT_samples/_epochs/_phases.parquet
 
 Everything reads the run through ``runfile.load`` and ``analysis``, like the report, so an
@@ -26,6 +26,20 @@ from .palette import PRINT
 
 FORMATS = ("perfetto", "csv", "svg", "parquet")
 PID = 1
+# The suffix of a one-file format's file, added to ``-o OUT`` where OUT does not end with it.
+SUFFIX = {"perfetto": ".json", "svg": ".svg"}
+
+
+def output_paths(fmt: str, out: str) -> tuple[str, ...]:
+    """The files an export of format FMT to ``-o OUT`` writes, as ``export --help`` names them:
+    OUT.json or OUT.svg (the suffix added where OUT lacks it), or the three tables of csv and
+    parquet. Known before anything is written, so that none of them is replaced unasked."""
+    if fmt == "csv":
+        return csv_paths(out)
+    if fmt == "parquet":
+        return parquet_paths(out)
+    suffix = SUFFIX[fmt]
+    return (out if out.lower().endswith(suffix) else out + suffix,)
 
 
 # -- tracks ---------------------------------------------------------------------------------

@@ -229,3 +229,53 @@ def test_a_merged_run_exports_each_node_as_its_own_machine(tmp_path):
     assert titles == ["node 0: CPU utilization %, 2 cores", "node 0: GPU 0 utilization % (A100)",
                       "node 0: GPU 1 utilization % (A100)", "node 1: CPU utilization %, 2 cores",
                       "node 1: GPU 0 utilization % (H100)"]
+
+
+def _export(run_path, fmt, out, *more):
+    buffer = io.StringIO()
+    with redirect_stdout(buffer):
+        assert command("export", [str(run_path), "--format", fmt, "-o", str(out), *more]) == 0
+    return buffer.getvalue().split()
+
+
+@pytest.mark.parametrize("fmt, suffix", [("perfetto", ".json"), ("svg", ".svg")])
+def test_the_format_suffix_is_added_where_out_lacks_it(run_path, tmp_path, fmt, suffix):
+    """``-o NAME`` writes NAME.json or NAME.svg, as --help says; NAME with the suffix is kept as it is."""
+    assert _export(run_path, fmt, tmp_path / "talk") == [str(tmp_path / f"talk{suffix}")]
+    assert _export(run_path, fmt, tmp_path / f"given{suffix.upper()}") == [str(tmp_path / f"given{suffix.upper()}")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["run.jsonl", f"talk{suffix}", f"given{suffix.upper()}"])
+
+
+def test_an_svg_then_a_trace_to_one_name_keeps_both(run_path, tmp_path):
+    """What lost the SVG before: the trace goes to its own file."""
+    svg = _export(run_path, "svg", tmp_path / "fig")
+    trace = _export(run_path, "perfetto", tmp_path / "fig")
+    assert (svg, trace) == ([str(tmp_path / "fig.svg")], [str(tmp_path / "fig.json")])
+    ET.fromstring((tmp_path / "fig.svg").read_text())
+    assert "traceEvents" in json.loads((tmp_path / "fig.json").read_text())
+
+
+@pytest.mark.parametrize("fmt, existing", [("svg", "fig.svg"), ("perfetto", "fig.json"), ("csv", "fig_phases.csv")])
+def test_an_existing_file_is_kept_unless_overwrite(run_path, tmp_path, fmt, existing):
+    """One clear line and nothing written, not even the tables that did not exist yet; with
+    --overwrite the file is replaced."""
+    kept = tmp_path / existing
+    kept.write_text("mine\n")
+    with pytest.raises(UsageError, match=rf"export: {kept} already exists; nothing was written .*--overwrite"):
+        command("export", [str(run_path), "--format", fmt, "-o", str(tmp_path / "fig")])
+    assert kept.read_text() == "mine\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["run.jsonl", existing])
+    written = _export(run_path, fmt, tmp_path / "fig", "--overwrite")
+    assert str(kept) in written and kept.read_text() != "mine\n"
+
+
+def test_a_refused_export_exits_non_zero_with_one_line(run_path, tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "fig.svg").write_text("mine\n")
+    done = subprocess.run([sys.executable, "-m", "devicewatch", "export", str(run_path), "--format", "svg",
+                           "-o", str(tmp_path / "fig")], capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and done.stdout == ""
+    assert done.stderr.strip().count("\n") == 0 and "already exists" in done.stderr
+    assert (tmp_path / "fig.svg").read_text() == "mine\n"
