@@ -1,5 +1,6 @@
 """Epochs: each epoch's seconds by phase, its training loop and data wait (``EpochRow``), the
-run's data wait, why it was not measured where it was not, and a merged run's stragglers.
+run's data wait, and why it was not measured where it was not (a merged run's stragglers:
+``stragglers``).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from collections.abc import Iterable
 
 from .. import events
 from ..runformat.runfile import Run
-from .pairing import AUTO_SOURCE, STDOUT_SOURCE, WAIT_PHASE, Phase, phases, union_length
+from .pairing import AUTO_SOURCE, STDOUT_SOURCE, Phase, phases, union_length
 
 # The per-epoch metric with the exact seconds the training loop was blocked in its DataLoader
 # (the zero-code instrumentation sends it; its visible waits are also ``data`` phases).
@@ -277,42 +278,3 @@ def phase_names(rows: list[EpochRow]) -> list[str]:
         for name in row.phases:
             seen.setdefault(name, None)
     return list(seen)
-
-
-@dataclass(frozen=True)
-class EpochStragglers:
-    """Who finished an epoch last, and how long each other rank waited for it."""
-
-    epoch: int
-    last_rank: int
-    finished: dict[int, float]   # rank -> time its last phase of the epoch ended (s)
-    waited: dict[int, float]     # rank -> seconds between its finish and the last rank's
-
-    @property
-    def max_wait(self) -> float:
-        return max(self.waited.values(), default=0.0)
-
-
-def stragglers(run: Run, all_phases: list[Phase] | None = None) -> list[EpochStragglers]:
-    """Per epoch with two or more ranks: the rank whose last phase ended last, and the others' wait.
-
-    Phases that never ended (a run cut short) are left out: their end is not a finish; so are
-    ``wait`` phases (a rank at a barrier is waiting for the others, not working).
-    """
-    all_phases = phases(run) if all_phases is None else all_phases
-    ends: dict[int, dict[int, float]] = {}
-    for p in all_phases:
-        rank = p.attrs.get("rank")
-        if p.epoch is None or p.open or type(rank) is not int or p.name == WAIT_PHASE:
-            continue
-        by_rank = ends.setdefault(p.epoch, {})
-        by_rank[rank] = max(by_rank.get(rank, p.end), p.end)
-    out = []
-    for epoch in sorted(ends):
-        finished = ends[epoch]
-        if len(finished) < 2:
-            continue
-        last = max(sorted(finished), key=lambda r: finished[r])
-        out.append(EpochStragglers(epoch, last, dict(sorted(finished.items())),
-                                   {r: round(finished[last] - t, 6) for r, t in sorted(finished.items()) if r != last}))
-    return out

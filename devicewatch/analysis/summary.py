@@ -21,11 +21,12 @@ from .epoch_rows import (
     data_wait,
     data_wait_unmeasured,
     epochs,
-    stragglers,
     unit,
 )
 from .idle import DeviceIdle
 from .pairing import Phase, lane_overlap, lanes, phases
+from .stragglers import EpochStragglers, stragglers
+from .stragglers import text as straggler_text
 from .utilization import Series, driver_sample_periods, phase_utilization, series, stats
 from .verdicts import Verdict, run_judgement
 from .wording import instrumentation_text, results, run_info, status_text
@@ -154,12 +155,26 @@ class HostSummary(_Figures):
 
 @dataclass(frozen=True)
 class StragglerFigures(_Figures):
-    """Who finished an epoch of a merged run last; ranks as strings, as JSON keys are."""
+    """Whose work ended an epoch of a merged run last (``stragglers``), whether the others'
+    wait is a finding (at or above the epoch's noise floor), where the straggler lost its time,
+    and the line that says it; ranks as strings, as JSON keys are."""
 
     epoch: int
     last_rank: int
     max_wait: float
     waited: dict[str, float]
+    length: float
+    noise_floor: float
+    finding: bool
+    lost_in: str | None
+    phase_excess: float
+    text: str
+
+    @classmethod
+    def of(cls, row: EpochStragglers, unit_: str = EPOCH_UNIT) -> StragglerFigures:
+        return cls(row.epoch, row.last_rank, round(row.max_wait, 6), {str(r): w for r, w in row.waited.items()},
+                   row.length, round(row.noise_floor, 6), row.finding, row.lost_in, row.phase_excess,
+                   straggler_text(row, unit_))
 
 
 @dataclass(frozen=True)
@@ -269,17 +284,21 @@ def summarize(run: Run) -> Summary:
         per_host=[HostSummary(h.host, h.hostname, h.samples, h.cpu_mean, [DeviceFigures.of(d) for d in h.devices],
                               VerdictFigures.of(h.verdict)) for h in hosts],
         alignment=alignment.get("text") if alignment is not None else None,
-        stragglers=straggler_figures(run, all_phases),
+        stragglers=straggler_figures(run, all_phases, run_unit),
         notices=[n.message for n in run.notices],
         recorder_cpu_mean=stats(s.recorder_cpu)["mean"],
         series=s, phase_list=all_phases, epoch_rows=rows,
     )
 
 
-def straggler_figures(run: Run, all_phases: list[Phase] | None = None) -> list[StragglerFigures]:
-    """``stragglers`` rounded as printed."""
-    return [StragglerFigures(row.epoch, row.last_rank, round(row.max_wait, 6), {str(r): w for r, w in row.waited.items()})
-            for row in stragglers(run, all_phases)]
+def straggler_figures(run: Run, all_phases: list[Phase] | None = None,
+                      unit_: str | None = None) -> list[StragglerFigures]:
+    """``stragglers`` rounded as printed, each with its line in UNIT_'s words (the run's unit
+    where not given)."""
+    all_phases = phases(run) if all_phases is None else all_phases
+    if unit_ is None:
+        unit_ = unit(epochs(run, all_phases))
+    return [StragglerFigures.of(row, unit_) for row in stragglers(run, all_phases)]
 
 
 def straggler_rows(run: Run, all_phases: list[Phase] | None = None) -> list[dict[str, Any]]:

@@ -9,9 +9,10 @@ form), and keeps what the job view draws:
   machine went away);
 - each rank's phases on one time axis: a node's ``t`` mapped onto the wall clock by its clock
   pairs as ``merge`` maps it (the start pair at once, the rate refined when the end pair comes);
-- each epoch's straggler as soon as every rank has left that epoch: the rank that finished it
-  last (its last phase of the epoch ended last, as ``analysis.stragglers`` reads a merged run),
-  the others' waits, and the phase in which it spent the most time beyond the other ranks.
+- each epoch's straggler as soon as every rank has left that epoch, judged by the one rule
+  ``report`` judges a merged run by (``analysis.stragglers``: the rank whose work, not its wait
+  at a barrier, ended last; a wait under the noise floor is no finding), with the others' waits
+  and the phase in which it spent the most time beyond the other ranks.
 
 Textual-free, like the rest of ``live``: the job screen draws from it.
 """
@@ -19,7 +20,6 @@ Textual-free, like the rest of ``live``: the job screen draws from it.
 from __future__ import annotations
 
 import os
-import statistics
 from collections import deque
 import time
 from dataclasses import dataclass, field
@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from .. import events
+from ..analysis.stragglers import EpochStragglers, RankPhase, judge
 from ..errors import RunFileError
 from ..job_files import job_folder
 from ..merge import MAX_RATE_ERROR, SAME_BOOT
@@ -86,33 +87,12 @@ class Rank:
     def open_in(self, epoch: int) -> bool:
         return any(p.epoch == epoch for p in self.open.values())
 
-    def finish(self, epoch: int) -> tuple[float, dict[str, float]] | None:
-        """When this rank's last phase of EPOCH ended (node t) and its time per phase name;
-        None if none of its phases of EPOCH has ended."""
-        ends = [p for p in self.by_epoch.get(epoch, ()) if p.end is not None]
-        if not ends:
-            return None
-        spent: dict[str, float] = {}
-        for p in ends:
-            assert p.end is not None
-            spent[p.name] = spent.get(p.name, 0.0) + (p.end - p.begin)
-        return max(p.end for p in ends if p.end is not None), spent
-
-
-@dataclass(frozen=True)
-class EpochStraggler:
-    """One finished epoch: who finished it last, by how much, and in which phase it lost the time."""
-
-    epoch: int
-    last_rank: int
-    node: str
-    waited: dict[int, float]      # each other rank's wait for it, s
-    phase: str | None             # the phase the straggler spent longest in beyond the others
-    phase_excess: float           # by how much, s (its time less the other ranks' median)
-
-    @property
-    def spread(self) -> float:
-        return max(self.waited.values(), default=0.0)
+    def worked(self, epoch: int, origin: float) -> list[RankPhase]:
+        """This rank's ended phases of EPOCH on the job's axis: its node's t on the wall
+        clock, less ORIGIN."""
+        unix = self.node.unix
+        return [RankPhase(self.rank, epoch, p.name, unix(p.begin) - origin, unix(p.end) - origin)
+                for p in self.by_epoch.get(epoch, ()) if p.end is not None]
 
 
 class NodeFeed:
@@ -282,7 +262,7 @@ class JobModel:
         self.nodes: dict[Path, NodeFeed] = {}
         self.left_out: tuple[str, ...] = ()
         self.version = 0
-        self.stragglers: dict[int, EpochStraggler] = {}
+        self.stragglers: dict[int, EpochStragglers] = {}
         self._headers: dict[Path, Header] = {}
         self.poll()
 
@@ -375,24 +355,14 @@ class JobModel:
                        or r.node.finished for r in live)
             if not left:
                 continue
-            finishes: dict[int, tuple[float, dict[str, float]]] = {}
-            for r in live:
-                found = r.finish(epoch)
-                if found is not None:
-                    finishes[r.rank] = (r.node.unix(found[0]), found[1])
-            if len(finishes) < 2:
-                continue
-            last = max(finishes, key=lambda k: finishes[k][0])
-            end = finishes[last][0]
-            waited = {k: round(end - v[0], 6) for k, v in finishes.items() if k != last}
-            phase, excess = None, 0.0
-            for name, spent in finishes[last][1].items():
-                others = [v[1].get(name, 0.0) for k, v in finishes.items() if k != last]
-                beyond = spent - statistics.median(others)
-                if phase is None or beyond > excess:
-                    phase, excess = name, beyond
-            node = next(r.node for r in live if r.rank == last)
-            self.stragglers[epoch] = EpochStraggler(epoch, last, node.label, waited, phase, max(excess, 0.0))
+            origin = self.origin or 0.0
+            judged = judge(epoch, [p for r in live for p in r.worked(epoch, origin)])
+            if judged is not None:
+                self.stragglers[epoch] = judged
+
+    def node_of(self, rank: int) -> str:
+        """The label of the node RANK runs on ("?" for a rank not seen)."""
+        return next((n.label for n in self.nodes.values() if rank in n.ranks), "?")
 
 
 def open_job(paths: list[str], silent_after: float = SILENT_AFTER) -> JobModel:

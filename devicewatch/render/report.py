@@ -16,6 +16,7 @@ from rich.table import Table
 
 from .. import analysis
 from ..analysis import advice, wording
+from ..analysis.stragglers import tally
 from ..analysis.contention import CONTENDED_WAIT, OTHERS_NOTABLE, cores_text
 from ..analysis.utilization import active_mask
 from ..runformat.downsample import minmax
@@ -33,13 +34,9 @@ def _secs(value: float | None) -> str:
 
 
 def straggler_lines(rows: list[analysis.StragglerFigures], unit: str = analysis.EPOCH_UNIT) -> list[str]:
-    """One line per epoch (or segment, UNIT) of a merged run (``Summary.stragglers``): the
-    rank that finished last and how long the others waited for it."""
-    lines = []
-    for row in rows:
-        waits = ", ".join(f"rank {r} {w:.3f}s" for r, w in row.waited.items())
-        lines.append(f"{unit} {row.epoch}: rank {row.last_rank} finished last; waited: {waits}")
-    return lines
+    """A merged run's stragglers (``Summary.stragglers``, the job screen's rule): the job in
+    one line, then one line per epoch (or segment, UNIT)."""
+    return [tally(rows, unit)] + [row.text for row in rows] if rows else []
 
 
 def _cell(value: Any) -> str:
@@ -198,7 +195,8 @@ def tables(run: Run, summary: analysis.Summary, width: int = DEFAULT_WIDTH) -> l
                    [Column(k, [_cell(r.get(k)) for r in results]) for k in keys], width)
 
     if summary.stragglers:
-        out.append(f"Stragglers (the rank that finished each {summary.unit} last, and how long the others waited):")
+        out.append(f"Stragglers (the rank whose work ended each {summary.unit} last, and how long the others "
+                   f"waited; under {analysis.NOISE_SECONDS:g} s or {analysis.NOISE_SHARE:.0%} of the {summary.unit}, none):")
         out += ["  " + line for line in straggler_lines(summary.stragglers, summary.unit)]
 
     for notice in summary.notices[:10]:

@@ -22,7 +22,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Static
 
-from ..live.job import EpochStraggler, JobModel, NodeFeed
+from ..analysis.stragglers import tally
+from ..live.job import JobModel, NodeFeed
 from ..phase_kinds import KINDS, kind_of
 from ..render.palette import NORMAL, PRINT
 from ..safe_text import inert
@@ -33,6 +34,7 @@ TICK = 1.0                      # seconds between polls of the nodes' files: a j
 WINDOWS = (None, 600.0, 60.0, 10.0)   # the lanes' time window: the whole job, then the last N s
 PHASE_GLYPH = {"train": "█", "validate": "▓", "data": "░", "copy": "▒", "other": "▪"}
 LABEL = 18                      # columns of a lane's label
+SLOTS = 2048                    # a lane's time slots, whatever the width: each cell shows the phase holding most of its slots
 
 
 def clock(unix: float) -> str:
@@ -71,6 +73,16 @@ def cells(values: np.ndarray, width: int) -> Text:
     _runs(text, ["█" if s >= 0 else "·" for s in shade.tolist()],
           [NORMAL.heat[s] if s >= 0 else NORMAL.axis for s in shade.tolist()])
     return text
+
+
+def majority(grid: np.ndarray, columns: int, kinds: int) -> np.ndarray:
+    """Each of COLUMNS cells: the kind (0…KINDS-1) that holds the most of its slots of GRID
+    (-1 where none does). The grid is the lane at a fixed number of slots whatever the width,
+    so every size of the screen shows, for each stretch of time, the phase that held most of
+    it: a short wait does not paint a whole cell of a narrow terminal."""
+    edges = (np.arange(columns) * len(grid)) // columns
+    counts = np.stack([np.add.reduceat((grid == k).astype(np.int64), edges) for k in range(kinds)])
+    return np.where(counts.max(axis=0) > 0, counts.argmax(axis=0), -1)
 
 
 def node_state(node: NodeFeed, origin: float | None, now: float) -> Text:
@@ -256,42 +268,32 @@ class JobScreen(Screen[None]):
         return text
 
     def epochs_text(self, width: int) -> Text:
-        """A line for the whole job (which rank was slowest how often, and where it lost the
-        time), then the latest epochs, one line each."""
+        """A line for the whole job (which rank was the straggler how often, and where it lost
+        the time), then the latest epochs, one line each: the figures ``report`` prints, by its
+        rule (``analysis.stragglers``)."""
         rows = sorted(self.model.stragglers.values(), key=lambda row: row.epoch)
         if not rows:
             return Text("stragglers: each epoch's slowest rank, once every rank has left the epoch", style=NORMAL.axis)
-        counts: dict[int, int] = {}
-        for row in rows:
-            counts[row.last_rank] = counts.get(row.last_rank, 0) + 1
-        worst = max(counts, key=lambda rank: counts[rank])
-        phases = [row.phase for row in rows if row.last_rank == worst and row.phase and self.lost_in(row)]
-        where = max(set(phases), key=phases.count) if phases else None
         head = Text("stragglers: ", style="bold")
-        head.append(f"rank {worst} slowest in {counts[worst]} of {len(rows)} epochs", style="bold yellow")
-        if where:
-            head.append(f", mostly losing its time in {where}")
+        head.append(tally(rows), style="bold yellow" if any(r.finding for r in rows) else "")
         head.truncate(width - 2)
         text = Text()
         text.append_text(head)
         for row in rows[-6:]:
             line = Text(f"\nepoch {row.epoch:>3}  ")
-            line.append(f"rank {row.last_rank} ({row.node}) last", style="yellow")
-            if row.waited:
-                line.append(f" by {row.spread:.2f} s")
-            if row.phase is not None and self.lost_in(row):
-                line.append(f" · {row.phase} +{row.phase_excess:.2f} s on the other ranks' median")
-            elif row.waited:
-                line.append(" · no phase of it longer than the others'")
+            if not row.finding:
+                line.append(f"no straggler: within {row.max_wait:.2f} s (noise floor {row.noise_floor:.2f} s)",
+                            style=NORMAL.axis)
+            else:
+                line.append(f"rank {row.last_rank} ({self.model.node_of(row.last_rank)}) last", style="yellow")
+                line.append(f" by {row.max_wait:.2f} s")
+                if row.lost_in is not None:
+                    line.append(f" · {row.lost_in} +{row.phase_excess:.2f} s on the other ranks' median")
+                else:
+                    line.append(" · no phase of it longer than the others'")
             line.truncate(width - 1)   # its newline, then what the panel's padding leaves
             text.append_text(line)
         return text
-
-    @staticmethod
-    def lost_in(row: EpochStraggler) -> bool:
-        """The phase names where the straggler lost its time: it took at least a tenth of the
-        epoch's spread (and 5 ms) longer than the other ranks' median."""
-        return row.phase_excess >= max(0.005, 0.1 * row.spread)
 
     def lanes_text(self, width: int) -> Text:
         model = self.model
@@ -304,7 +306,8 @@ class JobScreen(Screen[None]):
         window = WINDOWS[self.window_index]
         start = origin if window is None else max(origin, end - window)
         columns = max(10, width - LABEL - 1)
-        per_cell = max((end - start) / columns, 1e-6)
+        slots = max(SLOTS, columns)
+        per_slot = max((end - start) / slots, 1e-9)
         text = Text()
         axis = Text(" " * LABEL + "│")
         axis.append(f"{clock(start)} (+{span(start - origin)})", style=NORMAL.axis)
@@ -314,17 +317,18 @@ class JobScreen(Screen[None]):
         text.append("\n")
         kinds = {kind: i for i, kind in enumerate(KINDS)}
         for rank in ranks:
-            lane = np.full(columns, -1)
+            grid = np.full(slots, -1)
             node = rank.node
-            for phase in rank.phases:
+            for phase in rank.phases:   # in begin order: a phase nested in another paints over it
                 begin = node.unix(phase.begin)
                 # an open phase lasts to its node's latest reading (a silent node's stops there)
                 finish = node.unix(phase.end if phase.end is not None else node.last_seen)
                 if finish < start:
                     continue
-                a = int((begin - start) / per_cell)
-                b = max(a + 1, int((finish - start) / per_cell + 0.999))
-                lane[max(0, a):max(0, min(columns, b))] = kinds[kind_of(phase.name)]
+                a = round((begin - start) / per_slot)   # to the nearest slot: a short phase gains none
+                b = max(a + 1, round((finish - start) / per_slot))
+                grid[max(0, a):max(0, min(slots, b))] = kinds[kind_of(phase.name)]
+            lane = majority(grid, columns, len(KINDS))
             silent = node.silent(time.time())
             name = f"rank {rank.rank} {node.label}"
             text.append(f"{name[:LABEL]:<{LABEL}}│", style="bold red" if silent else "")

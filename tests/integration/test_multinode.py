@@ -131,7 +131,7 @@ def views_accept(tmp_path: Path, merged: str, single: str) -> None:
               if e.get("ph") == "M" and e.get("name") == "thread_name"}
     assert {("node 0", "lane rank 0"), ("node 1", "lane rank 1")} <= tracks  # each rank on its host
     text = devicewatch("report", merged, "--no-chart")
-    assert text.returncode == 0 and "rank 1 finished last" in text.stdout, text.stdout
+    assert text.returncode == 0 and "rank 1 finished its work last" in text.stdout, text.stdout
     assert [row["last_rank"] for row in summary["stragglers"]] == [1] * EPOCHS
 
 
@@ -165,4 +165,4 @@ def test_a_node_cut_short_in_its_exit_wait_still_merges_and_reports(tmp_path, ca
     assert "node 0: rank 0; cancelled" in printed
     assert [line.split(":")[0] for line in printed.splitlines() if line.startswith("epoch")] == \
         ["epoch 1", "epoch 2", "epoch 3"]
-    assert all("rank 1 finished last" in line for line in printed.splitlines() if line.startswith("epoch"))
+    assert all("rank 1 finished its work last" in line for line in printed.splitlines() if line.startswith("epoch"))

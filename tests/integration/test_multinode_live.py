@@ -65,7 +65,7 @@ async def test_the_job_screen_follows_two_real_nodes_while_they_train_and_sees_o
             app = DashboardApp(DashboardSettings(), job=model)
             async with app.run_test(size=(200, 50)) as pilot:
                 def trained_an_epoch() -> bool:
-                    return "rank 1 slowest in" in shown(app, "epochs")
+                    return "rank 1 the straggler in" in shown(app, "epochs")
 
                 await until(pilot, trained_an_epoch, seconds=90)
                 running = [r.poll() is None for r in recorders]

@@ -29,7 +29,7 @@ def test_an_epochs_straggler_is_named_once_every_rank_has_left_it_with_the_phase
     b.phase("phase_begin", 1.9, 2)
     assert model.poll()
     row = model.stragglers[1]
-    assert (row.last_rank, row.node, row.phase) == (1, "node 1", "train")
+    assert (row.last_rank, model.node_of(row.last_rank), row.lost_in) == (1, "node 1", "train")
     assert row.waited == {0: pytest.approx(0.3)}
     assert row.phase_excess == pytest.approx(0.3)
     assert list(model.nodes.values())[0].cpu.tolist() == [10, 20, 30, 40]   # the latest reading of each core

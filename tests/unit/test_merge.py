@@ -153,7 +153,7 @@ def test_the_command_writes_one_run_and_prints_the_alignment(tmp_path, capsys):
     assert merge_command.run(parse([a, b, "-o", str(out)])) == 0
     printed = capsys.readouterr().out
     assert "alignment: one host: aligned to within 500.0 µs" in printed
-    assert "epoch 1: rank 1 finished last; waited: rank 0 2.00" in printed
+    assert "epoch 1: rank 1 finished its work last; waited: rank 0 2.00" in printed
     assert load(out).header.raw["job"]["ranks"] == [0, 1]
     with pytest.raises(UsageError, match="is one of the files"):
         merge_command.run(parse([a, b, "-o", a]))
