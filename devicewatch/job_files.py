@@ -114,7 +114,9 @@ def _scratch() -> str:
 
 def load_run(path: str | os.PathLike[str], say: Callable[[str], None] | None = None) -> Run:
     """A run file as ``runfile.load`` reads it; a job's folder as one run, its nodes merged
-    (SAY is told of each file of the folder left out, and why)."""
+    (SAY is told of each file of the folder left out, and why). A merged folder's run names the
+    folder as its path: the merged file is this process's scratch, gone when it exits, and
+    every view that names the run (report's header, compare, export) names what the user gave."""
     if not os.path.isdir(path):
         return load(path)
     found = job_paths(path)
@@ -126,4 +128,6 @@ def load_run(path: str | os.PathLike[str], say: Callable[[str], None] | None = N
     merged = merge.merge(found.paths)
     out = os.path.join(_scratch(), f"{abs(hash(os.path.realpath(path)))}-{len(os.listdir(_scratch()))}.jsonl")
     merge.write(merged, out)
-    return load(out)
+    run = load(out)
+    run.path = os.fspath(path)
+    return run

@@ -134,6 +134,10 @@ def tables(run: Run, summary: analysis.Summary, width: int = DEFAULT_WIDTH) -> l
             head.add_row(f"GPU {g} rate", analysis.driver_rate_text(period))
     if summary.hosts:
         head.add_row("hosts", f"{', '.join(map(str, summary.hosts))} (merged; {summary.alignment})")
+        for node in run.header.nodes:   # each node's own file and command, as its recorder wrote them
+            command = " ".join(node.workload.command) or node.workload.name or "?"
+            head.add_row(node.label, f"{node.raw.get('file') or '?'} on {node.host.hostname or '?'}: {command} "
+                                     f"({node.raw.get('status') or 'unknown'})")
     out.append(head)
 
     if summary.epochs:

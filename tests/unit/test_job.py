@@ -3,6 +3,7 @@ read as one run by every view."""
 
 import json
 import os
+import re
 
 import pytest
 
@@ -117,3 +118,24 @@ def test_a_folder_without_a_nodes_file_is_one_line(tmp_path):
         job_files.load_run(tmp_path)
     with pytest.raises(RunFileError, match="no such folder"):
         job_files.job_folder(tmp_path / "missing")
+
+
+def test_report_of_a_folder_names_the_folder_and_every_nodes_command_not_a_scratch_file(tmp_path, capsys):
+    """The merged run is a temporary file of the process, gone when it exits: the header names
+    the folder the user gave, and each node's file, host, command and ending."""
+    folder = tmp_path / "job"
+    for rank, path in enumerate(job_of_two(tmp_path, folder, "7", 1000.0)):
+        lines = path.read_text().splitlines()
+        head = json.loads(lines[0])
+        head["workload"] = {"name": None, "args": [], "command": ["torchrun", f"--node-rank={rank}", "train.py"]}
+        path.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    assert job_files.load_run(folder).path == str(folder)
+    assert command("report", [str(folder), "--no-chart"]) == 0
+    text = capsys.readouterr().out
+    assert re.search(rf"^run\s+torchrun --node-rank=0 train.py\s+{re.escape(str(folder))}$", text, re.M), text
+    for rank in (0, 1):
+        assert re.search(rf"^node {rank}\s+node{rank}.jsonl on box: torchrun --node-rank={rank} train.py \(ok\)$",
+                         text, re.M), text
+    assert "devicewatch-job-" not in text   # the scratch folder's name
+    assert command("report", [str(folder), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["file"] == str(folder)
