@@ -220,12 +220,6 @@ class Comparison:
     explains: list[str] = field(default_factory=list)
 
     @property
-    def way(self) -> str | None:
-        """How B's time stands to A's on ``basis`` (``direction``): the word the headline and
-        every note that reasons about it use."""
-        return direction(self.seconds_a, self.seconds_b)
-
-    @property
     def speedup(self) -> float | None:
         """How many times faster B is than A on ``basis`` (above 1: B is faster)."""
         return self.seconds_a / self.seconds_b if self.seconds_a > 0 and self.seconds_b > 0 else None
