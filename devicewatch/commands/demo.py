@@ -169,12 +169,29 @@ def run(args: argparse.Namespace) -> int:
             print(f"   other programs took {taken} during the {variant} run")
     if headline:
         print(headline)
+        for line in _explains(files):
+            print(f"why: {line}")
     contended = [variant for variant, verdict in zip(VARIANTS, verdicts) if verdict and verdict.label == "contended"]
     if contended:
         print(f"the {' and the '.join(contended)} run{'s were' if len(contended) > 1 else ' was'} contended (threads "
               "waited for a core): overlapping validation gains only from a core left free, so here its gain shrinks "
               "or vanishes; close other programs and run the demo again to see it")
     return code
+
+
+def _explains(files: list[Path]) -> list[str]:
+    """What explains the headline of A against B (``Comparison.explains``: why the epochs
+    table reads otherwise), as the comparison screen showed it beside the headline."""
+    from .. import compare
+    from ..errors import RunFileError
+    from ..runformat.runfile import load
+
+    if len(files) != 2:
+        return []
+    try:
+        return compare.comparison(load(files[0]), load(files[1])).explains
+    except (RunFileError, OSError):
+        return []
 
 
 def _verdict(path: str | os.PathLike[str]) -> Verdict | None:

@@ -66,6 +66,21 @@ def test_a_quiet_laptop_adds_nothing(tmp_path, monkeypatch, capsys):
     assert out == [f"A: {a}", f"B: {b}", "B finished 27% sooner"]
 
 
+def test_a_sooner_headline_over_slower_epochs_is_followed_by_why(tmp_path, monkeypatch, capsys):
+    # tests/tui/test_tui_compare_load's pair: B 15% sooner over a span of 8.5 s against 10, its
+    # epochs adding up to 10.5 s against A's 10; other programs 0.1 and 0.9 of 2 cores
+    from tests.tui.test_tui_compare_load import overlapped_pair
+
+    a, b = overlapped_pair(tmp_path)
+    files = [Path(a.path), Path(b.path)]
+    out = demo_output(tmp_path, monkeypatch, capsys, files, "B finished 15% sooner …")
+    assert out[-2:] == ["B finished 15% sooner …",
+                        "why: B's epochs overlap (part of one epoch runs beside the next): its epoch totals add up "
+                        "to 10.5s but span 8.5s; the headline times the span from the first epoch's start to the "
+                        "last's end: B's epoch totals add up to more than A's (10.5s vs 10.0s) while over the span "
+                        "B finished sooner"]
+
+
 NEEDS = "the demo's overlapped run needs about 1.5 cores free to finish sooner than the serial one"
 
 
