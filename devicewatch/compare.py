@@ -216,6 +216,8 @@ class Comparison:
     idle_kind: str              # "GPU", "CPU", or "mixed" (one run has a GPU, the other not)
     notes: list[str] = field(default_factory=list)
     headline: str = ""
+    # the notes that explain the headline (of ``notes``): shown beside it wherever it is shown
+    explains: list[str] = field(default_factory=list)
 
     @property
     def speedup(self) -> float | None:
@@ -254,7 +256,7 @@ def _basis(a: Side, b: Side) -> tuple[str, float, float]:
     return "whole run", a.duration, b.duration
 
 
-def _notes(a: Side, b: Side, basis: str) -> list[str]:
+def _notes(a: Side, b: Side, basis: str, explains: list[str]) -> list[str]:
     notes = []
     by_units = bool(a.epochs and b.epochs)   # the basis is the epochs (or segments)
     name_a, name_b = a.run.header.workload.name, b.run.header.workload.name
@@ -292,13 +294,7 @@ def _notes(a: Side, b: Side, basis: str) -> list[str]:
     elif not by_units:
         notes.append(f"no epochs in {'either run' if not a.epochs and not b.epochs else 'one run'}: "
                      f"the speedup compares {'the span of the phases' if basis == 'phases' else 'whole runs, startup included'}")
-    for s in (a, b):
-        summed = sum(e.total for e in s.epochs)
-        if by_units and summed > 1.05 * s.epoch_seconds > 0:
-            word = s.unit
-            notes.append(f"{s.label}'s {word}s overlap (part of one {word} runs beside the next): its {word} "
-                         f"totals add up to {summed:.1f}s but span {s.epoch_seconds:.1f}s, so one {word} can "
-                         "take longer and the run still finish sooner")
+    notes += explains   # overlapped epochs: the table and the headline read differently
     for s in (a, b):
         if s.status != "ok" and not (s.run.end and s.run.end.status == "trial"):
             notes.append(f"{s.label} did not finish normally: {s.status}")
@@ -307,6 +303,60 @@ def _notes(a: Side, b: Side, basis: str) -> list[str]:
     interval_a, interval_b = a.run.header.interval, b.run.header.interval
     if interval_a != interval_b:
         notes.append(f"sampled at different intervals ({interval_a}s and {interval_b}s)")
+    return notes
+
+
+# B within this share of A's time took as long: the headline's "as long", and the load's "neither
+# was the slower".
+AS_LONG = 0.005
+# Epoch totals that add up to this many times their span or more overlap (a note says so).
+OVERLAP = 1.05
+# What the headline says B did, by ``direction``: every note that speaks of it says the same.
+DID = {"sooner": "finished sooner", "longer": "took longer", "as long": "took as long"}
+
+
+def direction(seconds_a: float, seconds_b: float) -> str | None:
+    """How B's SECONDS_B stand to A's SECONDS_A: "sooner", "longer" or "as long" (within
+    ``AS_LONG``); None where either has no time."""
+    if seconds_a <= 0 or seconds_b <= 0:
+        return None
+    change = (seconds_b - seconds_a) / seconds_a
+    if abs(change) < AS_LONG:
+        return "as long"
+    return "sooner" if change < 0 else "longer"
+
+
+def overlap_note(label: str, unit: str, summed: float, span: float) -> str | None:
+    """Where a run's UNIT totals add up to more than their SPAN (part of one runs beside the
+    next): the note that says so, else None."""
+    if not summed > OVERLAP * span > 0:
+        return None
+    return (f"{label}'s {unit}s overlap (part of one {unit} runs beside the next): its {unit} totals add up "
+            f"to {summed:.1f}s but span {span:.1f}s")
+
+
+def reading_clause(unit: str, summed_a: float, summed_b: float, span_a: float, span_b: float) -> str | None:
+    """Where the table's UNIT totals (summed) point one way and the headline's spans the other
+    (overlapped epochs: each longer, the run shorter), the words that say both; None where
+    they agree. The headline's word is ``direction`` of the spans, as the headline picks it."""
+    way, table = direction(span_a, span_b), direction(summed_a, summed_b)
+    if way is None or table is None or way == table:
+        return None
+    more = {"longer": "more than", "sooner": "less than", "as long": "as much as"}[table]
+    return (f"the headline times the span from the first {unit}'s start to the last's end: B's {unit} "
+            f"totals add up to {more} A's ({summed_b:.1f}s vs {summed_a:.1f}s) while over the span "
+            f"B {DID[way]}")
+
+
+def overlap_notes(a: Side, b: Side) -> list[str]:
+    """Each run whose epochs overlap, said; the last note also says how the table's epochs
+    and the headline's span read where they point different ways."""
+    summed = {s.label: sum(e.total for e in s.epochs) for s in (a, b)}
+    notes = [note for s in (a, b) if (note := overlap_note(s.label, s.unit, summed[s.label], s.epoch_seconds))]
+    clause = reading_clause(a.unit if a.unit == b.unit else f"{a.unit}/{b.unit}", summed["A"], summed["B"],
+                            a.epoch_seconds, b.epoch_seconds)
+    if notes and clause:
+        notes[-1] += f"; {clause}"
     return notes
 
 
@@ -356,9 +406,8 @@ class LoadGap:
     @property
     def slower(self) -> str | None:
         """The run that took longer, None where they took as long (within half a percent)."""
-        if self.seconds_a <= 0 or abs(self.seconds_b - self.seconds_a) < 0.005 * self.seconds_a:
-            return None
-        return "B" if self.seconds_b > self.seconds_a else "A"
+        way = direction(self.seconds_a, self.seconds_b)
+        return None if way in (None, "as long") else "B" if way == "longer" else "A"
 
     @property
     def matters(self) -> bool:
@@ -379,7 +428,10 @@ class LoadGap:
         took = f"other programs took {self.others_a:.1f} cores in A and {self.others_b:.1f} in B (of {of})"
         if self.slower == self.busier:
             return f"{took}: the difference may be theirs, not the change's"
-        return f"{took}: {self.busier} ran beside more of them and may be faster on a quiet machine"
+        if self.slower is None:
+            return f"{took}: {self.busier} ran beside more of them and may be faster on a quiet machine"
+        return (f"{took}: {self.busier} ran beside more of them and still finished sooner: on a quiet machine "
+                "the difference may be larger")
 
     def to_json(self) -> dict[str, Any]:
         return {"others_cores": {"a": round(self.others_a, 2), "b": round(self.others_b, 2)},
@@ -448,22 +500,28 @@ def verdict_change(c: Comparison) -> str:
     return f"both {a}" if a == b else f"A: {a} → B: {b}"
 
 
+def timing(seconds_a: float, seconds_b: float, basis: str) -> str:
+    """The headline's first words: how B's time on BASIS stood to A's, by ``direction``."""
+    way = direction(seconds_a, seconds_b)
+    if way is None:
+        first = "the runs cannot be timed against each other (one has no duration)"
+    elif way == "as long":
+        first = f"B took as long as A ({_duration(seconds_a)})"
+    else:
+        scale = max(seconds_a, seconds_b)
+        both = f"{_duration(seconds_b, scale)} vs {_duration(seconds_a, scale)}"
+        change = (seconds_b - seconds_a) / seconds_a
+        if way == "sooner":
+            first = f"B finished {_pct(change)} sooner ({both}, {seconds_a / seconds_b:.2f}x as fast)"
+        else:
+            first = f"B took {_pct(change)} longer ({both})"
+    return first if basis == "whole run" else f"{first} over the {basis}"
+
+
 def headline(c: Comparison) -> str:
     """One sentence in plain words: who finished sooner, what happened to idle time, and to
     the verdict."""
-    if c.change is None or c.seconds_b <= 0:
-        first = "the runs cannot be timed against each other (one has no duration)"
-    elif abs(c.change) < 0.005:
-        first = f"B took as long as A ({_duration(c.seconds_a)})"
-    else:
-        scale = max(c.seconds_a, c.seconds_b)
-        both = f"{_duration(c.seconds_b, scale)} vs {_duration(c.seconds_a, scale)}"
-        if c.change < 0:
-            first = f"B finished {_pct(c.change)} sooner ({both}, {c.speedup:.2f}x as fast)"
-        else:
-            first = f"B took {_pct(c.change)} longer ({both})"
-    if c.basis != "whole run":
-        first += f" over the {c.basis}"
+    first = timing(c.seconds_a, c.seconds_b, c.basis)
     da, db = c.a.idle_device, c.b.idle_device
     if da is None or db is None:
         return f"{first}; {verdict_change(c)}"
@@ -498,6 +556,7 @@ def comparison(run_a: Run, run_b: Run) -> Comparison:
         names.remove(analysis.NO_PHASE)
         names.append(analysis.NO_PHASE)
     phase_pairs = [PhasePair(n, a.utilization.get(n), b.utilization.get(n)) for n in names]
+    explains = overlap_notes(a, b) if a.epochs and b.epochs else []
     if a.gpus and b.gpus:
         idle_kind = "GPU"
     elif not a.gpus and not b.gpus:
@@ -506,7 +565,7 @@ def comparison(run_a: Run, run_b: Run) -> Comparison:
         idle_kind = "mixed"
     c = Comparison(a, b, basis, seconds_a, seconds_b, epoch_pairs, phase_pairs,
                    per_core=a.cores == b.cores, per_gpu=a.gpus == b.gpus and a.gpus > 0,
-                   idle_kind=idle_kind, notes=_notes(a, b, basis))
+                   idle_kind=idle_kind, notes=_notes(a, b, basis, explains), explains=explains)
     c.headline = headline(c)
     note = load_note(c)
     if note:
@@ -558,7 +617,7 @@ def to_dict(c: Comparison) -> dict[str, Any]:
         "basis": c.basis,
         "seconds": {"a": _r(c.seconds_a), "b": _r(c.seconds_b)},
         "speedup": _r(c.speedup), "change": _r(c.change, 4),
-        "notes": c.notes,
+        "notes": c.notes, "explains": c.explains,
         "load_differs": load_note(c) is not None,
         "load": None if (gap := comparison_load(c)) is None else gap.to_json(),
         "load_lines": load_lines(c),

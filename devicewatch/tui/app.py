@@ -94,7 +94,7 @@ class DashboardApp(App[int]):
 
     def __init__(self, settings: DashboardSettings | None = None, start: Source | None = None,
                  tick: float = TICK, compare: tuple[Run, Run] | None = None,
-                 story: Sequence[Target] = (), story_pause: float = STORY_PAUSE,
+                 story: Sequence[Target] = (), story_pause: float = STORY_PAUSE, story_notice: str | None = None,
                  trial_set: tuple[trials.TrialSet, str] | None = None, trial_runner: Runner | None = None,
                  job: JobModel | None = None):
         super().__init__()
@@ -114,6 +114,7 @@ class DashboardApp(App[int]):
         self.story_pause = story_pause
         self.story_files: list[Path] = []
         self.story_headline: str | None = None
+        self.story_notice = story_notice   # said on the story's first run (the demo's load before it)
         self._quit_when_finished: RunScreen | None = None   # "stop and quit" was chosen on it
         self.left_recording: set[Path] = set()   # the runs "quit, keep recording" left behind
 
@@ -153,7 +154,10 @@ class DashboardApp(App[int]):
             self.notify(f"cannot create {self.settings.runs_dir}: {exc.strerror}", severity="error")
             return
         self.story_files.append(source.path)
-        self.push_screen(RunScreen(source, self.tick))
+        screen = RunScreen(source, self.tick)
+        self.push_screen(screen)
+        if self.story_notice and len(self.story_files) == 1:
+            screen.announce(self.story_notice)
 
     def on_run_screen_finished(self, message: RunScreen.Finished) -> None:
         """A run screen saw its run end: quit if the user chose to stop and quit; in a story, go
@@ -373,11 +377,12 @@ def launch_job(settings: DashboardSettings, job: JobModel) -> int:
 
 
 def launch_story(settings: DashboardSettings, story: Sequence[Target],
-                 pause: float | None = None) -> tuple[int, str | None, list[Path]]:
-    """``devicewatch demo``: each target live, one after the other, then A and B compared.
-    Returns the exit status, the comparison's headline (None if the story did not get there)
-    and the run files recorded."""
-    app = DashboardApp(settings, story=story, story_pause=STORY_PAUSE if pause is None else pause)
+                 pause: float | None = None, notice: str | None = None) -> tuple[int, str | None, list[Path]]:
+    """``devicewatch demo``: each target live, one after the other, then A and B compared;
+    NOTICE said on the first run's screen. Returns the exit status, the comparison's headline
+    (None if the story did not get there) and the run files recorded."""
+    app = DashboardApp(settings, story=story, story_pause=STORY_PAUSE if pause is None else pause,
+                       story_notice=notice)
     end_runs_on_hangup()
     code = app.run()
     return (code if isinstance(code, int) else 0), app.story_headline, app.story_files

@@ -196,7 +196,7 @@ class CompareScreen(RedrawOnce):
     def on_compare_screen_compared(self, message: Compared) -> None:
         """Headline, notes, both verdicts and the tables, once the thread has worked them out."""
         c = self.comparison = message.comparison
-        self.query_one("#cmp-headline", TextPanel).update(Text(inert(c.headline, newlines=True), style="bold"))
+        self.query_one("#cmp-headline", TextPanel).update(self._headline_text(c))
         self.query_one("#cmp-notes", TextPanel).update(self._notes_text(c))
         for panel, s in zip(self.query(ComparePanel), (c.a, c.b)):
             panel.show_verdict(s)
@@ -208,10 +208,21 @@ class CompareScreen(RedrawOnce):
         self.call_after_refresh(self._fit_layout)
 
     @staticmethod
+    def _headline_text(c: compare.Comparison) -> Text:
+        """The headline, then what explains it (``Comparison.explains``: why a table's epochs
+        read otherwise) and what was taking the cores (``compare.load_lines``): a part that
+        never gives way, so that every size and presenter mode show the headline with its why."""
+        text = Text(inert(c.headline, newlines=True), style="bold")
+        for kind, line in [("why: ", note) for note in c.explains] + [("load: ", line) for line in compare.load_lines(c)]:
+            text.append("\n" + kind, style="bold")
+            text.append(inert(line))
+        return text
+
+    @staticmethod
     def _notes_text(c: compare.Comparison) -> Text:
-        """compare's notes: what is not comparable between the runs, said rather than hidden; and
-        what was taking the cores (``compare.load_lines``)."""
-        notes = [("note: ", note) for note in c.notes] + [("load: ", line) for line in compare.load_lines(c)]
+        """compare's other notes: what is not comparable between the runs, said rather than
+        hidden (those that explain the headline are beside it)."""
+        notes = [("note: ", note) for note in c.notes if note not in c.explains]
         if not notes:
             return Text("comparable: same workload, machine, cores, GPUs, epoch count and sampling interval",
                         style="grey50")

@@ -183,10 +183,10 @@ RUN = Part("run", parts=(
     FOOTER,
 ))
 
-# The comparison (and presenter mode's): the figures panel keeps its first table's header and
-# three rows; the heat strips give way first (both sides together), then the phase lanes, the
-# line that says how the axes align, and the notes (what differed between the runs, what other
-# programs took); the charts themselves last.
+# The comparison (and presenter mode's): the headline stays with what explains it and what other
+# programs took; the figures panel keeps its first table's header and three rows; the heat
+# strips give way first (both sides together), then the phase lanes, the line that says how the
+# axes align, and the notes (what differed between the runs); the charts themselves last.
 def _compare_side(key: str) -> Part:
     return Part(f"cmp-{key}", rows=2, columns=30, parts=(
         Part(f"cmp-verdict-{key}", rows=1),

@@ -15,6 +15,7 @@ pytest.importorskip("textual")
 
 from textual.geometry import Region  # noqa: E402
 
+from devicewatch import compare  # noqa: E402
 from devicewatch.runformat import runfile  # noqa: E402
 from devicewatch.runformat import writer as runwriter  # noqa: E402
 from devicewatch.tui.app import DashboardApp, DashboardSettings  # noqa: E402
@@ -100,7 +101,10 @@ async def test_fixtures_open_with_both_titles_headline_notes_and_epoch_deltas():
         assert a.border_title.startswith("A: demo") and "demo-cpu.jsonl" in a.border_title
         assert b.border_title.startswith("B: synthetic") and "gpu-synthetic.jsonl" in b.border_title
         # the headline whole, wrapped at words where it is wider than the screen
-        assert text_of(screen, "#cmp-headline").split() == screen.comparison.headline.split()
+        # then the load lines (what other programs took), which never give way
+        c = screen.comparison
+        said = c.headline + "".join(f"\nload: {line}" for line in compare.load_lines(c))
+        assert text_of(screen, "#cmp-headline").split() == said.split()
         notes = text_of(screen, "#cmp-notes")
         assert "different workloads" in notes and "no GPU samples" in notes  # shown, not hidden
         # A has no GPU: its chart says so and draws total CPU; B draws its GPU.
