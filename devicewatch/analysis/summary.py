@@ -28,7 +28,7 @@ from .idle import DeviceIdle
 from .pairing import Phase, lane_overlap, lanes, phases
 from .utilization import Series, driver_sample_periods, phase_utilization, series, stats
 from .verdicts import Verdict, run_judgement
-from .wording import instrumentation_text, results, run_info, status_text
+from .wording import Failure, failure, instrumentation_text, results, run_info, status_text
 
 
 def _r(value: float | None, digits: int = 3) -> float | None:
@@ -74,6 +74,7 @@ class EpochFigures(_Figures):
     train_loop: float
     loop_wait_share: float | None
     metrics: EpochMetrics
+    partial: bool   # it never ended: the run ended inside it (``EpochRow.partial``)
 
     @classmethod
     def of(cls, e: EpochRow, unit_: str = EPOCH_UNIT) -> EpochFigures:
@@ -81,7 +82,7 @@ class EpochFigures(_Figures):
         return cls(e.epoch, e.unit or unit_, round(e.start, 3), round(e.total, 3), round(e.train, 3),
                    round(e.validate, 3), round(e.other, 3), {k: round(v, 3) for k, v in e.phases.items()},
                    round(e.untracked, 3), _r(e.data_wait), _r(e.data_wait_share, 4), e.data_wait_source,
-                   round(e.train_loop, 3), _r(e.loop_wait_share, 4), EpochMetrics.of(e.metrics))
+                   round(e.train_loop, 3), _r(e.loop_wait_share, 4), EpochMetrics.of(e.metrics), e.partial)
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,7 @@ class Summary(_Figures):
     duration: float
     status: str | None      # the end record's, "unknown" without one
     status_text: str
+    failure: Failure | None   # why it failed, where it did (``wording.failure``)
     exit_code: int | None
     ended_abruptly: bool
     instrumentation: str | None
@@ -246,6 +248,7 @@ def summarize(run: Run) -> Summary:
         duration=round(run.duration, 3),
         status=run.end.status if run.end else "unknown",
         status_text=status_text(run),
+        failure=failure(run),
         exit_code=run.end.exit_code if run.end else None,
         ended_abruptly=run.ended_abruptly,
         instrumentation=instrumentation_text(run),
