@@ -123,6 +123,7 @@ from .wording import (
     results,
     run_info,
     status_text,
+    verdict_beside,
 )
 
 __all__ = [
@@ -229,4 +230,5 @@ __all__ = [
     "units_text",
     "unmeasured_dict",
     "verdict",
+    "verdict_beside",
 ]

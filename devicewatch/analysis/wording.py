@@ -115,6 +115,18 @@ def failure(run: Run) -> Failure | None:
     return Failure(how, None, "none")
 
 
+# The verdicts that judge nothing: too few samples. Beside a failure they are not the news, and
+# a view that shows the failure leaves them out (``verdict_beside``).
+NOT_JUDGED = frozenset({"too short", "too early"})
+
+
+def verdict_beside(found: Failure | None, label: str) -> bool:
+    """Whether a view shows a verdict labelled LABEL beside FOUND (the run's failure, or None):
+    always where the run did not fail; beside a failure only a verdict that judged something,
+    after the failure (a run that failed in its first second has no "too few samples" news)."""
+    return found is None or label not in NOT_JUDGED
+
+
 def failure_text(run: Run) -> str | None:
     """``failure(run).text``, or None where the run did not fail."""
     found = failure(run)
