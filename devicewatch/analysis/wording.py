@@ -89,6 +89,13 @@ class Failure:
             return f"failed ({self.how}) without a line of output"
         return f"failed ({self.how}): {self.said}"
 
+    def of(self, subject: str) -> str:
+        """The failure said of SUBJECT (``A``, ``the script as written``): ``A failed (exit
+        code 1): ValueError: …``, ``A could not be started: cannot start nosuchcmd: …``."""
+        if self.source == "start":
+            return f"{subject} could not be started: {self.text}"
+        return f"{subject} {self.text}"
+
     def to_json(self) -> dict[str, Any]:
         return {"how": self.how, "said": self.said, "source": self.source, "text": self.text}
 
