@@ -141,19 +141,25 @@ def failure_text(run: Run) -> str | None:
 
 
 def exception_line(lines: list[str]) -> str | None:
-    """The last Python exception's line in LINES (a traceback's first unindented line after its
-    frames: ``ValueError: bad batch``), or None where LINES hold no traceback that got so far.
-    Of chained exceptions, the last one's: the one that ended the program."""
+    """The last Python exception's line in LINES (a traceback's first line after its frames at
+    its own indent: ``ValueError: bad batch``), or None where LINES hold no traceback that got
+    so far. Of chained exceptions, the last one's: the one that ended the program; in an
+    exception group, drawn inside ``|`` margins, its last exception with a traceback."""
     start = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].strip().endswith(TRACEBACK)), None)
     if start is None:
         return None
-    return next((line.strip() for line in lines[start + 1:] if line.strip() and not line[:1].isspace()), None)
+    header = lines[start]
+    margin = header[:len(header) - len(header.lstrip(" |+"))].replace("+", "|")   # "" outside a group
+    for line in lines[start + 1:]:
+        if line.startswith(margin) and line[len(margin):].strip() and not line[len(margin):][:1].isspace():
+            return line[len(margin):].strip()
+    return None
 
 
 def _tail(logs: list[LogLine]) -> tuple[list[str], list[str]]:
     """The workload's stderr and its other output among its last lines (``FAILURE_TAIL`` of
-    each at most), oldest first, blank ones and lines an ended line replaced (a partial line's) left out, escape
-    sequences removed."""
+    each at most), oldest first, escape sequences removed; blank lines are left out, and so is
+    a partial line that a later line of its stream replaced."""
     errors: list[str] = []
     output: list[str] = []
     later: set[str] = set()   # streams with a line after the one at hand

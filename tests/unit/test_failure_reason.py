@@ -8,6 +8,7 @@ last line of output)."""
 from __future__ import annotations
 
 import json
+import traceback
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -61,14 +62,50 @@ def test_a_traceback_on_the_terminal_stderr_shared_is_found_in_the_output(tmp_pa
     assert analysis.failure_text(run) == "failed (exit code 1): ValueError: bad batch 7"
 
 
-def test_of_chained_exceptions_the_last_one_ended_the_program(tmp_path):
-    chained = ["Traceback (most recent call last):", "    open('x')", "FileNotFoundError: x", "",
-               "During handling of the above exception, another exception occurred:", "",
-               "Traceback (most recent call last):", "    raise RuntimeError('no data')",
-               "RuntimeError: no data"]
-    assert wording.exception_line(chained) == "RuntimeError: no data"
+def printed(exc: BaseException) -> list[str]:
+    """EXC's traceback as Python prints it when it ends a program, line by line."""
+    return "".join(traceback.format_exception(exc)).splitlines()
+
+
+def raised(make) -> BaseException:
+    try:
+        make()
+    except BaseException as exc:  # the test's own exception, kept to be printed
+        return exc
+    raise AssertionError("nothing was raised")
+
+
+def test_of_chained_exceptions_the_last_one_ended_the_program():
+    def chained():
+        try:
+            open("/nonexistent/devicewatch-test")
+        except FileNotFoundError:
+            raise RuntimeError("no data")  # noqa: B904  # chained implicitly, as most code does
+
+    lines = printed(raised(chained))
+    assert any(line.startswith("FileNotFoundError") for line in lines)   # the first is printed too
+    assert wording.exception_line(lines) == "RuntimeError: no data"
     assert wording.exception_line(["Traceback (most recent call last):", "  File 'x', line 1"]) is None
     assert wording.exception_line(["plain output"]) is None
+
+
+def test_an_exception_group_is_read_inside_its_margins():
+    def group():
+        def sub():
+            raise TypeError("batch of str")
+        errors = [ValueError("bad batch 7")]
+        try:
+            sub()
+        except TypeError as exc:
+            errors.append(exc)
+        raise ExceptionGroup("loader failed", errors)
+
+    lines = printed(raised(group))
+    assert any(line.lstrip().startswith("|") for line in lines)   # drawn in its margins
+    # the last exception with a traceback of its own: the sub-exception raised in sub()
+    assert wording.exception_line(lines) == "TypeError: batch of str"
+    plain = printed(raised(lambda: (_ for _ in ()).throw(ExceptionGroup("loader failed", [ValueError("x")]))))
+    assert wording.exception_line(plain) == "ExceptionGroup: loader failed (1 sub-exception)"
 
 
 def test_without_a_traceback_the_last_line_on_stderr_else_the_last_output_else_nothing(tmp_path):
