@@ -38,6 +38,7 @@ class Side:
     run_info: dict[str, Any]
     results: list[dict[str, Any]]
     unmeasured: analysis.Unmeasured | None = None   # its epochs without a data wait, and why
+    failure: analysis.Failure | None = None         # why it failed, where it did
 
     @property
     def unit(self) -> str:
@@ -128,7 +129,7 @@ def side(run: Run, label: str) -> Side:
         utilization=analysis.phase_utilization(run, s, all_phases),
         devices=devices, verdict=verdict,
         run_info=analysis.run_info(run), results=analysis.results(run),
-        unmeasured=analysis.data_wait_unmeasured(run, rows, all_phases))
+        unmeasured=analysis.data_wait_unmeasured(run, rows, all_phases), failure=analysis.failure(run))
 
 
 @dataclass
@@ -295,8 +296,10 @@ def _notes(a: Side, b: Side, basis: str, explains: list[str]) -> list[str]:
         notes.append(f"no epochs in {'either run' if not a.epochs and not b.epochs else 'one run'}: "
                      f"the speedup compares {'the span of the phases' if basis == 'phases' else 'whole runs, startup included'}")
     notes += explains   # overlapped epochs: the table and the headline read differently
+    # Why a run failed comes first: what the comparison says of it is said of a run cut short.
+    notes[:0] = [s.failure.of(s.label) for s in (a, b) if s.failure is not None]
     for s in (a, b):
-        if s.status != "ok" and not (s.run.end and s.run.end.status == "trial"):
+        if s.failure is None and s.status != "ok" and not (s.run.end and s.run.end.status == "trial"):
             notes.append(f"{s.label} did not finish normally: {s.status}")
         if len(s.run.samples) < 2:
             notes.append(f"{s.label} has {len(s.run.samples)} samples: too few for utilization figures")
@@ -597,6 +600,7 @@ def _device_dict(d: analysis.DeviceIdle | None) -> dict[str, Any] | None:
 def _side_dict(s: Side) -> dict[str, Any]:
     return {
         "file": s.run.path, "workload": s.run.title, "command": s.command, "status": s.status,
+        "failure": s.failure.to_json() if s.failure is not None else None,
         "duration": _r(s.duration), "epoch_seconds": _r(s.epoch_seconds), "phase_seconds": _r(s.phase_seconds),
         "cores": s.cores, "gpus": s.gpu_names, "run_info": s.run_info,
         "idle": _device_dict(s.idle_device), "devices": [_device_dict(d) for d in s.devices],

@@ -22,7 +22,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .analysis import advice as advice_
-from .analysis.wording import last_error_lines
+from .analysis.wording import exception_line, failure, last_error_lines
 from . import analysis, events
 from .compare import LoadGap, cores_figure, load_gap
 from .errors import UsageError
@@ -79,6 +79,7 @@ class TrialResult:
     window_steps: int | None = None      # the steps its window measured
     window_seconds: float | None = None  # the seconds its window measured
     cut_short: bool = False              # the script ended before its window was full
+    reason: str | None = None            # why its script failed, in one line (``analysis.failure``)
 
     def window_text(self, budget: dict[str, Any]) -> str | None:
         """What the window measured against what was asked, where the script ended first:
@@ -92,6 +93,17 @@ class TrialResult:
                      f"({self.window_steps} steps)")
         return f"{asked}: the script ended first"
 
+    def failure_text(self) -> str | None:
+        """Why its script failed, in one line: ``failed (exit code 1): ValueError: …`` (from a set
+        saved without it, its exit and its last line on stderr)."""
+        if not self.failed:
+            return None
+        if self.reason:
+            return self.reason
+        line = exception_line(self.error_lines) or (self.error_lines[-1].strip() if self.error_lines else None)
+        said = f": {line}" if line else " and wrote nothing on stderr"
+        return f"failed ({self.failed}){said}"
+
     def to_json(self) -> dict[str, Any]:
         return {"knob": self.variant.knob, "value": self.variant.value, "label": self.variant.label,
                 "steps_per_s": self.steps_per_s, "predicted_steps_per_s": self.predicted_steps_per_s,
@@ -100,7 +112,7 @@ class TrialResult:
                 "waiting_cores": self.waiting_cores,
                 "gpu_busy": self.gpu_busy, "verdict": self.verdict, "run_file": self.path,
                 "status": self.status, "varied": self.varied, "not_applied": self.not_applied,
-                "note": self.note, "failed": self.failed, "error_lines": self.error_lines,
+                "note": self.note, "failed": self.failed, "reason": self.reason, "error_lines": self.error_lines,
                 "window": {"steps": self.window_steps, "seconds": self.window_seconds, "cut_short": self.cut_short}}
 
 
@@ -239,8 +251,10 @@ def result_of(run: Run, variant: Variant, predicted: float | None = None) -> Tri
             result.note = f"the script ended before its window was full ({window.get('steps')} steps measured)"
     elif result.note is None:
         result.note = (end.reason if end else None) or "no training step was measured"
-    if result.status == "failed":   # its own exit code or signal: a trial ended on purpose is "trial"
-        result.failed = (end.reason if end else None) or "failed"
+    found = failure(run)   # its own exit code or signal: a trial ended on purpose is "trial"
+    if found is not None:
+        result.failed = found.how
+        result.reason = found.text
         result.error_lines = last_error_lines(run, ERROR_LINES)
     s = analysis.series(run)
     all_phases = analysis.phases(run)
@@ -279,8 +293,7 @@ def headline(results: list[TrialResult], given_advice: list[advice_.Advice] | No
     if base is None:
         return stopped or "no trial ran"
     if base.failed:
-        said = base.error_lines[-1].strip() if base.error_lines else "it wrote nothing on stderr"
-        return f"the script as written failed ({base.failed}): {said}"
+        return f"the script as written {base.failure_text()}"
     if not base.steps_per_s:
         return f"the script as written was not measured: {base.note or base.status}"
     measured = [r for r in results[1:] if r.steps_per_s and not r.failed]
@@ -415,7 +428,7 @@ def load_set(path: str) -> tuple[TrialSet, str]:
                 str(v["note"]) if v.get("note") is not None else None,
                 number(v.get("others_cores")), number(v.get("allowed_cores")), number(v.get("waiting_cores")),
                 str(v["failed"]) if v.get("failed") is not None else None, [str(x) for x in v.get("error_lines") or []],
-                *_window(v.get("window"))))
+                *_window(v.get("window")), str(v["reason"]) if v.get("reason") is not None else None))
         advised = [advice_.Advice(a.get("knob"), a.get("value"), str(a.get("why", "")),
                                   number(a.get("predicted_steps_per_s")), number(a.get("predicted_gain")))
                    for a in data.get("advice") or []]
@@ -515,12 +528,19 @@ def table_text(results: list[TrialResult], budget: dict[str, Any] | None = None)
 
 
 def failure_lines(result: TrialResult) -> list[str]:
-    """A failed trial in lines: that it failed and how, then its script's last lines on stderr."""
-    if not result.failed:
+    """A failed trial in lines: why it failed (``TrialResult.failure_text``), then its script's
+    last lines on stderr."""
+    said = result.failure_text()
+    if said is None:
         return []
-    return [f"{result.variant.label}: the script failed ({result.failed}); its last lines on stderr:",
-            *[f"  | {line}" for line in result.error_lines]] if result.error_lines else \
-        [f"{result.variant.label}: the script failed ({result.failed}) and wrote nothing on stderr"]
+    if not result.error_lines:
+        return [f"{result.variant.label}: the script {said}"]
+    # Where the reason is one of the lines below (the exception's), it is not said twice: a short
+    # terminal keeps the first lines of a failure, and the reason must be among them.
+    below = tuple(f": {line.strip()}" for line in result.error_lines if line.strip())
+    head = f"failed ({result.failed})" if said.endswith(below) else said
+    return [f"{result.variant.label}: the script {head}; its last lines on stderr:",
+            *[f"  | {line}" for line in result.error_lines]]
 
 
 def failed(results: list[TrialResult]) -> list[TrialResult]:

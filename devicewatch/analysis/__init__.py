@@ -20,6 +20,7 @@ from .epoch_rows import (
     DataWait,
     EpochRow,
     Unmeasured,
+    cut_by_end,
     data_wait,
     data_wait_unmeasured,
     epochs,
@@ -120,13 +121,17 @@ from .verdicts import (
     verdict,
 )
 from .wording import (
+    Failure,
     driver_rate_text,
+    failure,
+    failure_text,
     gpu_label,
     instrumentation_text,
     last_error_line,
     results,
     run_info,
     status_text,
+    verdict_beside,
 )
 
 __all__ = [
@@ -173,6 +178,7 @@ __all__ = [
     "EpochFigures",
     "EpochRow",
     "EpochStragglers",
+    "Failure",
     "GpuState",
     "HostFigures",
     "HostSummary",
@@ -192,6 +198,7 @@ __all__ = [
     "contention",
     "cores_text",
     "cpu_use",
+    "cut_by_end",
     "data_wait",
     "data_wait_dict",
     "data_wait_unmeasured",
@@ -201,6 +208,8 @@ __all__ = [
     "driver_sample_periods",
     "epoch_dict",
     "epochs",
+    "failure",
+    "failure_text",
     "gpm_series",
     "gpu_label",
     "host_figures",
@@ -235,4 +244,5 @@ __all__ = [
     "units_text",
     "unmeasured_dict",
     "verdict",
+    "verdict_beside",
 ]

@@ -5,7 +5,7 @@ run's data wait, and why it was not measured where it was not (a merged run's st
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from collections.abc import Iterable
 
@@ -41,6 +41,9 @@ class EpochRow:
     in, else None (not measured). ``train_loop`` is the training loop's time: its train phases
     with the data waits inside or between them, once. ``unit`` is what its ``epoch`` event
     says it is (``epoch`` or ``segment``), None before that event (``unit()`` says the run's).
+    ``partial``: the epoch never ended: a phase of it is still open (the run ended inside it,
+    failed, cancelled or ended on purpose; or, while it records, the epoch is the one now), or
+    the run's end closed it (``cut_by_end``). Its seconds are those up to the end.
     """
 
     epoch: int
@@ -58,6 +61,7 @@ class EpochRow:
     train_loop: float = 0.0
     covered: float | None = None          # seconds in any phase (lanes merged)
     unit: str | None = None               # "epoch" or "segment" as its epoch event says; None: no event yet
+    partial: bool = False                 # it never ended (see above)
 
     @property
     def total(self) -> float:
@@ -139,7 +143,8 @@ def _epoch_row(epoch: int, members: list[Phase], metrics: dict[str, Any], unit: 
         data_wait, source = None, None
     return EpochRow(epoch, start, end, train, validate, max(0.0, (end - start) - busy), metrics,
                     {name: union_length(spans) for name, spans in named.items()},
-                    data_wait, source, loop, union_length([(p.start, p.end) for p in members]), unit)
+                    data_wait, source, loop, union_length([(p.start, p.end) for p in members]), unit,
+                    any(p.open for p in members))
 
 
 def epochs(run: Run, all_phases: list[Phase] | None = None) -> list[EpochRow]:
@@ -155,8 +160,26 @@ def epochs(run: Run, all_phases: list[Phase] | None = None) -> list[EpochRow]:
         if event.get("kind") == events.EPOCH and isinstance(event.get("epoch"), int):
             metrics.setdefault(event["epoch"], {}).update(event.get("metrics") or {})
             units[event["epoch"]] = SEGMENT_UNIT if event.get("unit") == SEGMENT_UNIT else EPOCH_UNIT
-    return [_epoch_row(epoch, by_epoch[epoch], metrics.get(epoch, {}), units.get(epoch))
-            for epoch in sorted(by_epoch)]
+    return cut_by_end(run, [_epoch_row(epoch, by_epoch[epoch], metrics.get(epoch, {}), units.get(epoch))
+                            for epoch in sorted(by_epoch)])
+
+
+# How close to the run's end an epoch's last phase may end and still be one the end closed.
+END_SLACK = 0.5
+
+
+def cut_by_end(run: Run, rows: list[EpochRow]) -> list[EpochRow]:
+    """ROWS, the last marked partial where the run's end cut it short: a run that did not
+    finish on its own (failed, cancelled, a trial ended on purpose) whose last epoch ends
+    with the run (within ``END_SLACK``) and has no epoch event to say it was done. Epochs
+    printed on the workload's output are closed by the recorder when the run ends, whatever
+    ended it: their phase is no longer open, but the epoch was cut all the same."""
+    if run.end is None or run.end.status == "ok" or not rows:
+        return rows
+    last = max(rows, key=lambda r: r.end)
+    if last.partial or last.unit is not None or last.end < run.duration - END_SLACK:
+        return rows
+    return [replace(r, partial=True) if r is last else r for r in rows]
 
 
 def unit(rows: list[EpochRow]) -> str:

@@ -29,7 +29,7 @@ from .stragglers import EpochStragglers, stragglers
 from .stragglers import text as straggler_text
 from .utilization import Series, driver_sample_periods, phase_utilization, series, stats
 from .verdicts import Verdict, run_judgement
-from .wording import instrumentation_text, results, run_info, status_text
+from .wording import Failure, failure, instrumentation_text, results, run_info, status_text
 
 
 def _r(value: float | None, digits: int = 3) -> float | None:
@@ -75,6 +75,7 @@ class EpochFigures(_Figures):
     train_loop: float
     loop_wait_share: float | None
     metrics: EpochMetrics
+    partial: bool   # it never ended: the run ended inside it (``EpochRow.partial``)
 
     @classmethod
     def of(cls, e: EpochRow, unit_: str = EPOCH_UNIT) -> EpochFigures:
@@ -82,7 +83,7 @@ class EpochFigures(_Figures):
         return cls(e.epoch, e.unit or unit_, round(e.start, 3), round(e.total, 3), round(e.train, 3),
                    round(e.validate, 3), round(e.other, 3), {k: round(v, 3) for k, v in e.phases.items()},
                    round(e.untracked, 3), _r(e.data_wait), _r(e.data_wait_share, 4), e.data_wait_source,
-                   round(e.train_loop, 3), _r(e.loop_wait_share, 4), EpochMetrics.of(e.metrics))
+                   round(e.train_loop, 3), _r(e.loop_wait_share, 4), EpochMetrics.of(e.metrics), e.partial)
 
 
 @dataclass(frozen=True)
@@ -197,6 +198,7 @@ class Summary(_Figures):
     duration: float
     status: str | None      # the end record's, "unknown" without one
     status_text: str
+    failure: Failure | None   # why it failed, where it did (``wording.failure``)
     exit_code: int | None
     ended_abruptly: bool
     instrumentation: str | None
@@ -261,6 +263,7 @@ def summarize(run: Run) -> Summary:
         duration=round(run.duration, 3),
         status=run.end.status if run.end else "unknown",
         status_text=status_text(run),
+        failure=failure(run),
         exit_code=run.end.exit_code if run.end else None,
         ended_abruptly=run.ended_abruptly,
         instrumentation=instrumentation_text(run),

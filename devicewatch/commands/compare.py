@@ -124,12 +124,12 @@ def record_pair(workload: str, options_a: list[str], options_b: list[str], out_d
 
 
 def _last_error(path: str) -> str:
-    """Why a recording failed, from the workload's last stderr line (a workload prints one)."""
+    """Why a recording failed (``analysis.failure``: the exception's line, the start error)."""
     try:
-        line = analysis.last_error_line(load(path))
+        found = analysis.failure(load(path))
     except DevicewatchError:
         return ""
-    return f": {line}" if line else ""
+    return f": {found.said or found.text}" if found is not None else ""
 
 
 # -- a saved set of devicewatch try ---------------------------------------------------------

@@ -65,8 +65,8 @@ def run(args: argparse.Namespace) -> int:
 def ending(source: LiveSource, left_recording: bool) -> list[str]:
     """What ``devicewatch run`` says once its dashboard has closed, as ``demo`` names its files:
     where the recording is, and for a finished run how it ended and its verdict, in report's
-    words."""
-    from ..analysis import status_text, verdict
+    words; a run that failed says why first, and its verdict only where it judged something."""
+    from ..analysis import failure, status_text, verdict, verdict_beside
     from ..runformat.runfile import RunFileError, load
 
     if left_recording:
@@ -82,7 +82,12 @@ def ending(source: LiveSource, left_recording: bool) -> list[str]:
         return []  # nothing recorded: the recorder's error says why
     if not run.finished:
         return [f"recording: {source.path} (not finished)"]
-    return [f"recording: {source.path} ({status_text(run)})", inert(f"verdict: {verdict(run).text}")]
+    judged = verdict(run)
+    found = failure(run)
+    if found is None:
+        return [f"recording: {source.path} ({status_text(run)})", inert(f"verdict: {judged.text}")]
+    return [inert(found.text), f"recording: {source.path}",
+            *([inert(f"verdict: {judged.text}")] if verdict_beside(found, judged.label) else [])]
 
 
 def home(args: argparse.Namespace) -> int:

@@ -83,8 +83,7 @@ def run(args: argparse.Namespace) -> int:
         if window:
             print(f"  {window}", file=say, flush=True)
         if result.failed:   # its last lines on stderr come with the table
-            said = f": {result.error_lines[-1].strip()}" if result.error_lines else ""
-            print(f"  the script failed ({result.failed}){said}", file=say, flush=True)
+            print(f"  the script {result.failure_text()}", file=say, flush=True)
         if index == 0 and len(variants) == 1 and not result.failed:
             print("advice: " + "; ".join(advice.text(a) for a in so_far.advice), file=say, flush=True)
             if so_far.held:

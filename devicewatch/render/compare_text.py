@@ -200,13 +200,21 @@ def sections(c: Comparison) -> dict[str, Any]:
     return {name: inert_table(spec.table()) for name, spec in _specs(c).items()}
 
 
+def failure_lines(c: Comparison) -> list[str]:
+    """Why A or B failed, where one did: the first lines of the text (``analysis.failure``)."""
+    return [inert(s.failure.of(s.label)) for s in (c.a, c.b) if s.failure is not None]
+
+
 def closing_lines(c: Comparison) -> list[str]:
-    """What follows the tables in the text: verdicts, notes, and the headline last."""
+    """What follows the tables in the text: verdicts, notes (but a failure, said first), and
+    the headline last."""
     lines = []
+    failed = failure_lines(c)
     if c.phases and c.per_core and c.a.cores > PER_CORE_TEXT_LIMIT:
         lines.append(f"{c.a.cores} cores: per-core columns are in --json only")
-    lines += [f"verdict A: {c.a.verdict.text}", f"verdict B: {c.b.verdict.text}"]
-    lines += [f"note: {note}" for note in c.notes]
+    lines += [f"verdict {s.label}: {s.verdict.text}" for s in (c.a, c.b)
+              if analysis.verdict_beside(s.failure, s.verdict.label)]   # a failure is its news
+    lines += [f"note: {note}" for note in c.notes if inert(note) not in failed]
     lines += [f"load: {line}" for line in load_lines(c)]
     lines.append(f"in short: {c.headline}")
     return [inert(line, newlines=True) for line in lines]
@@ -216,7 +224,7 @@ def renderables(c: Comparison, width: int | None = None) -> list[Any]:
     """The comparison as rich renderables in reading order: the tables (fitted to WIDTH, when
     given), then the closing lines."""
     specs = _specs(c)
-    out: list[Any] = []
+    out: list[Any] = list(failure_lines(c))
     for name in SECTIONS:
         if name in specs:
             if width is None:

@@ -68,7 +68,25 @@ def epoch_tables(summary: analysis.Summary, width: int) -> list[Any]:
                 for n in wording.shown_phases(names, waits)]
     columns.append(Column("no phase", [_secs(row.untracked) for row in rows]))
     columns += [Column(m, [_cell(row.get(m)) for row in metrics]) for m in metric_names if m not in repeated]
-    return fit(title, [Column(unit, [str(row.epoch) for row in rows])], columns, width)
+    return fit(title, [Column(unit, [epoch_label(row.epoch, row.partial) for row in rows])], columns, width)
+
+
+PARTIAL = "partial"
+
+
+def epoch_label(epoch: int, partial: bool) -> str:
+    """An epoch's number in a table, ``3 partial`` where it never ended."""
+    return f"{epoch} {PARTIAL}" if partial else str(epoch)
+
+
+def partial_text(summary: analysis.Summary) -> str | None:
+    """What a partial row is, said once under the table where it has one."""
+    cut = [row.epoch for row in summary.epochs if row.partial]
+    if not cut:
+        return None
+    which = summary.unit + "s" * (len(cut) > 1)
+    return (f"{PARTIAL}: {which} {', '.join(map(str, cut))} never ended (the run ended inside "
+            f"{'it' if len(cut) == 1 else 'them'}); {'its' if len(cut) == 1 else 'their'} seconds run to the end")
 
 
 def phase_clocks(run: Run, names: list[str]) -> list[str] | None:
@@ -95,11 +113,12 @@ def phase_clocks(run: Run, names: list[str]) -> list[str] | None:
 def tables(run: Run, summary: analysis.Summary, width: int = DEFAULT_WIDTH) -> list[Any]:
     """The report as rich renderables laid out for WIDTH; shared with the recorder's
     end-of-run summary."""
-    out: list[Any] = []
+    # Why it failed comes first: it is the news, whatever the figures after it say.
+    out: list[Any] = [inert(summary.failure.text)] if summary.failure is not None else []
     if summary.status not in ("ok", "trial", "cancelled") and not summary.lanes:
         # It failed before its first phase: what it said, and how it ended; its utilization
         # would describe the start-up only, and a verdict on it would mislead.
-        error = analysis.last_error_line(run)
+        error = analysis.last_error_line(run) if summary.failure is None else None
         if error:
             out.append(f"error: {error}")
         out.append(f"status: {summary.status_text} after {summary.duration:.1f}s, before its first phase")
@@ -142,6 +161,9 @@ def tables(run: Run, summary: analysis.Summary, width: int = DEFAULT_WIDTH) -> l
 
     if summary.epochs:
         out += epoch_tables(summary, width)
+        cut = partial_text(summary)
+        if cut:
+            out.append(cut)
         if summary.data_wait_unmeasured:
             out.append(summary.data_wait_unmeasured.text)
 

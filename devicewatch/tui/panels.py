@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from collections.abc import Hashable
 
 import numpy as np
@@ -39,6 +39,7 @@ from ..render.palette import Palette
 from ..safe_text import inert, inert_table
 
 BAR_FULL = "█"
+PARTIAL = "partial"   # an epoch row the run ended inside
 BAR_EMPTY = "░"
 
 
@@ -112,9 +113,27 @@ def progress_text(model: RunModel, width: int = 30) -> Text:
     return text
 
 
-def verdict_text(model: RunModel, try_key: bool = False) -> Text:
+FAILURE_STYLE = "bold white on red"
+
+
+def failure_line(found: wording.Failure) -> Text:
+    """Why the run failed, as the verdict panel's first line (``wording.Failure.text``)."""
+    text = Text(" FAILED ", style=FAILURE_STYLE) if found.source != "start" else \
+        Text(" FAILED TO START ", style=FAILURE_STYLE)
+    text.append(" " + inert(found.text), style="bold")
+    return text
+
+
+def verdict_text(model: RunModel, try_key: bool = False, failure: wording.Failure | None = None) -> Text:
     """The verdict, then one line per advice the model worked out with it (``advice.text``:
-    the knob, the figure it rests on, the predicted gain); ``try_key`` says that ``t`` tries it."""
+    the knob, the figure it rests on, the predicted gain); ``try_key`` says that ``t`` tries it.
+    A run that failed says why first (``failure``, ``wording.failure`` of the run), and its
+    verdict only where it judged something (``wording.verdict_beside``)."""
+    if failure is not None:
+        first = failure_line(failure)
+        if model.verdict is None or not wording.verdict_beside(failure, model.verdict.label):
+            return first
+        return first.append("\n").append(verdict_text(model, try_key))
     host = model.host
     text = Text(f"verdict {inert(host)}: " if host else "verdict: ", style="bold")
     if model.verdict is None:
@@ -169,7 +188,7 @@ def epoch_bars(rows: list[analysis.EpochRow], width: int, max_rows: int = 40,
     or ``data`` phases), each also gets its training loop's seconds and its data wait, seconds
     and share (``loop 2.2s data wait 2.16s 98%``: the verdict's share), and its figures leave
     out the data phases' seconds (one data figure a row: ``2.5s: 0.1 + 0.2 + 0.0``, not ``=``);
-    where it has them, its ``steps``.
+    where it has them, its ``steps``; an epoch the run ended inside, ``partial``.
     ``unmeasured`` (``analysis.Unmeasured.text``) says once, last, why a data wait is missing."""
     text = Text()
     if not rows:
@@ -198,6 +217,7 @@ def epoch_bars(rows: list[analysis.EpochRow], width: int, max_rows: int = 40,
                + "".join(f"{r.phases.get(n, 0.0):.1f} + " for n in figured) + f"{r.untracked:.1f}"
                + (_loop_text(r) if waits else "")
                + (f"  {inert(str(n)) if n is not None else '-':>{steps_w}} steps" if steps_w else "")
+               + (f"  {PARTIAL}" if r.partial else "")
                for r, n in zip(rows, steps)]
     bar_w = max(8, width - 12 - max(len(n) for n in numbers))
     for row, figures in zip(rows, numbers):
@@ -265,7 +285,16 @@ def epoch_rows(model: RunModel, shown: EpochRows | None = None) -> EpochRows:
     if shown is not None and shown.version == version:
         return shown
     found = analysis.data_wait_unmeasured(model.run, model.epoch_rows, model.phases)
-    return EpochRows(model.epoch_rows, version, found.text if found else None)
+    return EpochRows(_partial_marked(model), version, found.text if found else None)
+
+
+def _partial_marked(model: RunModel) -> list[analysis.EpochRow]:
+    """The model's rows, those the run ended inside marked partial once it has ended
+    (``analysis.cut_by_end``); while it records, the epoch now is open but not cut short."""
+    rows = model.epoch_rows
+    if model.run.finished:
+        return analysis.cut_by_end(model.run, rows)
+    return [replace(row, partial=False) if row.partial else row for row in rows]
 
 
 class TextPanel(KeptLines, KeptRows):

@@ -164,6 +164,7 @@ class RunScreen(RedrawOnce):
         self._log_closed = False   # ``l`` closed the output panel
         self._widths: dict[str, int] = {}   # each text panel's width when last shown
         self._announcement = ""   # what the app says of this run's next step (``announce``)
+        self._failure: analysis.Failure | None = None   # why the run failed, once its end is read
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -250,6 +251,11 @@ class RunScreen(RedrawOnce):
         hidden = layout.fit(layout.RUN, width, height, self.presenter, measured, absent)
         before = self._applied
         self._applied = layout.apply(self, layout.RUN, hidden, measured, governed=GOVERNED, applied=before)
+        if before is not None and any(shown and not before.get(key, (True,))[0]
+                                      for key, (shown, _rows, _columns) in self._applied.items()):
+            # A panel shown again (a larger terminal) is drawn now: a finished run has no next
+            # tick to fill it, and its epochs would read "no epochs yet".
+            self._redraw_soon()
         if self._applied != before:
             # Once laid out, the panels' text is measured again at the widths they got: a panel
             # shown or hidden changes its neighbours' widths, and with them how their text wraps.
@@ -339,6 +345,7 @@ class RunScreen(RedrawOnce):
             return
         if self.model is not None and self.model.run.finished:
             self._saw_finished = True
+            self._failure = analysis.failure(self.model.run)
             if self.source.live:
                 self.window, self.pan_offset = None, 0.0
             self.refresh_bindings()
@@ -429,7 +436,7 @@ class RunScreen(RedrawOnce):
             if self._announcement:
                 progress.append(f"   {self._announcement}", style="bold")
             self._set("progress", progress)
-            self._set("verdict", panels.verdict_text(model, try_key=self._try_offered))
+            self._set("verdict", panels.verdict_text(model, try_key=self._try_offered, failure=self._failure))
         overlay = overlay_of(model)
         t = model.t.values
         if model.cpu is not None:
@@ -582,7 +589,7 @@ class RunScreen(RedrawOnce):
         elif model.run.finished:
             status = model.run.end.status if model.run.end else "?"
             state = {"ok": "FINISHED", "trial": "TRIAL OVER", "cancelled": "CANCELLED",
-                     "failed": "FAILED"}.get(status, status.upper())
+                     "failed": "FAILED", "error": "FAILED TO START"}.get(status, status.upper())
             style = "bold black on green" if status in ("ok", "trial") else "bold white on red" if status != "cancelled" \
                 else "bold black on yellow"
         elif source.live:

@@ -193,8 +193,9 @@ def test_a_run_that_fails_before_its_first_phase_prints_its_error_first_and_no_t
     proc = devicewatch("--record", str(record), "--gpu", "off", "--", sys.executable, "-c", script)
     assert proc.returncode == 3
     summary = proc.stdout.strip().splitlines()
-    assert summary[0] == "error: boom: no such data file"
+    # why it failed, in the one wording every view gives it: how it ended and what it said
+    assert summary[0] == "failed (exit code 3): boom: no such data file"
     assert "failed (exit code 3)" in summary[1] and "before its first phase" in summary[1]
     assert len(summary) == 2
     report = devicewatch("report", str(record)).stdout
-    assert report.splitlines()[0] == "error: boom: no such data file" and "verdict" not in report
+    assert report.splitlines()[0] == "failed (exit code 3): boom: no such data file" and "verdict" not in report
