@@ -523,7 +523,10 @@ def timing(seconds_a: float, seconds_b: float, basis: str) -> str:
 
 def headline(c: Comparison) -> str:
     """One sentence in plain words: who finished sooner, what happened to idle time, and to
-    the verdict."""
+    the verdict. A side that failed is said first: its time is a run cut short, not a result."""
+    failed = [s.failure.of(s.label) for s in (c.a, c.b) if s.failure is not None]
+    if failed:
+        return "the runs are not timed against each other, as " + " and ".join(failed)
     first = timing(c.seconds_a, c.seconds_b, c.basis)
     da, db = c.a.idle_device, c.b.idle_device
     if da is None or db is None:
