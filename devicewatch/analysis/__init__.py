@@ -82,7 +82,7 @@ from .utilization import (
     stats,
 )
 from .contention import CONTENDED_SHARE, CONTENDED_WAIT, Contention, contention, cores_text
-from .core_sentences import Cores, counted, limits_text
+from .core_sentences import Cores, counted, limits_text, time_weighted
 from .verdicts import (
     CORE_SATURATED,
     CPU_BOUND,
@@ -226,6 +226,7 @@ __all__ = [
     "straggler_rows",
     "stragglers",
     "summarize",
+    "time_weighted",
     "union_length",
     "unit",
     "units_text",

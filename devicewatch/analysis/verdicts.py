@@ -459,9 +459,9 @@ def _cpu_verdict(cpu: CpuUse, lanes_: LaneUse, figures: dict[str, float], th: Th
                        f"({cpu.total:.0f}%) on average{by}: every core is working", figures)
     if cpu.workload is not None and cpu.workload < th.own_core and cpu.busiest >= th.core_saturated:
         # A saturated core the workload's own processes cannot account for is another program's.
-        others = cpu.others if cpu.others is not None else max(0.0, cpu.machine - cpu.workload)
+        took = cpu.others if cpu.others is not None else max(0.0, cpu.machine - cpu.workload)
         return Verdict("waiting", f"waiting: the workload keeps {cpu.counts.used(cpu.workload)} busy while "
-                       f"{cpu.counts.others(others)} (the busiest core averages {cpu.busiest:.0f}%, not the "
+                       f"{cpu.counts.others(took)} (the busiest core averages {cpu.busiest:.0f}%, not the "
                        "workload's): the workload mostly waits (I/O, sleep, or a device)", figures)
     pacing = lanes_.pacing(th)
     if pacing is not None and cpu.busiest >= th.core_saturated:

@@ -476,3 +476,32 @@ def test_a_live_label_holds_within_its_thresholds_margins_and_no_further(tmp_pat
     assert analysis.verdict(far, held="CPU-bound").label == "waiting"
     # A label the figures could not give within any margin is not held either.
     assert analysis.verdict(near, held="GPU-bound").label == "waiting"
+
+
+def test_a_live_view_holds_a_label_its_figures_no_longer_give_for_hold_seconds_at_most(tmp_path: Path) -> None:
+    from devicewatch.live.model import RunModel
+
+    class Clocked(RunModel):
+        """The run's time as the test sets it: the live view's clock of how long a label was held."""
+        now = 0.0
+
+        @property
+        def latest(self) -> float:
+            return self.now
+
+    # Both cores at 84%, still recording: its figures give "waiting", within the margins of "CPU-bound".
+    near = Shape(2, 5.0, every_core(2, 84.0), ended=False).run(tmp_path / "near.jsonl")
+    model = Clocked(near)
+    model.verdict = analysis.verdict(near, held="CPU-bound")   # what the view showed before
+
+    def judged_at(now: float) -> str:
+        model.now, model.version = now, model.version + 1    # new data, at run time NOW
+        assert model.refresh_verdict(force=True)
+        assert model.verdict is not None
+        return model.verdict.label
+
+    assert judged_at(10.0) == "CPU-bound"                            # held from 10 s of the run
+    assert judged_at(10.0 + analysis.HOLD_SECONDS - 0.5) == "CPU-bound"
+    assert judged_at(10.0 + analysis.HOLD_SECONDS) == "waiting"      # held as long as it may be
+    assert model.verdict is not None and not model.verdict.held
+    assert "margins" not in model.verdict.text
