@@ -479,7 +479,7 @@ def load_moved_text(results: list[TrialResult]) -> str | None:
     base = results[0]
     each = ", ".join(f"{r.others_cores:.1f} during {r.variant.label}" for r, _gap in gaps)
     # Other programs run on every core of the machine: their cores are counted of its, where known.
-    of = analysis.Cores(base.machine_cores).machine_of() if base.machine_cores \
+    of = analysis.Cores(base.machine_cores, base.allowed_cores).machine_of() if base.machine_cores \
         else analysis.counted(gaps[0][1].cores, "core")
     return (f"* the machine's load moved: other programs took {base.others_cores:.1f} of "
             f"{of} during the script as written and {each}: the steps/s marked * "

@@ -331,7 +331,7 @@ def considered(run: Run, verdict: Verdict | None = None) -> tuple[list[Advice], 
         if b.loader is None and sequential:
             out.append(_advice(b, "map_parallel", limit,
                                f"the loop waited on its tf.data input {share:.0%} of the time and {sequential} of its "
-                               f"maps run one element at a time (num_parallel_calls unset); "
+                               f"maps run{'s' * (sequential == 1)} one element at a time (num_parallel_calls unset); "
                                f"{b.free_cores:.1f} of {_of_cores(b)} are free"))
         elif b.loader is None and b.tf_data:
             out.append(Advice(None, None, f"the loop waited on its tf.data input {share:.0%} of the time with its maps "
@@ -345,7 +345,7 @@ def considered(run: Run, verdict: Verdict | None = None) -> tuple[list[Advice], 
         elif b.workers and (b.restarts or 0.0) >= RESTARTS:
             every = f"every {1 / b.restarts:.0f} steps" if b.restarts and b.restarts < 0.95 else "every step"
             why = (f"the loop waited on its DataLoader {share:.0%} of the time and takes a new iterator {every}: "
-                   f"its {b.workers} worker{'s' * (b.workers != 1)} start anew each time")
+                   f"its {counted(b.workers, 'worker')} start{'s' * (b.workers == 1)} anew each time")
             tried = [_advice(b, "num_workers", 0, f"{why}; without workers nothing starts")]
             if not (b.loader or {}).get("persistent_workers"):
                 tried.append(_advice(b, "persistent_workers", True,
@@ -428,7 +428,7 @@ def _worth_it(a: Advice, b: Baseline) -> Advice:
     if a.knob in ("persistent_workers", "pin_memory"):  # no core is wanted: the reset's wait, the copy is the cost
         return Advice(None, None, f"{a.why}, and {a.label} is predicted at {a.predicted_gain:.2f}× the steps/s")
     return Advice(None, None, f"{a.why}, and {a.label} is predicted at {a.predicted_gain:.2f}× the steps/s: "
-                              f"its work has no core to spread over ({_cores(b).can_get(b.others_cores)})")
+                              f"its work has no core to spread over: {_cores(b).can_get(b.others_cores)}")
 
 
 def _cores(b: Baseline) -> Cores:
