@@ -273,7 +273,7 @@ class RunModel:
             if kind == "event":
                 self._event(record)
                 events = True
-            elif kind in ("end", "gpu_status", "log"):
+            elif kind in ("end", "gpu_status", "log", "notice"):   # a notice: the workload stopped, or ran again
                 changed = True
         if events:
             self.events_version += 1
