@@ -257,14 +257,14 @@ def verdict(run: Run, s: Series | None = None, all_phases: list[Phase] | None = 
     s = series(run) if s is None else s
     all_phases = phases(run) if all_phases is None else all_phases
     ended = run.end is not None
-    elapsed = float(s.t[-1]) if len(s.t) else 0.0
+    # The run's time and samples as the dashboard's header counts them (its last record's time).
+    elapsed = max(float(s.t[-1]) if len(s.t) else 0.0, run.duration)
     if len(s.t) < MIN_SAMPLES or elapsed < MIN_SECONDS:
-        # The run's time and its samples, as the dashboard's header counts them.
         needs = f"and a verdict needs {MIN_SECONDS:.0f} s and {MIN_SAMPLES} samples"
         if ended:
-            return Verdict("too short", f"too short to judge: the run ended after {elapsed:.1f} s of samples "
-                           f"({counted(len(s.t), 'sample')}), {needs}", {})
-        return Verdict("too early", f"too early to tell: {elapsed:.1f} s of samples ({counted(len(s.t), 'sample')}), "
+            return Verdict("too short", f"too short to judge: the run ended after {elapsed:.1f} s and "
+                           f"{counted(len(s.t), 'sample')}, {needs}", {})
+        return Verdict("too early", f"too early to tell: {elapsed:.1f} s and {counted(len(s.t), 'sample')} so far, "
                        f"{needs}", {})
     stops = stopped_spans(run)
     if stops and not ended and stops[-1][1] is None:
@@ -462,7 +462,7 @@ def _cpu_verdict(cpu: CpuUse, lanes_: LaneUse, figures: dict[str, float], th: Th
         took = cpu.others if cpu.others is not None else max(0.0, cpu.machine - cpu.workload)
         return Verdict("waiting", f"waiting: the workload keeps {cpu.counts.used(cpu.workload)} busy while "
                        f"{cpu.counts.others(took)} (the busiest core averages {cpu.busiest:.0f}%, not the "
-                       "workload's): the workload mostly waits (I/O, sleep, or a device)", figures)
+                       "workload's): it mostly waits (I/O, sleep, or a device)", figures)
     pacing = lanes_.pacing(th)
     if pacing is not None and cpu.busiest >= th.core_saturated:
         others = [lane for lane in lanes_.busy if lane != pacing]

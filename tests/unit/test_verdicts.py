@@ -228,7 +228,7 @@ CASES = [
     # tree sleeps at 1% of one core (0.01 cores), so the saturated core is not its.
     Case("2 cores: a sleeping script on a busy machine", Shape(2, 3.0, lambda t: [100.0, 60.0], workload=constant(1.0)),
          "waiting", "waiting: the workload keeps 0.0 of 2 cores busy while other programs took 1.6 of 2 cores (the "
-         "busiest core averages 100%, not the workload's): the workload mostly waits (I/O, sleep, or a device)"),
+         "busiest core averages 100%, not the workload's): it mostly waits (I/O, sleep, or a device)"),
     # A script using 0.19 cores while other programs fill the rest: both cores at 98% = 1.96
     # cores, 0.19 of them its own (10% of the busy cores, under OWN_SHARE) and its threads never
     # waited for a core (0.01 cores' worth): not CPU-bound, not contended; it waits, and other
@@ -237,7 +237,7 @@ CASES = [
                                                                  [("train", 1, "main", 0.0, 5.0)],
                                                                  workload=constant(19.0), waiting=constant(1.0)),
          "waiting", "waiting: the workload keeps 0.2 of 2 cores busy while other programs took 1.8 of 2 cores (the "
-         "busiest core averages 98%, not the workload's): the workload mostly waits (I/O, sleep, or a device)"),
+         "busiest core averages 98%, not the workload's): it mostly waits (I/O, sleep, or a device)"),
     # data_wait_s 1.86 s of each 3 s training loop, three epochs: 5.58 of 9 s = 62% (more than
     # the 2 x 0.9 s of visible waits: short ones are not drawn). (60 + 40) / 2 = 50% = 1 core.
     Case("2 cores: slow DataLoader", Shape(2, 12.0, lambda t: [60.0, 40.0], loader_epochs(3), metrics=LOADER_WAIT),
@@ -405,12 +405,12 @@ CASES = [
     # -- too short, too early ---------------------------------------------------------------------
     # One sample at 0.05 s, and the run ended.
     Case("2 cores: one sample", Shape(2, 0.1, lambda t: [100.0, 0.0]),
-         "too short", "too short to judge: the run ended after 0.1 s of samples (1 sample), and a verdict needs "
+         "too short", "too short to judge: the run ended after 0.1 s and 1 sample, and a verdict needs "
          "2 s and 4 samples"),
-    # Still recording: 10 samples 0.05-0.95 s, under the 2 s a verdict needs (the header would
-    # read 0.9 s and 10 samples).
+    # Still recording: 10 samples 0.05-0.95 s, under the 2 s a verdict needs (the header reads
+    # the same: the run's last record at 0.95 s, and 10 samples).
     Case("2 cores: the first second", Shape(2, 1.0, every_core(2, 100.0), ended=False),
-         "too early", "too early to tell: 0.9 s of samples (10 samples), and a verdict needs 2 s and 4 samples"),
+         "too early", "too early to tell: 0.9 s and 10 samples so far, and a verdict needs 2 s and 4 samples"),
 ]
 
 
