@@ -505,3 +505,20 @@ def test_a_live_view_holds_a_label_its_figures_no_longer_give_for_hold_seconds_a
     assert judged_at(10.0 + analysis.HOLD_SECONDS) == "waiting"      # held as long as it may be
     assert model.verdict is not None and not model.verdict.held
     assert "margins" not in model.verdict.text
+
+
+def test_until_its_first_verdict_a_live_view_judges_at_every_new_sample(tmp_path: Path) -> None:
+    from devicewatch.live.model import RunModel
+
+    now = [100.0]   # the view's clock: it does not move, so only "too early" may be judged again
+    early = RunModel(Shape(2, 1.0, every_core(2, 100.0), ended=False).run(tmp_path / "early.jsonl"),
+                     clock=lambda: now[0])
+    assert early.refresh_verdict(force=True) and early.verdict is not None and early.verdict.label == "too early"
+    early.version += 1   # a new sample
+    assert early.refresh_verdict()
+    # Once it has a verdict, the next waits its VERDICT_EVERY seconds.
+    judged = RunModel(Shape(2, 5.0, every_core(2, 100.0), ended=False).run(tmp_path / "judged.jsonl"),
+                      clock=lambda: now[0])
+    assert judged.refresh_verdict(force=True) and judged.verdict is not None and judged.verdict.label == "CPU-bound"
+    judged.version += 1
+    assert not judged.refresh_verdict()
