@@ -59,7 +59,7 @@ LANES_OVERLAP = 0.1         # share of the phase time with two or more lanes at 
 PACING_LANE = 0.9           # share of the phase time one lane is busy: it sets the pace
 
 
-MIN_SECONDS = 2.0           # seconds of the run sampled (its last sample's time) before any verdict: "too early to tell"
+MIN_SECONDS = 2.0           # seconds of the run (to its last record) before any verdict: "too early to tell"
 MIN_SAMPLES = 4             # ... and at least this many samples (a second a sample: 4 over 3 s)
 MIN_LOOP_SECONDS = 2.0      # seconds of training loop, or a whole epoch, before its data wait can decide a verdict
 
@@ -69,6 +69,8 @@ MIN_LOOP_SECONDS = 2.0      # seconds of training loop, or a whole epoch, before
 MARGIN_PERCENT = 3.0        # points of a % threshold
 MARGIN_SHARE = 0.03         # of a share threshold
 MARGIN_CORES = 0.1          # of a threshold in cores
+STOP_SAID_LATE = 1.0        # s the recorder may say a stop after it: once seen on two looks in a row, two a second
+STOPPED_CPU = 5.0           # % of one core under which the workload's tree reads as stopped before that notice
 HOLD_SECONDS = 10.0         # the longest a live view holds a label its figures no longer give (``live.model``)
 
 
@@ -279,7 +281,7 @@ def verdict(run: Run, s: Series | None = None, all_phases: list[Phase] | None = 
     if not in_run.any():  # phases too short to hold a sample: judge the whole run instead
         in_run = np.ones(len(s.t), bool)
     if stops:
-        running = ~active_mask(s.t, [(start, run.duration if end is None else end) for start, end in stops])
+        running = ~_stopped(run, s, stops)
         if not (in_run & running).any():
             stopped = sum((run.duration if end is None else end) - start for start, end in stops)
             return Verdict("stopped", f"stopped: the workload was stopped (Ctrl-Z or SIGSTOP) {stopped:.1f} s of its "
@@ -353,6 +355,23 @@ def stopped_spans(run: Run) -> list[tuple[float, float | None]]:
     if since is not None:
         spans.append((since, None))
     return spans
+
+
+def _stopped(run: Run, s: Series, stops: list[tuple[float, float | None]]) -> np.ndarray:
+    """Which samples fall in a stretch the workload was stopped: each from its notice, or from
+    as far before it (up to STOP_SAID_LATE) as the tree's CPU read nothing, as the recorder
+    says a stop only once it saw it twice."""
+    spans = []
+    measured = len(s.proc_cpu) == len(s.t)
+    for start, end in stops:
+        if measured:
+            before = np.flatnonzero((s.t < start) & (s.t >= start - STOP_SAID_LATE))
+            for i in before[::-1]:
+                if not s.proc_cpu[i] < STOPPED_CPU:
+                    break
+                start = float(s.t[i])
+        spans.append((start, run.duration if end is None else end))
+    return active_mask(s.t, spans)
 
 
 def _contended(shared: Contention, cpu: CpuUse, figures: dict[str, float]) -> Verdict:

@@ -522,3 +522,16 @@ def test_until_its_first_verdict_a_live_view_judges_at_every_new_sample(tmp_path
     assert judged.refresh_verdict(force=True) and judged.verdict is not None and judged.verdict.label == "CPU-bound"
     judged.version += 1
     assert not judged.refresh_verdict()
+
+
+@pytest.mark.parametrize(("said", "workload"), [
+    (2.5, 2.0),             # said 0.5 s late: the five quiet samples before it (2.05-2.45 s) are the stop's
+    (3.5, round(60 / 35, 2)),   # said 1.5 s late: back to 2.5 s only (STOP_SAID_LATE); 2.05-2.45 s stay, read 0
+])
+def test_a_stop_said_late_counts_from_when_the_tree_went_quiet(tmp_path: Path, said: float, workload: float) -> None:
+    # Two cores full of its work, stopped from 2.0 to 4.0 s of a 5 s run; the recorder said so
+    # at SAID. Counted: 20 samples before 2.0 and 10 after 4.0 at 2 cores, and the quiet ones not
+    # taken for the stop at 0: 30 x 2 / 30 = 2.0, or 30 x 2 / 35 = 1.71.
+    shape = Shape(2, 5.0, every_core(2, 100.0), [("train", 1, "main", 0.0, 5.0)],
+                  workload=lambda t: 0.0 if 2.0 <= t < 4.0 else 200.0, stopped=[(said, 4.0)])
+    assert analysis.verdict(shape.run(tmp_path / "run.jsonl")).figures["workload_cores"] == workload
