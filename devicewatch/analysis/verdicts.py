@@ -454,8 +454,8 @@ def _gpu_verdict(run: Run, s: Series, all_phases: list[Phase], in_run: np.ndarra
     if cpu.busy_from(th.feed_all_cores):
         busy = f"{cpu.busy_text()} on average" if cpu.allowed is not None else \
             f"{cpu.counts.busy(cpu.machine)} are busy ({cpu.total:.0f}%)"
-        return Verdict("input-bound", f"input-bound: the GPU averages {gpu.mean:.0f}% while {busy}: the CPU "
-                       "cannot feed it", figures)
+        return Verdict("input-bound", f"input-bound: the GPU averages {gpu.mean:.0f}% while {busy}{_beside(cpu)}: "
+                       "the CPU cannot feed it", figures)
     if cpu.busiest >= th.feed_one_core and (cpu.workload is None or cpu.workload >= th.own_core):
         return Verdict("input-bound", f"input-bound: the GPU averages {gpu.mean:.0f}% while the busiest "
                        f"core averages {cpu.busiest:.0f}% ({cpu.busy_text()}): one core feeds the GPU "

@@ -314,6 +314,12 @@ CASES = [
                                                          gpu=constant(50.0), sm_active=60.0),
          "input-bound", "input-bound: the GPU averages 50% while 14.4 of 16 cores are busy (90%): the CPU cannot "
          "feed it"),
+    # The same, with the workload's own tree at 4 cores: other programs took 14.4 - 4 = 10.4.
+    Case("16 cores + GPU: the CPU cannot feed it, beside other programs",
+         Shape(16, 5.0, every_core(16, 90.0), [("train", 1, "main", 0.0, 5.0)], gpu=constant(50.0), sm_active=60.0,
+               workload=constant(400.0)),
+         "input-bound", "input-bound: the GPU averages 50% while 14.4 of 16 cores are busy (90%), and other programs "
+         "took 10.4 of 16 cores: the CPU cannot feed it"),
     # Every core at 20% (3.2 of 16), the GPU at 40% and never under 10%.
     Case("16 cores + GPU: GPU underused", Shape(16, 5.0, every_core(16, 20.0), [("train", 1, "main", 0.0, 5.0)],
                                                 gpu=constant(40.0), sm_active=60.0),
