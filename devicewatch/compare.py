@@ -106,7 +106,7 @@ class Side:
         """``1.1 of 2 cores``, or ``-`` where not recorded."""
         if self.others is None:
             return "-"
-        return f"{self.others:.1f} of {analysis.cores_text(self.allowed if self.allowed < self.cores else None, self.cores)}"
+        return f"{self.others:.1f} of {analysis.Cores(self.cores, self.allowed).machine_of()}"
 
 
 def command_of(run: Run) -> str:
@@ -397,6 +397,7 @@ class LoadGap:
     seconds_a: float
     seconds_b: float
     could_cost: float          # the share of the busier run's time its extra load could have taken
+    machine: int | None = None  # the machine's cores, which other programs' are counted of (None: not known)
 
     @property
     def cores(self) -> float:
@@ -428,6 +429,8 @@ class LoadGap:
             return None
         of = (cores_figure(self.cores_a) if cores_figure(self.cores_a) == cores_figure(self.cores_b)
               else f"{cores_figure(self.cores_a)} and {cores_figure(self.cores_b)}")
+        if self.machine is not None and self.machine > self.cores + 1e-6:
+            of = f"the machine's {self.machine}"   # they run on every core, not on those the runs may use
         took = f"other programs took {self.others_a:.1f} cores in A and {self.others_b:.1f} in B (of {of})"
         if self.slower == self.busier:
             return f"{took}: the difference may be theirs, not the change's"
@@ -444,7 +447,7 @@ class LoadGap:
 
 def load_gap(others_a: float | None, others_b: float | None, cores: float | tuple[float, float],
              seconds_a: float, seconds_b: float, busier_workload: float | None = None,
-             busier_waiting: float | None = None) -> LoadGap | None:
+             busier_waiting: float | None = None, machine: int | None = None) -> LoadGap | None:
     """The load of other programs in A and B, of CORES (A's and B's where they differ), where it
     moved (``LOAD_MOVED_*``, against the larger), else None (a quiet pair, or a run that did not
     record its process tree). The busier run could have had at
@@ -460,7 +463,7 @@ def load_gap(others_a: float | None, others_b: float | None, cores: float | tupl
     could_have = extra if busier_waiting is None else min(extra, busier_waiting)
     got = busier_workload or 0.0
     could_cost = could_have / (got + could_have) if could_have > 0 else 0.0
-    return LoadGap(others_a, others_b, cores_a, cores_b, seconds_a, seconds_b, could_cost)
+    return LoadGap(others_a, others_b, cores_a, cores_b, seconds_a, seconds_b, could_cost, machine)
 
 
 def comparison_load(c: Comparison) -> LoadGap | None:
@@ -468,7 +471,7 @@ def comparison_load(c: Comparison) -> LoadGap | None:
     judge, against the time of the comparison's basis."""
     busier = c.b if (c.b.others or 0.0) > (c.a.others or 0.0) else c.a
     return load_gap(c.a.others, c.b.others, (c.a.allowed, c.b.allowed), c.seconds_a, c.seconds_b,
-                    busier.workload_cores, busier.waiting_cores)
+                    busier.workload_cores, busier.waiting_cores, c.a.cores if c.a.cores == c.b.cores else None)
 
 
 def load_note(c: Comparison) -> str | None:

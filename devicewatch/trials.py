@@ -24,7 +24,7 @@ import numpy as np
 from .analysis import advice as advice_
 from .analysis.wording import exception_line, failure, last_error_lines
 from . import analysis, events
-from .compare import LoadGap, cores_figure, load_gap
+from .compare import LoadGap, load_gap
 from .errors import UsageError
 from .integrations.zero_code import TRIAL_VAR, VARY_VAR
 from .recorder import RecordOptions, record
@@ -80,17 +80,25 @@ class TrialResult:
     window_seconds: float | None = None  # the seconds its window measured
     cut_short: bool = False              # the script ended before its window was full
     reason: str | None = None            # why its script failed, in one line (``analysis.failure``)
+    machine_cores: int | None = None     # the machine's cores, which other programs' are counted of
 
     def window_text(self, budget: dict[str, Any]) -> str | None:
         """What the window measured against what was asked, where the script ended first:
-        ``2.1 s of the 15 s window measured (40 steps): the script ended first``."""
+        ``2.1 s of the 15 s window measured (40 steps): the script ended first``. None where
+        it measured all that was asked (a script that ended with its window's last step)."""
         if not self.cut_short or self.window_seconds is None:
             return None
+        seconds = f"{self.window_seconds:.2g}" if self.window_seconds < 10 else f"{self.window_seconds:.1f}"
         if budget.get("steps"):
-            asked = f"{self.window_steps} of the {budget['steps']} steps of its window measured, in {self.window_seconds:.2g} s"
+            if self.window_steps is not None and self.window_steps >= int(budget["steps"]):
+                return None
+            asked = f"{self.window_steps} of the {budget['steps']} steps of its window measured, in {seconds} s"
         else:
-            asked = (f"{self.window_seconds:.2g} s of the {float(budget.get('seconds') or 0):g} s window measured "
-                     f"({self.window_steps} steps)")
+            window = float(budget.get("seconds") or 0)
+            if window and self.window_seconds >= window:
+                return None
+            steps = analysis.counted(self.window_steps, "step") if self.window_steps is not None else "no steps"
+            asked = f"{seconds} s of the {window:g} s window measured ({steps})"
         return f"{asked}: the script ended first"
 
     def failure_text(self) -> str | None:
@@ -113,7 +121,8 @@ class TrialResult:
                 "gpu_busy": self.gpu_busy, "verdict": self.verdict, "run_file": self.path,
                 "status": self.status, "varied": self.varied, "not_applied": self.not_applied,
                 "note": self.note, "failed": self.failed, "reason": self.reason, "error_lines": self.error_lines,
-                "window": {"steps": self.window_steps, "seconds": self.window_seconds, "cut_short": self.cut_short}}
+                "window": {"steps": self.window_steps, "seconds": self.window_seconds, "cut_short": self.cut_short},
+                "machine_cores": self.machine_cores}
 
 
 @dataclass
@@ -234,7 +243,8 @@ def result_of(run: Run, variant: Variant, predicted: float | None = None) -> Tri
         state = event.get("state")
         if state == "varied":
             by = f" (set by the script to {event.get('was')})" if event.get("by") else ""
-            line = f"{event.get('knob')} {_word(event.get('was'))} → {_word(event.get('now'))}{by}"
+            was, now = _word(event.get("was")), _word(event.get("now"))
+            line = f"{event.get('knob')} {was} → {now}{by}" if was != now else f"{event.get('knob')} {now}, as it was{by}"
             if line not in result.varied:
                 result.varied.append(line)
         elif state == "not_applied":
@@ -262,6 +272,8 @@ def result_of(run: Run, variant: Variant, predicted: float | None = None) -> Tri
     result.verdict = verdict.label
     result.cores_busy = verdict.figures.get("workload_cores", verdict.figures.get("cores_busy"))
     result.allowed_cores = verdict.figures.get("allowed_cores", verdict.figures.get("cores"))
+    machine = verdict.figures.get("cores")
+    result.machine_cores = int(machine) if isinstance(machine, (int, float)) else None
     shared = _window_contention(run, s, window)
     if shared is not None:
         result.others_cores = None if shared.others is None else round(shared.others, 2)
@@ -428,7 +440,8 @@ def load_set(path: str) -> tuple[TrialSet, str]:
                 str(v["note"]) if v.get("note") is not None else None,
                 number(v.get("others_cores")), number(v.get("allowed_cores")), number(v.get("waiting_cores")),
                 str(v["failed"]) if v.get("failed") is not None else None, [str(x) for x in v.get("error_lines") or []],
-                *_window(v.get("window")), str(v["reason"]) if v.get("reason") is not None else None))
+                *_window(v.get("window")), str(v["reason"]) if v.get("reason") is not None else None,
+                machine_cores=int(v["machine_cores"]) if isinstance(v.get("machine_cores"), int) else None))
         advised = [advice_.Advice(a.get("knob"), a.get("value"), str(a.get("why", "")),
                                   number(a.get("predicted_steps_per_s")), number(a.get("predicted_gain")))
                    for a in data.get("advice") or []]
@@ -478,8 +491,11 @@ def load_moved_text(results: list[TrialResult]) -> str | None:
         return None
     base = results[0]
     each = ", ".join(f"{r.others_cores:.1f} during {r.variant.label}" for r, _gap in gaps)
+    # Other programs run on every core of the machine: their cores are counted of its, where known.
+    of = analysis.Cores(base.machine_cores, base.allowed_cores).machine_of() if base.machine_cores \
+        else analysis.counted(gaps[0][1].cores, "core")
     return (f"* the machine's load moved: other programs took {base.others_cores:.1f} of "
-            f"{cores_figure(gaps[0][1].cores)} cores during the script as written and {each}: the steps/s marked * "
+            f"{of} during the script as written and {each}: the steps/s marked * "
             "may differ for them, not for the knob (run the set again on a quieter machine)")
 
 

@@ -42,7 +42,7 @@ import numpy as np
 
 from .. import events
 from ..runformat.runfile import Run
-from .contention import cores_text
+from .core_sentences import OTHERS_NOTABLE, Cores, counted
 from .epoch_rows import data_wait, epochs
 from .pairing import Phase, phases
 from .utilization import Series, series
@@ -331,7 +331,7 @@ def considered(run: Run, verdict: Verdict | None = None) -> tuple[list[Advice], 
         if b.loader is None and sequential:
             out.append(_advice(b, "map_parallel", limit,
                                f"the loop waited on its tf.data input {share:.0%} of the time and {sequential} of its "
-                               f"maps run one element at a time (num_parallel_calls unset); "
+                               f"maps run{'s' * (sequential == 1)} one element at a time (num_parallel_calls unset); "
                                f"{b.free_cores:.1f} of {_of_cores(b)} are free"))
         elif b.loader is None and b.tf_data:
             out.append(Advice(None, None, f"the loop waited on its tf.data input {share:.0%} of the time with its maps "
@@ -345,7 +345,7 @@ def considered(run: Run, verdict: Verdict | None = None) -> tuple[list[Advice], 
         elif b.workers and (b.restarts or 0.0) >= RESTARTS:
             every = f"every {1 / b.restarts:.0f} steps" if b.restarts and b.restarts < 0.95 else "every step"
             why = (f"the loop waited on its DataLoader {share:.0%} of the time and takes a new iterator {every}: "
-                   f"its {b.workers} worker{'s' * (b.workers != 1)} start anew each time")
+                   f"its {counted(b.workers, 'worker')} start{'s' * (b.workers == 1)} anew each time")
             tried = [_advice(b, "num_workers", 0, f"{why}; without workers nothing starts")]
             if not (b.loader or {}).get("persistent_workers"):
                 tried.append(_advice(b, "persistent_workers", True,
@@ -361,11 +361,11 @@ def considered(run: Run, verdict: Verdict | None = None) -> tuple[list[Advice], 
             out.append(_advice(b, "num_workers", workers, why))
         elif not (b.loader or {}).get("persistent_workers"):
             out.append(_advice(b, "persistent_workers", True,
-                               f"the loop waited on its DataLoader {share:.0%} of the time with {b.workers} workers "
-                               "that are started anew every epoch"))
+                               f"the loop waited on its DataLoader {share:.0%} of the time with "
+                               f"{counted(b.workers, 'worker')} that are started anew every epoch"))
         else:
             out.append(Advice(None, None, f"the loop waited on its DataLoader {share:.0%} of the time with "
-                                          f"{b.workers} persistent workers on {_of_cores(b)}: the loading itself "
+                                          f"{counted(b.workers, 'persistent worker')} on {_of_cores(b)}: the loading itself "
                                           "is the cost (make each item cheaper, or cache it)"))
     if b.copy is not None and b.loader is not None and not b.loader.get("pin_memory"):
         copy = b.copy
@@ -377,16 +377,14 @@ def considered(run: Run, verdict: Verdict | None = None) -> tuple[list[Advice], 
     more = int(b.free_cores + 0.05)   # whole cores free: threads beyond them fight other programs
     obtainable = max(1, int(b.usable_cores + 0.05))
     if verdict.label == "contended" and b.threads is not None and b.threads > obtainable:
-        others = f"other programs took {b.others_cores:.1f} of them" if (b.others_cores or 0) >= 0.25 \
-            else "it may use no more"
         out.append(_advice(b, "threads", obtainable,
-                           f"contended: PyTorch runs its operators on {b.threads} threads, which waited for a core "
-                           f"{b.wait_share or 0:.0%} of the time they wanted one, and it can get {obtainable} of "
-                           f"{_of_cores(b)} ({others})"))
+                           f"contended: PyTorch runs its operators on {counted(b.threads, 'thread')}, which waited for "
+                           f"a core {b.wait_share or 0:.0%} of the time they wanted one, and "
+                           f"{_cores(b).can_get(b.others_cores)}"))
     elif verdict.label in ("single-core-bound", "partly parallel") and b.threads is not None and b.threads < limit \
             and more >= 1:
         out.append(_advice(b, "threads", min(limit, b.threads + more),
-                           f"{verdict.label}: PyTorch runs its operators on {b.threads} thread{'s' * (b.threads != 1)} "
+                           f"{verdict.label}: PyTorch runs its operators on {counted(b.threads, 'thread')} "
                            f"and {max(0.0, free):.1f} of {_of_cores(b)} are free"))
     worth = [_worth_it(a, b) for a in out]
     held += [a for a, kept in zip(out, worth) if kept is not a]
@@ -394,12 +392,11 @@ def considered(run: Run, verdict: Verdict | None = None) -> tuple[list[Advice], 
     if not out:
         if verdict.label == "contended":
             why = (f"contended: its threads waited for a core {b.wait_share or 0:.0%} of the time they wanted one, "
-                   f"and none of its knobs asks for fewer cores (other programs took "
-                   f"{b.others_cores or 0:.1f} of {_of_cores(b)}): run it when they are done, or give it cores "
-                   "of its own")
+                   f"and none of its knobs asks for fewer cores ({_cores(b).others(b.others_cores or 0.0)}): run it "
+                   "when they are done, or give it cores of its own")
         elif verdict.label == "CPU-bound":
-            why = (f"every core is working ({verdict.figures.get('cores_busy', b.cores)} of {_of_cores(b)} busy): the model "
-                   "itself is the cost, and no knob that leaves its arithmetic alone makes it faster")
+            why = (f"every core is working ({_busy_text(b)}): the model itself is the cost, and no knob that leaves "
+                   "its arithmetic alone makes it faster")
         elif verdict.label == "single-core-bound":
             why = ("one core does the work with every operator thread in use: the serial part is the script's "
                    "own Python, which no knob set from outside spreads")
@@ -430,15 +427,31 @@ def _worth_it(a: Advice, b: Baseline) -> Advice:
         return a
     if a.knob in ("persistent_workers", "pin_memory"):  # no core is wanted: the reset's wait, the copy is the cost
         return Advice(None, None, f"{a.why}, and {a.label} is predicted at {a.predicted_gain:.2f}× the steps/s")
-    others = f"; other programs took {b.others_cores:.1f} of them" if (b.others_cores or 0) >= 0.25 else ""
     return Advice(None, None, f"{a.why}, and {a.label} is predicted at {a.predicted_gain:.2f}× the steps/s: "
-                              f"its work has no core to spread over ({b.usable_cores:.1f} of {_of_cores(b)} "
-                              f"can be had{others})")
+                              f"its work has no core to spread over: {_cores(b).can_get(b.others_cores)}")
+
+
+def _cores(b: Baseline) -> Cores:
+    """The machine's cores and those the workload may use, as every sentence counts them."""
+    return Cores(b.cores, b.allowed_cores)
 
 
 def _of_cores(b: Baseline) -> str:
     """``2 cores`` or ``4 cores allowed of 64``."""
-    return cores_text(b.allowed_cores, b.cores)
+    return _cores(b).of()
+
+
+def _busy_text(b: Baseline) -> str:
+    """``2.0 of 2 cores busy``, ``0.5 of 0.5 cores allowed of 2 busy`` (the workload's, where it
+    may use fewer than the machine's), with what other programs took where it matters."""
+    cores = _cores(b)
+    text = f"{cores.used(b.workload_cores)} busy" if cores.limited and b.workload_cores is not None \
+        else f"{cores.busy(b.machine_cores)} busy"
+    if not cores.limited and b.workload_cores is not None and b.machine_cores - b.workload_cores >= 0.5:
+        text += f", {b.workload_cores:.1f} of them by the workload"
+    if b.others_cores is not None and b.others_cores >= OTHERS_NOTABLE:
+        text += f"; {cores.others(b.others_cores)}"
+    return text
 
 
 def _ms(seconds: Any) -> str:

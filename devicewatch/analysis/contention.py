@@ -26,22 +26,27 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..runformat.runfile import Run
+from .core_sentences import OTHERS_NOTABLE as OTHERS_NOTABLE  # where the views have always found it
+from .core_sentences import Cores, time_weighted
+from .core_sentences import figure as cores_figure  # noqa: F401 (the views' name for it)
 from .utilization import Series
 
 CONTENDED_WAIT = 0.2       # cores' worth of the workload's threads waiting for a core, at least ...
 CONTENDED_SHARE = 0.2      # ... and this share of the time its threads wanted a core: contended
-OTHERS_NOTABLE = 0.25      # cores other programs took from which a view says so
 
 
 def allowed_cores(run: Run, t: np.ndarray | None = None) -> float:
-    """The cores the workload may use over the samples at times T (all of the run's where None):
-    its CPU limits where the run recorded them (``Run.cpu_limits``; a change mid-run counts for
-    the samples after it), else every core."""
+    """The cores the workload may use over the samples at times T, or over the whole run where
+    None: its CPU limits where the run recorded them (``Run.cpu_limits``), each reading counted
+    for the samples (or the time) it held, so that a limit set for a second weighs a second;
+    else every core."""
     limits = run.cpu_limits
     if limits is None:
         return float(max(run.cores, 1))
-    if not limits.changes or t is None or not len(t):
-        return float(limits.latest.allowed if t is None else limits.at(float(t[0]) if len(t) else 0.0).allowed)
+    if t is None:
+        return time_weighted(limits, 0.0, run.duration)
+    if not limits.changes or not len(t):
+        return float(limits.at(float(t[0]) if len(t) else 0.0).allowed)
     starts = np.array([reading.t for reading in limits.readings])
     allowed = np.array([reading.limits.allowed for reading in limits.readings])
     which = np.clip(np.searchsorted(starts, t, "right") - 1, 0, len(allowed) - 1)
@@ -95,9 +100,15 @@ class Contention:
         return max(0.0, self.allowed - taken)
 
     @property
+    def cores(self) -> Cores:
+        """The machine's cores and those it may use, as every sentence counts them."""
+        return Cores(self.host_cores, self.allowed)
+
+    @property
     def obtainable(self) -> float:
-        """Cores the workload can get: those allowed less what other programs took."""
-        return max(0.0, self.allowed - (self.others or 0.0) - self.devicewatch)
+        """Cores the workload can get: those allowed, no more than the machine's less what
+        other programs and devicewatch took."""
+        return self.cores.obtainable((self.others or 0.0) + self.devicewatch)
 
     def to_json(self) -> dict[str, float | None]:
         return {"allowed_cores": round(self.allowed, 2), "host_cores": self.host_cores,
@@ -107,20 +118,13 @@ class Contention:
 
 
 def cores_text(allowed: float | None, host_cores: int) -> str:
-    """The cores a figure is "of": ``2 cores``, or where fewer are allowed ``4 cores allowed of
-    64``, ``1 core allowed of 2``, ``0.5 cores allowed of 2``: the one wording of every view."""
-    if allowed is None:
-        return f"{host_cores} core{'s' * (host_cores != 1)}"
-    return f"{cores_figure(allowed)} core{'s' * (cores_figure(allowed) != '1')} allowed of {host_cores}"
+    """What the workload's cores are "of": ``2 cores``, or where fewer are allowed ``4 cores
+    allowed of 64``, ``0.5 cores allowed of 2`` (``core_sentences.Cores.of``)."""
+    return Cores(host_cores, allowed).of()
 
 
 def _round(value: float | None, digits: int = 2) -> float | None:
     return None if value is None else round(value, digits)
-
-
-def cores_figure(value: float) -> str:
-    """A number of cores: ``2``, or ``1.5`` where a quota allows a part of one."""
-    return f"{value:.0f}" if abs(value - round(value)) < 0.05 else f"{value:.1f}"
 
 
 def _mean(values: np.ndarray, mask: np.ndarray) -> float | None:

@@ -12,7 +12,8 @@ import numpy as np
 from .. import events
 from ..runformat.runfile import Run
 from ..runformat.percent import MISSING_PERCENT
-from .contention import CONTENDED_SHARE, CONTENDED_WAIT, Contention, contention, cores_text
+from .contention import CONTENDED_SHARE, CONTENDED_WAIT, Contention, contention
+from .core_sentences import OTHERS_NOTABLE, Cores, counted
 from .epoch_rows import DataWait, EpochRow, data_wait, epochs
 from .idle import IDLE_THRESHOLD, DeviceIdle, device_idle
 from .pairing import Phase, lane_overlap, phases, union_length
@@ -49,14 +50,18 @@ SERIAL_CORES = 1.25         # cores busy up to this, with one saturated: the wor
 OWN_CORE = 0.5              # cores the workload's own tree keeps busy, at least, for a saturated core to be its
 
 
+OWN_SHARE = 0.75            # share of the busy cores the workload's own tree keeps busy, at least, for full cores to be its work
+
+
 LANES_OVERLAP = 0.1         # share of the phase time with two or more lanes at once: parallel lanes
 
 
 PACING_LANE = 0.9           # share of the phase time one lane is busy: it sets the pace
 
 
-MIN_SECONDS = 2.0           # samples spanning at least this long before any verdict: "too early to tell"
-MIN_SAMPLES = 4             # ... and at least this many of them (a second a sample: 4 over 3 s)
+MIN_SECONDS = 2.0           # seconds of the run (to its last record) before any verdict: "too early to tell"
+MIN_SAMPLES = 4             # ... and at least this many samples (a second a sample: 4 over 3 s)
+MIN_LOOP_SECONDS = 2.0      # seconds of training loop, or a whole epoch, before its data wait can decide a verdict
 
 
 # How far a figure may cross a threshold before a label given earlier gives way to another
@@ -64,6 +69,9 @@ MIN_SAMPLES = 4             # ... and at least this many of them (a second a sam
 MARGIN_PERCENT = 3.0        # points of a % threshold
 MARGIN_SHARE = 0.03         # of a share threshold
 MARGIN_CORES = 0.1          # of a threshold in cores
+STOP_SAID_LATE = 1.0        # s the recorder may say a stop after it: once seen on two looks in a row, two a second
+STOPPED_CPU = 5.0           # % of one core under which the workload's tree reads as stopped before that notice
+HOLD_SECONDS = 10.0         # the longest a live view holds a label its figures no longer give (``live.model``)
 
 
 @dataclass(frozen=True)
@@ -81,6 +89,7 @@ class Thresholds:
     core_saturated: float = CORE_SATURATED
     serial_cores: float = SERIAL_CORES
     own_core: float = OWN_CORE
+    own_share: float = OWN_SHARE
     lanes_overlap: float = LANES_OVERLAP
     pacing_lane: float = PACING_LANE
     contended_wait: float = CONTENDED_WAIT
@@ -89,7 +98,8 @@ class Thresholds:
     def eased(self, sign: int) -> Thresholds:
         """Every threshold moved by its margin: down (SIGN -1) or up (+1)."""
         cores = ("serial_cores", "own_core", "contended_wait")
-        shares = ("validation_dip_share", "data_wait_bound", "lanes_overlap", "pacing_lane", "contended_share")
+        shares = ("validation_dip_share", "data_wait_bound", "lanes_overlap", "pacing_lane", "contended_share",
+                  "own_share")
         moved = {}
         for name in self.__dataclass_fields__:
             margin = MARGIN_CORES if name in cores else MARGIN_SHARE if name in shares else MARGIN_PERCENT
@@ -105,6 +115,7 @@ class Verdict:
     label: str
     text: str
     figures: dict[str, float]
+    held: bool = False    # a live view's label kept within its thresholds' margins (``verdict``'s ``held``)
 
 
 @dataclass(frozen=True)
@@ -117,15 +128,31 @@ class CpuUse:
     busiest: float            # mean % of the busiest core of each sample
     workload: float | None    # mean cores the workload's process tree kept busy (None: not recorded)
     allowed: float | None = None   # cores the workload may use where fewer than the machine's
+    others: float | None = None    # cores other programs kept busy (None: not recorded)
 
     @property
     def limit(self) -> float:
         """The cores the workload may use: those allowed, else every core."""
         return self.allowed if self.allowed is not None else float(self.cores)
 
+    @property
+    def counts(self) -> Cores:
+        """The machine's cores and those it may use, as every sentence counts them."""
+        return Cores(self.cores, self.allowed)
+
     def of_cores(self) -> str:
         """``2 cores`` or ``4 cores allowed of 64``."""
-        return cores_text(self.allowed, self.cores)
+        return self.counts.of()
+
+    def own_work(self, share: float) -> bool:
+        """The busy cores are mostly the workload's: its own tree keeps at least SHARE of them
+        busy (true where its tree was not recorded: nothing says otherwise)."""
+        return self.workload is None or self.workload >= share * self.machine - 1e-9
+
+    @property
+    def idle(self) -> float:
+        """Cores it may use that neither it nor other programs kept busy."""
+        return max(0.0, self.counts.obtainable(self.others) - self.used)
 
     def busy_from(self, percent: float) -> bool:
         """The cores it may use are at least PERCENT busy: the machine's, or the workload's own
@@ -146,7 +173,7 @@ class CpuUse:
         return self.workload if self.workload is not None else self.machine
 
     def busy_text(self) -> str:
-        text = f"{self.used:.1f} of {self.of_cores()} busy"
+        text = f"{self.counts.used(self.used)} busy"
         if self.workload is not None and abs(self.machine - self.workload) >= 0.5:
             text += f" with the workload, {self.machine:.1f} on the whole machine"
         return text
@@ -188,9 +215,10 @@ def _busiest_core_mean(s: Series, in_run: np.ndarray) -> float:
     return float(np.nanmean(busiest))
 
 
-def cpu_use(s: Series, in_run: np.ndarray, cores: int, allowed: float | None = None) -> CpuUse:
+def cpu_use(s: Series, in_run: np.ndarray, cores: int, allowed: float | None = None,
+            others: float | None = None) -> CpuUse:
     """The CPU figures of the samples in IN_RUN (``allowed``: the cores the workload may use,
-    where fewer than the machine's)."""
+    where fewer than the machine's; ``others``: the cores other programs kept busy)."""
     total = float(np.nanmean(s.cpu_total[in_run])) if in_run.any() else 0.0
     busiest = _busiest_core_mean(s, in_run)
     workload = None
@@ -200,7 +228,7 @@ def cpu_use(s: Series, in_run: np.ndarray, cores: int, allowed: float | None = N
         if proc.size:
             workload = float(proc.mean()) / 100.0
     return CpuUse(cores, 0.0 if total != total else total, 0.0 if busiest != busiest else busiest, workload,
-                  allowed if allowed is not None and allowed < cores - 1e-6 else None)
+                  allowed if allowed is not None and allowed < cores - 1e-6 else None, others)
 
 
 def lane_use(all_phases: list[Phase]) -> LaneUse:
@@ -219,28 +247,52 @@ def lane_use(all_phases: list[Phase]) -> LaneUse:
 def verdict(run: Run, s: Series | None = None, all_phases: list[Phase] | None = None,
             epoch_rows: list[EpochRow] | None = None, held: str | None = None) -> Verdict:
     """The run in one line: what limited it (docs/verdicts.md lists the labels, their order and
-    thresholds). Judged on the samples inside the workload's phases, in cores busy, by what its
-    lanes did side by side, and by how long its training loop waited on data. ``epoch_rows``:
-    ``epochs(run, all_phases)`` where the caller keeps them already (the live model).
+    thresholds). Judged on the samples inside the workload's phases while it was not stopped, in
+    cores busy, by what its lanes did side by side, and by how long its training loop waited on
+    data. ``epoch_rows``: ``epochs(run, all_phases)`` where the caller keeps them already (the
+    live model).
 
     ``held``: the label a live view showed before: it stands while the figures are within their
     margins of giving it, so a figure hovering at a threshold does not flip the verdict while
-    the run goes on; the sentence then says it was held. A finished run is judged without it."""
+    the run goes on (the verdict says so in ``held``; the live view lets such a label stand for
+    ``HOLD_SECONDS`` at most). A finished run is judged without it."""
     s = series(run) if s is None else s
     all_phases = phases(run) if all_phases is None else all_phases
-    if len(s.t) < 2:
-        return Verdict("too short", "too few samples to judge (the run lasted under a sample or two)", {})
-    if len(s.t) < MIN_SAMPLES or float(s.t[-1] - s.t[0]) < MIN_SECONDS:
-        return Verdict("too early", f"too early to tell: {float(s.t[-1] - s.t[0]):.1f} s of samples, and a "
-                       f"verdict needs {MIN_SECONDS:.0f} s and {MIN_SAMPLES} samples", {})
+    ended = run.end is not None
+    # The run's time and samples as the dashboard's header counts them (its last record's time).
+    elapsed = max(float(s.t[-1]) if len(s.t) else 0.0, run.duration)
+    if len(s.t) < MIN_SAMPLES or elapsed < MIN_SECONDS:
+        needs = f"and a verdict needs {MIN_SECONDS:.0f} s and {MIN_SAMPLES} samples"
+        if ended:
+            return Verdict("too short", f"too short to judge: the run ended after {elapsed:.1f} s and "
+                           f"{counted(len(s.t), 'sample')}, {needs}", {})
+        return Verdict("too early", f"too early to tell: {elapsed:.1f} s and {counted(len(s.t), 'sample')} so far, "
+                       f"{needs}", {})
+    stops = stopped_spans(run)
+    if stops and not ended and stops[-1][1] is None:
+        since = stops[-1][0]
+        return Verdict("stopped", f"stopped: the workload has been stopped since {since:.1f} s (Ctrl-Z or SIGSTOP) "
+                       "and uses no core; it is judged again once it runs", {"stopped_since": round(since, 2)})
     in_run = active_mask(s.t, [(p.start, p.end) for p in all_phases]) if all_phases else np.ones(len(s.t), bool)
+    if not ended and 0 < int(in_run.sum()) < MIN_SAMPLES:
+        # Its work has only begun: the start-up's figures would judge it.
+        return Verdict("too early", f"too early to tell: the workload's phases so far hold "
+                       f"{counted(int(in_run.sum()), 'sample')}, and a verdict needs {MIN_SAMPLES}", {})
     if not in_run.any():  # phases too short to hold a sample: judge the whole run instead
         in_run = np.ones(len(s.t), bool)
+    if stops:
+        running = ~_stopped(run, s, stops)
+        if not (in_run & running).any():
+            stopped = sum((run.duration if end is None else end) - start for start, end in stops)
+            return Verdict("stopped", f"stopped: the workload was stopped (Ctrl-Z or SIGSTOP) {stopped:.1f} s of its "
+                           f"{run.duration:.1f} s, whenever it had work to judge", {})
+        in_run &= running
     cores = int(s.cpu.shape[1]) if s.cpu.ndim == 2 and s.cpu.shape[1] else max(run.cores, 1)
     shared = contention(run, s, in_run)
-    cpu = cpu_use(s, in_run, cores, shared.allowed)
+    cpu = cpu_use(s, in_run, cores, shared.allowed, shared.others)
     lanes_ = lane_use(all_phases)
-    wait = data_wait(epochs(run, all_phases) if epoch_rows is None else epoch_rows)
+    rows = epochs(run, all_phases) if epoch_rows is None else epoch_rows
+    wait = data_wait(rows)
     figures: dict[str, float] = {"cpu_mean": round(cpu.total, 1), "busiest_core_mean": round(cpu.busiest, 1),
                                  "cores": cores, "cores_busy": round(cpu.machine, 2)}
     if cpu.allowed is not None:
@@ -256,6 +308,8 @@ def verdict(run: Run, s: Series | None = None, all_phases: list[Phase] | None = 
     figures["lane_overlap"] = round(lanes_.overlap, 3)
     if wait is not None:
         figures["data_wait_share"] = round(wait.share, 3)
+    if wait is not None and not ended and not judged_wait(rows, wait):
+        wait = None   # a fraction of the first epoch (its loader starting) says nothing of the loop
     gpu_used = [g for g in range(s.gpus) if s.gpu_util[g].size and np.nanmax(s.gpu_util[g]) > IDLE_THRESHOLD]
 
     def decide(th: Thresholds) -> Verdict:
@@ -273,8 +327,51 @@ def verdict(run: Run, s: Series | None = None, all_phases: list[Phase] | None = 
     for sign in (-1, 1):
         eased = decide(THRESHOLDS.eased(sign))
         if eased.label == held:
-            return replace(eased, text=f"{eased.text} (held within its thresholds' margins)")
+            return replace(eased, held=True)
     return found
+
+
+def judged_wait(rows: list[EpochRow], wait: DataWait) -> bool:
+    """Whether a running workload's data wait may decide the verdict: it was measured over a
+    whole epoch (its ``epoch`` event came) or over at least MIN_LOOP_SECONDS of training loop,
+    not over the first instants of one, where the loader's start is all there is. A finished
+    run's is its whole wait, however short."""
+    return wait.train_loop >= MIN_LOOP_SECONDS or any(r.unit is not None and r.data_wait is not None for r in rows)
+
+
+def stopped_spans(run: Run) -> list[tuple[float, float | None]]:
+    """The stretches the recorder said the workload was stopped (its ``state`` notices: Ctrl-Z,
+    SIGSTOP), each until it said it ran or waited again; None: until now."""
+    spans: list[tuple[float, float | None]] = []
+    since: float | None = None
+    for notice in run.notices:
+        if notice.state is None:
+            continue
+        if notice.state == "stopped" and since is None:
+            since = notice.t
+        elif notice.state != "stopped" and since is not None:
+            spans.append((since, notice.t))
+            since = None
+    if since is not None:
+        spans.append((since, None))
+    return spans
+
+
+def _stopped(run: Run, s: Series, stops: list[tuple[float, float | None]]) -> np.ndarray:
+    """Which samples fall in a stretch the workload was stopped: each from its notice, or from
+    as far before it (up to STOP_SAID_LATE) as the tree's CPU read nothing, as the recorder
+    says a stop only once it saw it twice."""
+    spans = []
+    measured = len(s.proc_cpu) == len(s.t)
+    for start, end in stops:
+        if measured:
+            before = np.flatnonzero((s.t < start) & (s.t >= start - STOP_SAID_LATE))
+            for i in before[::-1]:
+                if not s.proc_cpu[i] < STOPPED_CPU:
+                    break
+                start = float(s.t[i])
+        spans.append((start, run.duration if end is None else end))
+    return active_mask(s.t, spans)
 
 
 def _contended(shared: Contention, cpu: CpuUse, figures: dict[str, float]) -> Verdict:
@@ -282,10 +379,10 @@ def _contended(shared: Contention, cpu: CpuUse, figures: dict[str, float]) -> Ve
     or it runs more threads than it may use. In figures: threads, cores got and wanted, the
     time waiting, what other programs took."""
     assert shared.workload is not None and shared.waiting is not None and shared.wanted is not None
-    threads = f"{shared.threads:.0f} threads" if shared.threads is not None else "threads"
+    threads = counted(round(shared.threads), "thread") if shared.threads is not None else "threads"
     cause = []
-    if shared.others is not None and shared.others >= 0.25:
-        cause.append(f"other programs took {shared.others:.1f} of {cpu.of_cores()}")
+    if shared.others is not None and shared.others >= OTHERS_NOTABLE:
+        cause.append(cpu.counts.others(shared.others))
     if shared.wanted > shared.allowed + 0.25:
         cause.append(f"it wants more cores than the {cpu.of_cores()} it may use")
     why = "; ".join(cause) if cause else f"on {cpu.of_cores()}"
@@ -356,9 +453,9 @@ def _gpu_verdict(run: Run, s: Series, all_phases: list[Phase], in_run: np.ndarra
                        "with training", figures)
     if cpu.busy_from(th.feed_all_cores):
         busy = f"{cpu.busy_text()} on average" if cpu.allowed is not None else \
-            f"{cpu.machine:.1f} of {cpu.cores} cores are busy ({cpu.total:.0f}%)"
-        return Verdict("input-bound", f"input-bound: the GPU averages {gpu.mean:.0f}% while {busy}: the CPU "
-                       "cannot feed it", figures)
+            f"{cpu.counts.busy(cpu.machine)} are busy ({cpu.total:.0f}%)"
+        return Verdict("input-bound", f"input-bound: the GPU averages {gpu.mean:.0f}% while {busy}{_beside(cpu)}: "
+                       "the CPU cannot feed it", figures)
     if cpu.busiest >= th.feed_one_core and (cpu.workload is None or cpu.workload >= th.own_core):
         return Verdict("input-bound", f"input-bound: the GPU averages {gpu.mean:.0f}% while the busiest "
                        f"core averages {cpu.busiest:.0f}% ({cpu.busy_text()}): one core feeds the GPU "
@@ -371,20 +468,20 @@ def _gpu_verdict(run: Run, s: Series, all_phases: list[Phase], in_run: np.ndarra
 def _cpu_verdict(cpu: CpuUse, lanes_: LaneUse, figures: dict[str, float], th: Thresholds = THRESHOLDS) -> Verdict:
     saturated = cpu.busy_from(th.cpu_bound)
     if saturated and cpu.allowed is not None:
-        return Verdict("CPU-bound", f"CPU-bound: the workload keeps {cpu.used:.1f} of {cpu.of_cores()} "
+        return Verdict("CPU-bound", f"CPU-bound: the workload keeps {cpu.counts.used(cpu.used)} "
                        "busy on average: every core it may use is working", figures)
-    if saturated:
+    if saturated and cpu.own_work(th.own_share):   # full cores that are mostly other programs' are not its limit
         by = ""
         if cpu.workload is not None and cpu.machine - cpu.workload >= 0.5:
             by = f", {cpu.workload:.1f} of them by the workload"
-        return Verdict("CPU-bound", f"CPU-bound: {cpu.machine:.1f} of {cpu.cores} cores busy "
+        return Verdict("CPU-bound", f"CPU-bound: {cpu.counts.busy(cpu.machine)} busy "
                        f"({cpu.total:.0f}%) on average{by}: every core is working", figures)
     if cpu.workload is not None and cpu.workload < th.own_core and cpu.busiest >= th.core_saturated:
         # A saturated core the workload's own processes cannot account for is another program's.
-        return Verdict("waiting", f"waiting: the workload keeps {cpu.workload:.1f} of {cpu.of_cores()} busy while "
-                       f"other programs keep {cpu.machine - cpu.workload:.1f} busy (the busiest core averages "
-                       f"{cpu.busiest:.0f}%, not the workload's): the workload mostly waits (I/O, sleep, or a device)",
-                       figures)
+        took = cpu.others if cpu.others is not None else max(0.0, cpu.machine - cpu.workload)
+        return Verdict("waiting", f"waiting: the workload keeps {cpu.counts.used(cpu.workload)} busy while "
+                       f"{cpu.counts.others(took)} (the busiest core averages {cpu.busiest:.0f}%, not the "
+                       "workload's): it mostly waits (I/O, sleep, or a device)", figures)
     pacing = lanes_.pacing(th)
     if pacing is not None and cpu.busiest >= th.core_saturated:
         others = [lane for lane in lanes_.busy if lane != pacing]
@@ -402,12 +499,17 @@ def _cpu_verdict(cpu: CpuUse, lanes_: LaneUse, figures: dict[str, float], th: Th
                        f"{cpu.busiest:.0f}%; {cpu.busy_text()}): the work is serial{turns}", figures)
     if cpu.busiest >= th.core_saturated:
         return Verdict("partly parallel", f"partly parallel: {cpu.busy_text()} on average and the busiest "
-                       f"core averages {cpu.busiest:.0f}%: {cpu.limit - cpu.used:.1f} cores are left idle "
+                       f"core averages {cpu.busiest:.0f}%: {cpu.idle:.1f} cores are left idle{_beside(cpu)} "
                        "(fewer threads or processes than cores, or a serial part holding the rest back)",
                        figures)
     return Verdict("waiting", f"waiting: {cpu.busy_text()} and no core is saturated (the busiest "
                    f"averages {cpu.busiest:.0f}%): the workload mostly waits (I/O, sleep, or a device)",
                    figures)
+
+
+def _beside(cpu: CpuUse) -> str:
+    """``, and other programs took 1.2 of 2 cores`` where they took enough to tell."""
+    return f", and {cpu.counts.others(cpu.others)}" if cpu.others is not None and cpu.others >= OTHERS_NOTABLE else ""
 
 
 @dataclass

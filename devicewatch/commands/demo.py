@@ -216,7 +216,4 @@ def _others_text(verdict: Verdict | None) -> str | None:
     others = figures.get("others_cores")
     if not isinstance(others, (int, float)) or others < OTHERS_NOTABLE:
         return None
-    cores = int(figures.get("cores", 1))
-    allowed = figures.get("allowed_cores")
-    limited = isinstance(allowed, (int, float)) and allowed < cores - 1e-6
-    return f"{others:.1f} of {analysis.cores_text(allowed if limited else None, cores)}"
+    return f"{others:.1f} of {analysis.Cores.of_figures(figures).machine_of()}"

@@ -238,6 +238,7 @@ class RunModel:
         self.advice: list[advice_.Advice] = []   # beside the verdict, worked out with it
         self._verdict_at = -1e9
         self._verdict_wait = self.VERDICT_EVERY
+        self._held_since: float | None = None   # run time from which the label shown was held against its figures
         self.cpu_clock: Callable[[], float] = time.thread_time   # what a verdict's cost is measured by
         self._verdict_version = -1
         self._phases_version = -1
@@ -272,7 +273,7 @@ class RunModel:
             if kind == "event":
                 self._event(record)
                 events = True
-            elif kind in ("end", "gpu_status", "log"):
+            elif kind in ("end", "gpu_status", "log", "notice"):   # a notice: the workload stopped, or ran again
                 changed = True
         if events:
             self.events_version += 1
@@ -572,11 +573,14 @@ class RunModel:
         return self._main_lane[1]
 
     def cores_text(self) -> str:
-        """``2 cores``, or ``1 core allowed of 2`` where the workload may use fewer (the
-        tightest limit recorded)."""
+        """``2 cores``, or ``1 core allowed of 2`` where the workload may use fewer: as the limit
+        held over the run so far, each reading for its time (a limit set for a second is not
+        the run's)."""
         limits = self.machine.cpu_limits
-        allowed = limits.tightest.allowed if limits is not None and limits.tightest.limited else None
-        return analysis.cores_text(allowed, self.cores)
+        if limits is None:
+            return analysis.Cores(self.cores).of()
+        held = analysis.time_weighted(limits, 0.0, self.latest)
+        return analysis.Cores(self.cores, held).of()
 
     def series(self) -> analysis.Series:
         """The model's columns (full rate recently, min/max-folded before) as the analysis takes them."""
@@ -592,7 +596,9 @@ class RunModel:
         now = self.clock()
         if self._verdict_version == self.version:
             return False
-        if not force and now - self._verdict_at < self._verdict_wait:
+        # Until there is a verdict, each new sample may bring it: the header counts them as they come.
+        early = self.verdict is None or self.verdict.label in ("too early", "too short")
+        if not force and not early and now - self._verdict_at < self._verdict_wait:
             return False
         began = self.cpu_clock()
         self._verdict_at, self._verdict_version = now, self.version
@@ -601,11 +607,19 @@ class RunModel:
         # and its epochs from them; a run's own are the model's epoch rows, kept up to date.
         own = self.machine is self.run
         # While the run goes on, the label shown holds while the figures are within their
-        # margins of it (a figure at a threshold does not flip it at every look); once it has
-        # ended, the verdict is the finished run's, as ``report`` gives it.
+        # margins of it (a figure at a threshold does not flip it at every look), for
+        # HOLD_SECONDS of the run at most; once it has ended, the verdict is the finished
+        # run's, as ``report`` gives it.
         held = self.verdict.label if self.verdict is not None and self.run.end is None else None
+        if held is not None and self._held_since is not None \
+                and self.latest - self._held_since >= analysis.HOLD_SECONDS:
+            held = None
         self.verdict = analysis.verdict(self.machine, self.series(), all_phases=self.phases if own else None,
                                         epoch_rows=self.epoch_rows if own else None, held=held)
+        if not self.verdict.held:
+            self._held_since = None
+        elif self._held_since is None:
+            self._held_since = self.latest
         # What to try next rests on the verdict's figures: worked out with it, never in a render.
         self.advice = advice_.shown(self.machine, self.verdict)
         # Judged over the whole run, the verdict costs more as the run grows: it comes again

@@ -132,11 +132,9 @@ def tables(run: Run, summary: analysis.Summary, width: int = DEFAULT_WIDTH) -> l
     head.add_row("duration", f"{summary.duration:.1f}s, {summary.samples} samples")
     head.add_row("host", f"{host.get('cpu_model', '?')}, {host.get('cpu_count', '?')} cores"
                  + "".join(f"; {g.get('name')}" for g in host.get("gpus", [])))
-    limits = run.cpu_limits
-    if limits is not None and limits.tightest.limited:
-        changed = f" ({len(limits.changes)} change{'s' * (len(limits.changes) != 1)} during the run)" \
-            if limits.changes else ""
-        head.add_row("cores", f"{limits.tightest.text()}{changed}")
+    limited = analysis.limits_text(run.cpu_limits, run.duration)
+    if limited:
+        head.add_row("cores", limited)
     shared = _shared_text(summary.verdict.figures)
     if shared:
         head.add_row("beside it", shared)
@@ -302,7 +300,7 @@ def _shared_text(figures: dict[str, Any]) -> str | None:
     others, waiting = figures.get("others_cores"), figures.get("waiting_cores")
     parts = []
     if isinstance(others, (int, float)) and others >= OTHERS_NOTABLE:
-        parts.append(f"other programs took {others:.1f} of {cores_text(figures.get('allowed_cores'), figures['cores'])}")
+        parts.append(analysis.Cores.of_figures(figures).others(others))
     if isinstance(waiting, (int, float)) and waiting >= CONTENDED_WAIT:
         parts.append(f"its threads waited {waiting:.1f} cores' worth for a core")
     return "; ".join(parts) or None

@@ -112,7 +112,8 @@ async def test_fixtures_open_with_both_titles_headline_notes_and_epoch_deltas():
         assert titles[0].startswith("no GPU") and "Synthetic GPU" in titles[1]
         tables = text_of(screen, ".cmp-table")
         assert "Epochs (Δ = B − A; each phase: A / B" in tables and "Idle time and dips" in tables
-        assert "CPU-bound" in text_of(screen, "#cmp-verdict-a")
+        # demo-cpu's workload kept 0.3 of 2 cores busy while other programs took 1.7: it waited
+        assert "waiting" in text_of(screen, "#cmp-verdict-a")
         assert "validation-bound" in text_of(screen, "#cmp-verdict-b")
         assert all(chart.rebuilds >= 1 for chart in screen.query(".cmp-util"))
 

@@ -206,8 +206,9 @@ async def test_a_merged_run_charts_one_node_at_a_time(tmp_path):
         assert list(screen.model.cpu_total.values) == [20.0, 30.0, 67.5]
         assert [c.display for c in screen.gpu_charts] == [True, False]
         assert "charts node 1=bbox (h: next)" in str(screen.query_one("#status").render())
-        # judged on node 1's own samples: three over 1.5 s (node 0's two span 1.0 s), too few to tell
-        assert screen.model.verdict is not None and screen.model.verdict.text.startswith("too early to tell: 1.5 s")
+        # judged on node 1's own samples: three (node 0's two), too few to tell in the merged run's 2.5 s
+        assert screen.model.verdict is not None and screen.model.verdict.text.startswith(
+            "too short to judge: the run ended after 2.5 s and 3 samples")
         await pilot.press("h")
         await until(pilot, lambda: screen.model.host == "node 0")
         assert screen.model.host == "node 0"

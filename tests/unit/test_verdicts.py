@@ -40,6 +40,8 @@ class Shape:
     metrics: dict[int, dict[str, Any]] = field(default_factory=dict)
     waiting: Callable[[float], float] | None = None           # its threads' wait for a core, % of one core
     limits: dict[str, Any] | None = None                      # the header's cpu_limits (the cores it may use)
+    stopped: list[tuple[float, float | None]] = field(default_factory=list)   # stopped from, to (None: still)
+    ended: bool = True                                        # False: a run still recording (no end record)
 
     def records(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -64,6 +66,12 @@ class Shape:
         for epoch, metrics in self.metrics.items():
             last = max(end for _, e, _, _, end in self.phases if e == epoch)
             out.append({"type": "event", "pid": 1, "t": last, "kind": "epoch", "epoch": epoch, "metrics": metrics})
+        for start, end in self.stopped:   # the recorder's notices of the workload's state
+            out.append({"type": "notice", "t": start, "level": "info", "message": "the workload is stopped",
+                        "state": "stopped"})
+            if end is not None:
+                out.append({"type": "notice", "t": end, "level": "info", "message": "the workload runs again",
+                            "state": "running"})
         return sorted(out, key=lambda r: r["t"])
 
     def run(self, path: Path) -> runfile.Run:
@@ -72,7 +80,8 @@ class Shape:
         if self.limits is not None:
             host["cpu_limits"] = self.limits
         if self.waiting is None:
-            return runfile.load(write_run(path, self.records(), header={"host": host}))
+            return runfile.load(write_run(path, self.records(), header={"host": host},
+                                          end=None if self.ended else False))  # type: ignore[arg-type]
         # The threads' wait for a core is a field of schema 2's process group: written as the
         # recorder writes, by the one writer.
         writer = RunWriter(path, {"host": host, "interval": STEP})
@@ -203,11 +212,14 @@ CASES = [
     Case("2 cores: every core busy", Shape(2, 5.0, lambda t: [97.0, 95.0], [("train", 1, "main", 0.0, 5.0)]),
          "CPU-bound", "CPU-bound: 1.9 of 2 cores busy (96%) on average: every core is working"),
     # The overlapped run while another program fills the second core: the machine 99% = 1.98
-    # cores, the workload's own tree one core.
+    # cores, the workload's own tree one core: 1.0 / 1.98 = 51% of the busy cores, under
+    # OWN_SHARE (75%), so the full cores are not its limit; judged on its own work, its train
+    # lane sets the pace (93% of the time, 30% in two or more lanes, as in the quiet run).
     Case("2 cores: overlapped run beside another program", Shape(2, 10.8, lambda t: [100.0, 98.0], OVERLAPPED,
                                                                 workload=constant(100.0)),
-         "CPU-bound", "CPU-bound: 2.0 of 2 cores busy (99%) on average, 1.0 of them by the workload: "
-         "every core is working"),
+         "lane-bound", "lane-bound: the train lane is busy 93% of the time and sets the pace; validate runs "
+         "beside it in 2 more lanes (two or more lanes at once 30% of the time); 1.0 of 2 cores busy with the "
+         "workload, 2.0 on the whole machine on average"),
     # (5 + 3) / 2 = 4% = 0.08 cores; no phases, so the whole run is judged.
     Case("2 cores: idle", Shape(2, 3.0, lambda t: [5.0, 3.0]),
          "waiting", "waiting: 0.1 of 2 cores busy and no core is saturated (the busiest averages 5%): "
@@ -215,8 +227,17 @@ CASES = [
     # Other programs hold one core at 100% and the other at 60% = 1.6 cores; the workload's own
     # tree sleeps at 1% of one core (0.01 cores), so the saturated core is not its.
     Case("2 cores: a sleeping script on a busy machine", Shape(2, 3.0, lambda t: [100.0, 60.0], workload=constant(1.0)),
-         "waiting", "waiting: the workload keeps 0.0 of 2 cores busy while other programs keep 1.6 busy (the busiest "
-         "core averages 100%, not the workload's): the workload mostly waits (I/O, sleep, or a device)"),
+         "waiting", "waiting: the workload keeps 0.0 of 2 cores busy while other programs took 1.6 of 2 cores (the "
+         "busiest core averages 100%, not the workload's): it mostly waits (I/O, sleep, or a device)"),
+    # A script using 0.19 cores while other programs fill the rest: both cores at 98% = 1.96
+    # cores, 0.19 of them its own (10% of the busy cores, under OWN_SHARE) and its threads never
+    # waited for a core (0.01 cores' worth): not CPU-bound, not contended; it waits, and other
+    # programs took 1.96 - 0.19 = 1.77 cores.
+    Case("2 cores: a 0.2-core workload on a full machine", Shape(2, 5.0, every_core(2, 98.0),
+                                                                 [("train", 1, "main", 0.0, 5.0)],
+                                                                 workload=constant(19.0), waiting=constant(1.0)),
+         "waiting", "waiting: the workload keeps 0.2 of 2 cores busy while other programs took 1.8 of 2 cores (the "
+         "busiest core averages 98%, not the workload's): it mostly waits (I/O, sleep, or a device)"),
     # data_wait_s 1.86 s of each 3 s training loop, three epochs: 5.58 of 9 s = 62% (more than
     # the 2 x 0.9 s of visible waits: short ones are not drawn). (60 + 40) / 2 = 50% = 1 core.
     Case("2 cores: slow DataLoader", Shape(2, 12.0, lambda t: [60.0, 40.0], loader_epochs(3), metrics=LOADER_WAIT),
@@ -293,6 +314,12 @@ CASES = [
                                                          gpu=constant(50.0), sm_active=60.0),
          "input-bound", "input-bound: the GPU averages 50% while 14.4 of 16 cores are busy (90%): the CPU cannot "
          "feed it"),
+    # The same, with the workload's own tree at 4 cores: other programs took 14.4 - 4 = 10.4.
+    Case("16 cores + GPU: the CPU cannot feed it, beside other programs",
+         Shape(16, 5.0, every_core(16, 90.0), [("train", 1, "main", 0.0, 5.0)], gpu=constant(50.0), sm_active=60.0,
+               workload=constant(400.0)),
+         "input-bound", "input-bound: the GPU averages 50% while 14.4 of 16 cores are busy (90%), and other programs "
+         "took 10.4 of 16 cores: the CPU cannot feed it"),
     # Every core at 20% (3.2 of 16), the GPU at 40% and never under 10%.
     Case("16 cores + GPU: GPU underused", Shape(16, 5.0, every_core(16, 20.0), [("train", 1, "main", 0.0, 5.0)],
                                                 gpu=constant(40.0), sm_active=60.0),
@@ -346,12 +373,50 @@ CASES = [
          "contended", "contended: the workload's 4 threads wanted 2.0 cores and got 0.5; they waited for a core 75% "
          "of that time (1.5 cores' worth): it wants more cores than the 0.5 cores allowed of 2 it may use"),
 
+    # -- stopped ----------------------------------------------------------------------------------
+    # Stopped (SIGSTOP) from 1.0 s and still, while other programs fill both cores: the verdict
+    # says so, not "CPU-bound" nor "waiting".
+    Case("2 cores: a stopped workload", Shape(2, 5.0, every_core(2, 100.0), [("train", 1, "main", 0.0, 5.0)],
+                                              workload=lambda t: 200.0 if t < 1.0 else 0.0,
+                                              stopped=[(1.0, None)], ended=False),
+         "stopped", "stopped: the workload has been stopped since 1.0 s (Ctrl-Z or SIGSTOP) and uses no core; "
+         "it is judged again once it runs"),
+    # Stopped from 2.0 to 4.0 s of a 5 s run: the 20 samples stopped (0.2 cores on average if
+    # counted) are left out, and the 30 left read its two cores full of its own work.
+    Case("2 cores: stopped for a while", Shape(2, 5.0, every_core(2, 100.0), [("train", 1, "main", 0.0, 5.0)],
+                                               workload=lambda t: 0.0 if 2.0 <= t < 4.0 else 200.0,
+                                               stopped=[(2.0, 4.0)]),
+         "CPU-bound", "CPU-bound: 2.0 of 2 cores busy (100%) on average: every core is working"),
+
+    # -- the first second of an epoch -------------------------------------------------------------
+    # Still recording: the first epoch began at 2.0 s, and its loader's start, 0.6 s of data
+    # phase, is 60% of its 1.0 s of training loop so far, under the MIN_LOOP_SECONDS (2 s) and
+    # without its epoch event: that wait does not decide. Its 10 samples read one core busy.
+    Case("2 cores: the first second of an epoch", Shape(2, 3.0, one_core(2), [("train", 1, "main", 2.0, 3.0),
+                                                                            ("data", 1, "main", 2.0, 2.6)],
+                                                        workload=constant(100.0), ended=False),
+         "single-core-bound", "single-core-bound: one core does the work (the busiest averages 100%; 1.0 of 2 "
+         "cores busy): the work is serial"),
+    # The same epoch finished and said (its epoch event): 0.6 of 1.0 s waited is the data wait.
+    Case("2 cores: the same epoch, finished", Shape(2, 3.0, one_core(2), [("train", 1, "main", 2.0, 3.0),
+                                                                        ("data", 1, "main", 2.0, 2.6)],
+                                                    workload=constant(100.0), metrics={1: {"loss": 1.0}}),
+         "input-bound", "input-bound: the training loop spent 60% of its time in data phases (0.6 of 1.0 s), "
+         "waiting for or preparing its input; 1.0 of 2 cores busy"),
+    # Still recording, its first phase 0.2 s old: 2 samples in it, under MIN_SAMPLES.
+    Case("2 cores: the first instant of an epoch", Shape(2, 3.0, one_core(2), [("train", 1, "main", 2.8, 3.0)],
+                                                         workload=constant(100.0), ended=False),
+         "too early", "too early to tell: the workload's phases so far hold 2 samples, and a verdict needs 4"),
+
     # -- too short, too early ---------------------------------------------------------------------
+    # One sample at 0.05 s, and the run ended.
     Case("2 cores: one sample", Shape(2, 0.1, lambda t: [100.0, 0.0]),
-         "too short", "too few samples to judge (the run lasted under a sample or two)"),
-    # 10 samples 0.05-0.95 s: 0.9 s of samples, under the 2 s a verdict needs.
-    Case("2 cores: the first second", Shape(2, 1.0, every_core(2, 100.0)),
-         "too early", "too early to tell: 0.9 s of samples, and a verdict needs 2 s and 4 samples"),
+         "too short", "too short to judge: the run ended after 0.1 s and 1 sample, and a verdict needs "
+         "2 s and 4 samples"),
+    # Still recording: 10 samples 0.05-0.95 s, under the 2 s a verdict needs (the header reads
+    # the same: the run's last record at 0.95 s, and 10 samples).
+    Case("2 cores: the first second", Shape(2, 1.0, every_core(2, 100.0), ended=False),
+         "too early", "too early to tell: 0.9 s and 10 samples so far, and a verdict needs 2 s and 4 samples"),
 ]
 
 
@@ -376,7 +441,8 @@ DOC = ROOT / "docs" / "verdicts.md"
 THRESHOLDS = ("IDLE_THRESHOLD", "DIP_THRESHOLD", "MIN_DIP_SECONDS", "SM_ACTIVE_LOW", "GPU_BUSY",
               "VALIDATION_DIP_SHARE", "FEED_ALL_CORES", "FEED_ONE_CORE", "DATA_WAIT_BOUND", "CPU_BOUND",
               "CORE_SATURATED", "SERIAL_CORES", "OWN_CORE", "LANES_OVERLAP", "PACING_LANE", "CONTENDED_WAIT",
-              "CONTENDED_SHARE", "MIN_SECONDS", "MIN_SAMPLES", "MARGIN_PERCENT", "MARGIN_SHARE", "MARGIN_CORES")
+              "CONTENDED_SHARE", "MIN_SECONDS", "MIN_SAMPLES", "MARGIN_PERCENT", "MARGIN_SHARE", "MARGIN_CORES",
+              "OWN_SHARE", "MIN_LOOP_SECONDS", "HOLD_SECONDS")
 
 
 def _doc_rows(title: str) -> list[list[str]]:
@@ -409,11 +475,69 @@ def test_a_live_label_holds_within_its_thresholds_margins_and_no_further(tmp_pat
     assert analysis.verdict(near).label == "waiting"
     # Shown CPU-bound before, the live view keeps it: 84 is within MARGIN_PERCENT (3) of 85.
     held = analysis.verdict(near, held="CPU-bound")
-    assert held.label == "CPU-bound"
-    assert held.text == ("CPU-bound: 1.7 of 2 cores busy (84%) on average: every core is working "
-                         "(held within its thresholds' margins)")
+    assert held.label == "CPU-bound" and held.held
+    assert held.text == "CPU-bound: 1.7 of 2 cores busy (84%) on average: every core is working"
     # At 81% it is 4 points under: past the margin, the label gives way.
     far = Shape(2, 5.0, every_core(2, 81.0)).run(tmp_path / "far.jsonl")
     assert analysis.verdict(far, held="CPU-bound").label == "waiting"
     # A label the figures could not give within any margin is not held either.
     assert analysis.verdict(near, held="GPU-bound").label == "waiting"
+
+
+def test_a_live_view_holds_a_label_its_figures_no_longer_give_for_hold_seconds_at_most(tmp_path: Path) -> None:
+    from devicewatch.live.model import RunModel
+
+    class Clocked(RunModel):
+        """The run's time as the test sets it: the live view's clock of how long a label was held."""
+        now = 0.0
+
+        @property
+        def latest(self) -> float:
+            return self.now
+
+    # Both cores at 84%, still recording: its figures give "waiting", within the margins of "CPU-bound".
+    near = Shape(2, 5.0, every_core(2, 84.0), ended=False).run(tmp_path / "near.jsonl")
+    model = Clocked(near)
+    model.verdict = analysis.verdict(near, held="CPU-bound")   # what the view showed before
+
+    def judged_at(now: float) -> str:
+        model.now, model.version = now, model.version + 1    # new data, at run time NOW
+        assert model.refresh_verdict(force=True)
+        assert model.verdict is not None
+        return model.verdict.label
+
+    assert judged_at(10.0) == "CPU-bound"                            # held from 10 s of the run
+    assert judged_at(10.0 + analysis.HOLD_SECONDS - 0.5) == "CPU-bound"
+    assert judged_at(10.0 + analysis.HOLD_SECONDS) == "waiting"      # held as long as it may be
+    assert model.verdict is not None and not model.verdict.held
+    assert "margins" not in model.verdict.text
+
+
+def test_until_its_first_verdict_a_live_view_judges_at_every_new_sample(tmp_path: Path) -> None:
+    from devicewatch.live.model import RunModel
+
+    now = [100.0]   # the view's clock: it does not move, so only "too early" may be judged again
+    early = RunModel(Shape(2, 1.0, every_core(2, 100.0), ended=False).run(tmp_path / "early.jsonl"),
+                     clock=lambda: now[0])
+    assert early.refresh_verdict(force=True) and early.verdict is not None and early.verdict.label == "too early"
+    early.version += 1   # a new sample
+    assert early.refresh_verdict()
+    # Once it has a verdict, the next waits its VERDICT_EVERY seconds.
+    judged = RunModel(Shape(2, 5.0, every_core(2, 100.0), ended=False).run(tmp_path / "judged.jsonl"),
+                      clock=lambda: now[0])
+    assert judged.refresh_verdict(force=True) and judged.verdict is not None and judged.verdict.label == "CPU-bound"
+    judged.version += 1
+    assert not judged.refresh_verdict()
+
+
+@pytest.mark.parametrize(("said", "workload"), [
+    (2.5, 2.0),             # said 0.5 s late: the five quiet samples before it (2.05-2.45 s) are the stop's
+    (3.5, round(60 / 35, 2)),   # said 1.5 s late: back to 2.5 s only (STOP_SAID_LATE); 2.05-2.45 s stay, read 0
+])
+def test_a_stop_said_late_counts_from_when_the_tree_went_quiet(tmp_path: Path, said: float, workload: float) -> None:
+    # Two cores full of its work, stopped from 2.0 to 4.0 s of a 5 s run; the recorder said so
+    # at SAID. Counted: 20 samples before 2.0 and 10 after 4.0 at 2 cores, and the quiet ones not
+    # taken for the stop at 0: 30 x 2 / 30 = 2.0, or 30 x 2 / 35 = 1.71.
+    shape = Shape(2, 5.0, every_core(2, 100.0), [("train", 1, "main", 0.0, 5.0)],
+                  workload=lambda t: 0.0 if 2.0 <= t < 4.0 else 200.0, stopped=[(said, 4.0)])
+    assert analysis.verdict(shape.run(tmp_path / "run.jsonl")).figures["workload_cores"] == workload
