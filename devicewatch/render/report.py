@@ -17,7 +17,7 @@ from rich.table import Table
 from .. import analysis
 from ..analysis import advice, wording
 from ..analysis.stragglers import tally
-from ..analysis.contention import CONTENDED_WAIT, OTHERS_NOTABLE, cores_text
+from ..analysis.contention import CONTENDED_WAIT, OTHERS_NOTABLE
 from ..analysis.utilization import active_mask
 from ..runformat.downsample import minmax
 from ..runformat.runfile import Run
