@@ -424,6 +424,8 @@ def launch_run(settings: DashboardSettings, start: Source | None) -> Closed:
     code = run_app(app)
     if start is not None:
         start.close()
+    if app.ending_signal is not None:
+        wait_for_signalled_runs(app, RUN_ENDING_WAIT)
     return Closed(code, start is not None and start.path in app.left_recording, app.ending_signal)
 
 
