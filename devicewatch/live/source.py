@@ -267,6 +267,24 @@ class LiveSource(Source):
         except ProcessLookupError:
             pass
 
+    def pass_signal_now(self, sig: signal.Signals) -> None:
+        """``pass_signal`` from a signal handler, which may have cut a command short: the
+        command written straight to the channel after a newline (the cut one, ended there, is
+        ignored as unreadable), not through its buffered writer."""
+        if self.process is None:
+            return
+        channel = self.process.stdin
+        try:
+            if channel is not None:
+                os.write(channel.fileno(), b"\n" + control.signal_line(sig.name))
+                return
+        except (OSError, ValueError):   # the channel closed
+            pass
+        try:   # to the recorder itself, which passes it on as one sent to it
+            self.process.send_signal(sig)
+        except ProcessLookupError:
+            pass
+
     def detach(self) -> None:
         """Leave the run recording when the dashboard goes (the user chose so)."""
         if self.running:

@@ -138,15 +138,20 @@ class Workload:
         self.known_pids.update(pids)
 
     def signal_tree(self, sig: signal.Signals, tree_pids: Iterable[int] = ()) -> None:
-        """Signal the workload's process group and any descendant that left it (setsid)."""
+        """Signal the workload's process group and any descendant that left it (setsid), each
+        once: a member of the group signalled is not signalled again (two deliveries of one
+        signal run a handler twice, the second maybe while the first is ending the process)."""
         try:
             os.killpg(self.pid, sig)
+            grouped = True
         except (ProcessLookupError, PermissionError):
-            pass
+            grouped = False
         for pid in set(tree_pids) | self.known_pids:
             if pid == os.getpid():
                 continue
             try:
+                if grouped and os.getpgid(pid) == self.pid:
+                    continue
                 os.kill(pid, sig)
             except (ProcessLookupError, PermissionError):
                 pass

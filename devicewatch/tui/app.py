@@ -150,6 +150,17 @@ class DashboardApp(App[int]):
         self._close_sources()
         self.exit(128 + sig)
 
+    def give_back_now(self, sig: signal.Signals) -> None:
+        """In the handler of a second ending signal, the first not yet acted on (the loop
+        blocked): each live run told at once (``LiveSource.pass_signal_now``) and the terminal
+        given back by the driver itself; the process then ends of the signal."""
+        for screen in list(self.screen_stack):
+            if isinstance(screen, RunScreen) and isinstance(screen.source, LiveSource):
+                screen.source.pass_signal_now(sig)
+        give_back = getattr(self._driver, "give_back_now", None)   # the dashboard's own driver
+        if give_back is not None:
+            give_back()
+
     def watch_presenter(self, presenter: bool) -> None:
         self.set_class(presenter, "-presenter")
 
@@ -398,7 +409,7 @@ class Closed:
 
 def run_app(app: DashboardApp) -> int:
     """``app.run()`` with the signals sent to it handed to its loop (``outside_signals``)."""
-    with outside_signals.handed_to(lambda: app.signal_loop, app.signalled):
+    with outside_signals.handed_to(lambda: app.signal_loop, app.signalled, app.give_back_now):
         code = app.run()
     return code if isinstance(code, int) else 0
 

@@ -11,7 +11,11 @@ Python runs a handler on the main thread between two bytecodes, which may be in 
 the event loop's own work: the handler only hands the signal to the loop
 (``call_soon_threadsafe``, which is safe there), and the app acts on it in the loop
 (``DashboardApp.signalled``). Where no loop runs (before the app has started, after it has
-ended) the terminal is not the app's: an ending signal takes its default action.
+ended) the terminal is not the app's: an ending signal takes its default action. A second
+ending signal while the loop still runs means the first was not acted on in time (the loop
+blocked, or the user insists): the handler then gives the terminal back itself (``give_back``:
+the runs told, the driver's way out of application mode written straight to the terminal) and
+takes the signal's default action.
 """
 
 from __future__ import annotations
@@ -35,16 +39,26 @@ def default_action(sig: signal.Signals) -> None:
 
 @contextmanager
 def handed_to(loop_of: Callable[[], asyncio.AbstractEventLoop | None],
-              act: Callable[[signal.Signals], None]) -> Iterator[None]:
+              act: Callable[[signal.Signals], None],
+              give_back: Callable[[signal.Signals], None] = lambda _sig: None) -> Iterator[None]:
     """While inside: each of ``PASSED`` is handed to the loop ``loop_of`` gives, where ``act``
     runs with it; one that comes while no loop runs takes its default action (SIGUSR1 and
-    SIGUSR2 are then dropped: the runs they are for have not started, or have gone). A signal
-    ignored when the dashboard starts (``nohup``) stays ignored, as a headless recorder leaves it."""
+    SIGUSR2 are then dropped: the runs they are for have not started, or have gone), and so does
+    a second ending one while the loop runs, after ``give_back`` (called in the handler). A
+    signal ignored when the dashboard starts (``nohup``) stays ignored, as a headless recorder
+    leaves it."""
+    handed: list[signal.Signals] = []   # the ending signals handed to the loop
 
     def handler(signum: int, _frame: Any) -> None:
         sig = signal.Signals(signum)
         loop = loop_of()
         if loop is not None and loop.is_running():
+            if sig in ENDING and handed:
+                give_back(sig)
+                default_action(sig)
+                return
+            if sig in ENDING:
+                handed.append(sig)
             try:
                 loop.call_soon_threadsafe(act, sig)
                 return

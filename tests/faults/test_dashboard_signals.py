@@ -223,3 +223,28 @@ def test_a_stopped_workload_takes_a_sigterm_sent_to_the_dashboard_within_its_gra
     [said] = [n for n in run.notices if n.outside_signal]
     assert said.message == ("SIGTERM from outside, passed to the workload (it was stopped: SIGCONT sent after it); "
                             f"it has {OUTSIDE_GRACE:g} s to end")
+
+
+def test_a_second_ending_signal_before_the_first_is_acted_on_gives_the_terminal_back_in_its_handler(
+        tmp_path, reap, terminal):
+    """SIGHUP and then SIGTERM both pending when the dashboard runs again (stopped meanwhile): the
+    app's loop has not acted on the first when the second's handler runs, so the handler gives
+    the terminal back itself, tells the run, and the dashboard ends of the signal. The workload
+    gets SIGTERM alone, never the cancel's SIGINT."""
+    term = terminal()
+    settings = termios.tcgetattr(term.slave)
+    proc, pid, folder = dashboard_in(term, tmp_path, reap)
+    mark = len(term.written())
+    proc.send_signal(signal.SIGSTOP)
+    wait_for(lambda: Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T",
+             what="the dashboard stopped")
+    proc.send_signal(signal.SIGHUP)
+    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signal.SIGCONT)
+    assert proc.wait(timeout=60) == -signal.SIGTERM
+    assert_terminal_given_back(term, mark, settings)
+    assert b"\x18" in term.written()[mark:]   # the handler's own way out
+    wait_for(lambda: not alive(pid), timeout=OUTSIDE_GRACE, what="the workload to end")
+    assert notes(folder) == {"SIGTERM"}
+    end = wait_for(lambda: run_file(tmp_path).end, what="the run's end")
+    assert (end.outside_signal, end.exit_code) == ("SIGTERM", CODE)

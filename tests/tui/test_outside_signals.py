@@ -67,3 +67,27 @@ def test_a_signal_ignored_when_the_dashboard_starts_stays_ignored():
         print("ignored", flush=True)
     """)
     assert done.stdout == "ignored\n" and done.returncode == 0
+
+
+def test_a_second_ending_signal_the_loop_has_not_acted_on_gives_the_terminal_back_in_the_handler():
+    done = run_python("""
+        import os, signal
+        from devicewatch.tui import outside_signals
+
+        class Blocked:
+            \"\"\"A loop that runs but does not get to what is handed to it.\"\"\"
+            def is_running(self):
+                return True
+            def call_soon_threadsafe(self, act, sig):
+                print("handed", sig.name, flush=True)
+
+        with outside_signals.handed_to(lambda: Blocked(), lambda sig: None,
+                                       lambda sig: print("given back", sig.name, flush=True)):
+            os.kill(os.getpid(), signal.SIGUSR1)   # no ending signal: handed, as every one
+            os.kill(os.getpid(), signal.SIGTERM)
+            print("waiting", flush=True)
+            os.kill(os.getpid(), signal.SIGHUP)
+            print("not reached", flush=True)
+    """)
+    assert done.stdout.splitlines() == ["handed SIGUSR1", "handed SIGTERM", "waiting", "given back SIGHUP"]
+    assert done.returncode == -signal.SIGHUP
