@@ -13,6 +13,7 @@ import gc
 import os
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -417,14 +418,21 @@ def run_app(app: DashboardApp) -> int:
 def wait_for_signalled_runs(app: DashboardApp, timeout: float) -> None:
     """After an ending signal: the runs it was passed to, each given up to TIMEOUT (the
     workload's grace and a little) to end and finish its file, as a headless recorder waits for
-    its workload. A second signal meanwhile takes its default action: the terminal is given back."""
+    its workload. A second signal meanwhile takes its default action (the terminal is given
+    back), and a Ctrl-C stops the wait (the runs end on their own)."""
     deadline = time.monotonic() + timeout
-    for source in app.signalled_runs:
-        if source.process is None:
-            continue
+    running = [source for source in app.signalled_runs if source.process is not None and source.process.poll() is None]
+    if running and app.ending_signal is not None and app.ending_signal != signal.SIGHUP:   # hung up: no one to tell
+        try:
+            print(f"devicewatch: {app.ending_signal.name} passed to the workload; waiting for it to end "
+                  f"(at most {OUTSIDE_GRACE:g} s)", file=sys.stderr, flush=True)
+        except OSError:
+            pass
+    for source in running:
+        assert source.process is not None
         try:
             source.process.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
+        except (subprocess.TimeoutExpired, KeyboardInterrupt):
             return
 
 
