@@ -10,11 +10,15 @@ is one command, a JSON object:
   dashboard's terminal was closed, say);
 * ``{"kind": "detach"}``: the user chose to quit the dashboard and keep recording;
 * ``{"kind": "input", "text": "..."}``: keys typed into the workload's terminal (UTF-8);
-* ``{"kind": "resize", "rows": R, "columns": C}``: the output panel, the workload's terminal, changed size.
+* ``{"kind": "resize", "rows": R, "columns": C}``: the output panel, the workload's terminal, changed size;
+* ``{"kind": "signal", "signal": "SIGTERM"}``: a signal sent to the dashboard, for the workload as
+  itself (``SIGNALS``), as a headless recorder passes on one sent to it.
 
 End of input means the dashboard has gone, however it went (quit, crash, a closed terminal, a
 killed session): unless it detached first, the run is cancelled with the reason
-``DASHBOARD_GONE``, as a program started from a shell ends with it. Nothing runs unseen.
+``DASHBOARD_GONE``, as a program started from a shell ends with it. Nothing runs unseen. After a
+signal that ends the workload (``ENDING_SIGNALS``) the dashboard goes without cancelling: the
+workload has its grace, and the recorder ends it after that, as it would headless.
 
 Standard library only, like ``events``: the recorder imports it, the dashboard imports it.
 """
@@ -32,7 +36,11 @@ from .events import MARKER
 
 MAX_LABEL = 200
 MAX_LINE = 4096
-STOP, DETACH, INPUT, RESIZE = "stop", "detach", "input", "resize"
+STOP, DETACH, INPUT, RESIZE, SIGNAL = "stop", "detach", "input", "resize", "signal"
+# The signals a dashboard passes to its run's workload (the recorder's own PASSED_SIGNALS), and
+# those of them that end it.
+SIGNALS = ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
+ENDING_SIGNALS = ("SIGTERM", "SIGHUP", "SIGQUIT")
 MAX_INPUT = 512      # characters of typed input in one command (a paste comes as several)
 DASHBOARD_GONE = "the dashboard went away (closed or crashed)"
 
@@ -63,6 +71,11 @@ def resize_line(rows: int, columns: int) -> bytes:
     return (json.dumps({"kind": RESIZE, "rows": rows, "columns": columns}) + "\n").encode()
 
 
+def signal_line(name: str) -> bytes:
+    """The command that passes the signal NAME (one of ``SIGNALS``) to the workload."""
+    return (json.dumps({"kind": SIGNAL, "signal": name}) + "\n").encode()
+
+
 def parse_command(line: bytes) -> dict[str, Any] | None:
     """A command line as a dict with a known ``kind`` and its fields checked, else None."""
     if len(line) > MAX_LINE:
@@ -85,15 +98,19 @@ def parse_command(line: bytes) -> dict[str, Any] | None:
         return {"kind": INPUT, "text": command["text"][:MAX_INPUT]}
     if kind == RESIZE and all(type(command.get(k)) is int and 0 < command[k] <= 10000 for k in ("rows", "columns")):
         return {"kind": RESIZE, "rows": command["rows"], "columns": command["columns"]}
+    if kind == SIGNAL and command.get("signal") in SIGNALS:
+        return {"kind": SIGNAL, "signal": command["signal"]}
     return None
 
 
 def follow(fd: int, write: Callable[[records.Writable], None], clock: Callable[[], float],
            cancel: Callable[[str], None], send_input: Callable[[bytes], None] = lambda _data: None,
-           resize: Callable[[tuple[int, int]], None] = lambda _size: None) -> threading.Thread:
+           resize: Callable[[tuple[int, int]], None] = lambda _size: None,
+           pass_on: Callable[[str], None] = lambda _name: None) -> threading.Thread:
     """Read commands from file descriptor ``fd`` on a daemon thread: markers are ``write``n,
     a stop or the dashboard's going ``cancel`` the run (with the reason), typed keys are
-    ``send_input``, a new size of the workload's terminal is ``resize``d (rows, columns).
+    ``send_input``, a new size of the workload's terminal is ``resize``d (rows, columns), a
+    signal is ``pass_on``ed by name; the dashboard's going after an ending signal cancels nothing.
 
     Plain ``os.read`` rather than a buffered file: a daemon thread parked inside a buffered
     reader makes the interpreter abort at exit, while one parked in ``os.read`` is harmless.
@@ -101,7 +118,7 @@ def follow(fd: int, write: Callable[[records.Writable], None], clock: Callable[[
 
     def read() -> None:
         pending = b""
-        detached = False
+        detached = False   # ... or gone after an ending signal: the workload's grace runs on
         try:
             while True:
                 chunk = os.read(fd, 4096)
@@ -121,6 +138,9 @@ def follow(fd: int, write: Callable[[records.Writable], None], clock: Callable[[
                         send_input(command["text"].encode("utf-8", errors="replace"))
                     elif command["kind"] == RESIZE:
                         resize((command["rows"], command["columns"]))
+                    elif command["kind"] == SIGNAL:
+                        pass_on(command["signal"])
+                        detached = detached or command["signal"] in ENDING_SIGNALS
                     else:
                         detached = True
                         write(records.notice(clock(), "the dashboard quit and left the run recording", level="info"))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -50,22 +51,38 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"cannot create the runs folder {args.runs_dir}: {exc.strerror}") from None
     from ..live.source import LiveSource
-    from ..tui.app import launch_run
+    from ..tui.app import RUN_ENDING_WAIT, launch_run
 
     switch_instrumentation(args)
     source = LiveSource(args.runs_dir, target, args.interval, args.gpu)
-    code, left_recording = launch_run(settings(args), source)
-    for line in ending(source, left_recording):
-        print(line)
-    if source.error:
-        print(f"devicewatch: {inert(source.error)}", file=sys.stderr)
-    return code
+    closed = launch_run(settings(args), source)
+    sig = closed.ending_signal
+    lines = ending(source, closed.left_recording, wait=ENDING_WAIT if sig is None else RUN_ENDING_WAIT)
+    if sig != signal.SIGHUP:   # after a hang-up there is no terminal to say it on
+        for line in lines:
+            print(line)
+        if source.error:
+            print(f"devicewatch: {inert(source.error)}", file=sys.stderr)
+    return closed.code if sig is None else signalled_status(source, sig)
 
 
-def ending(source: LiveSource, left_recording: bool) -> list[str]:
+def signalled_status(source: LiveSource, sig: signal.Signals) -> int:
+    """The exit status after SIG ended the dashboard: the workload's, as a headless recorder
+    exits with it, once its run has ended; 128 + SIG, a shell's way of saying it, if not."""
+    from ..runformat.runfile import RunFileError, load
+
+    try:
+        end = load(source.path).end
+    except (OSError, RunFileError):
+        end = None
+    return end.exit_code if end is not None and end.exit_code is not None else 128 + sig
+
+
+def ending(source: LiveSource, left_recording: bool, wait: float = ENDING_WAIT) -> list[str]:
     """What ``devicewatch run`` says once its dashboard has closed, as ``demo`` names its files:
     where the recording is, and for a finished run how it ended and its verdict, in report's
-    words; a run that failed says why first, and its verdict only where it judged something."""
+    words; a run that failed says why first, and its verdict only where it judged something. A
+    run still ending (left from the home screen, or given a signal) has WAIT seconds."""
     from ..analysis import failure, status_text, verdict, verdict_beside
     from ..runformat.runfile import RunFileError, load
 
@@ -73,7 +90,7 @@ def ending(source: LiveSource, left_recording: bool) -> list[str]:
         return [f"recording: {source.path} (still recording; `devicewatch runs` lists it)"]
     if source.process is not None:
         try:  # left from the home screen, the run is being ended now: its end record comes
-            source.process.wait(timeout=ENDING_WAIT)
+            source.process.wait(timeout=wait)
         except subprocess.TimeoutExpired:
             pass
     try:

@@ -14,13 +14,12 @@ import signal
 import subprocess
 import tempfile
 import time
-import weakref
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from .. import control
-from ..recorder import TERMINAL_CLOSED, record_argv
+from ..recorder import record_argv
 from ..registry import Target
 from ..runformat.header import Header
 from ..runformat.runfile import Follower, Run, RunFileError, load_columns, read_header
@@ -164,26 +163,6 @@ def open_replay(path: str) -> ReplaySource:
     return ReplaySource(path)
 
 
-_live_sources: weakref.WeakSet[LiveSource] = weakref.WeakSet()
-
-
-def _hung_up(signum: int, _frame: Any) -> None:
-    """The dashboard's terminal closed: each of its runs ends, saying so, and so does the
-    dashboard, as any program does when its terminal goes."""
-    for source in list(_live_sources):
-        source.stop(reason=TERMINAL_CLOSED)
-    signal.signal(signal.SIGHUP, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGHUP)
-
-
-def end_runs_on_hangup() -> None:
-    """Install the dashboard's hang-up handler (unless hang-ups are ignored: ``nohup``).
-    Without it the runs would still end (their recorders see the dashboard go), but the end
-    record could not say that the terminal closed."""
-    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
-        signal.signal(signal.SIGHUP, _hung_up)
-
-
 TERMINAL_SIZE = (24, 80)   # a terminal's usual size, for the moment before the panel is laid out
 
 
@@ -209,7 +188,6 @@ class LiveSource(Source):
         self._started = 0.0
         # (rows, columns) of the workload's terminal until the output panel says its own size.
         self.terminal_size = TERMINAL_SIZE
-        _live_sources.add(self)
 
     def recorder_argv(self, watcher_pid: int) -> list[str]:
         return record_argv(str(self.path), self.target, self.interval, self.gpu, quiet=True, control=True,
@@ -272,6 +250,40 @@ class LiveSource(Source):
                 self.process.send_signal(signal.SIGINT)
             except ProcessLookupError:
                 pass
+
+    def pass_signal(self, sig: signal.Signals) -> None:
+        """A signal sent to the dashboard, for the workload as itself: the recorder passes it on
+        as it would one sent to it headless (its channel's ``signal`` command; the recorder
+        itself where the channel is closed). After an ending one (SIGTERM, SIGHUP, SIGQUIT) the
+        dashboard may go: the workload has its grace, and the recorder ends it after that."""
+        if not self.running or self.process is None:
+            return
+        if sig.name in control.ENDING_SIGNALS:
+            self.stop_requested = True
+        if self._command(control.signal_line(sig.name)):
+            return
+        try:
+            self.process.send_signal(sig)
+        except ProcessLookupError:
+            pass
+
+    def pass_signal_now(self, sig: signal.Signals) -> None:
+        """``pass_signal`` from a signal handler, which may have cut a command short: the
+        command written straight to the channel after a newline (the cut one, ended there, is
+        ignored as unreadable), not through its buffered writer."""
+        if self.process is None:
+            return
+        channel = self.process.stdin
+        try:
+            if channel is not None:
+                os.write(channel.fileno(), b"\n" + control.signal_line(sig.name))
+                return
+        except (OSError, ValueError):   # the channel closed
+            pass
+        try:   # to the recorder itself, which passes it on as one sent to it
+            self.process.send_signal(sig)
+        except ProcessLookupError:
+            pass
 
     def detach(self) -> None:
         """Leave the run recording when the dashboard goes (the user chose so)."""

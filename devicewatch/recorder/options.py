@@ -25,7 +25,7 @@ class RecordOptions:
     status_line: bool | None = None   # None: only when stderr is a terminal
     watcher_pid: int | None = None    # a dashboard following this run: its CPU is sampled too
     grace: float = 3.0                # seconds between SIGINT, SIGTERM and SIGKILL on cancel
-    # The workload's own grace after SIGTERM or SIGHUP from outside: the time Kubernetes
+    # The workload's own grace after SIGTERM, SIGHUP or SIGQUIT from outside: the time Kubernetes
     # (terminationGracePeriodSeconds) and Slurm (KillWait) give by default, so that devicewatch
     # never kills a workload saving its checkpoint sooner than they would.
     outside_grace: float = 30.0

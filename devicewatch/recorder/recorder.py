@@ -66,7 +66,7 @@ LIMITS_EVERY = 1.0               # seconds between looks at the cores the worklo
 CANCELLED = "cancelled by the user"
 TRIAL_OVER = "the trial's window was measured: ended on purpose"
 TERMINAL_CLOSED = "terminal closed"
-# The workload's grace after SIGTERM or SIGHUP from outside, when --grace is not given.
+# The workload's grace after SIGTERM, SIGHUP or SIGQUIT from outside, when --grace is not given.
 OUTSIDE_GRACE = RecordOptions.outside_grace
 
 
@@ -132,8 +132,9 @@ class Recorder:
         self._cancel_requested.set()
 
     def from_outside(self, sig: signal.Signals) -> None:
-        """A signal from outside (SIGTERM, SIGHUP, SIGUSR1, SIGUSR2), passed to the workload as
-        itself within a tick. Safe from a signal handler."""
+        """A signal from outside (SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2: to the recorder, or
+        to the dashboard that started it, through ``control``), passed to the workload as itself
+        within a tick. Safe from a signal handler."""
         self._outside.append(sig)
 
     @property
@@ -319,7 +320,8 @@ class Recorder:
             from .. import control
 
             control.follow(sys.stdin.fileno(), self._write, self._t, self.cancel,
-                           send_input=self.send_input, resize=self.terminal_resized)
+                           send_input=self.send_input, resize=self.terminal_resized,
+                           pass_on=lambda name: self.from_outside(signal.Signals[name]))
 
         if self.gpu.available:
             self._gpu_every = gpu_poll_period(len(self.gpu.devices))
@@ -396,13 +398,15 @@ class Recorder:
 
     def _pass_outside_signals(self, tree: ProcessTreeProbe) -> None:
         """Signals from outside passed on as themselves, each said in a notice; and, once the
-        workload's grace after SIGTERM or SIGHUP is over, the next step of its end."""
+        workload's grace after SIGTERM, SIGHUP or SIGQUIT is over, the next step of its end."""
         assert self.workload is not None
         now = time.monotonic()
         while self._outside:
             sig = self._outside.pop(0)
-            self.workload.pass_on(sig, now, tree.pids(), self.outside_grace)
+            continued = self.workload.pass_on(sig, now, tree.pids(), self.outside_grace)
             message = f"{sig.name} from outside, passed to the workload"
+            if continued:
+                message += " (it was stopped: SIGCONT sent after it)"
             if sig in ENDING_SIGNALS:
                 message += f"; it has {self.outside_grace:g} s to end"
             self._write(records.notice(self._t(), message, level="info", outside_signal=sig.name))
@@ -549,8 +553,9 @@ def record(options: RecordOptions, on_start: Callable[[Recorder], None] | None =
     """Run a recorder with Ctrl-C turned into a clean cancel of the workload (SIGINT, SIGTERM,
     SIGKILL a grace period apart), and the signals from outside passed to the workload as
     themselves: SIGTERM (a batch system's time limit, a pod deleted), SIGHUP (its terminal
-    closed: the workload ends with it, as any program started from a shell does), SIGUSR1 and
-    SIGUSR2. After SIGTERM or SIGHUP the workload has its grace to end, and is ended after it.
+    closed: the workload ends with it, as any program started from a shell does), SIGQUIT,
+    SIGUSR1 and SIGUSR2. After SIGTERM, SIGHUP or SIGQUIT the workload has its grace to end (a
+    stopped one is continued to take the signal), and is ended after it.
     A signal ignored when the recorder starts (``nohup``) stays ignored, by the workload too:
     the user chose so. Off the main thread (a dashboard's trials beside its UI) the signals
     stay the main thread's, as Python requires: the caller cancels through ``on_start``'s

@@ -5,11 +5,13 @@ terminal reaches the recorder, which then passes it on in order) with the parent
 armed (``lifeline``). Signals go to its process group and to every descendant ever seen, so a
 process that left the group (``setsid``) is reached too. A cancel escalates: SIGINT (a
 training script's KeyboardInterrupt handler can save its work), SIGTERM one grace period later,
-SIGKILL one more grace period later. A signal from outside (SIGTERM, SIGHUP, SIGUSR1, SIGUSR2)
-is passed on as itself (``pass_on``); after SIGTERM or SIGHUP the workload has a grace period of
-its own to end (its handler saves a checkpoint), and only then does it escalate: SIGTERM (after
-a SIGHUP), SIGKILL. Descendants still alive when the workload itself has exited are ended: none
-is left orphaned.
+SIGKILL one more grace period later. A signal from outside (SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
+SIGUSR2) is passed on as itself (``pass_on``); after SIGTERM, SIGHUP or SIGQUIT the workload has a
+grace period of its own to end (its handler saves a checkpoint), and only then does it escalate:
+SIGTERM (after a SIGHUP or SIGQUIT), SIGKILL. Every signal meant to end it is followed by SIGCONT,
+as ``timeout(1)`` does: a workload stopped (Ctrl-Z, SIGSTOP) would otherwise hold the signal
+pending, its handler unrun, until its grace ran out. Descendants still alive when the workload
+itself has exited are ended: none is left orphaned.
 
 Its standard streams are what the recorder was given, as far as a recorder can pass them on
 (recorder.py decides): a pseudo-terminal where the user has a terminal, pipes elsewhere; its
@@ -35,8 +37,8 @@ from .pseudo_terminal import take_controlling_terminal
 
 CANCEL_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
 # Signals from outside passed to the workload as themselves; the first two end it, with its grace.
-PASSED_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
-ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+PASSED_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 # The read system calls by number (/proc/PID/syscall), where the kernel has them.
 READ_CALLS = {"x86_64": {0, 19}, "aarch64": {63, 65}}.get(platform.machine(), set())
 WAITING_FOR_INPUT, STOPPED, RUNNING = "waiting for input", "stopped", "running"
@@ -136,18 +138,31 @@ class Workload:
         self.known_pids.update(pids)
 
     def signal_tree(self, sig: signal.Signals, tree_pids: Iterable[int] = ()) -> None:
-        """Signal the workload's process group and any descendant that left it (setsid)."""
+        """Signal the workload's process group and any descendant that left it (setsid), each
+        once: a member of the group signalled is not signalled again (two deliveries of one
+        signal run a handler twice, the second maybe while the first is ending the process)."""
         try:
             os.killpg(self.pid, sig)
+            grouped = True
         except (ProcessLookupError, PermissionError):
-            pass
+            grouped = False
         for pid in set(tree_pids) | self.known_pids:
             if pid == os.getpid():
                 continue
             try:
+                if grouped and os.getpgid(pid) == self.pid:
+                    continue
                 os.kill(pid, sig)
             except (ProcessLookupError, PermissionError):
                 pass
+
+    def end_tree(self, sig: signal.Signals, tree_pids: Iterable[int] = ()) -> None:
+        """A signal meant to end the workload, then SIGCONT (SIGKILL needs none): a stopped
+        process takes a signal it handles only once it runs again."""
+        tree_pids = list(tree_pids)
+        self.signal_tree(sig, tree_pids)
+        if sig != signal.SIGKILL:
+            self.signal_tree(signal.SIGCONT, tree_pids)
 
     def end_without_interrupt(self) -> None:
         """The coming cancel begins at SIGTERM: a trial that is over is ended, not interrupted
@@ -160,19 +175,26 @@ class Workload:
         if self._cancel_stage >= len(CANCEL_SIGNALS):
             return
         if self._cancel_stage == 0 or now - self._cancel_at >= self.grace:
-            self.signal_tree(CANCEL_SIGNALS[self._cancel_stage], tree_pids)
+            self.end_tree(CANCEL_SIGNALS[self._cancel_stage], tree_pids)
             self._cancel_stage += 1
             self._cancel_at = now
 
-    def pass_on(self, sig: signal.Signals, now: float, tree_pids: Iterable[int], grace: float) -> None:
-        """A signal from outside, to the workload as itself. After SIGTERM or SIGHUP the workload
-        has GRACE seconds to end before ``outside_step`` escalates (a second one is passed on
-        too, and changes no deadline)."""
-        self.signal_tree(sig, tree_pids)
-        if sig in ENDING_SIGNALS and self.outside_signal is None:
+    def pass_on(self, sig: signal.Signals, now: float, tree_pids: Iterable[int], grace: float) -> bool:
+        """A signal from outside, to the workload as itself. After SIGTERM, SIGHUP or SIGQUIT the
+        workload has GRACE seconds to end before ``outside_step`` escalates (a second one is
+        passed on too, and changes no deadline), and a stopped workload is continued to take it.
+        True if it was stopped and so continued."""
+        tree_pids = list(tree_pids)
+        if sig not in ENDING_SIGNALS:
+            self.signal_tree(sig, tree_pids)
+            return False
+        stopped = self.state(tree_pids) == STOPPED
+        self.end_tree(sig, tree_pids)
+        if self.outside_signal is None:
             self.outside_signal = sig
             self._outside_steps = [step for step in (signal.SIGTERM, signal.SIGKILL) if step != sig]
             self._outside_at, self._outside_grace = now, grace
+        return stopped
 
     def outside_step(self, now: float, tree_pids: Iterable[int]) -> signal.Signals | None:
         """Called on every tick: once the grace after an ending signal from outside is over, the
@@ -180,7 +202,7 @@ class Workload:
         if not self._outside_steps or now - self._outside_at < self._outside_grace:
             return None
         sig = self._outside_steps.pop(0)
-        self.signal_tree(sig, tree_pids)
+        self.end_tree(sig, tree_pids)
         self._outside_at = now
         return sig
 
@@ -212,10 +234,12 @@ class Workload:
         """SIGTERM the stragglers, SIGKILL those left one grace period later."""
         tree_pids = list(tree_pids)
         for sig in (signal.SIGTERM, signal.SIGKILL):
-            self.signal_tree(sig, tree_pids)
+            self.end_tree(sig, tree_pids)
             for proc in alive:  # found only by their environment: neither in the tree nor the group
                 try:
                     proc.send_signal(sig)
+                    if sig != signal.SIGKILL:
+                        proc.send_signal(signal.SIGCONT)
                 except psutil.Error:
                     pass
             _gone, alive = psutil.wait_procs(alive, timeout=self.grace)

@@ -8,8 +8,12 @@ before the terminal is taken over, with a one-line error.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import os
+import signal
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -26,7 +30,8 @@ from textual.screen import Screen
 from .. import trials
 from ..errors import UsageError
 from ..live.job import JobModel
-from ..live.source import LiveSource, Source, end_runs_on_hangup, open_replay, previous_run
+from ..live.source import LiveSource, Source, open_replay, previous_run
+from ..recorder.recorder import OUTSIDE_GRACE
 from ..registry import Target
 from ..runformat.runfile import Run, RunFileError, load
 from ..safe_text import markup
@@ -35,11 +40,14 @@ from .dialogs import ConfirmTrials, QuitDuringRun
 from .home_screen import HomeScreen
 from .job_screen import JobScreen
 from .run_screen import TICK, RunScreen
-from . import chops
+from . import chops, outside_signals
 from .strips import mend_strip_cycles
 from .trials_screen import TRY_SECONDS, TRY_WARMUP, Runner, TrialsScreen, run_trial_beside
 
 STORY_PAUSE = 4.0  # seconds a finished run of a story stays on screen before the next step
+# Seconds a run an ending signal was passed to may take to end after the dashboard closed: the
+# workload's grace after a signal from outside, and its recorder's last steps.
+RUN_ENDING_WAIT = OUTSIDE_GRACE + 5.0
 
 
 @dataclass
@@ -117,6 +125,43 @@ class DashboardApp(App[int]):
         self.story_notice = story_notice   # said on the story's first run (the demo's load before it)
         self._quit_when_finished: RunScreen | None = None   # "stop and quit" was chosen on it
         self.left_recording: set[Path] = set()   # the runs "quit, keep recording" left behind
+        self.signal_loop: asyncio.AbstractEventLoop | None = None   # where a signal sent to us is acted on
+        self.ending_signal: signal.Signals | None = None   # the SIGTERM, SIGHUP or SIGQUIT that ended us
+        self.signalled_runs: list[LiveSource] = []   # the live runs an ending signal was passed to
+
+    def on_load(self) -> None:
+        self.signal_loop = asyncio.get_running_loop()
+
+    def signalled(self, sig: signal.Signals) -> None:
+        """A signal sent to the dashboard (``outside_signals``), acted on in the loop: each live
+        run's workload gets it as itself; SIGTERM, SIGHUP and SIGQUIT then end the dashboard as
+        a quit does, the terminal given back (a trial running beside is stopped), while the
+        workloads they were passed to have their grace."""
+        live = [screen.source for screen in self.screen_stack
+                if isinstance(screen, RunScreen) and isinstance(screen.source, LiveSource) and screen.source.running]
+        for source in live:
+            source.pass_signal(sig)
+        if sig not in outside_signals.ENDING:
+            return
+        self.signalled_runs += [source for source in live if source not in self.signalled_runs]
+        if self.ending_signal is None:
+            self.ending_signal = sig
+        trials_now = self.trials_screen()
+        if trials_now is not None and trials_now.trials_run is not None:
+            trials_now.trials_run.stop(f"{sig.name} sent to the dashboard")
+        self._close_sources()
+        self.exit(128 + sig)
+
+    def give_back_now(self, sig: signal.Signals) -> None:
+        """In the handler of a second ending signal, the first not yet acted on (the loop
+        blocked): each live run told at once (``LiveSource.pass_signal_now``) and the terminal
+        given back by the driver itself; the process then ends of the signal."""
+        for screen in list(self.screen_stack):
+            if isinstance(screen, RunScreen) and isinstance(screen.source, LiveSource):
+                screen.source.pass_signal_now(sig)
+        give_back = getattr(self._driver, "give_back_now", None)   # the dashboard's own driver
+        if give_back is not None:
+            give_back()
 
     def watch_presenter(self, presenter: bool) -> None:
         self.set_class(presenter, "-presenter")
@@ -354,26 +399,65 @@ class DashboardApp(App[int]):
 
 def launch(settings: DashboardSettings, start: Source | None) -> int:
     """Run the dashboard: the home screen, with ``start``'s run on top when given."""
-    return launch_run(settings, start)[0]
+    return launch_run(settings, start).code
 
 
-def launch_run(settings: DashboardSettings, start: Source | None) -> tuple[int, bool]:
+@dataclass(frozen=True)
+class Closed:
+    """How the dashboard closed: its exit status, whether the user left the run it started
+    recording, and the signal that ended it (None for a quit)."""
+
+    code: int
+    left_recording: bool = False
+    ending_signal: signal.Signals | None = None
+
+
+def run_app(app: DashboardApp) -> int:
+    """``app.run()`` with the signals sent to it handed to its loop (``outside_signals``)."""
+    with outside_signals.handed_to(lambda: app.signal_loop, app.signalled, app.give_back_now):
+        code = app.run()
+    return code if isinstance(code, int) else 0
+
+
+def wait_for_signalled_runs(app: DashboardApp, timeout: float) -> None:
+    """After an ending signal: the runs it was passed to, each given up to TIMEOUT (the
+    workload's grace and a little) to end and finish its file, as a headless recorder waits for
+    its workload. A second signal meanwhile takes its default action (the terminal is given
+    back), and a Ctrl-C stops the wait (the runs end on their own)."""
+    deadline = time.monotonic() + timeout
+    running = [source for source in app.signalled_runs if source.process is not None and source.process.poll() is None]
+    if running and app.ending_signal is not None and app.ending_signal != signal.SIGHUP:   # hung up: no one to tell
+        try:
+            print(f"devicewatch: {app.ending_signal.name} passed to the workload; waiting for it to end "
+                  f"(at most {OUTSIDE_GRACE:g} s)", file=sys.stderr, flush=True)
+        except OSError:
+            pass
+    for source in running:
+        assert source.process is not None
+        try:
+            source.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except (subprocess.TimeoutExpired, KeyboardInterrupt):
+            return
+
+
+def launch_run(settings: DashboardSettings, start: Source | None) -> Closed:
     """``launch``; also whether the user left START recording when the dashboard closed
-    (``devicewatch run`` then says so instead of its verdict)."""
+    (``devicewatch run`` then says so instead of its verdict), and the signal that ended it."""
     app = DashboardApp(settings, start)
-    end_runs_on_hangup()
-    code = app.run()
+    code = run_app(app)
     if start is not None:
         start.close()
-    return (code if isinstance(code, int) else 0), start is not None and start.path in app.left_recording
+    if app.ending_signal is not None:
+        wait_for_signalled_runs(app, RUN_ENDING_WAIT)
+    return Closed(code, start is not None and start.path in app.left_recording, app.ending_signal)
 
 
 def launch_job(settings: DashboardSettings, job: JobModel) -> int:
     """``devicewatch replay DIR`` (or several files): the job's nodes live, one screen."""
     app = DashboardApp(settings, job=job)
-    code = app.run()
+    code = run_app(app)
     job.close()
-    return code if isinstance(code, int) else 0
+    return code
 
 
 def launch_story(settings: DashboardSettings, story: Sequence[Target],
@@ -383,20 +467,19 @@ def launch_story(settings: DashboardSettings, story: Sequence[Target],
     (None if the story did not get there) and the run files recorded."""
     app = DashboardApp(settings, story=story, story_pause=STORY_PAUSE if pause is None else pause,
                        story_notice=notice)
-    end_runs_on_hangup()
-    code = app.run()
-    return (code if isinstance(code, int) else 0), app.story_headline, app.story_files
+    code = run_app(app)
+    if app.ending_signal is not None:
+        wait_for_signalled_runs(app, RUN_ENDING_WAIT)
+    return code, app.story_headline, app.story_files
 
 
 def launch_trials(trial_set: trials.TrialSet, folder: str, presenter: bool = False) -> int:
     """``devicewatch try`` (at its end) and ``devicewatch compare DIR``: the trials view alone."""
     app = DashboardApp(DashboardSettings(presenter=presenter), trial_set=(trial_set, folder))
-    code = app.run()
-    return code if isinstance(code, int) else 0
+    return run_app(app)
 
 
 def launch_compare(run_a: Run, run_b: Run, presenter: bool = False) -> int:
     """``devicewatch compare A B``: the comparison view alone (``q`` quits)."""
     app = DashboardApp(DashboardSettings(presenter=presenter), compare=(run_a, run_b))
-    code = app.run()
-    return code if isinstance(code, int) else 0
+    return run_app(app)

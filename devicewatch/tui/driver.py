@@ -51,6 +51,21 @@ class WakingEvent(threading.Event):
             pass
 
 
+class _Gathered:
+    """Stands for the driver's writer thread: what is written, kept in order."""
+
+    def __init__(self) -> None:
+        self.written: list[str] = []
+
+    def write(self, data: str) -> None:
+        self.written.append(data)
+
+
+# A CAN control character: a terminal drops an escape sequence it is in the middle of (one a
+# frame left half written), so that what follows is read from its start.
+CANCEL_SEQUENCE = "\x18"
+
+
 class QuietLinuxDriver(LinuxDriver):
     """``LinuxDriver`` whose input thread wakes for input, for the end of input, or for a
     pending escape sequence's deadline, not ten times a second."""
@@ -58,6 +73,25 @@ class QuietLinuxDriver(LinuxDriver):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.exit_event = WakingEvent()
+
+    def give_back_now(self) -> None:
+        """Leave application mode at once, from a signal handler, where the app could not end
+        (its loop blocked): Textual's own way out (``stop_application_mode``: input stopped, mouse
+        reporting off, the terminal's settings as before, the alternate screen left, the cursor
+        shown), its sequences written straight to the terminal behind a CAN rather than through
+        the writer thread, which the app's end would wait for."""
+        gathered = _Gathered()
+        self._writer_thread = gathered   # type: ignore[assignment]  # only its write is used
+        try:
+            self.stop_application_mode()
+        finally:
+            data = (CANCEL_SEQUENCE + "".join(gathered.written)).encode()
+            fd = self._file.fileno() if self._file is not None else 2
+            try:
+                while data:
+                    data = data[os.write(fd, data):]
+            except OSError:   # no terminal left (hung up): nothing to give back
+                pass
 
     @staticmethod
     def _wait(parser: XTermParser) -> float | None:

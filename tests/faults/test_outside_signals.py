@@ -8,18 +8,20 @@ signal arrived, not only that the workload ended.
 from __future__ import annotations
 
 import itertools
+import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
 
-from devicewatch.recorder import Recorder, RecordOptions
+from devicewatch.recorder import Recorder
 from devicewatch.recorder.recorder import OUTSIDE_GRACE
 from devicewatch.runformat import runfile
 
 from .conftest import PY, alive, no_traceback, read_pids, start_recorder, wait_for
 
-# argv: FOLDER, then what it does on SIGTERM and SIGHUP: "save SECONDS CODE" (sleep, write a
+# argv: FOLDER, then what it does on SIGTERM, SIGHUP and SIGQUIT: "save SECONDS CODE" (sleep, write a
 # checkpoint, exit with CODE), "die" (end of the signal itself, as without a handler) or
 # "ignore". Every signal it gets is noted in FOLDER/<SIGNAME>; its pid in FOLDER/pid once its
 # handlers are in place; it runs until a signal ends it, or until FOLDER/stop exists.
@@ -32,7 +34,7 @@ def got(signum, _frame):
     with open(os.path.join(folder, name), "w") as f:
         f.write(str(os.getpid()))
     print(f"got {name}", flush=True)
-    if signum not in (signal.SIGTERM, signal.SIGHUP) or how == "ignore":
+    if signum not in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT) or how == "ignore":
         return
     if how == "die":
         signal.signal(signum, signal.SIG_DFL)
@@ -44,7 +46,7 @@ def got(signum, _frame):
     print("checkpoint saved", flush=True)
     sys.exit(int(sys.argv[4]))
 
-for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
+for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
     signal.signal(sig, got)
 with open(os.path.join(folder, "pid.tmp"), "w") as f:
     f.write(str(os.getpid()))
@@ -154,6 +156,53 @@ def test_a_workload_still_running_after_its_grace_is_ended(tmp_path, reap, sig, 
     # Each step came a grace period after the one before.
     times = [n.t for n in said]
     assert all(b - a >= grace - 0.05 for a, b in itertools.pairwise(times))
+
+
+def test_sigquit_reaches_the_workload_as_itself_with_its_grace(tmp_path, reap):
+    """SIGQUIT, the third signal meant to end a program (a dashboard passes it on too): as
+    itself, the workload's handler runs, the end says so."""
+    recorder, _pid, out, folder = _start(tmp_path, reap, "save", "0", "4", grace=10)
+    recorder.send_signal(signal.SIGQUIT)
+    _, err = recorder.communicate(timeout=60)
+    no_traceback(err.decode())
+    assert _got(folder) == {"SIGQUIT"} and (folder / "checkpoint").exists()
+    assert recorder.returncode == 4
+    end = runfile.load(out).end
+    assert (end.status, end.outside_signal, end.reason) == \
+        ("cancelled", "SIGQUIT", "SIGQUIT from outside, passed to the workload: exit code 4")
+
+
+def stopped(pid: int) -> bool:
+    """PID is stopped (SIGSTOP, Ctrl-Z), in the kernel's words."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_stopped_workload_is_continued_to_take_the_signal_that_ends_it(tmp_path, reap, sig):
+    """Stopped (SIGSTOP), the workload would hold the signal pending, its handler unrun, until
+    its grace ran out; continued after it (as ``timeout`` does), its handler runs at once.
+    SIGTERM from outside, or a cancel (Ctrl-C to the recorder: SIGINT to the workload)."""
+    grace = 20.0
+    recorder, pid, out, folder = _start(tmp_path, reap, "save", "0", "0", grace=grace)
+    os.kill(pid, signal.SIGSTOP)
+    wait_for(lambda: stopped(pid), what="the workload stopped")
+    sent = time.monotonic()
+    recorder.send_signal(sig)
+    wait_for(lambda: (folder / sig.name).exists(), timeout=grace - 5, what=f"the workload's handler of {sig.name}")
+    assert time.monotonic() - sent < grace
+    if sig == signal.SIGINT:   # the run's end is the user's: the workload is told to stop there
+        (folder / "stop").touch()
+    _, err = recorder.communicate(timeout=60)
+    no_traceback(err.decode())
+    assert _got(folder) == {sig.name} and recorder.returncode == 0
+    run = runfile.load(out)
+    if sig == signal.SIGTERM:
+        assert (run.end.status, run.end.outside_signal) == ("ok", "SIGTERM")
+        [said] = [n for n in run.notices if n.outside_signal]
+        assert said.message == ("SIGTERM from outside, passed to the workload (it was stopped: SIGCONT sent "
+                                f"after it); it has {grace:g} s to end")
+    else:
+        assert (run.end.status, run.end.reason) == ("cancelled", "cancelled by the user")
 
 
 def test_sigint_to_the_recorder_still_cancels(tmp_path, reap):

@@ -219,7 +219,9 @@ def test_closing_the_dashboards_terminal_ends_its_run_saying_so(tmp_path, runtim
     try:
         session.kill()   # as a closed window or a dropped SSH link: the terminal hangs up
         end = ended(path)
-        assert (end.status, end.reason) == ("cancelled", "terminal closed")
+        # The hang-up reached the workload as itself (through the recorder), as headless.
+        assert (end.status, end.reason, end.outside_signal, end.signal) == \
+            ("cancelled", "terminal closed", "SIGHUP", "SIGHUP")
         wait_for(lambda: not workload_pids(), what="the workload gone")
         assert listed(runtime) == []
     finally:

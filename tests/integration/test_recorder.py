@@ -246,7 +246,7 @@ def test_workloads_lists_every_workload_with_its_options():
 def controlled_recorder(out, seconds: float) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.Popen([sys.executable, "-m", "devicewatch", "--record", str(out), "--control", "--quiet",
-                             "--", sys.executable, "-c", f"import time; time.sleep({seconds})"],
+                             "--", sys.executable, "-c", f"import time; print('up', flush=True); time.sleep({seconds})"],
                             cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
 
@@ -268,13 +268,24 @@ def test_markers_sent_on_the_control_channel_land_in_the_file_and_a_detached_run
     assert any("left the run recording" in n.message for n in run.notices)
 
 
+def _printed(out, line: str) -> bool:
+    """The workload's output recorded in OUT holds LINE (an empty or unfinished file: not yet)."""
+    try:
+        return any(log.line == line for log in load(out).logs)
+    except Exception:   # not there yet, or no header yet: the reader's refusals, whatever they are
+        return False
+
+
 def test_a_dashboard_that_goes_away_without_detaching_ends_its_run_and_says_so(tmp_path):
     from devicewatch import control
 
     out = tmp_path / "run.jsonl"
     started = time.monotonic()
     recorder = controlled_recorder(out, 60)
-    time.sleep(1.0)
+    # Up: a SIGINT in the middle of Python's start-up ends it with status 1, not of the signal.
+    deadline = time.monotonic() + 30
+    while not _printed(out, "up") and time.monotonic() < deadline:
+        time.sleep(0.05)
     recorder.stdin.close()  # as the kernel closes it when the dashboard dies, however it dies
     assert recorder.wait(timeout=30) == 128 + 2  # the workload's status: ended by the SIGINT of a cancel
     assert time.monotonic() - started < 30

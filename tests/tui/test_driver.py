@@ -8,6 +8,7 @@ import os
 import signal
 import threading
 import time
+import termios
 import tty
 
 import pytest
@@ -126,3 +127,51 @@ def test_the_dashboard_keeps_textuals_driver_where_the_quiet_one_cannot_be_impor
     monkeypatch.setattr(App, "get_driver_class", lambda self: LinuxDriver)
     monkeypatch.setitem(sys.modules, "devicewatch.tui.driver", None)   # its import fails
     assert DashboardApp.get_driver_class(object.__new__(DashboardApp)) is LinuxDriver
+
+
+@pytest.mark.asyncio
+async def test_giving_the_terminal_back_at_once_writes_what_textuals_way_out_writes_and_restores_its_settings():
+    """From a signal handler the driver leaves application mode by Textual's own steps, their
+    sequences written straight to the terminal (behind a CAN) instead of through the writer
+    thread: the same bytes Textual's writer thread writes for ``stop_application_mode``."""
+    from textual.drivers._writer_thread import WriterThread
+
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTSTP, signal.SIGCONT)}
+    terminals = [os.openpty(), os.openpty()]
+    try:
+        written = []
+        for n, (master, slave) in enumerate(terminals):
+            driver = (QuietLinuxDriver if n == 0 else LinuxDriver)(_App())   # type: ignore[arg-type]
+            for sig, handler in handlers.items():
+                signal.signal(sig, handler)
+            driver.fileno = slave
+            driver._file = os.fdopen(os.dup(slave), "w")
+            driver.attrs_before = termios.tcgetattr(slave)   # as before application mode
+            tty.setraw(slave)                                 # as in it
+            if n == 0:
+                driver.give_back_now()
+            else:   # Textual's own way out, through its writer thread
+                driver._writer_thread = WriterThread(driver._file)
+                driver._writer_thread.start()
+                driver.stop_application_mode()
+                driver._writer_thread.stop()
+            assert termios.tcgetattr(slave) == driver.attrs_before
+            driver._file.close()
+            written.append(_read_all(master))
+        ours, textuals = written
+        assert b"\x1b[?1049l" in textuals and b"\x1b[?25h" in textuals and b"\x1b[?1000l" in textuals
+        assert ours == b"\x18" + textuals
+    finally:
+        for master, slave in terminals:
+            os.close(master)
+            os.close(slave)
+
+
+def _read_all(master: int) -> bytes:
+    """What a pty's master holds now (everything written to its slave so far)."""
+    import select
+
+    data = b""
+    while select.select([master], [], [], 0.2)[0]:
+        data += os.read(master, 65536)
+    return data

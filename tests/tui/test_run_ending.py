@@ -59,7 +59,6 @@ def test_run_prints_its_recording_and_verdict_after_q_on_the_finished_run(tmp_pa
     run_app = dashboard.DashboardApp.run
     monkeypatch.setattr(dashboard.DashboardApp, "run",
                         lambda self: run_app(self, headless=True, size=(120, 40), auto_pilot=quit_once_finished))
-    monkeypatch.setattr(dashboard, "end_runs_on_hangup", lambda: None)
     runs = tmp_path / "runs"
     code = cli.main(["--runs-dir", str(runs), "run", "--", sys.executable, "-c", "print('done')"])
     out = capsys.readouterr().out

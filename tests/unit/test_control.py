@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 
 from devicewatch import control
 
@@ -71,3 +70,40 @@ def test_typed_keys_and_a_new_size_reach_the_workloads_terminal_as_sent():
 def test_a_size_that_is_no_terminals_is_ignored():
     for rows, columns in ((0, 80), (24, -1), (24, 10_001), ("24", 80), (True, 80)):
         assert control.parse_command(json.dumps({"kind": "resize", "rows": rows, "columns": columns}).encode()) is None
+
+
+def passed_on(commands: bytes) -> tuple[list[str], list[str]]:
+    """The signals passed on and the cancels of COMMANDS written and then the writing end closed."""
+    read_fd, write_fd = os.pipe()
+    signals: list[str] = []
+    cancelled: list[str] = []
+    thread = control.follow(read_fd, lambda _r: None, lambda: 0.0, cancelled.append, pass_on=signals.append)
+    os.write(write_fd, commands)
+    os.close(write_fd)
+    thread.join(5)
+    os.close(read_fd)
+    return signals, cancelled
+
+
+def test_a_signal_is_passed_on_by_name_and_after_an_ending_one_the_dashboards_going_cancels_nothing():
+    # SIGUSR1 leaves the run going: the dashboard's going then ends it, as without a signal.
+    assert passed_on(control.signal_line("SIGUSR1")) == (["SIGUSR1"], [control.DASHBOARD_GONE])
+    # After SIGTERM the workload has its grace, and the recorder ends it then: no cancel (whose
+    # SIGINT would reach the workload too).
+    for name in control.ENDING_SIGNALS:
+        assert passed_on(control.signal_line(name)) == ([name], [])
+
+
+def test_only_the_signals_a_dashboard_passes_on_are_read():
+    for name in ("SIGKILL", "SIGSTOP", "SIGINT", "TERM", 15, None):
+        assert control.parse_command(json.dumps({"kind": "signal", "signal": name}).encode()) is None
+    assert control.parse_command(control.signal_line("SIGQUIT").strip()) == {"kind": "signal", "signal": "SIGQUIT"}
+
+
+def test_the_channels_signals_are_the_ones_the_recorder_passes_on():
+    from devicewatch.recorder.workload import ENDING_SIGNALS, PASSED_SIGNALS
+    from devicewatch.tui import outside_signals
+
+    assert control.SIGNALS == tuple(sig.name for sig in PASSED_SIGNALS) == tuple(s.name for s in outside_signals.PASSED)
+    assert control.ENDING_SIGNALS == tuple(sig.name for sig in ENDING_SIGNALS) == \
+        tuple(s.name for s in outside_signals.ENDING)

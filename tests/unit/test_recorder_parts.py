@@ -199,7 +199,37 @@ def test_a_cancel_escalates_sigint_then_sigterm_then_sigkill_one_grace_period_ap
     monkeypatch.setattr(workload, "signal_tree", lambda sig, pids=(): sent.append((now, sig)))
     for now in (0.0, 0.1, 2.9, 3.0, 5.0, 6.0, 9.0, 12.0):
         workload.cancel_step(now, [])
-    assert sent == [(0.0, signal.SIGINT), (3.0, signal.SIGTERM), (6.0, signal.SIGKILL)]
+    # Each but SIGKILL followed by SIGCONT: a stopped workload takes it at once.
+    assert sent == [(0.0, signal.SIGINT), (0.0, signal.SIGCONT), (3.0, signal.SIGTERM), (3.0, signal.SIGCONT),
+                    (6.0, signal.SIGKILL)]
+
+
+def test_each_process_of_the_tree_is_signalled_once_the_group_at_once_and_one_that_left_it_by_itself(monkeypatch):
+    import subprocess
+    import sys
+
+    script = (
+        "import subprocess, sys, time\n"
+        "sleep = [sys.executable, '-c', 'import time; time.sleep(60)']\n"
+        "child = subprocess.Popen(sleep)\n"
+        "loner = subprocess.Popen(sleep, start_new_session=True)\n"
+        "print(child.pid, loner.pid, flush=True)\n"
+        "time.sleep(60)\n")
+    workload = Workload([sys.executable, "-c", script], dict(os.environ), marker="/tmp/x", grace=3.0)
+    workload.start(stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    child, loner = (int(pid) for pid in workload.process.stdout.readline().split())
+    tree = [workload.pid, child, loner]
+    killed: list[tuple[int, int]] = []
+    real_kill = os.kill
+    monkeypatch.setattr(os, "kill", lambda pid, sig: killed.append((pid, sig)) or real_kill(pid, sig))
+    try:
+        workload.signal_tree(signal.SIGCONT, tree)   # harmless to all three
+        # The group (the workload and its child) had it from killpg: only the one that left it is signalled by itself.
+        assert killed == [(loner, signal.SIGCONT)]
+    finally:
+        workload.signal_tree(signal.SIGKILL, tree)
+        workload.process.wait()
+        workload.process.stdout.close()
 
 
 def test_the_workload_state_takes_the_samplers_letters_and_keeps_its_syscall_file(monkeypatch):
