@@ -109,6 +109,8 @@ def arm(torch: Any, process: Process) -> None:
     hooks.wrap(_BaseDataLoaderIter, "__next__", hooks.probed_next)   # over timed_next, until a training batch
     process.knobs.set_threads(torch)
     process.threads = torch.get_num_threads
+    if process.trial is not None and not process.knobs.vary:   # the variants' threads timed after the window
+        process.trial.threads = (torch.get_num_threads, torch.set_num_threads)
     atexit.register(hooks.at_exit)
 
 

@@ -12,6 +12,14 @@ seconds the training thread spent shutting down the workers of iterators it drop
 
 A script that ends before its window is full says what it measured (``partial: true``), or
 that it ended in its warm-up (``stage: "unmeasured"``, with the steps it made).
+
+Where nothing is varied and the framework's operator threads can be set (``threads``, given
+by the hooks), the window is followed by a calibration: a few steps timed with each other
+number of threads advice may name (one, where the script has more; every core it may run on,
+where it has fewer), then the script's own again. How much a pool of fewer threads gains
+beside other programs, or on a pinned core, depends on how its threads wait, which no figure of
+the window tells; a few steps of the variant measure it (``calibrated`` in the ``done``
+event: each value's steps, seconds and steps a second).
 """
 
 from __future__ import annotations
@@ -23,6 +31,10 @@ from collections.abc import Callable
 
 from ... import events
 from . import TRIAL_VAR
+
+SETTLE_STEPS = 2        # steps after a change of threads before they are timed: the pool forms again
+CALIBRATION_SHARE = 0.25  # of the window's steps or seconds, for each calibrated value
+MIN_CALIBRATION_STEPS = 5
 
 
 def requested(env: dict[str, str] | os._Environ[str] = os.environ) -> dict[str, float | None] | None:
@@ -64,6 +76,13 @@ class Trial:
         self.over = False
         self.teardown = 0.0   # seconds the training thread shut down dropped iterators' workers (the hooks add)
         self.teardown_at_start = 0.0
+        # the operator threads' getter and setter, where the hooks can set them and nothing is varied
+        self.threads: tuple[Callable[[], int], Callable[[int], None]] | None = None
+        self.window: dict[str, Any] | None = None   # the window's figures, once it is full
+        self.calibrating: list[int] = []            # threads still to time after the window
+        self.calibrated: list[dict[str, Any]] = []
+        self.own_threads = 0
+        self.mark = (0, 0.0)                         # (steps, time) the value being calibrated is timed from
 
     def step(self, now: float) -> None:
         if self.over:
@@ -76,24 +95,77 @@ class Trial:
                 self.teardown_at_start = self.teardown
                 self.say(events.INSTRUMENT, state="trial", stage="measuring", warmup=self.steps)
             return
+        if self.window is not None:
+            self._calibrate(now)
+            return
         measured = self.steps - self.warmup
         if (self.steps_wanted is not None and measured >= self.steps_wanted) or \
                 (self.seconds_wanted is not None and now - self.start >= self.seconds_wanted):
-            self._done(now, partial=False)
+            self.window = self._figures(now)
+            self.calibrating = self._to_calibrate()
+            if self.calibrating:
+                self._next_value(now)
+            else:
+                self._done(now, partial=False)
 
     def finish(self, now: float) -> None:
         """The process ends: what was measured, if the window was not full."""
         if self.over:
+            return
+        if self.window is not None:   # ended while calibrating: the window is whole, the values timed are said
+            self._done(now, partial=False, ended=True)
             return
         if self.start is None or self.steps == self.warmup:
             self.over = True
             self.say(events.INSTRUMENT, state="trial", stage="unmeasured", steps=self.steps,
                      reason=f"the script ended after {self.steps} optimizer step(s), in the warm-up of {self.warmup}")
             return
-        self._done(now, partial=True)
+        self.window = self._figures(now)
+        self._done(now, partial=True, ended=True)
 
-    def _done(self, now: float, partial: bool) -> None:
-        self.over = True
+    def _to_calibrate(self) -> list[int]:
+        """The threads to time after the window: one where the script has more, and the cores it
+        may run on where it has fewer (none where a variant is set or the threads cannot be)."""
+        if self.threads is None:
+            return []
+        try:
+            self.own_threads = int(self.threads[0]())
+            cores = len(os.sched_getaffinity(0))
+        except Exception:
+            return []
+        values = [1] if self.own_threads > 1 else []
+        if self.own_threads < cores:
+            values.append(cores)
+        return values
+
+    def _next_value(self, now: float) -> None:
+        assert self.threads is not None
+        self.threads[1](self.calibrating[0])
+        self.mark = (self.steps + SETTLE_STEPS, now)
+
+    def _calibrate(self, now: float) -> None:
+        """One step of the value being calibrated: timed once it has settled, for a share of the window."""
+        first, since = self.mark
+        if self.steps < first:
+            return
+        if self.steps == first:
+            self.mark = (first, now)
+            return
+        steps, seconds = self.steps - first, now - since
+        wanted = max(MIN_CALIBRATION_STEPS, int(CALIBRATION_SHARE * (self.steps_wanted or 0)))
+        enough = steps >= wanted if self.steps_wanted is not None else \
+            steps >= MIN_CALIBRATION_STEPS and seconds >= CALIBRATION_SHARE * float(self.seconds_wanted or 0)
+        if not enough:
+            return
+        self.calibrated.append({"knob": "threads", "value": self.calibrating.pop(0), "steps": steps,
+                                "seconds": round(seconds, 6), "steps_per_s": round(steps / max(seconds, 1e-9), 4)})
+        if self.calibrating:
+            self._next_value(now)
+        else:
+            self._done(now, partial=False)
+
+    def _figures(self, now: float) -> dict[str, Any]:
+        """The window's own figures, at its end."""
         assert self.start is not None
         steps, seconds = self.steps - self.warmup, max(now - self.start, 1e-9)
         figures: dict[str, Any] = {"steps": steps, "seconds": round(seconds, 6),
@@ -105,6 +177,19 @@ class Trial:
             figures["data_wait_share"] = round(min(1.0, figures["data_wait_s"] / seconds), 4)
         if self.teardown > self.teardown_at_start:
             figures["teardown_s"] = round(self.teardown - self.teardown_at_start, 6)
-        if not partial:
+        return figures
+
+    def _done(self, now: float, partial: bool, ended: bool = False) -> None:
+        self.over = True
+        assert self.window is not None
+        if self.threads is not None and self.own_threads and (self.calibrated or self.calibrating):
+            try:
+                self.threads[1](self.own_threads)   # the script's own again, for whatever it does until it is ended
+            except Exception:
+                pass
+        figures = dict(self.window)
+        if self.calibrated:
+            figures["calibrated"] = self.calibrated
+        if not ended:
             self.before_done(now)
         self.say(events.INSTRUMENT, state="trial", stage="done", partial=partial, **figures)
