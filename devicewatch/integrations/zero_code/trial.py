@@ -32,8 +32,8 @@ from collections.abc import Callable
 from ... import events
 from . import TRIAL_VAR
 
-SETTLE_STEPS = 2        # steps after a change of threads before they are timed: the pool forms again
-CALIBRATION_SHARE = 0.25  # of the window's steps or seconds, for each calibrated value
+SETTLE_STEPS = 3        # steps after a change of threads before they are timed: the pool forms again
+CALIBRATION_SHARE = 0.5   # of the window's steps or seconds, for each calibrated value
 MIN_CALIBRATION_STEPS = 5
 
 
