@@ -64,9 +64,9 @@ def cases(seconds: float) -> list[Case]:
             Case("num_workers", SCRIPTS / "cpu_dataset.py", "alone", ("num_workers=2",), timed),
             Case("num_workers", SCRIPTS / "cpu_dataset.py", "busy", ("num_workers=2",), timed),
             Case("next-iter", NEXT_ITER, "alone", ("num_workers=0", "persistent_workers=true"),
-                 ("--steps", "12", "--warmup", "5")),
+                 ("--steps", "10", "--warmup", "5")),
             Case("next-iter", NEXT_ITER, "busy", ("num_workers=0", "persistent_workers=true"),
-                 ("--steps", "12", "--warmup", "5"))]
+                 ("--steps", "10", "--warmup", "5"))]
 
 
 def quota_group() -> tuple[str | None, str]:

@@ -8,7 +8,7 @@ import pytest
 
 from devicewatch.analysis.advice import (Baseline, Calibration, Prediction, _advice, _worth_it, calibrations, predict,
                                          prediction, text)
-from devicewatch.integrations.zero_code.trial import SETTLE_STEPS, Trial
+from devicewatch.integrations.zero_code.trial import LOADER_SETTLE_STEPS, MIN_CALIBRATION_STEPS, SETTLE_STEPS, Trial
 
 
 def baseline(**figures: object) -> Baseline:
@@ -236,4 +236,67 @@ def test_a_trial_without_threads_to_set_ends_at_its_window():
     trial = Trial({"warmup": 0, "steps": 1, "seconds": None}, lambda: None, say=lambda kind, **f: said.append(f))
     trial.step(0.0)
     trial.step(1.0)
+    assert said[-1]["stage"] == "done" and "calibrated" not in said[-1]
+
+
+class Loader:
+    """A DataLoader as a trial's calibration sees it: it refuses ``persistent_workers`` once made."""
+
+    def __init__(self, workers: int) -> None:
+        object.__setattr__(self, "num_workers", workers)
+        object.__setattr__(self, "persistent_workers", False)
+        object.__setattr__(self, "_iterator", None)
+        object.__setattr__(self, "seen", [])
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "persistent_workers":
+            raise ValueError("persistent_workers attribute should not be set after DataLoader is initialized")
+        object.__setattr__(self, name, value)
+
+    def new_iterator(self) -> None:
+        """What its next iterator is made with, then held where its workers persist."""
+        self.seen.append((self.num_workers, self.persistent_workers))
+        if self.persistent_workers:
+            object.__setattr__(self, "_iterator", "kept")
+
+
+def test_a_loop_that_restarts_its_loaders_workers_gets_both_loader_knobs_timed_then_its_own_back():
+    said: list[dict] = []
+    loader = Loader(2)
+    trial = Trial({"warmup": 0, "steps": 2, "seconds": None}, lambda: None, say=lambda kind, **f: said.append(f))
+    trial.loader = lambda: loader
+    now = 0.0
+
+    def step() -> None:     # a step takes a new iterator, then trains: 0.1 s
+        nonlocal now
+        if loader.num_workers:
+            trial.iterators += 1
+        loader.new_iterator()
+        now += 0.1
+        trial.step(now)
+
+    for _ in range(3):          # the window's start, then 2 steps
+        step()
+    assert said[-1]["stage"] != "done" and loader.num_workers == 0
+    for _ in range(LOADER_SETTLE_STEPS + MIN_CALIBRATION_STEPS):
+        step()
+    assert loader.num_workers == 2 and loader.persistent_workers is True
+    for _ in range(LOADER_SETTLE_STEPS + MIN_CALIBRATION_STEPS):
+        step()
+    done = said[-1]
+    assert done["stage"] == "done" and [(c["knob"], c["value"], c["steps"]) for c in done["calibrated"]] == \
+        [("num_workers", 0, 5), ("persistent_workers", True, 5)]
+    assert all(c["steps_per_s"] == pytest.approx(10.0) for c in done["calibrated"])
+    # the script's own again: 2 workers started anew, the calibration's persistent iterator let go
+    assert (loader.num_workers, loader.persistent_workers, loader._iterator) == (2, False, None)
+    assert (0, False) in loader.seen and (2, True) in loader.seen
+
+
+def test_a_loop_that_keeps_its_iterator_gets_no_loader_knob_timed():
+    said: list[dict] = []
+    trial = Trial({"warmup": 0, "steps": 2, "seconds": None}, lambda: None, say=lambda kind, **f: said.append(f))
+    trial.loader = lambda: Loader(2)
+    trial.iterators = 1         # one iterator, before the window
+    for now in (0.0, 1.0, 2.0):
+        trial.step(now)
     assert said[-1]["stage"] == "done" and "calibrated" not in said[-1]

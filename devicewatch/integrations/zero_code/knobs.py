@@ -19,8 +19,9 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import weakref
 from typing import Any
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 from ... import events
 from . import LOADER_KNOBS, MAP_PARALLEL, THREADS, VARY_VAR, knob_value
@@ -49,6 +50,7 @@ class Knobs:
         self.applied: set[str] = set()
         self.skipped: dict[str, str] = {}
         self.loader_setup: dict[int, dict[str, Any]] = {}   # id(dataset) -> the loader's arguments
+        self.loaders: dict[Hashable, weakref.ref[Any]] = {}     # id(dataset) -> the loader (a trial's calibration sets it)
         self.tf_maps = 0              # tf.data maps the script made ...
         self.tf_sequential_maps = 0   # ... of which it left num_parallel_calls unset (one element at a time)
 
@@ -69,6 +71,10 @@ class Knobs:
             except Exception:
                 pass
             original(loader, *args, **kwargs)
+            try:
+                knobs.loaders[id(loader.dataset)] = weakref.ref(loader)
+            except Exception:
+                pass
 
         __init__.__wrapped__ = original  # type: ignore[attr-defined]  # functools.wraps without its copying
         __init__.__doc__ = original.__doc__
@@ -99,6 +105,11 @@ class Knobs:
         dataset = arguments.get("dataset")
         if dataset is not None:
             self.loader_setup[id(dataset)] = {k: _plain(arguments.get(k)) for k in SETUP_KEYS}
+
+    def loader_of(self, source: Hashable | None) -> Any:
+        """The DataLoader last made over the data set SOURCE (``id(dataset)``), while it lives."""
+        found = self.loaders.get(source) if source is not None else None
+        return found() if found is not None else None
 
     # -- threads ----------------------------------------------------------------------------
 

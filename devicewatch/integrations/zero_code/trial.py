@@ -13,13 +13,15 @@ seconds the training thread spent shutting down the workers of iterators it drop
 A script that ends before its window is full says what it measured (``partial: true``), or
 that it ended in its warm-up (``stage: "unmeasured"``, with the steps it made).
 
-Where nothing is varied and the framework's operator threads can be set (``threads``, given
-by the hooks), the window is followed by a calibration: a few steps timed with each other
-number of threads advice may name (one, where the script has more; every core it may run on,
-where it has fewer), then the script's own again. How much a pool of fewer threads gains
+Where nothing is varied, the window is followed by a calibration: a few steps timed with each
+value the advice may name that can be set inside the running process, then the script's own
+again. The framework's operator threads (``threads``, given by the hooks): one where the script
+has more, every core it may run on where it has fewer. How much a pool of fewer threads gains
 beside other programs, or on a pinned core, depends on how its threads wait, which no figure of
-the window tells; a few steps of the variant measure it (``calibrated`` in the ``done``
-event: each value's steps, seconds and steps a second).
+the window tells. And a loop that takes a new iterator over its training DataLoader (``loader``,
+given by the hooks) with workers at least every other step: ``num_workers=0`` and, where its
+workers are not persistent, ``persistent_workers=true``, which its next iterator already
+follows. ``calibrated`` in the ``done`` event has each value's steps, seconds and steps a second.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from ... import events
 from . import TRIAL_VAR
 
 SETTLE_STEPS = 3        # steps after a change of threads before they are timed: the pool forms again
+LOADER_SETTLE_STEPS = 1  # ... of a loader's knob: the next step's new iterator follows it
+RESTARTING = 0.5        # new iterators with workers a window's step from which a loader's knobs are calibrated
 CALIBRATION_SHARE = 0.5   # of the window's steps or seconds, for each calibrated value
 MIN_CALIBRATION_STEPS = 5
 
@@ -78,8 +82,12 @@ class Trial:
         self.teardown_at_start = 0.0
         # the operator threads' getter and setter, where the hooks can set them and nothing is varied
         self.threads: tuple[Callable[[], int], Callable[[int], None]] | None = None
+        self.loader: Callable[[], Any] | None = None   # the training DataLoader, where the hooks know it
+        self.iterators = 0          # new iterators with workers made on the training thread (the hooks count)
+        self.iterators_at_start = 0
+        self.own_loader: tuple[Any, int, bool] | None = None   # (the loader, its workers, persistent) as written
         self.window: dict[str, Any] | None = None   # the window's figures, once it is full
-        self.calibrating: list[int] = []            # threads still to time after the window
+        self.calibrating: list[tuple[str, Any]] = []   # (knob, value) still to time after the window
         self.calibrated: list[dict[str, Any]] = []
         self.own_threads = 0
         self.mark = (0, 0.0)                         # (steps, time) the value being calibrated is timed from
@@ -93,6 +101,7 @@ class Trial:
                 self.start = now
                 self.wait_at_start = self.waited()
                 self.teardown_at_start = self.teardown
+                self.iterators_at_start = self.iterators
                 self.say(events.INSTRUMENT, state="trial", stage="measuring", warmup=self.steps)
             return
         if self.window is not None:
@@ -123,25 +132,58 @@ class Trial:
         self.window = self._figures(now)
         self._done(now, partial=True, ended=True)
 
-    def _to_calibrate(self) -> list[int]:
-        """The threads to time after the window: one where the script has more, and the cores it
-        may run on where it has fewer (none where a variant is set or the threads cannot be)."""
-        if self.threads is None:
-            return []
+    def _to_calibrate(self) -> list[tuple[str, Any]]:
+        """The values to time after the window: a restarting loader's knobs first (the knobs its
+        advice names), then fewer threads where the script has more than one, the cores it may
+        run on where it has fewer."""
+        out: list[tuple[str, Any]] = []
         try:
-            self.own_threads = int(self.threads[0]())
-            cores = len(os.sched_getaffinity(0))
+            loader = self.loader() if self.loader is not None else None
+            steps = self.steps - self.warmup
+            if loader is not None and int(loader.num_workers) > 0 and \
+                    self.iterators - self.iterators_at_start >= RESTARTING * steps:
+                self.own_loader = (loader, int(loader.num_workers), bool(loader.persistent_workers))
+                out.append(("num_workers", 0))
+                if not loader.persistent_workers:
+                    out.append(("persistent_workers", True))
+            if self.threads is not None:
+                self.own_threads = int(self.threads[0]())
+                cores = len(os.sched_getaffinity(0))
+                out += [("threads", 1)] if self.own_threads > 1 else []
+                out += [("threads", cores)] if self.own_threads < cores else []
         except Exception:
             return []
-        values = [1] if self.own_threads > 1 else []
-        if self.own_threads < cores:
-            values.append(cores)
-        return values
+        return out
+
+    def _set(self, knob: str, value: Any) -> None:
+        """KNOB to VALUE in the running process (the script's own again: ``_restore``)."""
+        if knob == "threads":
+            assert self.threads is not None
+            self.threads[1](value)
+            return
+        assert self.own_loader is not None
+        loader = self.own_loader[0]
+        if knob == "num_workers":
+            loader.num_workers = value
+        else:   # a DataLoader refuses persistent_workers once made; its next iterator reads it all the same
+            object.__setattr__(loader, knob, value)
+
+    def _restore(self, knob: str) -> None:
+        if knob == "threads":
+            if self.threads is not None and self.own_threads:
+                self.threads[1](self.own_threads)
+            return
+        if self.own_loader is not None:
+            loader, workers, persistent = self.own_loader
+            loader.num_workers = workers
+            object.__setattr__(loader, "persistent_workers", persistent)
+            if not persistent and getattr(loader, "_iterator", None) is not None:
+                loader._iterator = None   # the persistent workers of the calibration are let go
 
     def _next_value(self, now: float) -> None:
-        assert self.threads is not None
-        self.threads[1](self.calibrating[0])
-        self.mark = (self.steps + SETTLE_STEPS, now)
+        knob, value = self.calibrating[0]
+        self._set(knob, value)
+        self.mark = (self.steps + (SETTLE_STEPS if knob == "threads" else LOADER_SETTLE_STEPS), now)
 
     def _calibrate(self, now: float) -> None:
         """One step of the value being calibrated: timed once it has settled, for a share of the window."""
@@ -157,8 +199,10 @@ class Trial:
             steps >= MIN_CALIBRATION_STEPS and seconds >= CALIBRATION_SHARE * float(self.seconds_wanted or 0)
         if not enough:
             return
-        self.calibrated.append({"knob": "threads", "value": self.calibrating.pop(0), "steps": steps,
-                                "seconds": round(seconds, 6), "steps_per_s": round(steps / max(seconds, 1e-9), 4)})
+        knob, value = self.calibrating.pop(0)
+        self._restore(knob)
+        self.calibrated.append({"knob": knob, "value": value, "steps": steps, "seconds": round(seconds, 6),
+                                "steps_per_s": round(steps / max(seconds, 1e-9), 4)})
         if self.calibrating:
             self._next_value(now)
         else:
@@ -182,9 +226,9 @@ class Trial:
     def _done(self, now: float, partial: bool, ended: bool = False) -> None:
         self.over = True
         assert self.window is not None
-        if self.threads is not None and self.own_threads and (self.calibrated or self.calibrating):
+        if self.calibrating:   # ended while timing one: the script's own again, for whatever it does until it ends
             try:
-                self.threads[1](self.own_threads)   # the script's own again, for whatever it does until it is ended
+                self._restore(self.calibrating[0][0])
             except Exception:
                 pass
         figures = dict(self.window)
