@@ -14,7 +14,9 @@ measured by its own trial, in one ``devicewatch try --json`` per script and cond
 * ``num_workers=0`` and ``persistent_workers=true`` of ``next_iter.py`` (a new iterator over a
   DataLoader with two workers every step), quiet and beside the busy program.
 
-A prediction holds when it is within 25% of what was measured (``|predicted − measured| ≤ 0.25 ×
+Each set measures the script as written twice (a control: the knob at the script's own value),
+so that the table says how far apart two measurements of the same thing fall on this machine
+at this load. A prediction holds when it is within 25% of what was measured (``|predicted − measured| ≤ 0.25 ×
 measured``); a range holds when the measurement falls inside it. It prints one line per variant
 and the count that held (the target: 10 of 12, docs/benchmarks.md). The busy program is its own:
 run it on a machine with nothing else busy, or say what else ran beside the figures.
@@ -50,23 +52,23 @@ class Case:
     condition: str          # alone, busy, taskset, quota
     vary: tuple[str, ...]
     window: tuple[str, ...]
+    control: str            # the script's own value of a knob: the script as written measured again
 
 
 def cases(seconds: float) -> list[Case]:
     timed = ("--seconds", f"{seconds:g}", "--warmup", "5")
     loop = SCRIPTS / "compute_loop.py"
-    return [Case("threads", loop, "busy", ("threads=1",), timed),
-            Case("threads", loop, "taskset", ("threads=1",), timed),
-            Case("threads", loop, "quota", ("threads=1",), timed),
-            Case("threads", loop, "alone", ("threads=1",), timed),
-            Case("num_workers", SCRIPTS / "sleepy_dataset.py", "alone", ("num_workers=2",), timed),
-            Case("num_workers", SCRIPTS / "sleepy_dataset.py", "busy", ("num_workers=2",), timed),
-            Case("num_workers", SCRIPTS / "cpu_dataset.py", "alone", ("num_workers=2",), timed),
-            Case("num_workers", SCRIPTS / "cpu_dataset.py", "busy", ("num_workers=2",), timed),
-            Case("next-iter", NEXT_ITER, "alone", ("num_workers=0", "persistent_workers=true"),
-                 ("--steps", "10", "--warmup", "5")),
-            Case("next-iter", NEXT_ITER, "busy", ("num_workers=0", "persistent_workers=true"),
-                 ("--steps", "10", "--warmup", "5"))]
+    stepped = ("--steps", "10", "--warmup", "5")
+    return [Case("threads", loop, "busy", ("threads=1",), timed, "threads=2"),
+            Case("threads", loop, "taskset", ("threads=1",), timed, "threads=2"),
+            Case("threads", loop, "quota", ("threads=1",), timed, "threads=2"),
+            Case("threads", loop, "alone", ("threads=1",), timed, "threads=2"),
+            Case("num_workers", SCRIPTS / "sleepy_dataset.py", "alone", ("num_workers=2",), timed, "num_workers=0"),
+            Case("num_workers", SCRIPTS / "sleepy_dataset.py", "busy", ("num_workers=2",), timed, "num_workers=0"),
+            Case("num_workers", SCRIPTS / "cpu_dataset.py", "alone", ("num_workers=2",), timed, "num_workers=0"),
+            Case("num_workers", SCRIPTS / "cpu_dataset.py", "busy", ("num_workers=2",), timed, "num_workers=0"),
+            Case("next-iter", NEXT_ITER, "alone", ("num_workers=0", "persistent_workers=true"), stepped, "num_workers=2"),
+            Case("next-iter", NEXT_ITER, "busy", ("num_workers=0", "persistent_workers=true"), stepped, "num_workers=2")]
 
 
 def quota_group() -> tuple[str | None, str]:
@@ -95,7 +97,7 @@ def quota_group() -> tuple[str | None, str]:
 def run_case(case: Case, procs: str | None) -> dict:
     """``devicewatch try --json`` of CASE; its trials.json as printed."""
     command = [sys.executable, "-m", "devicewatch", "try", *case.window, "--json"]
-    for vary in case.vary:
+    for vary in (*case.vary, case.control):
         command += ["--vary", vary]
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     if case.condition == "taskset":
@@ -143,6 +145,7 @@ def main() -> None:
     print(f"{'knob':<12} {'script':<18} {'condition':<8} {'variant':<24} {'as written':>10} {'predicted':>13} "
           f"{'measured':>9} {'off':>6}  held", flush=True)
     count = total = 0
+    noise: list[float] = []
     for case in cases(args.seconds):
         if args.only and case.group != args.only:
             continue
@@ -152,6 +155,14 @@ def main() -> None:
             continue
         said = run_case(case, procs)
         base, *variants = said["variants"]
+        control = variants.pop()
+        again = control.get("steps_per_s")
+        if again and base.get("steps_per_s"):
+            noise.append(abs(again / base["steps_per_s"] - 1))
+        print(f"{'':<12} {case.script.name:<18} {case.condition:<8} {'control: ' + control['label']:<24} "
+              f"{base.get('steps_per_s') or 0:>10.1f} {'-':>13} {again or 0:>9.1f} "
+              f"{(again / base['steps_per_s'] - 1 if again and base.get('steps_per_s') else 0):+6.0%}  "
+              f"(the script as written again; others {control.get('others_cores')})", flush=True)
         for v in variants:
             total += 1
             measured, predicted = v.get("steps_per_s"), v.get("predicted_steps_per_s")
@@ -171,6 +182,9 @@ def main() -> None:
                   f"  (others {v.get('others_cores')}, as written {base.get('others_cores')})", flush=True)
     print(f"held: {count} of {total} (target 10 of 12; a figure within {HOLDS:.0%} of the measured, "
           "a range around it; m: the variant's own steps timed in the first trial)")
+    if noise:
+        print(f"the script as written measured twice: {sorted(noise)[len(noise) // 2]:.0%} apart at the median, "
+              f"{max(noise):.0%} at most (the machine's own noise: a prediction cannot be closer than its measurement)")
 
 
 if __name__ == "__main__":

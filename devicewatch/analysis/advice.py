@@ -282,8 +282,10 @@ def _loader_figures(rows: list[Any], share: float | None) -> tuple[float | None,
 
 
 def _loading_cores(s: Series, all_phases: list[Phase]) -> float:
-    """Cores the workload used while its loop waited for data (its ``data`` phases), 1 where
-    they hold no sample: loading taken to keep one core busy, the cautious guess."""
+    """Cores the workload wanted while its loop waited for data (its ``data`` phases): those it
+    used and those its threads waited for (a loader starved of a core by other programs computes,
+    it does not wait on a disk); 1 where they hold no sample: loading taken to keep one core
+    busy, the cautious guess."""
     spans = [(p.start, p.end) for p in all_phases if p.kind == "data"]
     if not spans or len(s.proc_cpu) != len(s.t):
         return 1.0
@@ -291,6 +293,8 @@ def _loading_cores(s: Series, all_phases: list[Phase]) -> float:
     for start, end in spans:
         inside |= (s.t >= start) & (s.t <= end)
     values = s.proc_cpu[inside]
+    if len(s.proc_wait) == len(s.t):
+        values = values + np.nan_to_num(s.proc_wait[inside])
     values = values[~np.isnan(values)]
     return float(np.clip(values.mean() / 100.0, 0.05, 1.0)) if values.size >= 3 else 1.0
 
