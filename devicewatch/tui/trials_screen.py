@@ -440,7 +440,7 @@ class TrialsScreen(RedrawOnce):
             r = row.result
             mark = "*" if r is not None and id(r) in moved else ""
             label = Text(inert(row.variant.label), style="bold" if row.state == "running" else "")
-            predicted = _number(row.predicted) if row.variant.knob else "-"
+            predicted = "-" if not row.variant.knob else r.predicted_text if r is not None else _number(row.predicted)
             if r is None:
                 state = {"running": "running…", "waiting": "waiting", "not run": "not run"}.get(row.state, row.state)
                 table.add_row(label, Text(state, style="grey50"), predicted, "", "", "", "", "")
