@@ -116,11 +116,6 @@ class Prediction:
     why: str | None = None
     measured_steps: int | None = None
 
-    @property
-    def best(self) -> float | None:
-        """The most it may make: the figure, or the range's top (what the advice weighs)."""
-        return self.steps_per_s if self.steps_per_s is not None else self.high
-
 
 @dataclass(frozen=True)
 class Baseline:
@@ -553,6 +548,9 @@ def _worth_it(a: Advice, b: Baseline) -> Advice:
     if a.knob is None or gain is None or gain >= MIN_GAIN:
         return a
     at = f"{'measured' if a.measured else 'predicted'} at {'most ' * (a.predicted_gain is None)}{gain:.2f}×"
+    if a.measured:   # its own steps were timed: what they made is the reason, not a model's
+        return Advice(None, None, f"{a.why}, and {a.label} is {at} the steps/s over "
+                                  f"{a.predicted_from} steps of it timed in the run")
     if a.knob in ("persistent_workers", "pin_memory"):  # no core is wanted: the reset's wait, the copy is the cost
         return Advice(None, None, f"{a.why}, and {a.label} is {at} the steps/s")
     others = f"; other programs took {b.others_cores:.1f} of them" if (b.others_cores or 0) >= 0.25 else ""

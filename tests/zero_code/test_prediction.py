@@ -300,3 +300,12 @@ def test_a_loop_that_keeps_its_iterator_gets_no_loader_knob_timed():
     for now in (0.0, 1.0, 2.0):
         trial.step(now)
     assert said[-1]["stage"] == "done" and "calibrated" not in said[-1]
+
+
+def test_a_variant_timed_slower_than_the_script_is_held_back_for_what_it_measured():
+    # contended, but its 40 steps with one thread made 8 steps/s of the 10 as written: 0.8x
+    b = threads_baseline(workload_cores=1.0, others_cores=1.0, waiting_cores=1.0,
+                         calibrated=(Calibration("threads", 1, 40, 8.0),))
+    held = _worth_it(_advice(b, "threads", 1, "contended"), b)
+    assert held.knob is None
+    assert held.why == "contended, and threads=1 is measured at 0.80× the steps/s over 40 steps of it timed in the run"
