@@ -283,11 +283,12 @@ def result_of(run: Run, variant: Variant, predicted: float | advice_.Prediction 
 
 
 def _window_contention(run: Run, s: analysis.Series, window: dict[str, Any] | None) -> analysis.Contention | None:
-    """Who took the cores during the trial's measured window (its ``done`` event's time less its
-    seconds), where two samples or more fall in it."""
+    """Who took the cores during the trial's measured window (its ``done`` event's time less the
+    calibration after it, less its seconds), where two samples or more fall in it."""
     if window is None or not isinstance(window.get("t"), (int, float)) or not isinstance(window.get("seconds"), (int, float)):
         return None
-    end = float(window["t"])
+    calibrated = window.get("calibration_s")   # the variants timed after the window, before its event
+    end = float(window["t"]) - (float(calibrated) if isinstance(calibrated, (int, float)) else 0.0)
     in_window = (s.t >= end - float(window["seconds"])) & (s.t <= end)
     return analysis.contention(run, s, in_window) if int(in_window.sum()) >= 2 else None
 

@@ -212,6 +212,7 @@ def test_a_trial_times_fewer_threads_after_its_window_and_gives_the_script_its_o
     done = said[-1]
     assert done["stage"] == "done" and not done["partial"]
     assert (done["steps"], done["seconds"], done["steps_per_s"]) == (4, 4.0, 1.0)   # the window's own
+    assert done["calibration_s"] == pytest.approx(1.5)   # the window ended at 4.0 s, the event at 5.5 s
     assert done["calibrated"] == [{"knob": "threads", "value": 1, "steps": 5, "seconds": pytest.approx(0.5),
                                    "steps_per_s": pytest.approx(10.0)}]
     assert threads.set_to == [1, 2]

@@ -268,3 +268,21 @@ def test_pinned_memory_is_advised_with_a_prediction_where_the_copy_to_the_gpu_wa
     # no copy timed (the script does not use CUDA, or no GPU): pin_memory is not advised at all
     run = setup_run(tmp_path, share=0.5, workers=0)
     assert all(a.knob != "pin_memory" for a in advice.advise(run) + advice.held_back(run))
+
+
+def test_a_trials_others_are_read_in_its_window_not_in_the_calibration_after_it(tmp_path):
+    # 2 s of window with the machine at the workload's own 0.4 cores, then 1 s of the first
+    # trial's calibration during which other programs filled both cores: the window's others are
+    # none (read over the last 2 s before the event, they would be half a core and more)
+    records = [{"type": "sample", "t": i / 10, "cpu": [100.0, 100.0] if i > 20 else [20.0, 20.0],
+                "cpu_total": 100.0 if i > 20 else 20.0, "proc": {"cpu": 40.0}} for i in range(31)]
+    records += [
+        {"type": "event", "t": 0.0, "kind": "phase_begin", "name": "train", "epoch": 1, "lane": "main", "source": "auto"},
+        {"type": "event", "t": 3.0, "kind": "instrument", "state": "trial", "stage": "done", "steps": 20,
+         "seconds": 2.0, "steps_per_s": 10.0, "calibration_s": 1.0,
+         "calibrated": [{"knob": "threads", "value": 1, "steps": 10, "seconds": 0.9, "steps_per_s": 11.1}]},
+        {"type": "event", "t": 3.0, "kind": "phase_end", "name": "train", "epoch": 1, "lane": "main", "source": "auto"},
+    ]
+    run = runfile.load(write_run(tmp_path / "run.jsonl", records))
+    result = trials.result_of(run, trials.Variant())
+    assert result.steps_per_s == 10.0 and result.others_cores is not None and result.others_cores < 0.05, result

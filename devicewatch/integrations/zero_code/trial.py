@@ -21,7 +21,8 @@ beside other programs, or on a pinned core, depends on how its threads wait, whi
 the window tells. And a loop that takes a new iterator over its training DataLoader (``loader``,
 given by the hooks) with workers at least every other step: ``num_workers=0`` and, where its
 workers are not persistent, ``persistent_workers=true``, which its next iterator already
-follows. ``calibrated`` in the ``done`` event has each value's steps, seconds and steps a second.
+follows. ``calibrated`` in the ``done`` event has each value's steps, seconds and steps a second,
+and ``calibration_s`` the seconds between the window's end and the event.
 """
 
 from __future__ import annotations
@@ -87,6 +88,7 @@ class Trial:
         self.iterators_at_start = 0
         self.own_loader: tuple[Any, int, bool] | None = None   # (the loader, its workers, persistent) as written
         self.window: dict[str, Any] | None = None   # the window's figures, once it is full
+        self.window_end = 0.0
         self.calibrating: list[tuple[str, Any]] = []   # (knob, value) still to time after the window
         self.calibrated: list[dict[str, Any]] = []
         self.own_threads = 0
@@ -110,7 +112,7 @@ class Trial:
         measured = self.steps - self.warmup
         if (self.steps_wanted is not None and measured >= self.steps_wanted) or \
                 (self.seconds_wanted is not None and now - self.start >= self.seconds_wanted):
-            self.window = self._figures(now)
+            self.window, self.window_end = self._figures(now), now
             self.calibrating = self._to_calibrate()
             if self.calibrating:
                 self._next_value(now)
@@ -234,6 +236,8 @@ class Trial:
         figures = dict(self.window)
         if self.calibrated:
             figures["calibrated"] = self.calibrated
+        if not partial and now > self.window_end:   # the window ended this long before the event
+            figures["calibration_s"] = round(now - self.window_end, 6)
         if not ended:
             self.before_done(now)
         self.say(events.INSTRUMENT, state="trial", stage="done", partial=partial, **figures)
