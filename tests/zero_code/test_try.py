@@ -286,3 +286,36 @@ def test_a_trials_others_are_read_in_its_window_not_in_the_calibration_after_it(
     run = runfile.load(write_run(tmp_path / "run.jsonl", records))
     result = trials.result_of(run, trials.Variant())
     assert result.steps_per_s == 10.0 and result.others_cores is not None and result.others_cores < 0.05, result
+
+
+class FakeTorch:
+    """What Knobs.set_threads touches of torch: its operator threads."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+
+    def get_num_threads(self) -> int:
+        return self.threads
+
+    def set_num_threads(self, n: int) -> None:
+        self.threads = n
+
+
+def test_a_variant_that_is_the_scripts_own_value_is_said_as_not_applied_not_as_a_change(monkeypatch):
+    from devicewatch.integrations.zero_code.knobs import Knobs
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "")
+    said: list[dict] = []
+    knobs = Knobs({"threads": 1, "num_workers": 0}, say=lambda kind, **f: said.append(f))
+    knobs.set_threads(FakeTorch(1))                                   # taskset -c 0: PyTorch runs 1 already
+    knobs.loader_made({"dataset": object(), "num_workers": 0, "pin_memory": False})
+    assert not [f for f in said if f["state"] == "varied"]            # no "threads 1 → 1"
+    knobs.at_exit()
+    assert sorted(f["reason"] for f in said if f["state"] == "not_applied") == \
+        ["PyTorch already ran 1 operator thread", "the script's DataLoader already has num_workers=0"]
+    # a value that differs is a change, said once
+    said.clear()
+    changed = Knobs({"threads": 1}, say=lambda kind, **f: said.append(f))
+    changed.set_threads(FakeTorch(2))
+    changed.at_exit()
+    assert [(f["state"], f.get("was"), f.get("now")) for f in said] == [("varied", 2, 1)]

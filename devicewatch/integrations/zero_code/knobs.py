@@ -90,8 +90,11 @@ class Knobs:
             if knob in ("persistent_workers", "prefetch_factor") and not workers:
                 self.skipped.setdefault(knob, f"{knob} needs workers, and this DataLoader has none")
                 continue
-            if want != had:
-                arguments[knob] = want
+            if want == had:   # the variant is the script's own: nothing changed, and said so at the exit
+                if knob not in self.applied:
+                    self.skipped.setdefault(knob, f"the script's DataLoader already has {knob}={_plain(want)}")
+                continue
+            arguments[knob] = want
             if knob not in self.applied:
                 self.applied.add(knob)
                 self.skipped.pop(knob, None)
@@ -124,11 +127,15 @@ class Knobs:
         # OpenMP's other users in this process (and its children) start with the same number:
         # set now, before any of them has made its pool (torch makes its own at the first parallel op)
         os.environ["OMP_NUM_THREADS"] = str(want)
-        self.applied.add(THREADS)
-        self.say(events.INSTRUMENT, state="varied", knob=THREADS, was=had, now=want)
+        if had == want:   # the variant is the script's own: nothing changed (unless the script sets another)
+            self.skipped[THREADS] = f"PyTorch already ran {want} operator thread{'s' * (want != 1)}"
+        else:
+            self.applied.add(THREADS)
+            self.say(events.INSTRUMENT, state="varied", knob=THREADS, was=had, now=want)
 
         def set_num_threads(n: int) -> None:
             if n != want:
+                self.applied.add(THREADS)
                 self.say(events.INSTRUMENT, state="varied", knob=THREADS, was=n, now=want, by="the script")
             original(want)
 
