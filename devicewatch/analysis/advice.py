@@ -61,6 +61,7 @@ INPUT_BOUND_SHARE = 0.3     # a data wait from which more loader workers are wor
 MAX_WORKERS = 8             # the most workers advice proposes, however many cores
 MIN_RUNNING = 0.02          # the least share of a contended step taken as running: gains up to 50x
 MIN_GAIN = 1.1              # a knob predicted to gain less is not advised: no core to spread the work over
+MIN_CORES = 0.05           # the least share of a core a step's compute or loading is taken to keep busy
 RESTARTS = 0.5              # new iterators a step from which the loop is read as re-creating its iterator
 PREFETCH = 2                # batches each worker reads ahead where the loader does not say (PyTorch's default)
 
@@ -277,10 +278,10 @@ def _loader_figures(rows: list[Any], share: float | None) -> tuple[float | None,
 
 
 def _loading_cores(s: Series, all_phases: list[Phase]) -> float:
-    """Cores the workload wanted while its loop waited for data (its ``data`` phases): those it
-    used and those its threads waited for (a loader starved of a core by other programs computes,
-    it does not wait on a disk); 1 where they hold no sample: loading taken to keep one core
-    busy, the cautious guess."""
+    """Cores the workload used while its loop waited for data (its ``data`` phases), 1 where
+    they hold no sample: loading taken to keep one core busy, the cautious guess. What it used,
+    not what it wanted: the time its threads waited for a core is no work that more workers
+    would have to share out."""
     spans = [(p.start, p.end) for p in all_phases if p.kind == "data"]
     if not spans or len(s.proc_cpu) != len(s.t):
         return 1.0
@@ -288,10 +289,8 @@ def _loading_cores(s: Series, all_phases: list[Phase]) -> float:
     for start, end in spans:
         inside |= (s.t >= start) & (s.t <= end)
     values = s.proc_cpu[inside]
-    if len(s.proc_wait) == len(s.t):
-        values = values + np.nan_to_num(s.proc_wait[inside])
     values = values[~np.isnan(values)]
-    return float(np.clip(values.mean() / 100.0, 0.05, 1.0)) if values.size >= 3 else 1.0
+    return float(np.clip(values.mean() / 100.0, MIN_CORES, 1.0)) if values.size >= 3 else 1.0
 
 
 def predict(b: Baseline, knob: str, value: Any) -> float | None:
@@ -303,7 +302,10 @@ def predict(b: Baseline, knob: str, value: Any) -> float | None:
     compute = step - wait
     busy = b.workload_cores if b.workload_cores is not None else 1.0
     waiting = b.data_wait_share or 0.0
-    compute_cores = float(np.clip((busy - waiting * b.loading_cores) / max(1e-6, 1 - waiting), 1.0, b.usable_cores))
+    # the cores its compute kept busy: under one where its threads waited for cores other programs held
+    # (a step's CPU work is what it used, C·c + L·u = the step × its busy cores, not its time on a core)
+    compute_cores = float(np.clip((busy - waiting * b.loading_cores) / max(1e-6, 1 - waiting), MIN_CORES,
+                                  max(MIN_CORES, b.usable_cores)))
     if knob in ("num_workers", "persistent_workers") and b.loader_wait_share is not None:
         # N: a batch, as a worker made it where timed, else the whole wait in the DataLoader's __next__
         batch = min(b.worker_batch_s, step) if b.worker_batch_s is not None else step * b.loader_wait_share

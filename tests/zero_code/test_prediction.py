@@ -310,3 +310,16 @@ def test_a_variant_timed_slower_than_the_script_is_held_back_for_what_it_measure
     held = _worth_it(_advice(b, "threads", 1, "contended"), b)
     assert held.knob is None
     assert held.why == "contended, and threads=1 is measured at 0.80× the steps/s over 40 steps of it timed in the run"
+
+
+def test_a_loop_starved_of_cores_is_spread_by_the_work_it_did_not_by_its_time_waiting():
+    # beside busy programs (1.29 of 2 cores: one core to be had) a sleepy loader's loop made 7
+    # steps/s, half the time waiting: 71 ms of loading and 71 ms of "compute" a step, but the
+    # process used only 0.37 of a core, 0.3 of one while loading: its compute kept
+    # (0.37 - 0.5·0.3)/0.5 = 0.44 of a core busy, the rest of its 71 ms it waited for one.
+    # Two workers: the longest of 71 ms (the loop), 36 ms (two loaders) and
+    # (71·0.44 + 71·0.3)/1 = 53 ms (its CPU work on one core): the loop's 71 ms, 14 steps/s
+    b = baseline(steps_per_s=7.0, data_wait_share=0.5, workload_cores=0.37, machine_cores=1.66, loading_cores=0.3,
+                 others_cores=1.29, loader={"num_workers": 0}, threads=2, loader_wait_share=None, restarts=None,
+                 worker_batch_s=None)
+    assert predict(b, "num_workers", 2) == pytest.approx(14.0)

@@ -13,7 +13,6 @@ import pytest
 from devicewatch import trials
 from devicewatch.analysis import advice
 from devicewatch.runformat import runfile
-from devicewatch.runformat.writer import RunWriter
 
 from conftest import write_run
 from test_scripts import run_devicewatch
@@ -115,14 +114,11 @@ def test_try_refuses_bad_input_in_one_line(tmp_path):
 
 
 def setup_run(tmp_path: Path, share: float, workers: int, threads: int = 2, label_cpu: float = 40.0,
-              copy: dict | None = None, cpu_wait: float | None = None) -> runfile.Run:
+              copy: dict | None = None) -> runfile.Run:
     """A trial of a loop that waited SHARE of 2 s on a DataLoader of WORKERS workers: 100 steps;
-    its first training batch's COPY to the GPU timed where given; its threads waiting CPU_WAIT
-    percent of a core for one where given."""
-    proc = {"cpu": 2 * label_cpu} if cpu_wait is None else \
-        {"cpu": 2 * label_cpu, "rss": 1 << 20, "threads": threads + 1, "count": 1, "cpu_wait": cpu_wait}
+    its first training batch's COPY to the GPU timed where given."""
     records = [{"type": "sample", "t": i / 10, "cpu": [label_cpu, label_cpu], "cpu_total": label_cpu,
-                "proc": proc} for i in range(21)]
+                "proc": {"cpu": 2 * label_cpu}} for i in range(21)]
     records += [
         {"type": "event", "t": 0.0, "kind": "phase_begin", "name": "train", "epoch": 1, "lane": "main", "source": "auto"},
         {"type": "event", "t": 0.0, "kind": "instrument", "state": "setup", "threads": threads,
@@ -139,18 +135,7 @@ def setup_run(tmp_path: Path, share: float, workers: int, threads: int = 2, labe
     ]
     if copy is not None:
         records.append({"type": "event", "t": 0.1, "kind": "instrument", "state": "copy", **copy})
-    records.sort(key=lambda r: r["t"])
-    if cpu_wait is None:
-        return runfile.load(write_run(tmp_path / "run.jsonl", records))
-    # the threads' wait for a core is a field of schema 2's process group: written by the one writer
-    writer = RunWriter(tmp_path / "run.jsonl", {"host": {"cpu_model": "test", "cpu_count": 2, "gpus": []},
-                                                "interval": 0.1})
-    for record in records:
-        writer.write(record)
-    writer.write({"type": "end", "t": 2.0, "status": "trial", "exit_code": None, "signal": None, "duration": 2.0,
-                  "reason": "the trial's window was measured: ended on purpose"})
-    writer.close()
-    return runfile.load(tmp_path / "run.jsonl")
+    return runfile.load(write_run(tmp_path / "run.jsonl", sorted(records, key=lambda r: r["t"])))
 
 
 def test_an_input_bound_loop_without_workers_is_told_to_use_the_free_cores(tmp_path):
@@ -158,20 +143,11 @@ def test_an_input_bound_loop_without_workers_is_told_to_use_the_free_cores(tmp_p
     (first,) = advice.advise(run)
     assert (first.knob, first.value) == ("num_workers", 2)
     assert "0 workers" in first.why and "75%" in first.why
-    # a step of 20 ms: 15 ms waiting on one loader, 5 ms of compute on one core; loading took 0.8
-    # of a core while waiting (the process's 80%). Two workers: the longest of 5 ms (compute),
-    # 7.5 ms (two loaders) and (5·1 + 15·0.8)/2 = 8.5 ms (all the CPU work on 2 cores) -> 117.6/s
-    assert first.predicted_steps_per_s == pytest.approx(1000 / 8.5, rel=1e-3)
-
-
-def test_a_loader_kept_from_a_core_is_taken_to_want_the_core_it_waited_for(tmp_path):
-    # the same step of 20 ms (15 ms waiting on one loader, 5 ms of compute), but the process used
-    # 0.4 of a core while its threads waited 0.6 of one for a core: loading wants a whole core.
-    # Two workers: the longest of 5 ms, 7.5 ms and (5·1 + 15·1.0)/2 = 10 ms -> 100/s (read from
-    # its CPU alone, 0.4 of a core, it would have been (5 + 6)/2 = 5.5 ms, and 7.5 ms: 133/s)
-    run = setup_run(tmp_path, share=0.75, workers=0, label_cpu=20.0, cpu_wait=60.0)
-    (first,) = [a for a in advice.advise(run) if a.knob == "num_workers"]
-    assert first.predicted_steps_per_s == pytest.approx(100.0, rel=1e-3)
+    # a step of 20 ms: 15 ms waiting on one loader, 5 ms of compute; the process kept 0.8 of a
+    # core busy throughout, so loading took 0.8 of a core while waiting and the compute
+    # (0.8 - 0.75·0.8)/0.25 = 0.8. Two workers: the longest of 5 ms (compute), 7.5 ms (two
+    # loaders) and (5·0.8 + 15·0.8)/2 = 8 ms (all its CPU work, 20 ms × 0.8, on 2 cores) -> 125/s
+    assert first.predicted_steps_per_s == pytest.approx(1000 / 8, rel=1e-3)
 
 
 def test_a_loop_that_does_not_wait_gets_no_loader_advice(tmp_path):
