@@ -144,7 +144,7 @@ def main() -> None:
     print(f"quota: {how}", flush=True)
     print(f"{'knob':<12} {'script':<18} {'condition':<8} {'variant':<24} {'as written':>10} {'predicted':>13} "
           f"{'measured':>9} {'off':>6}  held", flush=True)
-    count = total = 0
+    count = total = steady = steady_held = 0
     noise: list[float] = []
     for case in cases(args.seconds):
         if args.only and case.group != args.only:
@@ -163,12 +163,17 @@ def main() -> None:
               f"{base.get('steps_per_s') or 0:>10.1f} {'-':>13} {again or 0:>9.1f} "
               f"{(again / base['steps_per_s'] - 1 if again and base.get('steps_per_s') else 0):+6.0%}  "
               f"(the script as written again; others {control.get('others_cores')})", flush=True)
+        moved_labels = {m["label"] for m in (said.get("load") or {}).get("variants", [])}
         for v in variants:
             total += 1
+            moved = v["label"] in moved_labels
             measured, predicted = v.get("steps_per_s"), v.get("predicted_steps_per_s")
             low, high = v.get("predicted_range") or (None, None)
             ok = held(predicted, low, high, measured)
             count += bool(ok)
+            if not moved:
+                steady += 1
+                steady_held += bool(ok)
             if predicted:
                 shown = f"{predicted:.1f}" + (" m" if v.get("predicted_measured") else "")
             elif low is not None:
@@ -178,10 +183,12 @@ def main() -> None:
             off = f"{predicted / measured - 1:+.0%}" if predicted and measured else "-"
             print(f"{case.group:<12} {case.script.name:<18} {case.condition:<8} {v['label']:<24} "
                   f"{base.get('steps_per_s') or 0:>10.1f} {shown:>13} {measured or 0:>9.1f} {off:>6}  "
-                  f"{'yes' if ok else 'NO' if ok is False else 'not measured'}"
+                  f"{'yes' if ok else 'NO' if ok is False else 'not measured'}{' *' if moved else ''}"
                   f"  (others {v.get('others_cores')}, as written {base.get('others_cores')})", flush=True)
     print(f"held: {count} of {total} (target 10 of 12; a figure within {HOLDS:.0%} of the measured, "
           "a range around it; m: the variant's own steps timed in the first trial)")
+    print(f"of the {steady} whose trial ran under the load the script as written ran under (no *: try's own rule, "
+          f"trials.json's load), {steady_held} held")
     if noise:
         print(f"the script as written measured twice: {sorted(noise)[len(noise) // 2]:.0%} apart at the median, "
               f"{max(noise):.0%} at most (the machine's own noise: a prediction cannot be closer than its measurement)")
