@@ -185,6 +185,11 @@ def main() -> None:
                   f"{base.get('steps_per_s') or 0:>10.1f} {shown:>13} {measured or 0:>9.1f} {off:>6}  "
                   f"{'yes' if ok else 'NO' if ok is False else 'not measured'}{' *' if moved else ''}"
                   f"  (others {v.get('others_cores')}, as written {base.get('others_cores')})", flush=True)
+    if procs is not None:
+        try:
+            os.rmdir(os.path.dirname(procs))   # the quota's cgroup, empty once its trials ended
+        except OSError:
+            pass
     print(f"held: {count} of {total} (target 10 of 12; a figure within {HOLDS:.0%} of the measured, "
           "a range around it; m: the variant's own steps timed in the first trial)")
     print(f"of the {steady} whose trial ran under the load the script as written ran under (no *: try's own rule, "
