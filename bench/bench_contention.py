@@ -4,7 +4,8 @@ Three loops (tests/zero_code/trial_scripts/), each run by ``devicewatch try --js
 ``--vary`` (the variants are what the first trial's advice names), in one run of this bench:
 
 * ``compute_loop.py`` beside one program that keeps a core busy: its operator threads wait for
-  cores; the advice is ``threads`` (fewer), predicted from the waiting it removes;
+  cores; the advice is ``threads`` (fewer), predicted from its own steps timed in the first
+  trial after its window (the waiting model alone cannot know how the pool's threads wait);
 * ``cpu_dataset.py`` (one thread, a Dataset that works a millisecond an item, no workers)
   beside the same program, with ``--vary num_workers=2``: workers predicted from the cores
   free (the advice itself says none is worth it where no core is: ``advice.MIN_GAIN``);

@@ -81,6 +81,18 @@ class TrialResult:
     cut_short: bool = False              # the script ended before its window was full
     reason: str | None = None            # why its script failed, in one line (``analysis.failure``)
     machine_cores: int | None = None     # the machine's cores, which other programs' are counted of
+    predicted_range: tuple[float, float] | None = None   # steps/s, where no one figure was predicted
+    predicted_measured: bool = False     # the prediction is the variant's own steps timed in the first trial
+    predicted_why: str | None = None     # why a range
+
+    @property
+    def predicted_text(self) -> str:
+        """The table's cell: ``12.3``, ``12.3 m`` (measured in the first trial) or ``4.1–19``."""
+        if self.predicted_steps_per_s is not None:
+            return _num(self.predicted_steps_per_s) + (" m" if self.predicted_measured else "")
+        if self.predicted_range is not None:
+            return f"{_num(self.predicted_range[0])}–{_num(self.predicted_range[1])}"
+        return "-"
 
     def window_text(self, budget: dict[str, Any]) -> str | None:
         """What the window measured against what was asked, where the script ended first:
@@ -115,6 +127,8 @@ class TrialResult:
     def to_json(self) -> dict[str, Any]:
         return {"knob": self.variant.knob, "value": self.variant.value, "label": self.variant.label,
                 "steps_per_s": self.steps_per_s, "predicted_steps_per_s": self.predicted_steps_per_s,
+                "predicted_range": list(self.predicted_range) if self.predicted_range else None,
+                "predicted_measured": self.predicted_measured, "predicted_why": self.predicted_why,
                 "data_wait_share": self.data_wait_share, "cores_busy": self.cores_busy,
                 "others_cores": self.others_cores, "allowed_cores": self.allowed_cores,
                 "waiting_cores": self.waiting_cores,
@@ -233,11 +247,18 @@ def run_trial(command: list[str], variant: Variant, budget: dict[str, Any], path
     return load(path)
 
 
-def result_of(run: Run, variant: Variant, predicted: float | None = None) -> TrialResult:
-    """A trial's figures from its run file."""
+def result_of(run: Run, variant: Variant, predicted: float | advice_.Prediction | None = None) -> TrialResult:
+    """A trial's figures from its run file, beside what was PREDICTED for it."""
     end = run.end
-    result = TrialResult(variant, str(run.path), end.status if end else "unknown",
-                         predicted_steps_per_s=round(predicted, 3) if predicted else None)
+    if not isinstance(predicted, advice_.Prediction):
+        predicted = advice_.Prediction(predicted) if predicted else None
+    result = TrialResult(variant, str(run.path), end.status if end else "unknown")
+    if predicted is not None:
+        result.predicted_steps_per_s = round(predicted.steps_per_s, 3) if predicted.steps_per_s else None
+        result.predicted_measured = predicted.measured_steps is not None
+        if predicted.low is not None and predicted.high is not None:
+            result.predicted_range = (round(predicted.low, 3), round(predicted.high, 3))
+            result.predicted_why = predicted.why
     window = advice_.trial_of(run)
     for event in run.events.of(events.INSTRUMENT):
         state = event.get("state")
@@ -288,11 +309,12 @@ def result_of(run: Run, variant: Variant, predicted: float | None = None) -> Tri
 
 
 def _window_contention(run: Run, s: analysis.Series, window: dict[str, Any] | None) -> analysis.Contention | None:
-    """Who took the cores during the trial's measured window (its ``done`` event's time less its
-    seconds), where two samples or more fall in it."""
+    """Who took the cores during the trial's measured window (its ``done`` event's time less the
+    calibration after it, less its seconds), where two samples or more fall in it."""
     if window is None or not isinstance(window.get("t"), (int, float)) or not isinstance(window.get("seconds"), (int, float)):
         return None
-    end = float(window["t"])
+    calibrated = window.get("calibration_s")   # the variants timed after the window, before its event
+    end = float(window["t"]) - (float(calibrated) if isinstance(calibrated, (int, float)) else 0.0)
     in_window = (s.t >= end - float(window["seconds"])) & (s.t <= end)
     return analysis.contention(run, s, in_window) if int(in_window.sum()) >= 2 else None
 
@@ -329,7 +351,11 @@ def headline(results: list[TrialResult], given_advice: list[advice_.Advice] | No
                 + (f"; not measured: {', '.join(left)}" if left else ""))
     text = f"{best.variant.label}: {ratio:.1f}× the steps/s of the script as written"
     if best.predicted_steps_per_s:
-        text += f" (predicted {best.predicted_steps_per_s / base.steps_per_s:.1f}×)"
+        verb = "measured in the first trial" if best.predicted_measured else "predicted"
+        text += f" ({verb} {best.predicted_steps_per_s / base.steps_per_s:.1f}×)"
+    elif best.predicted_range:
+        low, high = best.predicted_range
+        text += f" (predicted {low / base.steps_per_s:.1f}–{high / base.steps_per_s:.1f}×)"
     if base.data_wait_share is not None and best.data_wait_share is not None:
         text += f"; data wait {base.data_wait_share:.0%} → {best.data_wait_share:.0%}"
     return text
@@ -361,9 +387,9 @@ def run_set(command: list[str], variants: list[Variant], budget: dict[str, Any],
         index = 0
         while index < len(variants) and not stop():
             variant = variants[index]
-            predicted = advice_.predict(base, variant.knob, variant.value) if base and variant.knob else None
+            predicted = advice_.prediction(base, variant.knob, variant.value) if base and variant.knob else None
             path = trial_path(folder, index + 1, variant)
-            on_trial(index, len(variants), variant, predicted, path)
+            on_trial(index, len(variants), variant, predicted.steps_per_s if predicted else None, path)
             run = runner(command, variant, budget, path)
             result = result_of(run, variant, predicted)
             trial_set.results.append(result)
@@ -441,13 +467,20 @@ def load_set(path: str) -> tuple[TrialSet, str]:
                 number(v.get("others_cores")), number(v.get("allowed_cores")), number(v.get("waiting_cores")),
                 str(v["failed"]) if v.get("failed") is not None else None, [str(x) for x in v.get("error_lines") or []],
                 *_window(v.get("window")), str(v["reason"]) if v.get("reason") is not None else None,
-                machine_cores=int(v["machine_cores"]) if isinstance(v.get("machine_cores"), int) else None))
-        advised = [advice_.Advice(a.get("knob"), a.get("value"), str(a.get("why", "")),
-                                  number(a.get("predicted_steps_per_s")), number(a.get("predicted_gain")))
-                   for a in data.get("advice") or []]
-        held = [advice_.Advice(a.get("knob"), a.get("value"), str(a.get("why", "")),
-                               number(a.get("predicted_steps_per_s")), number(a.get("predicted_gain")))
-                for a in data.get("held_back") or []]
+                machine_cores=int(v["machine_cores"]) if isinstance(v.get("machine_cores"), int) else None,
+                predicted_range=_pair(v.get("predicted_range")), predicted_measured=v.get("predicted_measured") is True,
+                predicted_why=str(v["predicted_why"]) if v.get("predicted_why") is not None else None))
+        def advised_of(a: dict[str, Any]) -> advice_.Advice:
+            steps = a.get("predicted_from")
+            return advice_.Advice(a.get("knob"), a.get("value"), str(a.get("why", "")),
+                                  number(a.get("predicted_steps_per_s")), number(a.get("predicted_gain")),
+                                  _pair(a.get("predicted_range")), _pair(a.get("gain_range")),
+                                  str(a["range_why"]) if a.get("range_why") is not None else None,
+                                  int(steps) if isinstance(steps, int) and not isinstance(steps, bool) else None,
+                                  a.get("measured") is True)
+
+        advised = [advised_of(a) for a in data.get("advice") or []]
+        held = [advised_of(a) for a in data.get("held_back") or []]
         stopped = data.get("stopped")
         trial_set = TrialSet([str(w) for w in data["command"]], dict(data["budget"]), results, advised,
                              str(stopped) if stopped is not None else None, held)
@@ -518,7 +551,7 @@ def table_text(results: list[TrialResult], budget: dict[str, Any] | None = None)
     moved = {id(r) for r in load_moved(results)}
     for r in results:
         mark = "*" if id(r) in moved else ""
-        rows.append([r.variant.label, _num(r.steps_per_s) + mark, _num(r.predicted_steps_per_s) if r.variant.knob else "-",
+        rows.append([r.variant.label, _num(r.steps_per_s) + mark, r.predicted_text if r.variant.knob else "-",
                      f"{r.data_wait_share:.0%}" if r.data_wait_share is not None else "not measured",
                      _num(r.cores_busy), _num(r.others_cores), f"{r.gpu_busy:.0f}%" if r.gpu_busy is not None else "-",
                      r.verdict or "-"])
@@ -529,6 +562,11 @@ def table_text(results: list[TrialResult], budget: dict[str, Any] | None = None)
     moved_text = load_moved_text(results)
     if moved_text:
         notes.append(moved_text)
+    if any(r.predicted_measured for r in results):
+        notes.append("m: predicted by timing the variant's own steps in the first trial, after its window")
+    for r in results:
+        if r.predicted_range is not None:
+            notes.append(f"  {r.variant.label}: predicted as a range: {r.predicted_why}")
     for r in results:
         for line in r.varied:
             notes.append(f"  {r.variant.label}: {line}")
@@ -585,6 +623,14 @@ def _num(value: float | None) -> str:
     if value is None:
         return "-"
     return f"{value:.1f}" if value < 1000 else f"{value:.0f}"
+
+
+def _pair(saved: Any) -> tuple[float, float] | None:
+    """A range saved as ``[low, high]`` back as a pair; anything else: none."""
+    if isinstance(saved, list) and len(saved) == 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                           for x in saved):
+        return float(saved[0]), float(saved[1])
+    return None
 
 
 def _window(saved: Any) -> tuple[int | None, float | None, bool]:

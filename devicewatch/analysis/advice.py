@@ -27,6 +27,14 @@ wait its samples found input: without workers a step takes ``C + N``; with persi
 reset first waits for the ``p`` batches each worker had prefetched (``prefetch_factor``, 2 by
 default), ``C + N·(1 + p·max(1, k/cores))``; a loop that runs its passes out loses only ``S``.
 
+Where the model cannot know, it gives no one number. Fewer operator threads remove their waiting
+for cores but may lose the parallelism the pool had, and how much either weighs depends on how
+the pool's threads wait beside other programs, on a pinned core or under a quota (spinning for
+a scheduler slice, or sleeping): a trial then times a few steps of each such value after its
+window (``integrations.zero_code.trial``), and the prediction is that measurement; without one
+it is a range, from the parallelism lost to the waiting removed, with why. More threads are a
+range too, from no gain (a serial step) to the model's (every part divides).
+
 Pinned memory saves on each batch's copy to the GPU what copying it from pageable memory took
 over copying it from pinned memory (both timed once in the workload's process:
 ``integrations.zero_code.copy_probe``), at most ``C``, and costs the pinning: in the loop where
@@ -53,6 +61,7 @@ INPUT_BOUND_SHARE = 0.3     # a data wait from which more loader workers are wor
 MAX_WORKERS = 8             # the most workers advice proposes, however many cores
 MIN_RUNNING = 0.02          # the least share of a contended step taken as running: gains up to 50x
 MIN_GAIN = 1.1              # a knob predicted to gain less is not advised: no core to spread the work over
+MIN_CORES = 0.05           # the least share of a core a step's compute or loading is taken to keep busy
 RESTARTS = 0.5              # new iterators a step from which the loop is read as re-creating its iterator
 PREFETCH = 2                # batches each worker reads ahead where the loader does not say (PyTorch's default)
 
@@ -66,6 +75,17 @@ class Advice:
     why: str
     predicted_steps_per_s: float | None = None
     predicted_gain: float | None = None     # predicted steps/s over the script's as written
+    predicted_range: tuple[float, float] | None = None   # steps/s, where no one figure holds ...
+    gain_range: tuple[float, float] | None = None        # ... and over the script's as written
+    range_why: str | None = None                         # why a range
+    predicted_from: int | None = None    # the steps the prediction rests on: the run's, or the variant's own
+    measured: bool = False               # the variant's own steps timed inside the run (a trial's calibration)
+
+    @property
+    def best_gain(self) -> float | None:
+        """The gain it may make: the predicted one, or its range's top."""
+        return self.predicted_gain if self.predicted_gain is not None else \
+            (self.gain_range[1] if self.gain_range else None)
 
     @property
     def label(self) -> str:
@@ -73,6 +93,29 @@ class Advice:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A variant's steps timed inside a trial, after its window (the ``calibrated`` of its
+    ``done`` event): the variant's steps a second measured, not modelled."""
+
+    knob: str
+    value: Any
+    steps: int
+    steps_per_s: float
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """What a variant is predicted to make: one figure where it holds (the model's, or its own
+    steps timed in the run, ``measured_steps``), else a range (``low``, ``high``) and why."""
+
+    steps_per_s: float | None
+    low: float | None = None
+    high: float | None = None
+    why: str | None = None
+    measured_steps: int | None = None
 
 
 @dataclass(frozen=True)
@@ -98,6 +141,8 @@ class Baseline:
     worker_batch_s: float | None = None  # what one batch took a loader worker to make
     teardown_share: float | None = None  # the share of the time spent shutting down dropped iterators' workers
     copy: dict[str, Any] | None = None   # a training batch's copy to the GPU, timed (the ``copy`` event)
+    steps: int | None = None             # the training steps its figures rest on
+    calibrated: tuple[Calibration, ...] = ()   # variants timed inside the run (a trial's calibration)
 
     @property
     def limit(self) -> float:
@@ -165,13 +210,16 @@ def baseline(run: Run, verdict: Verdict | None = None) -> Baseline:
     trial = trial_of(run)
     rows = epochs(run, all_phases)
     teardown = None
+    calibrated: tuple[Calibration, ...] = ()
     if trial is not None:
         steps_per_s = trial.get("steps_per_s")
         share = trial.get("data_wait_share")
+        steps = int(trial.get("steps") or 0)
+        calibrated = calibrations(trial)
         if isinstance(trial.get("teardown_s"), (int, float)) and trial.get("seconds"):
             teardown = min(1.0, float(trial["teardown_s"]) / float(trial["seconds"]))
     else:
-        steps = sum(r.metrics.get("steps", 0) for r in rows if isinstance(r.metrics.get("steps"), (int, float)))
+        steps = int(sum(r.metrics.get("steps", 0) for r in rows if isinstance(r.metrics.get("steps"), (int, float))))
         loop = sum(r.train_loop for r in rows)
         steps_per_s = steps / loop if steps and loop > 0 else None
         wait = data_wait(rows)
@@ -198,7 +246,19 @@ def baseline(run: Run, verdict: Verdict | None = None) -> Baseline:
         restarts=restarts,
         worker_batch_s=worker_batch,
         teardown_share=teardown,
-        copy=copy_of(run))
+        copy=copy_of(run),
+        steps=steps or None,
+        calibrated=calibrated)
+
+
+def calibrations(trial: dict[str, Any]) -> tuple[Calibration, ...]:
+    """The variants a trial timed after its window (``calibrated``), those that read as figures."""
+    out = []
+    for c in trial.get("calibrated") or []:
+        if isinstance(c, dict) and isinstance(c.get("knob"), str) and isinstance(c.get("steps"), int) \
+                and isinstance(c.get("steps_per_s"), (int, float)) and c["steps"] > 0 and c["steps_per_s"] > 0:
+            out.append(Calibration(c["knob"], c.get("value"), c["steps"], float(c["steps_per_s"])))
+    return tuple(out)
 
 
 def _loader_figures(rows: list[Any], share: float | None) -> tuple[float | None, float | None, float | None]:
@@ -219,7 +279,9 @@ def _loader_figures(rows: list[Any], share: float | None) -> tuple[float | None,
 
 def _loading_cores(s: Series, all_phases: list[Phase]) -> float:
     """Cores the workload used while its loop waited for data (its ``data`` phases), 1 where
-    they hold no sample: loading taken to keep one core busy, the cautious guess."""
+    they hold no sample: loading taken to keep one core busy, the cautious guess. What it used,
+    not what it wanted: the time its threads waited for a core is no work that more workers
+    would have to share out."""
     spans = [(p.start, p.end) for p in all_phases if p.kind == "data"]
     if not spans or len(s.proc_cpu) != len(s.t):
         return 1.0
@@ -228,7 +290,7 @@ def _loading_cores(s: Series, all_phases: list[Phase]) -> float:
         inside |= (s.t >= start) & (s.t <= end)
     values = s.proc_cpu[inside]
     values = values[~np.isnan(values)]
-    return float(np.clip(values.mean() / 100.0, 0.05, 1.0)) if values.size >= 3 else 1.0
+    return float(np.clip(values.mean() / 100.0, MIN_CORES, 1.0)) if values.size >= 3 else 1.0
 
 
 def predict(b: Baseline, knob: str, value: Any) -> float | None:
@@ -240,7 +302,10 @@ def predict(b: Baseline, knob: str, value: Any) -> float | None:
     compute = step - wait
     busy = b.workload_cores if b.workload_cores is not None else 1.0
     waiting = b.data_wait_share or 0.0
-    compute_cores = float(np.clip((busy - waiting * b.loading_cores) / max(1e-6, 1 - waiting), 1.0, b.usable_cores))
+    # the cores its compute kept busy: under one where its threads waited for cores other programs held
+    # (a step's CPU work is what it used, C·c + L·u = the step × its busy cores, not its time on a core)
+    compute_cores = float(np.clip((busy - waiting * b.loading_cores) / max(1e-6, 1 - waiting), MIN_CORES,
+                                  max(MIN_CORES, b.usable_cores)))
     if knob in ("num_workers", "persistent_workers") and b.loader_wait_share is not None:
         # N: a batch, as a worker made it where timed, else the whole wait in the DataLoader's __next__
         batch = min(b.worker_batch_s, step) if b.worker_batch_s is not None else step * b.loader_wait_share
@@ -284,6 +349,54 @@ def predict(b: Baseline, knob: str, value: Any) -> float | None:
             return None
         scale = min(float(value), b.usable_cores) / min(float(b.threads), b.usable_cores)
         return 1.0 / (wait + compute / max(scale, 1.0))
+    return None
+
+
+def prediction(b: Baseline, knob: str, value: Any) -> Prediction | None:
+    """What KNOB=VALUE is predicted to make, as far as it is known: the variant's own steps timed
+    in the run where a trial calibrated it; the model's figure where the model holds; a range and
+    why where it cannot know (``predict`` the model's top)."""
+    for c in b.calibrated:
+        if c.knob == knob and c.value == value:
+            return Prediction(c.steps_per_s, measured_steps=c.steps)
+    model = predict(b, knob, value)
+    if model is None or not b.steps_per_s or knob != "threads" or not b.threads or int(value) == b.threads:
+        return Prediction(model) if model is not None else None
+    step = 1.0 / b.steps_per_s
+    wait = step * (b.data_wait_share or 0.0)
+    compute = step - wait
+    if int(value) > b.threads:   # from a serial step (nothing divides) to every part divided
+        return Prediction(None, min(b.steps_per_s, model), max(b.steps_per_s, model), range_why(b, knob, value))
+    # fewer: from the parallelism the pool had lost (its busy cores' work on VALUE threads) to its waiting removed
+    busy = max(1.0, min(float(b.threads), b.workload_cores or 1.0))
+    lost = 1.0 / (wait + compute * max(1.0, busy / int(value)))
+    return Prediction(None, min(lost, model), max(lost, model), range_why(b, knob, value))
+
+
+def range_why(b: Baseline, knob: str, value: Any) -> str:
+    """Why a prediction of threads is a range: what the model cannot know on this machine."""
+    if int(value) > (b.threads or 0):
+        return "how much of a step divides over more threads is not known until they run"
+    if (b.others_cores or 0.0) >= 0.25:
+        return "other programs hold the cores, and how much fewer threads gain there depends on how the pool's " \
+               "threads wait"
+    if b.limit < b.cores:
+        return f"it may use {b.limit:g} of the {b.cores} cores, and what fewer threads gain there depends on how " \
+               "the pool's threads wait"
+    return "fewer threads wait less for cores but may lose parallelism, which the run's figures do not split"
+
+
+def gain_text(a: Advice) -> str | None:
+    """The predicted gain in words, or None where none is: ``predicted 2.1× the steps/s, from
+    340 steps``, ``measured 1.4× …`` or ``predicted 0.6–2.9× …: why; try measures it``."""
+    if a.predicted_gain is not None:
+        verb = "measured" if a.measured else "predicted"
+        source = f", from {a.predicted_from} steps{' of it in the run' if a.measured else ''}" \
+            if a.predicted_from else ""
+        return f"{verb} {a.predicted_gain:.1f}× the steps/s{source}"
+    if a.gain_range is not None:
+        low, high = a.gain_range
+        return f"predicted {low:.1f}–{high:.1f}× the steps/s: {a.range_why}; try measures it"
     return None
 
 
@@ -351,8 +464,8 @@ def considered(run: Run, verdict: Verdict | None = None) -> tuple[list[Advice], 
                 tried.append(_advice(b, "persistent_workers", True,
                                      f"{why}; persistent workers are not started again, but each new iterator "
                                      "waits for the batches they had read ahead"))
-            worth = [a for a in tried if (a.predicted_gain or 0.0) >= MIN_GAIN]
-            out += sorted(worth or tried, key=lambda a: -(a.predicted_gain or 0.0))
+            worth = [a for a in tried if (a.best_gain or 0.0) >= MIN_GAIN]
+            out += sorted(worth or tried, key=lambda a: -(a.best_gain or 0.0))
             held += [a for a in tried if worth and a not in worth]
         elif b.workers < min(limit, MAX_WORKERS):
             workers = min(limit, MAX_WORKERS) if b.workers == 0 else min(2 * b.workers, limit, MAX_WORKERS)
@@ -403,7 +516,7 @@ def considered(run: Run, verdict: Verdict | None = None) -> tuple[list[Advice], 
         else:
             why = f"{verdict.label}: nothing the data feeding or the threads hold back"
         out.append(Advice(None, None, why))
-    return out, sorted(held, key=lambda a: -(a.predicted_gain or 0.0))
+    return out, sorted(held, key=lambda a: -(a.best_gain or 0.0))
 
 
 def shown(run: Run, verdict: Verdict | None = None) -> list[Advice]:
@@ -415,19 +528,31 @@ def shown(run: Run, verdict: Verdict | None = None) -> list[Advice]:
 
 
 def _advice(b: Baseline, knob: str, value: Any, why: str) -> Advice:
-    predicted = predict(b, knob, value)
-    gain = predicted / b.steps_per_s if predicted and b.steps_per_s else None
-    return Advice(knob, value, why, round(predicted, 3) if predicted else None, round(gain, 3) if gain else None)
+    found = prediction(b, knob, value)
+    if found is None or not b.steps_per_s:
+        return Advice(knob, value, why)
+    if found.steps_per_s is not None:
+        return Advice(knob, value, why, round(found.steps_per_s, 3), round(found.steps_per_s / b.steps_per_s, 3),
+                      predicted_from=found.measured_steps or b.steps, measured=found.measured_steps is not None)
+    assert found.low is not None and found.high is not None
+    return Advice(knob, value, why, predicted_range=(round(found.low, 3), round(found.high, 3)),
+                  gain_range=(round(found.low / b.steps_per_s, 3), round(found.high / b.steps_per_s, 3)),
+                  range_why=found.why, predicted_from=b.steps)
 
 
 def _worth_it(a: Advice, b: Baseline) -> Advice:
     """A knob whose predicted gain is under MIN_GAIN becomes advice to leave it: more loader
     workers or threads with no core free to run them only share the cores the loop has."""
-    if a.knob is None or a.predicted_gain is None or a.predicted_gain >= MIN_GAIN:
+    gain = a.best_gain
+    if a.knob is None or gain is None or gain >= MIN_GAIN:
         return a
+    at = f"{'measured' if a.measured else 'predicted'} at {'most ' * (a.predicted_gain is None)}{gain:.2f}×"
+    if a.measured:   # its own steps were timed: what they made is the reason, not a model's
+        return Advice(None, None, f"{a.why}, and {a.label} is {at} the steps/s over "
+                                  f"{a.predicted_from} steps of it timed in the run")
     if a.knob in ("persistent_workers", "pin_memory"):  # no core is wanted: the reset's wait, the copy is the cost
-        return Advice(None, None, f"{a.why}, and {a.label} is predicted at {a.predicted_gain:.2f}× the steps/s")
-    return Advice(None, None, f"{a.why}, and {a.label} is predicted at {a.predicted_gain:.2f}× the steps/s: "
+        return Advice(None, None, f"{a.why}, and {a.label} is {at} the steps/s")
+    return Advice(None, None, f"{a.why}, and {a.label} is {at} the steps/s: "
                               f"its work has no core to spread over: {_cores(b).can_get(b.others_cores)}")
 
 
@@ -466,5 +591,5 @@ def text(advice: Advice) -> str:
     """One line: ``try num_workers=2: the DataLoader has … (predicted 2.6× the steps/s)``."""
     if advice.knob is None:
         return f"nothing to try from outside: {advice.why}"
-    gain = f" (predicted {advice.predicted_gain:.1f}× the steps/s)" if advice.predicted_gain else ""
-    return f"try {advice.label}: {advice.why}{gain}"
+    gain = gain_text(advice)
+    return f"try {advice.label}: {advice.why}" + (f" ({gain})" if gain else "")

@@ -87,8 +87,8 @@ def run(args: argparse.Namespace) -> int:
         if index == 0 and len(variants) == 1 and not result.failed:
             print("advice: " + "; ".join(advice.text(a) for a in so_far.advice), file=say, flush=True)
             if so_far.held:
-                held = ", ".join(f"{a.label}" + (f" (predicted {a.predicted_gain:.2f}×)" if a.predicted_gain else "")
-                                 for a in so_far.held)
+                held = ", ".join(f"{a.label}" + (f" (predicted {'at most ' * (a.predicted_gain is None)}"
+                                                 f"{a.best_gain:.2f}×)" if a.best_gain else "") for a in so_far.held)
                 print(f"held back, measured where no variant advised helps: {held}", file=say, flush=True)
 
     trial_set = trials.run_set(command, variants, budget, folder, runner, on_trial=on_trial, on_result=on_result)

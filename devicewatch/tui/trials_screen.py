@@ -440,7 +440,7 @@ class TrialsScreen(RedrawOnce):
             r = row.result
             mark = "*" if r is not None and id(r) in moved else ""
             label = Text(inert(row.variant.label), style="bold" if row.state == "running" else "")
-            predicted = _number(row.predicted) if row.variant.knob else "-"
+            predicted = "-" if not row.variant.knob else r.predicted_text if r is not None else _number(row.predicted)
             if r is None:
                 state = {"running": "running…", "waiting": "waiting", "not run": "not run"}.get(row.state, row.state)
                 table.add_row(label, Text(state, style="grey50"), predicted, "", "", "", "", "")
@@ -475,6 +475,10 @@ class TrialsScreen(RedrawOnce):
                     line(f"{label}: not applied: ", skipped, "yellow")
                 if r.note and not r.steps_per_s and not r.failed:
                     line(f"{label}: not measured: ", r.note, "yellow", rank=1)
+                if r.predicted_measured:
+                    line(f"{label}: predicted ", "by timing its own steps in the first trial, after its window (m)")
+                elif r.predicted_range is not None:
+                    line(f"{label}: predicted as a range: ", r.predicted_why or "")
                 window = r.window_text(self.trial_set.budget)
                 if window:
                     line(f"{label}: ", window, "yellow", rank=1)

@@ -143,10 +143,11 @@ def test_an_input_bound_loop_without_workers_is_told_to_use_the_free_cores(tmp_p
     (first,) = advice.advise(run)
     assert (first.knob, first.value) == ("num_workers", 2)
     assert "0 workers" in first.why and "75%" in first.why
-    # a step of 20 ms: 15 ms waiting on one loader, 5 ms of compute on one core; loading took 0.8
-    # of a core while waiting (the process's 80%). Two workers: the longest of 5 ms (compute),
-    # 7.5 ms (two loaders) and (5·1 + 15·0.8)/2 = 8.5 ms (all the CPU work on 2 cores) -> 117.6/s
-    assert first.predicted_steps_per_s == pytest.approx(1000 / 8.5, rel=1e-3)
+    # a step of 20 ms: 15 ms waiting on one loader, 5 ms of compute; the process kept 0.8 of a
+    # core busy throughout, so loading took 0.8 of a core while waiting and the compute
+    # (0.8 - 0.75·0.8)/0.25 = 0.8. Two workers: the longest of 5 ms (compute), 7.5 ms (two
+    # loaders) and (5·0.8 + 15·0.8)/2 = 8 ms (all its CPU work, 20 ms × 0.8, on 2 cores) -> 125/s
+    assert first.predicted_steps_per_s == pytest.approx(1000 / 8, rel=1e-3)
 
 
 def test_a_loop_that_does_not_wait_gets_no_loader_advice(tmp_path):
@@ -243,3 +244,54 @@ def test_pinned_memory_is_advised_with_a_prediction_where_the_copy_to_the_gpu_wa
     # no copy timed (the script does not use CUDA, or no GPU): pin_memory is not advised at all
     run = setup_run(tmp_path, share=0.5, workers=0)
     assert all(a.knob != "pin_memory" for a in advice.advise(run) + advice.held_back(run))
+
+
+def test_a_trials_others_are_read_in_its_window_not_in_the_calibration_after_it(tmp_path):
+    # 2 s of window with the machine at the workload's own 0.4 cores, then 1 s of the first
+    # trial's calibration during which other programs filled both cores: the window's others are
+    # none (read over the last 2 s before the event, they would be half a core and more)
+    records = [{"type": "sample", "t": i / 10, "cpu": [100.0, 100.0] if i > 20 else [20.0, 20.0],
+                "cpu_total": 100.0 if i > 20 else 20.0, "proc": {"cpu": 40.0}} for i in range(31)]
+    records += [
+        {"type": "event", "t": 0.0, "kind": "phase_begin", "name": "train", "epoch": 1, "lane": "main", "source": "auto"},
+        {"type": "event", "t": 3.0, "kind": "instrument", "state": "trial", "stage": "done", "steps": 20,
+         "seconds": 2.0, "steps_per_s": 10.0, "calibration_s": 1.0,
+         "calibrated": [{"knob": "threads", "value": 1, "steps": 10, "seconds": 0.9, "steps_per_s": 11.1}]},
+        {"type": "event", "t": 3.0, "kind": "phase_end", "name": "train", "epoch": 1, "lane": "main", "source": "auto"},
+    ]
+    run = runfile.load(write_run(tmp_path / "run.jsonl", records))
+    result = trials.result_of(run, trials.Variant())
+    assert result.steps_per_s == 10.0 and result.others_cores is not None and result.others_cores < 0.05, result
+
+
+class FakeTorch:
+    """What Knobs.set_threads touches of torch: its operator threads."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+
+    def get_num_threads(self) -> int:
+        return self.threads
+
+    def set_num_threads(self, n: int) -> None:
+        self.threads = n
+
+
+def test_a_variant_that_is_the_scripts_own_value_is_said_as_not_applied_not_as_a_change(monkeypatch):
+    from devicewatch.integrations.zero_code.knobs import Knobs
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "")
+    said: list[dict] = []
+    knobs = Knobs({"threads": 1, "num_workers": 0}, say=lambda kind, **f: said.append(f))
+    knobs.set_threads(FakeTorch(1))                                   # taskset -c 0: PyTorch runs 1 already
+    knobs.loader_made({"dataset": object(), "num_workers": 0, "pin_memory": False})
+    assert not [f for f in said if f["state"] == "varied"]            # no "threads 1 → 1"
+    knobs.at_exit()
+    assert sorted(f["reason"] for f in said if f["state"] == "not_applied") == \
+        ["PyTorch already ran 1 operator thread", "the script's DataLoader already has num_workers=0"]
+    # a value that differs is a change, said once
+    said.clear()
+    changed = Knobs({"threads": 1}, say=lambda kind, **f: said.append(f))
+    changed.set_threads(FakeTorch(2))
+    changed.at_exit()
+    assert [(f["state"], f.get("was"), f.get("now")) for f in said] == [("varied", 2, 1)]

@@ -19,8 +19,9 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import weakref
 from typing import Any
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 from ... import events
 from . import LOADER_KNOBS, MAP_PARALLEL, THREADS, VARY_VAR, knob_value
@@ -49,6 +50,7 @@ class Knobs:
         self.applied: set[str] = set()
         self.skipped: dict[str, str] = {}
         self.loader_setup: dict[int, dict[str, Any]] = {}   # id(dataset) -> the loader's arguments
+        self.loaders: dict[Hashable, weakref.ref[Any]] = {}     # id(dataset) -> the loader (a trial's calibration sets it)
         self.tf_maps = 0              # tf.data maps the script made ...
         self.tf_sequential_maps = 0   # ... of which it left num_parallel_calls unset (one element at a time)
 
@@ -69,6 +71,10 @@ class Knobs:
             except Exception:
                 pass
             original(loader, *args, **kwargs)
+            try:
+                knobs.loaders[id(loader.dataset)] = weakref.ref(loader)
+            except Exception:
+                pass
 
         __init__.__wrapped__ = original  # type: ignore[attr-defined]  # functools.wraps without its copying
         __init__.__doc__ = original.__doc__
@@ -84,8 +90,11 @@ class Knobs:
             if knob in ("persistent_workers", "prefetch_factor") and not workers:
                 self.skipped.setdefault(knob, f"{knob} needs workers, and this DataLoader has none")
                 continue
-            if want != had:
-                arguments[knob] = want
+            if want == had:   # the variant is the script's own: nothing changed, and said so at the exit
+                if knob not in self.applied:
+                    self.skipped.setdefault(knob, f"the script's DataLoader already has {knob}={_plain(want)}")
+                continue
+            arguments[knob] = want
             if knob not in self.applied:
                 self.applied.add(knob)
                 self.skipped.pop(knob, None)
@@ -100,6 +109,11 @@ class Knobs:
         if dataset is not None:
             self.loader_setup[id(dataset)] = {k: _plain(arguments.get(k)) for k in SETUP_KEYS}
 
+    def loader_of(self, source: Hashable | None) -> Any:
+        """The DataLoader last made over the data set SOURCE (``id(dataset)``), while it lives."""
+        found = self.loaders.get(source) if source is not None else None
+        return found() if found is not None else None
+
     # -- threads ----------------------------------------------------------------------------
 
     def set_threads(self, torch: Any) -> None:
@@ -113,11 +127,15 @@ class Knobs:
         # OpenMP's other users in this process (and its children) start with the same number:
         # set now, before any of them has made its pool (torch makes its own at the first parallel op)
         os.environ["OMP_NUM_THREADS"] = str(want)
-        self.applied.add(THREADS)
-        self.say(events.INSTRUMENT, state="varied", knob=THREADS, was=had, now=want)
+        if had == want:   # the variant is the script's own: nothing changed (unless the script sets another)
+            self.skipped[THREADS] = f"PyTorch already ran {want} operator thread{'s' * (want != 1)}"
+        else:
+            self.applied.add(THREADS)
+            self.say(events.INSTRUMENT, state="varied", knob=THREADS, was=had, now=want)
 
         def set_num_threads(n: int) -> None:
             if n != want:
+                self.applied.add(THREADS)
                 self.say(events.INSTRUMENT, state="varied", knob=THREADS, was=n, now=want, by="the script")
             original(want)
 

@@ -109,6 +109,9 @@ def arm(torch: Any, process: Process) -> None:
     hooks.wrap(_BaseDataLoaderIter, "__next__", hooks.probed_next)   # over timed_next, until a training batch
     process.knobs.set_threads(torch)
     process.threads = torch.get_num_threads
+    if process.trial is not None and not process.knobs.vary:   # the variants' values timed after the window
+        process.trial.threads = (torch.get_num_threads, torch.set_num_threads)
+        process.trial.loader = lambda: process.knobs.loader_of(process.loop.train_source or process.loop.last_train_source)
     atexit.register(hooks.at_exit)
 
 
@@ -352,6 +355,8 @@ class _Hooks:
         """The first DataLoader with workers: their batches are timed from then on (a loop
         without workers pays nothing for it)."""
         def __init__(iterator: Any, *args: Any, **kwargs: Any) -> None:
+            if self.process.trial is not None and get_ident() == _MAIN:
+                self.process.trial.iterators += 1   # a loop that restarts its workers: a trial calibrates its knobs
             if self.worker_batches is None and self.process.live:
                 try:
                     from torch.utils.data import _utils
