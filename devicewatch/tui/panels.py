@@ -35,6 +35,7 @@ from .. import analysis
 from ..render.fit import Column, fit
 from ..analysis import advice, wording
 from ..live.model import RunModel
+from ..phase_kinds import kind_of
 from ..render.palette import Palette
 from ..safe_text import inert, inert_table
 
@@ -172,23 +173,36 @@ PHASE_BAR = {"train": "green", "validate": "yellow", "data": "dodger_blue1", "co
 NO_PHASE = "grey37"
 
 
-def _loop_text(row: analysis.EpochRow) -> str:
-    """``  loop  2.2s data wait 2.16s 98%``: the training loop's time and its data wait (the
-    row's one data figure), so that a loop that mostly waited never reads as no training."""
-    loop = f"{row.train_loop:4.1f}s" if row.train_loop > 0 else "    -"
+def _wait_text(row: analysis.EpochRow) -> str:
+    """``  data wait 2.16s 98%``: the loop's data wait and its share of the loop (the row's one
+    data figure), so that a loop that mostly waited never reads as no training."""
     wait = wording.data_wait_text(row.data_wait, row.loop_wait_share)
-    return f"  {wording.LOOP} {loop} {wording.DATA_WAIT} {wait:>9}"
+    return f"  {wording.DATA_WAIT} {wait:>9}"
+
+
+def _parts(row: analysis.EpochRow, figured: list[str], loop: bool) -> list[float]:
+    """The seconds an epoch row adds up to its total: its training loop (its data wait inside)
+    where LOOP, then each phase of FIGURED, then the time in no phase."""
+    return [*([row.train_loop] if loop else []), *(row.phases.get(n, 0.0) for n in figured), row.untracked]
+
+
+def _adds_up(row: analysis.EpochRow, parts: list[float]) -> bool:
+    """Whether the figures shown, each rounded to a tenth, are the row's total: phases of lanes
+    side by side count their own time each, and then they are more."""
+    return abs(sum(round(p, 1) for p in parts) - round(row.total, 1)) <= 0.05 * len(parts) + 1e-9
 
 
 def epoch_bars(rows: list[analysis.EpochRow], width: int, max_rows: int = 40,
                unmeasured: str | None = None) -> Text:
     """One bar per epoch (or segment) with a segment per named phase (data, train, copy,
     validate, …, lanes merged) and the time in no phase, scaled to the longest; the newest
-    ``max_rows`` of them. Where the run says how long its loop waited on data (``data_wait_s``,
-    or ``data`` phases), each also gets its training loop's seconds and its data wait, seconds
-    and share (``loop 2.2s data wait 2.16s 98%``: the verdict's share), and its figures leave
-    out the data phases' seconds (one data figure a row: ``2.5s: 0.1 + 0.2 + 0.0``, not ``=``);
-    where it has them, its ``steps``; an epoch the run ended inside, ``partial``.
+    ``max_rows`` of them. Each row's figures add up to its total (``=``; ``:`` only where lanes
+    side by side count the same seconds twice). Where the run says how long its loop waited on
+    data (``data_wait_s``, or ``data`` phases), the first figure is the training loop, its data
+    wait inside (so the data phases are not figures of their own), and the row ends with the data
+    wait, seconds and share (``2.5s = 2.3 + 0.2 + 0.0  data wait 2.16s 96%``: one data figure a
+    row, the verdict's share); where it has them, its ``steps``; an epoch the run ended inside,
+    ``partial``.
     ``unmeasured`` (``analysis.Unmeasured.text``) says once, last, why a data wait is missing."""
     text = Text()
     if not rows:
@@ -201,9 +215,11 @@ def epoch_bars(rows: list[analysis.EpochRow], width: int, max_rows: int = 40,
     for i, name in enumerate(names):
         text.append(("  " if i else "") + "█ " + inert(name), style=PHASE_BAR.get(name, "cyan"))
     text.append("  █ no phase", style=NO_PHASE)
-    figured = wording.shown_phases(names, waits)
-    text.append("   (seconds" + (f": {' + '.join(map(inert, figured))} + no phase; {wording.DATA_WAIT_LEGEND})\n"
-                                 if waits else ")\n"), style="grey50")
+    # With a data wait the loop stands for its train and data phases: one data figure a row.
+    figured = [n for n in names if kind_of(n) not in ("train", "data")] if waits else list(names)
+    summed = [wording.LOOP] * waits + [inert(n) for n in figured] + ["no phase"]
+    text.append("   (seconds" + (f": {' + '.join(summed)}; {wording.DATA_WAIT_LEGEND})\n" if waits else ")\n"),
+                style="grey50")
     longest = max(max(r.total, sum(r.phases.values())) for r in rows) or 1.0
     # The legend and the note wrap in a narrow panel: the lines they take beyond the legend's
     # first come out of the rows shown, so the newest rows stay on screen.
@@ -212,13 +228,12 @@ def epoch_bars(rows: list[analysis.EpochRow], width: int, max_rows: int = 40,
     # The figures of the rows shown only (a long run has thousands of rows), the bars as wide
     # as those figures leave.
     rows, steps = rows[-shown:], steps[-shown:]
-    # Without the data phases the figures do not add up to the total: ":" rather than "=".
-    numbers = [(": " if len(figured) < len(names) else " = ")
-               + "".join(f"{r.phases.get(n, 0.0):.1f} + " for n in figured) + f"{r.untracked:.1f}"
-               + (_loop_text(r) if waits else "")
+    parts = [_parts(r, figured, waits) for r in rows]
+    numbers = [(" = " if _adds_up(r, p) else ": ") + " + ".join(f"{x:.1f}" for x in p)
+               + (_wait_text(r) if waits else "")
                + (f"  {inert(str(n)) if n is not None else '-':>{steps_w}} steps" if steps_w else "")
                + (f"  {PARTIAL}" if r.partial else "")
-               for r, n in zip(rows, steps)]
+               for r, p, n in zip(rows, parts, steps)]
     bar_w = max(8, width - 12 - max(len(n) for n in numbers))
     for row, figures in zip(rows, numbers):
         scale = bar_w / longest

@@ -52,13 +52,13 @@ async def test_the_epochs_panel_shows_each_epochs_data_wait(tmp_path):
         await until(pilot, lambda: first_frame(app) and "wait" in str(app.screen.query_one("#epochs").render()))
         lines = str(app.screen.query_one("#epochs").render()).splitlines()
         legend = " ".join(" ".join(lines[:3]).split())
-        assert f"(seconds: train + no phase; {wording.DATA_WAIT_LEGEND})" in legend, legend
+        assert f"(seconds: loop + no phase; {wording.DATA_WAIT_LEGEND})" in legend, legend
         # Each epoch's loop is its train phase, 10 s: epoch 1 waited 3 s of it (its data phases),
-        # epoch 2 2.5 s (its metric). The data wait is the row's one data figure: the data
-        # phases' 3 s are not among the figures beside it, which therefore follow a ":", not "=".
+        # epoch 2 2.5 s (its metric). The loop stands for the train and data phases, so the
+        # figures add up to the total ("=") and the data wait is the row's one data figure.
         rows = [line for line in lines if line.strip()[:1].isdigit()]
-        assert [line.split("s: ")[1] for line in rows] == ["7.0 + 0.0  loop 10.0s data wait 3.00s 30%",
-                                                           "10.0 + 0.0  loop 10.0s data wait 2.50s 25%"]
+        assert [line.split("s = ")[1] for line in rows] == ["10.0 + 0.0  data wait 3.00s 30%",
+                                                            "10.0 + 0.0  data wait 2.50s 25%"]
 
 
 @pytest.mark.asyncio
@@ -99,11 +99,12 @@ def test_the_epochs_panel_shows_a_waiting_loop_as_a_loop_that_waited(tmp_path):
 
     rows = analysis.epochs(waiting_run(tmp_path / "w.jsonl"))
     lines = epoch_bars(rows, 100, 10).plain.splitlines()
-    # Epoch 1: data 2.2 s, train 0.1 s, validate 0.2 s; its loop 2.3 s waited 2.2 s (96%): one
-    # data figure, the data wait, and not the data phase's seconds beside it.
-    assert [line.split("s: ")[1] for line in lines[1:]] == [
-        "0.1 + 0.2 + 0.0  loop  2.3s data wait 2.20s 96%  100 steps",
-        "1.5 + 0.5 + 0.0  loop  2.0s data wait 0.50s 25%  100 steps"]
+    # Epoch 1: data 2.2 s, train 0.1 s, validate 0.2 s; its loop 2.3 s waited 2.2 s (96%): the
+    # loop, validate and no phase add up to its 2.5 s, and the data wait is its one data figure
+    # (not the data phase's seconds beside it).
+    assert [line.split("s = ")[1] for line in lines[1:]] == [
+        "2.3 + 0.2 + 0.0  data wait 2.20s 96%  100 steps",
+        "2.0 + 0.5 + 0.0  data wait 0.50s 25%  100 steps"]
 
 
 def test_the_progress_line_of_a_segment_run_counts_segments_without_a_total(tmp_path):
