@@ -38,7 +38,7 @@ VAL_SAMPLES = 8000
 
 # From the command to the comparison screen with the defaults, as measured (docs/lecture-guide.md
 # says how): on a quiet 2-core laptop without a GPU, and on the same beside other programs.
-TO_COMPARISON = ("about 70 s on a quiet 2-core machine without a GPU (67 s measured), nearer 4 minutes "
+TO_COMPARISON = ("about 100 s on a quiet 2-core machine without a GPU (99 s measured), nearer 4 minutes "
                  "where other programs hold most of its cores (220 s measured beside 1.5 to 2 busy cores of 2)")
 
 
