@@ -262,7 +262,9 @@ def verdict(run: Run, s: Series | None = None, all_phases: list[Phase] | None = 
     # The run's time and samples as the dashboard's header counts them (its last record's time).
     elapsed = max(float(s.t[-1]) if len(s.t) else 0.0, run.duration)
     if len(s.t) < MIN_SAMPLES or elapsed < MIN_SECONDS:
-        needs = f"and a verdict needs {MIN_SECONDS:.0f} s and {MIN_SAMPLES} samples"
+        # What is missing, only: "10.0 s and 2 samples, and a verdict needs 2 s" reads as nonsense.
+        lacking = [f"{MIN_SECONDS:.0f} s"] * (elapsed < MIN_SECONDS) + [counted(MIN_SAMPLES, "sample")] * (len(s.t) < MIN_SAMPLES)
+        needs = "and a verdict needs " + " and ".join(lacking)
         if ended:
             return Verdict("too short", f"too short to judge: the run ended after {elapsed:.1f} s and "
                            f"{counted(len(s.t), 'sample')}, {needs}", {})

@@ -416,8 +416,19 @@ CASES = [
     # Still recording: 10 samples 0.05-0.95 s, under the 2 s a verdict needs (the header reads
     # the same: the run's last record at 0.95 s, and 10 samples).
     Case("2 cores: the first second", Shape(2, 1.0, every_core(2, 100.0), ended=False),
-         "too early", "too early to tell: 0.9 s and 10 samples so far, and a verdict needs 2 s and 4 samples"),
+         "too early", "too early to tell: 0.9 s and 10 samples so far, and a verdict needs 2 s"),
 ]
+
+
+def test_too_few_samples_over_a_long_time_names_only_what_is_missing(tmp_path: Path) -> None:
+    """Two samples 5 s apart: the run is long enough, its samples are not; the sentence asks only
+    for the samples (it read "10.0 s and 2 samples …, and a verdict needs 2 s and 4 samples")."""
+    path = write_run(tmp_path / "sparse.jsonl",
+                     [{"type": "sample", "t": t, "cpu": [100.0, 0.0], "cpu_total": 50.0} for t in (5.0, 10.0)],
+                     header={"interval": 5.0})
+    v = analysis.verdict(runfile.load(path))
+    assert (v.label, v.text) == ("too short", "too short to judge: the run ended after 10.0 s and 2 samples, "
+                                              "and a verdict needs 4 samples")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
