@@ -84,8 +84,8 @@ def _specs(c: Comparison) -> dict[str, Section]:
             a_units, b_units = (f"{analysis.units_text(s.unit, len(s.epochs))} in {_secs(s.epoch_seconds)}"
                                 for s in (c.a, c.b))
             rows.append((c.units, a_units, b_units))
-    rows.append(("machine", f"{c.a.cores} cores" + "".join(f"; {g}" for g in c.a.gpu_names),
-                 f"{c.b.cores} cores" + "".join(f"; {g}" for g in c.b.gpu_names)))
+    rows.append(("machine", analysis.counted(c.a.cores, "core") + "".join(f"; {g}" for g in c.a.gpu_names),
+                 analysis.counted(c.b.cores, "core") + "".join(f"; {g}" for g in c.b.gpu_names)))
     for key in ("framework", "device", "params", "data"):
         if key in c.a.run_info or key in c.b.run_info:
             rows.append((key, str(c.a.run_info.get(key, "-")), str(c.b.run_info.get(key, "-"))))
@@ -211,7 +211,7 @@ def closing_lines(c: Comparison) -> list[str]:
     lines = []
     failed = failure_lines(c)
     if c.phases and c.per_core and c.a.cores > PER_CORE_TEXT_LIMIT:
-        lines.append(f"{c.a.cores} cores: per-core columns are in --json only")
+        lines.append(f"{analysis.counted(c.a.cores, 'core')}: per-core columns are in --json only")
     lines += [f"verdict {s.label}: {s.verdict.text}" for s in (c.a, c.b)
               if analysis.verdict_beside(s.failure, s.verdict.label)]   # a failure is its news
     lines += [f"note: {note}" for note in c.notes if inert(note) not in failed]

@@ -130,7 +130,8 @@ def tables(run: Run, summary: analysis.Summary, width: int = DEFAULT_WIDTH) -> l
     head.add_row("run", f"{summary.workload}  {run.path}")
     head.add_row("status", summary.status_text)
     head.add_row("duration", f"{summary.duration:.1f}s, {summary.samples} samples")
-    head.add_row("host", f"{host.get('cpu_model', '?')}, {host.get('cpu_count', '?')} cores"
+    head.add_row("host", f"{host.get('cpu_model', '?')}, "
+                 + (analysis.counted(host['cpu_count'], 'core') if isinstance(host.get('cpu_count'), int) else "? cores")
                  + "".join(f"; {g.get('name')}" for g in host.get("gpus", [])))
     limited = analysis.limits_text(run.cpu_limits, run.duration)
     if limited:
@@ -183,7 +184,7 @@ def tables(run: Run, summary: analysis.Summary, width: int = DEFAULT_WIDTH) -> l
         out += fit("Utilization per phase (mean / p95)", [Column("phase", list(phases), "left", wrap=True)],
                    columns, width)
         if cores > PER_CORE_TEXT_LIMIT:
-            out.append(f"{cores} cores: per-core columns are in --json only")
+            out.append(f"{analysis.counted(cores, 'core')}: per-core columns are in --json only")
 
     if summary.devices:
         devices = summary.devices
