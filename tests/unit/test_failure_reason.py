@@ -209,7 +209,8 @@ def test_compare_says_which_run_failed_and_why_first(tmp_path):
     assert c.notes[0] == "B failed (exit code 1): ValueError: bad batch 7"
     text = comparison_text(c, width=120).splitlines()
     assert text[0] == "B failed (exit code 1): ValueError: bad batch 7"
-    assert sum("ValueError: bad batch 7" in line for line in text) == 2   # not again among the notes
+    # once first and once in the headline that closes the text, not again among the notes
+    assert sum("ValueError: bad batch 7" in line for line in text) == 2
     # and the headline does not time a run cut short against a finished one
     assert c.headline == "the runs are not timed against each other, as B failed (exit code 1): ValueError: bad batch 7"
     assert text[-1] == f"in short: {c.headline}"
