@@ -338,7 +338,7 @@ def figures(runs: dict[str, Any], plan: Plan, nvml_text: str | None) -> list[Row
                 f"basis {c.basis}); last epoch {last.a.total / last.b.total:.1f}×")
 
     def step_ms(run: Any) -> float:
-        values = [r.metrics.get("step_ms_mean") for r in analysis.epochs(run)]
+        values = [r.metrics.get("step_ms_mean") for r in analysis.epochs(run, analysis.phases(run))]
         values = [v for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
         return float(np.median(values))
 
@@ -446,15 +446,12 @@ def figures(runs: dict[str, Any], plan: Plan, nvml_text: str | None) -> list[Row
 
     def unmodified(name: str) -> Callable[[], str]:
         def compute() -> str:
-            run = runs[name]
-            all_phases = analysis.phases(run)
-            rows, s = analysis.epochs(run, all_phases), analysis.series(run)
-            devices, verdict, _hosts = analysis.run_judgement(run, s, all_phases)
-            wait = analysis.data_wait(rows)
+            f = analysis.run_figures(runs[name])
+            all_phases, rows, s, devices, verdict, wait = f.phases, f.epoch_rows, f.series, f.devices, f.verdict, f.data_wait
             text = f"{len(rows)} epochs, phases {', '.join(sorted({p.name for p in all_phases}))}"
             if wait is not None:
                 text += f"; the training loop waited on its data {100 * wait.share:.0f}% of the time"
-            utilization = analysis.phase_utilization(run, s, all_phases)
+            utilization = f.utilization
             if s.gpus:
                 means = [f"{phase} {entry['gpus'][0]['mean']:.0f}%" for phase, entry in utilization.items()
                          if entry.get("gpus") and entry["gpus"][0].get("mean") is not None]

@@ -39,6 +39,7 @@ class Side:
     results: list[dict[str, Any]]
     unmeasured: analysis.Unmeasured | None = None   # its epochs without a data wait, and why
     failure: analysis.Failure | None = None         # why it failed, where it did
+    wait: analysis.DataWait | None = None           # its data wait over its epochs (``analysis.data_wait``)
 
     @property
     def unit(self) -> str:
@@ -67,7 +68,7 @@ class Side:
     @property
     def data_wait(self) -> dict[str, Any] | None:
         """The run's data wait over its epochs (``analysis.data_wait_dict``), or None."""
-        return analysis.data_wait_dict(self.epochs)
+        return analysis.data_wait_dict(self.wait)
 
     @property
     def command(self) -> str:
@@ -118,18 +119,16 @@ def command_of(run: Run) -> str:
 
 
 def side(run: Run, label: str) -> Side:
-    s = analysis.series(run)
-    all_phases = analysis.phases(run)
-    devices, verdict, _hosts = analysis.run_judgement(run, s, all_phases)  # a merged run: each node's
-    rows = analysis.epochs(run, all_phases)
+    """RUN's side of a comparison, from its figures (``analysis.run_figures``: a merged run's
+    devices and verdict each node's)."""
+    f = analysis.run_figures(run)
+    s = f.series
     return Side(
         label=label, run=run, duration=run.duration, cores=int(s.cpu.shape[1]) or run.cores,
         gpus=s.gpus, gpu_names=[analysis.gpu_label(run, g) for g in range(s.gpus)],
-        status=analysis.status_text(run), epochs=rows, phases=all_phases,
-        utilization=analysis.phase_utilization(run, s, all_phases),
-        devices=devices, verdict=verdict,
-        run_info=analysis.run_info(run), results=analysis.results(run),
-        unmeasured=analysis.data_wait_unmeasured(run, rows, all_phases), failure=analysis.failure(run))
+        status=analysis.status_text(run), epochs=f.epoch_rows, phases=f.phases, utilization=f.utilization,
+        devices=f.devices, verdict=f.verdict, run_info=analysis.run_info(run), results=analysis.results(run),
+        unmeasured=f.unmeasured, failure=f.failure, wait=f.data_wait)
 
 
 @dataclass

@@ -146,7 +146,7 @@ class TrialSet:
     results: list[TrialResult] = field(default_factory=list)
     advice: list[advice_.Advice] = field(default_factory=list)
     stopped: str | None = None     # why the trials stopped before the last (Ctrl-C)
-    held: list[advice_.Advice] = field(default_factory=list)   # candidates the advice held back (advice.held_back)
+    held: list[advice_.Advice] = field(default_factory=list)   # candidates the advice held back (RunFigures.held_back)
 
     def headline(self) -> str:
         return headline(self.results, self.advice, self.stopped, self.held)
@@ -247,8 +247,11 @@ def run_trial(command: list[str], variant: Variant, budget: dict[str, Any], path
     return load(path)
 
 
-def result_of(run: Run, variant: Variant, predicted: float | advice_.Prediction | None = None) -> TrialResult:
-    """A trial's figures from its run file, beside what was PREDICTED for it."""
+def result_of(figures: analysis.RunFigures, variant: Variant,
+              predicted: float | advice_.Prediction | None = None) -> TrialResult:
+    """A trial's figures from its run's FIGURES (``analysis.run_figures``), beside what was
+    PREDICTED for it."""
+    run = figures.run
     end = run.end
     if not isinstance(predicted, advice_.Prediction):
         predicted = advice_.Prediction(predicted) if predicted else None
@@ -287,9 +290,7 @@ def result_of(run: Run, variant: Variant, predicted: float | advice_.Prediction 
         result.failed = found.how
         result.reason = found.text
         result.error_lines = last_error_lines(run, ERROR_LINES)
-    s = analysis.series(run)
-    all_phases = analysis.phases(run)
-    verdict = analysis.verdict(run, s, all_phases)
+    s, verdict = figures.series, figures.verdict
     result.verdict = verdict.label
     result.cores_busy = verdict.figures.get("workload_cores", verdict.figures.get("cores_busy"))
     result.allowed_cores = verdict.figures.get("allowed_cores", verdict.figures.get("cores"))
@@ -374,7 +375,7 @@ def run_set(command: list[str], variants: list[Variant], budget: dict[str, Any],
     written, the variants are what its advice names. RUNNER(command, variant, budget, path) records
     one trial; STOP says why no further trial should run (None: go on), and a trial cancelled
     other than by its limit stops the set too (Ctrl-C). Where none of the advice's variants
-    helps, the candidates it held back (``advice.held_back``) are measured too, one at a time,
+    helps, the candidates it held back (``RunFigures.held_back``) are measured too, one at a time,
     until one helps or the set has FROM_ADVICE variants. ON_TRIAL(index, of, variant, predicted,
     path) and ON_RESULT(index, result, run, the set so far: the advice is in it after the first
     trial) follow it. The set is saved as trials.json however
@@ -391,7 +392,8 @@ def run_set(command: list[str], variants: list[Variant], budget: dict[str, Any],
             path = trial_path(folder, index + 1, variant)
             on_trial(index, len(variants), variant, predicted.steps_per_s if predicted else None, path)
             run = runner(command, variant, budget, path)
-            result = result_of(run, variant, predicted)
+            figures = analysis.run_figures(run)
+            result = result_of(figures, variant, predicted)
             trial_set.results.append(result)
             reason = (run.end.reason if run.end else None) or ""
             if result.status == "cancelled" and not reason.startswith(STOPPED_BY):
@@ -403,8 +405,8 @@ def run_set(command: list[str], variants: list[Variant], budget: dict[str, Any],
                 on_result(index, result, run, trial_set)
                 break
             if index == 0:
-                base = advice_.baseline(run)
-                trial_set.advice, trial_set.held = advice_.considered(run)
+                base = figures.baseline
+                trial_set.advice, trial_set.held = figures.advised, figures.held_back
             on_result(index, result, run, trial_set)
             if index == 0:
                 if not result.steps_per_s:

@@ -4,9 +4,11 @@ anything, so the report, the dashboard, compare and export all share the same fi
 
 The package follows the figures' own order, each module using only those before it:
 ``pairing`` (phases and lanes) → ``epoch_rows`` and ``utilization`` → ``idle`` (dips) →
-``verdicts`` → ``summary`` (what ``report --json`` prints) and ``advice``; ``wording`` says
-how the run ended and what the workload said about itself. The names a caller needs are
-importable from the package itself.
+``verdicts`` → ``advice`` → ``figures`` (``run_figures``: the one builder of a run's figures,
+each step made once and handed on) → ``summary`` (those figures as ``report --json`` prints
+them); ``wording`` says how the run ended and what the workload said about itself. Each step
+takes what it needs as arguments; only ``run_figures`` (and the live model, incrementally)
+calls them in a chain. The names a caller needs are importable from the package itself.
 """
 
 from __future__ import annotations
@@ -75,10 +77,9 @@ from .summary import (
     data_wait_dict,
     epoch_dict,
     straggler_figures,
-    straggler_rows,
-    summarize,
     unmeasured_dict,
 )
+from .figures import HostFigures, RunFigures, joined, run_figures
 from .utilization import (
     PERCENT_ROWS,
     Series,
@@ -114,14 +115,11 @@ from .verdicts import (
     SM_ACTIVE_LOW,
     VALIDATION_DIP_SHARE,
     CpuUse,
-    HostFigures,
     LaneUse,
     Verdict,
     cpu_use,
-    host_figures,
     input_name,
     lane_use,
-    run_judgement,
     verdict,
 )
 from .wording import (
@@ -194,6 +192,7 @@ __all__ = [
     "Phase",
     "PhasePairer",
     "RankPhase",
+    "RunFigures",
     "Series",
     "StragglerFigures",
     "Summary",
@@ -221,9 +220,9 @@ __all__ = [
     "failure_text",
     "gpm_series",
     "gpu_label",
-    "host_figures",
     "input_name",
     "instrumentation_text",
+    "joined",
     "judge",
     "judge_all",
     "lane_overlap",
@@ -239,16 +238,14 @@ __all__ = [
     "rank_phases",
     "repeated_metrics",
     "results",
+    "run_figures",
     "run_info",
-    "run_judgement",
     "series",
     "sm_active_mean",
     "stats",
     "status_text",
     "straggler_figures",
-    "straggler_rows",
     "stragglers",
-    "summarize",
     "time_weighted",
     "union_length",
     "unit",

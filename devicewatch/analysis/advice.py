@@ -51,11 +51,10 @@ import numpy as np
 from .. import events
 from ..runformat.runfile import Run
 from .core_sentences import OTHERS_NOTABLE, Cores, counted
-from .epoch_rows import data_wait, epochs
-from .pairing import Phase, phases
-from .utilization import Series, series
+from .epoch_rows import DataWait, EpochRow
+from .pairing import Phase
+from .utilization import Series
 from .verdicts import Verdict, input_name
-from .verdicts import verdict as verdict_of
 
 INPUT_BOUND_SHARE = 0.3     # a data wait from which more loader workers are worth a try
 MAX_WORKERS = 8             # the most workers advice proposes, however many cores
@@ -203,12 +202,11 @@ def trial_of(run: Run) -> dict[str, Any] | None:
     return None
 
 
-def baseline(run: Run, verdict: Verdict | None = None) -> Baseline:
-    s = series(run)
-    all_phases = phases(run)
-    verdict = verdict or verdict_of(run, s, all_phases)
+def baseline(run: Run, s: Series, all_phases: list[Phase], rows: list[EpochRow], wait: DataWait | None,
+             verdict: Verdict) -> Baseline:
+    """What the advice predicts from: RUN's figures as its VERDICT was judged on them (series S,
+    its phases, epoch ROWS and their WAIT), or the trial's where ``devicewatch try`` timed one."""
     trial = trial_of(run)
-    rows = epochs(run, all_phases)
     teardown = None
     calibrated: tuple[Calibration, ...] = ()
     if trial is not None:
@@ -222,7 +220,6 @@ def baseline(run: Run, verdict: Verdict | None = None) -> Baseline:
         steps = int(sum(r.metrics.get("steps", 0) for r in rows if isinstance(r.metrics.get("steps"), (int, float))))
         loop = sum(r.train_loop for r in rows)
         steps_per_s = steps / loop if steps and loop > 0 else None
-        wait = data_wait(rows)
         share = wait.share if wait is not None else None
     loader_share, restarts, worker_batch = _loader_figures(rows, share)
     setup = setup_of(run)
@@ -414,23 +411,12 @@ def _pinned(b: Baseline, step: float, compute: float) -> float | None:
     return 1.0 / new_step if new_step > 0 else None
 
 
-def advise(run: Run, verdict: Verdict | None = None) -> list[Advice]:
-    """What to try for RUN: knobs with their predicted gain, first the one the verdict points
-    at; or one Advice without a knob saying why none helps."""
-    return considered(run, verdict)[0]
-
-
-def held_back(run: Run, verdict: Verdict | None = None) -> list[Advice]:
-    """The knobs RUN's figures point to that the advice leaves out, each predicted under
-    MIN_GAIN (or under another knob that is worth a try), best first: what ``devicewatch try``
-    measures too before it says that no variant helps."""
-    return considered(run, verdict)[1]
-
-
-def considered(run: Run, verdict: Verdict | None = None) -> tuple[list[Advice], list[Advice]]:
-    """The advice for RUN, and the knobs its figures point to that it held back (``held_back``)."""
-    verdict = verdict or verdict_of(run)
-    b = baseline(run, verdict)
+def considered(run: Run, b: Baseline, verdict: Verdict) -> tuple[list[Advice], list[Advice]]:
+    """What to try for RUN, from its baseline B and VERDICT: knobs with their predicted gain,
+    first the one the verdict points at, or one Advice without a knob saying why none helps;
+    and the knobs its figures point to that the advice leaves out (held back), each predicted
+    under MIN_GAIN (or under another knob that is worth a try), best first: what ``devicewatch
+    try`` measures too before it says that no variant helps."""
     if not b.instrumented:
         return [Advice(None, None, "the zero-code instrumentation did not see the training loop "
                                    "(report's zero-code line says why): there is nothing to set from outside")], []
@@ -519,12 +505,14 @@ def considered(run: Run, verdict: Verdict | None = None) -> tuple[list[Advice], 
     return out, sorted(held, key=lambda a: -(a.best_gain or 0.0))
 
 
-def shown(run: Run, verdict: Verdict | None = None) -> list[Advice]:
-    """The advice a view shows beside the verdict: none for a run whose training loop the
-    instrumentation did not see (a workload of devicewatch's own, a script run without it)."""
+def shown(run: Run, s: Series, all_phases: list[Phase], rows: list[EpochRow], wait: DataWait | None,
+          verdict: Verdict) -> list[Advice]:
+    """The advice a view shows beside the VERDICT, from the figures it was judged on: none for a
+    run whose training loop the instrumentation did not see (a workload of devicewatch's own, a
+    script run without it)."""
     if setup_of(run) is None:
         return []
-    return advise(run, verdict)
+    return considered(run, baseline(run, s, all_phases, rows, wait, verdict), verdict)[0]
 
 
 def _advice(b: Baseline, knob: str, value: Any, why: str) -> Advice:

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from .. import events
 from ..runformat.runfile import Run
-from .pairing import AUTO_SOURCE, STDOUT_SOURCE, Phase, phases, union_length
+from .pairing import AUTO_SOURCE, STDOUT_SOURCE, Phase, union_length
 
 # The per-epoch metric with the exact seconds the training loop was blocked in its DataLoader
 # (the zero-code instrumentation sends it; its visible waits are also ``data`` phases).
@@ -147,9 +147,9 @@ def _epoch_row(epoch: int, members: list[Phase], metrics: dict[str, Any], unit: 
                     any(p.open for p in members))
 
 
-def epochs(run: Run, all_phases: list[Phase] | None = None) -> list[EpochRow]:
-    """One row per epoch: its span, the seconds of its phases (see ``EpochRow``), its metrics."""
-    all_phases = phases(run) if all_phases is None else all_phases
+def epochs(run: Run, all_phases: list[Phase]) -> list[EpochRow]:
+    """One row per epoch of ALL_PHASES (RUN's, ``phases``): its span, the seconds of its phases
+    (see ``EpochRow``), its metrics."""
     by_epoch: dict[int, list[Phase]] = {}
     for p in all_phases:
         if p.epoch is not None:
@@ -256,8 +256,7 @@ class Unmeasured:
         return f"data wait: not measured{where} — {self.reason}"
 
 
-def data_wait_unmeasured(run: Run, rows: list[EpochRow], all_phases: list[Phase] | None = None
-                         ) -> Unmeasured | None:
+def data_wait_unmeasured(run: Run, rows: list[EpochRow], all_phases: list[Phase]) -> Unmeasured | None:
     """The rows of RUN without a data wait, and why, or None where every row has one (or
     there are no rows). A row whose epoch event has not come yet while the run records is
     left out: the zero-code instrumentation sends ``data_wait_s`` when the epoch ends.
@@ -269,7 +268,6 @@ def data_wait_unmeasured(run: Run, rows: list[EpochRow], all_phases: list[Phase]
     missing = [r.epoch for r in said if r.data_wait is None]
     if not missing:
         return None
-    all_phases = phases(run) if all_phases is None else all_phases
     sources = {p.attrs.get("source") for p in all_phases}
     summary = run.end.instrument if run.end else None
     if sources - {AUTO_SOURCE, STDOUT_SOURCE}:

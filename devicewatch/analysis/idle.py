@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..runformat.runfile import Run
-from .pairing import NO_PHASE, Phase, phases
-from .utilization import Series, series
+from .pairing import NO_PHASE, Phase
+from .utilization import Series
 from .wording import gpu_label
 
 DIP_THRESHOLD = 30.0   # % utilization under which a device counts as dipping
@@ -93,11 +93,8 @@ def _phases_at(all_phases: list[Phase], times: list[float]) -> list[str]:
     return [out[k] for k in range(len(times))]
 
 
-def device_idle(run: Run, s: Series | None = None, all_phases: list[Phase] | None = None,
-                threshold: float = DIP_THRESHOLD) -> list[DeviceIdle]:
+def device_idle(run: Run, s: Series, all_phases: list[Phase], threshold: float = DIP_THRESHOLD) -> list[DeviceIdle]:
     """Per GPU: idle fraction, mean utilization and dips. With no GPU: the same for total CPU."""
-    s = series(run) if s is None else s
-    all_phases = phases(run) if all_phases is None else all_phases
     known = s.memo.get(("device_idle", threshold))
     if known is not None and known[0] is all_phases:
         return list(known[1])

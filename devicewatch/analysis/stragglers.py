@@ -17,9 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..runformat.runfile import Run
 from .epoch_rows import EPOCH_UNIT, units_text
-from .pairing import WAIT_PHASE, Phase, phases
+from .pairing import WAIT_PHASE, Phase
 
 # The noise floor: a wait shorter than either is not a straggler. 0.1 s is several times the
 # spread of ranks released together by an all-reduce and above a cluster's NTP error; 2% of
@@ -125,9 +124,10 @@ def rank_phases(all_phases: Iterable[Phase]) -> list[RankPhase]:
     return out
 
 
-def stragglers(run: Run, all_phases: list[Phase] | None = None) -> list[EpochStragglers]:
-    """A merged run's epochs, each judged (``judge``): the rule ``report`` and the job screen share."""
-    return judge_all(rank_phases(phases(run) if all_phases is None else all_phases))
+def stragglers(all_phases: list[Phase]) -> list[EpochStragglers]:
+    """A merged run's epochs, each judged (``judge``) from its phases: the rule ``report`` and
+    the job screen share."""
+    return judge_all(rank_phases(all_phases))
 
 
 def text(row: EpochStragglers, unit: str = EPOCH_UNIT) -> str:

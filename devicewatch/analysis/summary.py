@@ -1,35 +1,24 @@
-"""Everything ``devicewatch report`` shows, computed once (``summarize``) into a typed, frozen
-``Summary``: the report reads its attributes, and ``Summary.to_json()`` is ``report --json``.
-
-Figures are rounded here, once, as they are printed; the arrays and phases they came from ride
-along (``Summary.series``, ``.phase_list``, ``.epoch_rows``, left out of the JSON) so that a view
-drawing the same run computes nothing twice.
+"""Everything ``devicewatch report`` shows of a run's figures (``figures.RunFigures``, made
+once), as printed: a typed, frozen ``Summary`` (``Summary.of``), whose attributes the report
+reads and whose ``to_json()`` is ``report --json``. Figures are rounded here, once; nothing is
+computed here that the figures do not hold.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 from ..runformat.records import EpochMetrics
-from ..runformat.runfile import Run
-from .epoch_rows import (
-    EPOCH_UNIT,
-    DataWait,
-    EpochRow,
-    Unmeasured,
-    data_wait,
-    data_wait_unmeasured,
-    epochs,
-    unit,
-)
+from .epoch_rows import EPOCH_UNIT, DataWait, EpochRow, Unmeasured
+from .figures import RunFigures
 from .idle import DeviceIdle
-from .pairing import Phase, lane_overlap, lanes, phases
-from .stragglers import EpochStragglers, stragglers
+from .pairing import lane_overlap, lanes
+from .stragglers import EpochStragglers
 from .stragglers import text as straggler_text
-from .utilization import Series, driver_sample_periods, phase_utilization, series, stats
-from .verdicts import Verdict, run_judgement
-from .wording import Failure, failure, instrumentation_text, results, run_info, status_text
+from .utilization import driver_sample_periods, stats
+from .verdicts import Verdict
+from .wording import Failure, instrumentation_text, results, run_info, status_text
 
 
 def _r(value: float | None, digits: int = 3) -> float | None:
@@ -223,10 +212,49 @@ class Summary(_Figures):
     stragglers: list[StragglerFigures]
     notices: list[Any]
     recorder_cpu_mean: float | None
-    # What the figures were computed from: for views of the same run, not printed.
-    series: Series = field(repr=False, compare=False, metadata={"json": False})
-    phase_list: list[Phase] = field(repr=False, compare=False, metadata={"json": False})
-    epoch_rows: list[EpochRow] = field(repr=False, compare=False, metadata={"json": False})
+
+    @classmethod
+    def of(cls, f: RunFigures) -> Summary:
+        """F as ``devicewatch report`` prints it (``to_json()``: ``--json``)."""
+        run = f.run
+        alignment = run.header.alignment
+        return cls(
+            file=run.path,
+            workload=run.title,
+            command=list(run.header.workload.command) or None,
+            started=run.header.started,
+            duration=round(run.duration, 3),
+            status=run.end.status if run.end else "unknown",
+            status_text=status_text(run),
+            failure=f.failure,
+            exit_code=run.end.exit_code if run.end else None,
+            ended_abruptly=run.ended_abruptly,
+            instrumentation=instrumentation_text(run),
+            host=run.header.host.to_json(),
+            run_info=run_info(run),
+            gpu=GpuState(bool(run.gpu_status and run.gpu_status[0].get("available")),
+                         run.gpu_status[0].get("reason") if run.gpu_status else None),
+            samples=len(run.samples),
+            unit=f.unit,
+            epochs=[EpochFigures.of(e, f.unit) for e in f.epoch_rows],
+            data_wait=None if f.data_wait is None else DataWaitFigures.of(f.data_wait),
+            data_wait_unmeasured=None if f.unmeasured is None else UnmeasuredFigures.of(f.unmeasured),
+            phases=f.utilization,
+            devices=[DeviceFigures.of(d) for d in f.devices],
+            lanes=lanes(f.phases),
+            overlap={k: round(v_, 3) for k, v_ in lane_overlap(f.phases).items()},
+            results=results(run),
+            verdict=VerdictFigures.of(f.verdict),
+            gpu_driver_periods=driver_sample_periods(run),
+            hosts=run.host_labels,
+            per_host=[HostSummary(h.host, h.hostname, h.samples, h.cpu_mean,
+                                  [DeviceFigures.of(d) for d in h.devices], VerdictFigures.of(h.verdict))
+                      for h in f.hosts],
+            alignment=alignment.get("text") if alignment is not None else None,
+            stragglers=straggler_figures(f.stragglers, f.unit),
+            notices=[n.message for n in run.notices],
+            recorder_cpu_mean=stats(f.series.recorder_cpu)["mean"],
+        )
 
 
 def epoch_dict(e: EpochRow, unit_: str = EPOCH_UNIT) -> dict[str, Any]:
@@ -234,9 +262,8 @@ def epoch_dict(e: EpochRow, unit_: str = EPOCH_UNIT) -> dict[str, Any]:
     return EpochFigures.of(e, unit_).to_json()
 
 
-def data_wait_dict(rows: list[EpochRow]) -> dict[str, Any] | None:
+def data_wait_dict(wait: DataWait | None) -> dict[str, Any] | None:
     """The run's data wait over all its epochs (``data_wait``), as plain data."""
-    wait = data_wait(rows)
     return None if wait is None else DataWaitFigures.of(wait).to_json()
 
 
@@ -245,65 +272,6 @@ def unmeasured_dict(found: Unmeasured | None) -> dict[str, Any] | None:
     return None if found is None else UnmeasuredFigures.of(found).to_json()
 
 
-def summarize(run: Run) -> Summary:
-    """Everything ``devicewatch report`` shows of RUN (``Summary.to_json()``: ``--json``)."""
-    s = series(run)
-    all_phases = phases(run)
-    rows = epochs(run, all_phases)
-    run_unit = unit(rows)
-    devices, v, hosts = run_judgement(run, s, all_phases)
-    wait = data_wait(rows)
-    unmeasured = data_wait_unmeasured(run, rows, all_phases)
-    alignment = run.header.alignment
-    return Summary(
-        file=run.path,
-        workload=run.title,
-        command=list(run.header.workload.command) or None,
-        started=run.header.started,
-        duration=round(run.duration, 3),
-        status=run.end.status if run.end else "unknown",
-        status_text=status_text(run),
-        failure=failure(run),
-        exit_code=run.end.exit_code if run.end else None,
-        ended_abruptly=run.ended_abruptly,
-        instrumentation=instrumentation_text(run),
-        host=run.header.host.to_json(),
-        run_info=run_info(run),
-        gpu=GpuState(bool(run.gpu_status and run.gpu_status[0].get("available")),
-                     run.gpu_status[0].get("reason") if run.gpu_status else None),
-        samples=len(run.samples),
-        unit=run_unit,
-        epochs=[EpochFigures.of(e, run_unit) for e in rows],
-        data_wait=None if wait is None else DataWaitFigures.of(wait),
-        data_wait_unmeasured=None if unmeasured is None else UnmeasuredFigures.of(unmeasured),
-        phases=phase_utilization(run, s, all_phases),
-        devices=[DeviceFigures.of(d) for d in devices],
-        lanes=lanes(all_phases),
-        overlap={k: round(v_, 3) for k, v_ in lane_overlap(all_phases).items()},
-        results=results(run),
-        verdict=VerdictFigures.of(v),
-        gpu_driver_periods=driver_sample_periods(run),
-        hosts=run.host_labels,
-        per_host=[HostSummary(h.host, h.hostname, h.samples, h.cpu_mean, [DeviceFigures.of(d) for d in h.devices],
-                              VerdictFigures.of(h.verdict)) for h in hosts],
-        alignment=alignment.get("text") if alignment is not None else None,
-        stragglers=straggler_figures(run, all_phases, run_unit),
-        notices=[n.message for n in run.notices],
-        recorder_cpu_mean=stats(s.recorder_cpu)["mean"],
-        series=s, phase_list=all_phases, epoch_rows=rows,
-    )
-
-
-def straggler_figures(run: Run, all_phases: list[Phase] | None = None,
-                      unit_: str | None = None) -> list[StragglerFigures]:
-    """``stragglers`` rounded as printed, each with its line in UNIT_'s words (the run's unit
-    where not given)."""
-    all_phases = phases(run) if all_phases is None else all_phases
-    if unit_ is None:
-        unit_ = unit(epochs(run, all_phases))
-    return [StragglerFigures.of(row, unit_) for row in stragglers(run, all_phases)]
-
-
-def straggler_rows(run: Run, all_phases: list[Phase] | None = None) -> list[dict[str, Any]]:
-    """``stragglers`` as plain data (``compare --json``); ranks as strings, as JSON keys are."""
-    return [row.to_json() for row in straggler_figures(run, all_phases)]
+def straggler_figures(rows: list[EpochStragglers], unit_: str) -> list[StragglerFigures]:
+    """Stragglers ROWS (``stragglers``) rounded as printed, each with its line in UNIT_'s words."""
+    return [StragglerFigures.of(row, unit_) for row in rows]

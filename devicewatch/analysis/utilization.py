@@ -12,7 +12,7 @@ import numpy as np
 from .. import nanmath
 from ..runformat.runfile import Run
 from ..runformat.percent import MISSING_PERCENT
-from .pairing import NO_PHASE, Phase, phases, union_length
+from .pairing import NO_PHASE, Phase, union_length
 
 
 @dataclass
@@ -167,15 +167,12 @@ def _stats_of_counts(counts: np.ndarray) -> list[dict[str, float | None]]:
             for count, m, p in zip(n, means, p95)]
 
 
-def phase_utilization(run: Run, s: Series | None = None,
-                      all_phases: list[Phase] | None = None) -> dict[str, dict[str, Any]]:
+def phase_utilization(run: Run, s: Series, all_phases: list[Phase]) -> dict[str, dict[str, Any]]:
     """Mean and p95 of total CPU, each core and each GPU while each phase name is active.
 
     A sample counts for every phase name active at its time (overlapped lanes count for
     both); samples outside every phase count under ``(no phase)``.
     """
-    s = series(run) if s is None else s
-    all_phases = phases(run) if all_phases is None else all_phases
     names: dict[str, list[tuple[float, float]]] = {}
     for p in all_phases:
         names.setdefault(p.name, []).append((p.start, p.end))

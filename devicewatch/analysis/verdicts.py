@@ -1,6 +1,6 @@
 """The verdict: one label and one line naming what limits the run (GPU-, launch-, input-,
 validation-, CPU-bound, serial, waiting…), with the figures it rests on; a merged run's node by
-node (``run_judgement``). The thresholds are listed beside their labels in docs/verdicts.md.
+node (``figures.run_figures`` judges each and joins them). The thresholds are listed beside their labels in docs/verdicts.md.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from ..runformat.runfile import Run
 from ..runformat.percent import MISSING_PERCENT
 from .contention import CONTENDED_SHARE, CONTENDED_WAIT, Contention, contention
 from .core_sentences import OTHERS_NOTABLE, Cores, counted
-from .epoch_rows import DataWait, EpochRow, data_wait, epochs
-from .idle import IDLE_THRESHOLD, DeviceIdle, device_idle
-from .pairing import Phase, lane_overlap, phases, union_length
-from .utilization import Series, active_mask, series, sm_active_mean, stats
+from .epoch_rows import DataWait, EpochRow
+from .idle import IDLE_THRESHOLD, device_idle
+from .pairing import Phase, lane_overlap, union_length
+from .utilization import Series, active_mask, sm_active_mean
 
 SM_ACTIVE_LOW = 50.0   # % SM activity under which a busy GPU is launch-bound, not GPU-bound
 
@@ -244,20 +244,19 @@ def lane_use(all_phases: list[Phase]) -> LaneUse:
     return LaneUse(overlap["overlap_fraction"], busy, names)
 
 
-def verdict(run: Run, s: Series | None = None, all_phases: list[Phase] | None = None,
-            epoch_rows: list[EpochRow] | None = None, held: str | None = None) -> Verdict:
+def verdict(run: Run, s: Series, all_phases: list[Phase], epoch_rows: list[EpochRow],
+            wait: DataWait | None, held: str | None = None) -> Verdict:
     """The run in one line: what limited it (docs/verdicts.md lists the labels, their order and
     thresholds). Judged on the samples inside the workload's phases while it was not stopped, in
     cores busy, by what its lanes did side by side, and by how long its training loop waited on
-    data. ``epoch_rows``: ``epochs(run, all_phases)`` where the caller keeps them already (the
-    live model).
+    data: RUN's series S, its phases, its EPOCH_ROWS (``epochs``) and their WAIT (``data_wait``),
+    as the one who built them (``figures.run_figures``, or the live model, incrementally) hands
+    them over.
 
     ``held``: the label a live view showed before: it stands while the figures are within their
     margins of giving it, so a figure hovering at a threshold does not flip the verdict while
     the run goes on (the verdict says so in ``held``; the live view lets such a label stand for
     ``HOLD_SECONDS`` at most). A finished run is judged without it."""
-    s = series(run) if s is None else s
-    all_phases = phases(run) if all_phases is None else all_phases
     ended = run.end is not None
     # The run's time and samples as the dashboard's header counts them (its last record's time).
     elapsed = max(float(s.t[-1]) if len(s.t) else 0.0, run.duration)
@@ -293,8 +292,7 @@ def verdict(run: Run, s: Series | None = None, all_phases: list[Phase] | None = 
     shared = contention(run, s, in_run)
     cpu = cpu_use(s, in_run, cores, shared.allowed, shared.others)
     lanes_ = lane_use(all_phases)
-    rows = epochs(run, all_phases) if epoch_rows is None else epoch_rows
-    wait = data_wait(rows)
+    rows = epoch_rows
     figures: dict[str, float] = {"cpu_mean": round(cpu.total, 1), "busiest_core_mean": round(cpu.busiest, 1),
                                  "cores": cores, "cores_busy": round(cpu.machine, 2)}
     if cpu.allowed is not None:
@@ -512,45 +510,3 @@ def _cpu_verdict(cpu: CpuUse, lanes_: LaneUse, figures: dict[str, float], th: Th
 def _beside(cpu: CpuUse) -> str:
     """``, and other programs took 1.2 of 2 cores`` where they took enough to tell."""
     return f", and {cpu.counts.others(cpu.others)}" if cpu.others is not None and cpu.others >= OTHERS_NOTABLE else ""
-
-
-@dataclass
-class HostFigures:
-    """One node of a merged run, judged on its own machine's samples and its own ranks' phases."""
-
-    host: str
-    hostname: str | None
-    samples: int
-    cpu_mean: float | None
-    devices: list[DeviceIdle]
-    verdict: Verdict
-
-
-def host_figures(run: Run) -> list[HostFigures]:
-    """A merged run's nodes one by one (the nodes' samples interleave in time, so dips and a
-    verdict over all of them together would describe no machine). Empty for one node's run."""
-    out = []
-    for label in run.host_labels:
-        node = run.of_host(label)
-        s, node_phases = series(node), phases(node)
-        out.append(HostFigures(label, node.header.host.hostname, len(node.samples),
-                               stats(s.cpu_total)["mean"], device_idle(node, s, node_phases),
-                               verdict(node, s, node_phases)))
-    return out
-
-
-def run_judgement(run: Run, s: Series | None = None, all_phases: list[Phase] | None = None
-                  ) -> tuple[list[DeviceIdle], Verdict, list[HostFigures]]:
-    """The devices and the verdict of a run. For a merged run, each node's: its devices named
-    ``node 0: GPU 0 …``, and one verdict joining the nodes' (label ``mixed`` where they differ)."""
-    hosts = host_figures(run)
-    if not hosts:
-        s = series(run) if s is None else s
-        all_phases = phases(run) if all_phases is None else all_phases
-        return device_idle(run, s, all_phases), verdict(run, s, all_phases), []
-    devices = [replace(d, device=f"{h.host}: {d.device}") for h in hosts for d in h.devices]
-    labels = {h.verdict.label for h in hosts}
-    joined = Verdict(labels.pop() if len(labels) == 1 else "mixed",
-                     "; ".join(f"{h.host}: {h.verdict.text}" for h in hosts),
-                     {h.host: h.verdict.figures for h in hosts})  # type: ignore[misc]
-    return devices, joined, hosts

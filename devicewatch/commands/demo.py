@@ -201,7 +201,7 @@ def _verdict(path: str | os.PathLike[str]) -> Verdict | None:
     from ..runformat.runfile import load
 
     try:
-        return analysis.verdict(load(path))
+        return analysis.run_figures(load(path)).verdict
     except (RunFileError, OSError):
         return None
 

@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+from ..analysis import run_figures
 from ..errors import UsageError
 from ..render import export
 from ..job_files import load_run
@@ -55,19 +56,20 @@ def run(args: argparse.Namespace) -> int:
     paths = export.output_paths(args.format, output)
     claimed(paths, args.overwrite)
     recording = load_run(args.file, say=lambda line: print(f"devicewatch: {line}", file=sys.stderr))
+    figures = run_figures(recording)
     try:
         if args.format == "perfetto":
             written = [paths[0]]
             with open(paths[0], "w", encoding="utf-8") as handle:
-                json.dump(export.perfetto(recording), handle, separators=(",", ":"), allow_nan=False, default=str)
+                json.dump(export.perfetto(figures), handle, separators=(",", ":"), allow_nan=False, default=str)
         elif args.format == "csv":
-            written = export.write_csv(recording, output)
+            written = export.write_csv(figures, output)
         elif args.format == "parquet":
-            written = export.write_parquet(recording, output)
+            written = export.write_parquet(figures, output)
         else:
             written = [paths[0]]
             with open(paths[0], "w", encoding="utf-8") as handle:
-                handle.write(export.svg(recording))
+                handle.write(export.svg(figures))
     except IsADirectoryError as exc:
         raise UsageError(f"export: {exc.filename or paths[0]} is a directory; give a file name") from None
     except OSError as exc:

@@ -29,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
                       for n in merged.nodes)
     print(f"merged {nodes} into {args.output}")
     print(f"alignment: {merged.alignment['text']}")
-    for line in straggler_lines(analysis.straggler_figures(runfile.load(args.output))):
+    figures = analysis.run_figures(runfile.load(args.output))
+    for line in straggler_lines(analysis.straggler_figures(figures.stragglers, figures.unit)):
         print(line)
     return 0

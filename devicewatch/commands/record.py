@@ -36,13 +36,14 @@ def options_of(args: argparse.Namespace) -> RecordOptions:
 def run(args: argparse.Namespace) -> int:
     # Here, not at the top: cli imports this module for every command, and only --record
     # needs the recorder (psutil, the probes) and the report's tables (rich).
+    from ..analysis import run_figures
     from ..recorder import record
     from ..render.report import report_text
     from ..runformat.runfile import load
 
     options = options_of(args)
     code = record(options)
-    summary = report_text(load(options.output))  # as wide as `report` makes it: the terminal's, or COLUMNS
+    summary = report_text(run_figures(load(options.output)))  # as wide as `report` makes it: the terminal's, or COLUMNS
     try:
         print(summary, end="", file=sys.stdout)
         sys.stdout.flush()

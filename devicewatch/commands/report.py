@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from ..analysis import summarize
+from ..analysis import Summary, run_figures
 from ..job_files import load_run
 
 NAME = "report"
@@ -28,15 +28,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     recording = load_run(args.file, say=lambda line: print(f"devicewatch: {line}", file=sys.stderr))
+    figures = run_figures(recording)
     if args.json:
-        from ..analysis.advice import shown
-
-        summary = summarize(recording)
-        figures = dict(summary.to_json(), advice=[a.to_json() for a in shown(recording)])
-        print(json.dumps(figures, indent=2, default=str))
+        print(json.dumps(dict(Summary.of(figures).to_json(), advice=[a.to_json() for a in figures.advice]),
+                         indent=2, default=str))
         return 0
     from ..render.report import report_text  # rich and plotext: not for --json
 
     chart = (args.chart or sys.stdout.isatty()) and not args.no_chart
-    print(report_text(recording, chart=chart, width=args.width), end="")
+    print(report_text(figures, chart=chart, width=args.width), end="")
     return 0

@@ -83,7 +83,7 @@ def ending(source: LiveSource, left_recording: bool, wait: float = ENDING_WAIT) 
     where the recording is, and for a finished run how it ended and its verdict, in report's
     words; a run that failed says why first, and its verdict only where it judged something. A
     run still ending (left from the home screen, or given a signal) has WAIT seconds."""
-    from ..analysis import failure, status_text, verdict, verdict_beside
+    from ..analysis import failure, run_figures, status_text, verdict_beside
     from ..runformat.runfile import RunFileError, load
 
     if left_recording:
@@ -99,7 +99,7 @@ def ending(source: LiveSource, left_recording: bool, wait: float = ENDING_WAIT) 
         return []  # nothing recorded: the recorder's error says why
     if not run.finished:
         return [f"recording: {source.path} (not finished)"]
-    judged = verdict(run)
+    judged = run_figures(run).verdict
     found = failure(run)
     if found is None:
         return [f"recording: {source.path} ({status_text(run)})", inert(f"verdict: {judged.text}")]

@@ -614,14 +614,21 @@ class RunModel:
         if held is not None and self._held_since is not None \
                 and self.latest - self._held_since >= analysis.HOLD_SECONDS:
             held = None
-        self.verdict = analysis.verdict(self.machine, self.series(), all_phases=self.phases if own else None,
-                                        epoch_rows=self.epoch_rows if own else None, held=held)
+        s = self.series()
+        if own:
+            all_phases, rows = self.phases, self.epoch_rows
+        else:
+            all_phases = analysis.phases(self.machine)
+            rows = analysis.epochs(self.machine, all_phases)
+        wait = analysis.data_wait(rows)
+        self.verdict = analysis.verdict(self.machine, s, all_phases, rows, wait, held=held)
         if not self.verdict.held:
             self._held_since = None
         elif self._held_since is None:
             self._held_since = self.latest
-        # What to try next rests on the verdict's figures: worked out with it, never in a render.
-        self.advice = advice_.shown(self.machine, self.verdict)
+        # What to try next rests on the figures the verdict was judged on: worked out with it,
+        # from them (never again from the whole run), and never in a render.
+        self.advice = advice_.shown(self.machine, s, all_phases, rows, wait, self.verdict)
         # Judged over the whole run, the verdict costs more as the run grows: it comes again
         # when it has cost at most VERDICT_SHARE of the time since (every 3 s while it is cheap).
         self._verdict_wait = max(self.VERDICT_EVERY, (self.cpu_clock() - began) / self.VERDICT_SHARE)

@@ -81,8 +81,8 @@ def _finite(value: Any) -> bool:
 
 # -- Perfetto / Chrome trace ----------------------------------------------------------------
 
-def perfetto(run: Run) -> dict[str, Any]:
-    """The run as Chrome trace JSON ("traceEvents"), which ui.perfetto.dev and chrome://tracing open.
+def perfetto(figures: analysis.RunFigures) -> dict[str, Any]:
+    """A run's FIGURES as Chrome trace JSON ("traceEvents"), which ui.perfetto.dev and chrome://tracing open.
 
     One process per machine (a merged multi-node run has one per host, its ranks' lanes as its
     tracks): a counter track ("C") per core, total CPU, the workload's CPU and memory, and per
@@ -91,19 +91,20 @@ def perfetto(run: Run) -> dict[str, Any]:
     track; markers and epoch metrics as instants ("i"). Timestamps are microseconds since the
     run started.
     """
-    hosts = run.host_labels
-    if hosts:
-        trace = [event for pid, label in enumerate(hosts, start=1)
-                 for event in _process(run.of_host(label), pid, f"{label}: {run.title}")]
+    run = figures.run
+    if figures.hosts:
+        trace = [event for pid, h in enumerate(figures.hosts, start=1)
+                 for event in _process(h.run, h.phases, h.epoch_rows, pid, f"{h.host}: {run.title}")]
     else:
-        trace = _process(run, PID, f"devicewatch: {run.title}")
+        trace = _process(run, figures.phases, figures.epoch_rows, PID, f"devicewatch: {run.title}")
     return {"traceEvents": trace, "displayTimeUnit": "ms",
             "otherData": {"source": "devicewatch", "file": run.path, "workload": run.title,
                           "started": run.header.started, "duration_s": round(run.duration, 3)}}
 
 
-def _process(run: Run, pid: int, name: str) -> list[dict[str, Any]]:
-    """One machine's tracks, as trace events of process ``pid``."""
+def _process(run: Run, all_phases: list[analysis.Phase], epoch_rows: list[analysis.EpochRow], pid: int,
+             name: str) -> list[dict[str, Any]]:
+    """One machine's tracks (its run, phases and epoch rows), as trace events of process ``pid``."""
     trace: list[dict[str, Any]] = []
     def meta(name: str, tid: int, args: dict[str, Any]) -> dict[str, Any]:
         return {"name": name, "ph": "M", "pid": pid, "tid": tid, "args": args}
@@ -131,7 +132,6 @@ def _process(run: Run, pid: int, name: str) -> list[dict[str, Any]]:
         counters(f"GPU {g} power W", power[:, g])
 
     tid = 1
-    all_phases = analysis.phases(run)
     for lane in analysis.lanes(all_phases):
         members = [p for p in all_phases if p.lane == lane]
         tracks = assign_tracks((p.start, p.end) for p in members)
@@ -149,7 +149,6 @@ def _process(run: Run, pid: int, name: str) -> list[dict[str, Any]]:
                           "ts": start, "dur": max(0, _us(p.end) - start), "args": args})
         tid += max(tracks) + 1
 
-    epoch_rows = analysis.epochs(run, all_phases)
     if epoch_rows:
         tracks = assign_tracks((e.start, e.end) for e in epoch_rows)
         for k in range(max(tracks) + 1):
@@ -195,8 +194,9 @@ def csv_paths(out: str) -> tuple[str, str, str]:
     return f"{base}_samples.csv", f"{base}_epochs.csv", f"{base}_phases.csv"
 
 
-def sample_columns(run: Run) -> dict[str, Any]:
-    """The samples as named columns (NumPy arrays), one per CSV and Parquet column."""
+def sample_columns(run: Run, all_phases: list[analysis.Phase]) -> dict[str, Any]:
+    """The samples as named columns (NumPy arrays), one per CSV and Parquet column; the phases
+    (``analysis.phases``) active at each."""
     import numpy as np
 
     c = run.samples
@@ -216,7 +216,7 @@ def sample_columns(run: Run) -> dict[str, Any]:
         columns[f"gpu{g}_power_w"] = power[:, g]
     labels = np.empty(len(c.t), dtype=np.object_)
     labels[:] = ""
-    for p in analysis.phases(run):  # the phases active at each sample, in name order
+    for p in all_phases:  # the phases active at each sample, in name order
         lo, hi = np.searchsorted(c.t, p.start, side="left"), np.searchsorted(c.t, p.end, side="right")
         labels[lo:hi] = [_add_name(x, p.name) for x in labels[lo:hi]] if hi - lo < 2 else \
             _add_names(labels[lo:hi], p.name)
@@ -237,9 +237,9 @@ def _add_names(labels: Any, name: str) -> Any:
     return out
 
 
-def sample_rows(run: Run) -> tuple[list[str], list[list[Any]]]:
+def sample_rows(run: Run, all_phases: list[analysis.Phase]) -> tuple[list[str], list[list[Any]]]:
     """One row per sample; empty cells where a value was not measured (pandas reads NaN)."""
-    columns = sample_columns(run)
+    columns = sample_columns(run, all_phases)
     header = list(columns)
     lists = []
     for name, values in columns.items():
@@ -251,8 +251,7 @@ def sample_rows(run: Run) -> tuple[list[str], list[list[Any]]]:
     return header, [list(row) for row in zip(*lists)]
 
 
-def epoch_rows(run: Run) -> tuple[list[str], list[list[Any]]]:
-    rows = analysis.epochs(run)
+def epoch_rows(rows: list[analysis.EpochRow]) -> tuple[list[str], list[list[Any]]]:
     metrics = list(dict.fromkeys(name for e in rows for name in e.metrics))
     header = ["epoch", "start", "end", "total", "train", "validate", "other", *metrics]
     return header, [[e.epoch, round(e.start, 6), round(e.end, 6), round(e.total, 6), round(e.train, 6),
@@ -260,10 +259,10 @@ def epoch_rows(run: Run) -> tuple[list[str], list[list[Any]]]:
                     for e in rows]
 
 
-def phase_rows(run: Run) -> tuple[list[str], list[list[Any]]]:
+def phase_rows(all_phases: list[analysis.Phase]) -> tuple[list[str], list[list[Any]]]:
     header = ["name", "kind", "lane", "epoch", "start", "end", "duration", "open"]
     return header, [[p.name, p.kind, p.lane, p.epoch, round(p.start, 6), round(p.end, 6),
-                     round(p.duration, 6), int(p.open)] for p in analysis.phases(run)]
+                     round(p.duration, 6), int(p.open)] for p in all_phases]
 
 
 def _write_csv(path: str, header: list[str], rows: list[list[Any]]) -> None:
@@ -274,9 +273,10 @@ def _write_csv(path: str, header: list[str], rows: list[list[Any]]) -> None:
             writer.writerow(["" if v is None else csv_cell(v) for v in row])
 
 
-def write_csv(run: Run, out: str) -> list[str]:
+def write_csv(figures: analysis.RunFigures, out: str) -> list[str]:
     paths = csv_paths(out)
-    for path, (header, rows) in zip(paths, (sample_rows(run), epoch_rows(run), phase_rows(run))):
+    tables = (sample_rows(figures.run, figures.phases), epoch_rows(figures.epoch_rows), phase_rows(figures.phases))
+    for path, (header, rows) in zip(paths, tables):
         _write_csv(path, header, rows)
     return list(paths)
 
@@ -289,7 +289,7 @@ def parquet_paths(out: str) -> tuple[str, str, str]:
     return f"{base}_samples.parquet", f"{base}_epochs.parquet", f"{base}_phases.parquet"
 
 
-def write_parquet(run: Run, out: str) -> list[str]:
+def write_parquet(figures: analysis.RunFigures, out: str) -> list[str]:
     """Samples, epochs and phases as Parquet tables (pyarrow, the ``parquet`` extra), for pandas,
     polars and DuckDB; sample columns are written from the arrays, no row is built."""
     try:
@@ -300,11 +300,11 @@ def write_parquet(run: Run, out: str) -> list[str]:
 
         raise UsageError("export: Parquet needs pyarrow (pip install 'devicewatch[parquet]')") from None
     paths = parquet_paths(out)
-    columns = sample_columns(run)
+    columns = sample_columns(figures.run, figures.phases)
     arrays = {name: pa.array(values, type=pa.string() if name == "phases" else pa.float64(), from_pandas=True)
               for name, values in columns.items()}
     pq.write_table(pa.table(arrays), paths[0])
-    for path, (header, rows) in zip(paths[1:], (epoch_rows(run), phase_rows(run))):
+    for path, (header, rows) in zip(paths[1:], (epoch_rows(figures.epoch_rows), phase_rows(figures.phases))):
         table = pa.table({name: [row[i] for row in rows] for i, name in enumerate(header)})
         pq.write_table(table, path)
     return list(paths)
@@ -325,12 +325,10 @@ def _reduce(t: list[float], v: list[float], buckets: int) -> tuple[list[float], 
     return rt.tolist(), rv.tolist()
 
 
-def svg(run: Run, width: int = 1200) -> str:
+def svg(figures: analysis.RunFigures, width: int = 1200) -> str:
     """Utilization charts (CPU, then one per GPU) on one time axis, phases shaded, epoch lines,
     and a strip per lane showing the phases: the dip picture, for a slide."""
-    s = analysis.series(run)
-    all_phases = analysis.phases(run)
-    epoch_list = analysis.epochs(run, all_phases)
+    run, s, all_phases, epoch_list = figures.run, figures.series, figures.phases, figures.epoch_rows
     duration = max(run.duration, float(s.t[-1]) if len(s.t) else 0.0, 1e-3)
     left, right, top = 70, 20, 50
     plot_w = width - left - right
@@ -342,9 +340,8 @@ def svg(run: Run, width: int = 1200) -> str:
         return [a for a, _ in pairs], [b for _, b in pairs]
 
     # A merged run's nodes are different machines: a CPU chart and GPU charts per node.
-    machines = [(f"{label}: ", run.of_host(label)) for label in run.host_labels] or [("", run)]
-    for prefix, machine in machines:
-        m = s if machine is run else analysis.series(machine)
+    machines = [(f"{h.host}: ", h.run, h.series) for h in figures.hosts] or [("", run, s)]
+    for prefix, machine, m in machines:
         t_list = m.t.tolist()
         cpu_lines = []
         spread = None
@@ -466,7 +463,7 @@ def svg(run: Run, width: int = 1200) -> str:
         parts.append(f'<rect x="{lx}" y="{legend_y - 10}" width="12" height="12" fill="{PHASE_COLOURS[kind]}"/>')
         parts.append(f'<text x="{lx + 16}" y="{legend_y}">{escape(kind)}</text>')
         lx += 30 + 8 * len(kind)
-    parts.append(f'<text x="{lx + 10}" y="{legend_y}" fill="#555">{escape(analysis.verdict(run).text)}</text>')
+    parts.append(f'<text x="{lx + 10}" y="{legend_y}" fill="#555">{escape(figures.verdict.text)}</text>')
     parts.append('</svg>')
     return "\n".join(parts) + "\n"
 

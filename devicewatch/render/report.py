@@ -89,7 +89,7 @@ def partial_text(summary: analysis.Summary) -> str | None:
             f"{'it' if len(cut) == 1 else 'them'}); {'its' if len(cut) == 1 else 'their'} seconds run to the end")
 
 
-def phase_clocks(run: Run, names: list[str]) -> list[str] | None:
+def phase_clocks(run: Run, all_phases: list[analysis.Phase], names: list[str]) -> list[str] | None:
     """Each phase's mean core clock in MHz (every core's readings while it was active, as its
     utilization counts samples), "-" where it had none; None where the run recorded no clock."""
     mhz = run.samples.cpu_mhz
@@ -98,7 +98,7 @@ def phase_clocks(run: Run, names: list[str]) -> list[str] | None:
     read = ~np.isnan(mhz).all(axis=1)
     t, mean = run.samples.t[read], np.nanmean(mhz[read], axis=1)
     intervals: dict[str, list[tuple[float, float]]] = {}
-    for phase in analysis.phases(run):
+    for phase in all_phases:
         intervals.setdefault(phase.name, []).append((phase.start, phase.end))
     active = {name: active_mask(t, spans) for name, spans in intervals.items()}  # the analysis's rule
     outside = ~np.logical_or.reduce(list(active.values())) if active else np.ones(len(t), bool)
@@ -110,9 +110,10 @@ def phase_clocks(run: Run, names: list[str]) -> list[str] | None:
 
 
 
-def tables(run: Run, summary: analysis.Summary, width: int = DEFAULT_WIDTH) -> list[Any]:
-    """The report as rich renderables laid out for WIDTH; shared with the recorder's
-    end-of-run summary."""
+def tables(figures: analysis.RunFigures, width: int = DEFAULT_WIDTH) -> list[Any]:
+    """The report of a run's FIGURES as rich renderables laid out for WIDTH; shared with the
+    recorder's end-of-run summary."""
+    run, summary = figures.run, analysis.Summary.of(figures)
     # Why it failed comes first: it is the news, whatever the figures after it say.
     out: list[Any] = [inert(summary.failure.text)] if summary.failure is not None else []
     if summary.status not in ("ok", "trial", "cancelled") and not summary.lanes:
@@ -178,7 +179,7 @@ def tables(run: Run, summary: analysis.Summary, width: int = DEFAULT_WIDTH) -> l
         if cores <= PER_CORE_TEXT_LIMIT:
             columns += [Column(f"core {c}", [both(e["cores"][c]) for e in entries]) for c in range(cores)]
         columns += [Column(f"GPU {g}", [both(e["gpus"][g]) for e in entries]) for g in range(gpus)]
-        clocks = phase_clocks(run, list(phases))
+        clocks = phase_clocks(run, figures.phases, list(phases))
         if clocks is not None:
             columns.append(Column("clock MHz", clocks))
         out += fit("Utilization per phase (mean / p95)", [Column("phase", list(phases), "left", wrap=True)],
@@ -230,7 +231,7 @@ def tables(run: Run, summary: analysis.Summary, width: int = DEFAULT_WIDTH) -> l
         out += [f"verdict {h.host}: {h.verdict.text}" for h in summary.per_host]
     else:
         out.append(f"verdict: {summary.verdict.text}")
-        out += ["advice: " + advice.text(a) for a in advice.shown(run)]
+        out += ["advice: " + advice.text(a) for a in figures.advice]
     return out
 
 
@@ -238,15 +239,14 @@ def tables(run: Run, summary: analysis.Summary, width: int = DEFAULT_WIDTH) -> l
 MARKERS = [("hd", "▚"), ("braille", "⢕"), ("dot", "•"), ("+", "+"), ("x", "x"), ("o", "o"), ("*", "*"), ("#", "#")]
 
 
-def timeline_chart(run: Run, width: int = 100, height: int = 18, summary: analysis.Summary | None = None) -> str:
-    """Utilization over time with epoch boundaries, as plotext text (no colour codes); from
-    SUMMARY's series and epochs where the report has them already. Drawn with plotext 6's
+def timeline_chart(figures: analysis.RunFigures, width: int = 100, height: int = 18) -> str:
+    """Utilization over time with epoch boundaries, as plotext text (no colour codes); from the
+    run's FIGURES (its series and epoch rows). Drawn with plotext 6's
     figure API; each series reaches plotext as at most a minimum and a maximum per braille dot
     column (so a dip survives), so an hour's run draws as fast as a minute's."""
     import plotext as plt
 
-    summary = analysis.summarize(run) if summary is None else summary
-    s = summary.series
+    s = figures.series
     fig = plt.figure
     fig.clear()
     plt.terminal.limit(False, False)  # the report chose the size; plotext must not shrink it to the terminal's
@@ -262,34 +262,33 @@ def timeline_chart(run: Run, width: int = 100, height: int = 18, summary: analys
     for (t, values, _), (marker, _) in zip(lines, markers):
         t, values = minmax(t, values, buckets=2 * width)
         fig.draw(fig.signal(t.tolist(), values.tolist(), marker=marker).lines())
-    for start in sorted({e.start for e in summary.epoch_rows}):
+    for start in sorted({e.start for e in figures.epoch_rows}):
         fig.line(start, orientation="vertical")
     first, last = min((t[0] for t, _, _ in lines), default=0.0), max((t[-1] for t, _, _ in lines), default=0.0)
     if last > first:
         fig.ruler("x").lim(float(first), float(last))  # the samples' span: epoch lines do not widen it
     fig.ruler("y").lim(0, 100)
-    fig.label(f"seconds (vertical lines: {summary.unit} starts)")
-    title = f"Utilization: {run.title}"
+    fig.label(f"seconds (vertical lines: {figures.unit} starts)")
+    title = f"Utilization: {figures.run.title}"
     fig.title(title if len(title) < width else title[:width - 2] + "…")  # plotext drops a title too long
     chart = "\n".join(line.rstrip() for line in str(fig.build().string(colorless=True)).splitlines())
     key = "   ".join(f"{look} {label}" for (_, _, label), (_, look) in zip(lines, markers))
     return chart + "\n" + "".join(line + "\n" for line in textwrap.wrap(key, width, break_on_hyphens=False))
 
 
-def report_text(run: Run, chart: bool = False, width: int | None = None) -> str:
-    """The report as plain text WIDTH columns wide (default: ``fit.output_width``)."""
+def report_text(figures: analysis.RunFigures, chart: bool = False, width: int | None = None) -> str:
+    """The report of a run's FIGURES as plain text WIDTH columns wide (default: ``fit.output_width``)."""
     width = output_width(width)
-    summary = analysis.summarize(run)
     buffer = io.StringIO()
     # No markup: every string here may come from the run file, and "[" in a name is just "[".
     console = Console(file=buffer, width=width, force_terminal=False, no_color=True, highlight=False,
                       markup=False, emoji=False)
-    for item in tables(run, summary, width):
+    for item in tables(figures, width):
         console.print(item)
     text = "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())  # rich pads to the width
-    if chart and run.samples:
+    if chart and figures.run.samples:
         try:
-            text += "\n" + timeline_chart(run, width=min(width, 120), summary=summary)
+            text += "\n" + timeline_chart(figures, width=min(width, 120))
         except ImportError:
             text += "\n(timeline not drawn: plotext is not installed)\n"
     return inert(text, newlines=True)  # the output has no escape codes of its own

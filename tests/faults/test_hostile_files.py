@@ -17,7 +17,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from devicewatch import compare, safe_text
+from devicewatch import analysis, compare, safe_text
 from devicewatch.runformat import runfile
 from devicewatch.render import export
 from devicewatch.render.compare_text import comparison_text
@@ -77,7 +77,7 @@ def test_report_and_compare_show_hostile_strings_as_text(tmp_path, strings):
     path = tmp_path / "hostile.jsonl"
     hostile_run(path, strings)
     run = runfile.load(path)
-    assert_inert(report_text(run, chart=True))
+    assert_inert(report_text(analysis.run_figures(run), chart=True))
     other = runfile.load(path)
     assert_inert(comparison_text(compare.comparison(run, other)))
 
@@ -92,9 +92,9 @@ def test_export_writes_no_formula_and_only_where_told(tmp_path, strings):
     path = work / "hostile.jsonl"
     hostile_run(path, strings)
     run = runfile.load(path)
-    written = export.write_csv(run, str(work / "out"))
-    (work / "out.json").write_text(json.dumps(export.perfetto(run)))
-    (work / "out.svg").write_text(export.svg(run))
+    written = export.write_csv(analysis.run_figures(run), str(work / "out"))
+    (work / "out.json").write_text(json.dumps(export.perfetto(analysis.run_figures(run))))
+    (work / "out.svg").write_text(export.svg(analysis.run_figures(run)))
     expected = {"hostile.jsonl", "out_samples.csv", "out_epochs.csv", "out_phases.csv", "out.json", "out.svg"}
     assert {p.name for p in work.iterdir()} == expected
     assert sorted(os.path.basename(p) for p in written) == sorted(expected & {n for n in expected if n.endswith(".csv")})

@@ -39,5 +39,5 @@ def test_lightning_fit_records_phases_metrics_and_run_info(tmp_path):
     assert [e["metrics"]["steps"] for e in run.events if e["kind"] == "epoch"] == [4, 4]
     # the callback the script passed is the only one: the instrumentation added none
     assert all("source" not in e for e in run.events if e["kind"] in ("phase_begin", "epoch"))
-    rows = analysis.epochs(run)
+    rows = analysis.epochs(run, analysis.phases(run))
     assert [r.epoch for r in rows] == [1, 2] and all(r.train > 0 and r.validate > 0 for r in rows)

@@ -103,7 +103,7 @@ def check_merged(tmp_path: Path, files: list[str]) -> runfile.Run:
     assert run.header.raw["alignment"]["hosts"] == 1
     assert 0 <= run.header.raw["alignment"]["same_host_error_s"] < 1e-3
     assert [e.epoch for e in analysis.epochs(run, all_phases)] == [1, 2, 3]
-    rows = analysis.stragglers(run, all_phases)
+    rows = analysis.stragglers(all_phases)
     assert [r.epoch for r in rows] == [1, 2, 3]
     for row in rows:  # rank 1 sleeps SLOW_BY in each train phase; rank 0 waits at the barrier
         assert row.last_rank == 1 and set(row.finished) == {0, 1}

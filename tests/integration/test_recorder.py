@@ -41,7 +41,7 @@ def test_demo_records_three_epochs_with_phases_and_a_verdict(tmp_path):
     assert result.returncode == 0, result.stderr
     run = load(out)
     assert run.end.status == "ok" and run.end.exit_code == 0
-    assert [e.epoch for e in analysis.epochs(run)] == [1, 2, 3]
+    assert [e.epoch for e in analysis.epochs(run, analysis.phases(run))] == [1, 2, 3]
     names = {(p.name, p.epoch) for p in analysis.phases(run)}
     assert {("train", 1), ("validate", 3)} <= names
     assert run.samples and len(run.samples[0]["cpu"]) == os.cpu_count()
@@ -67,7 +67,7 @@ def test_a_plain_script_with_keras_style_epoch_lines(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "Epoch 2/3" in result.stdout  # echoed
     run = load(out)
-    rows = analysis.epochs(run)
+    rows = analysis.epochs(run, analysis.phases(run))
     assert [r.epoch for r in rows] == [1, 2, 3]
     assert sum(1 for line in run.logs if line.line.startswith("Epoch")) == 3
     # Each epoch begins when its line was read and ends where the next begins (the last, with

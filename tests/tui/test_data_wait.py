@@ -37,11 +37,11 @@ def waiting_run(path, data_seconds: tuple[float, float] = (2.0, 1.0), metric: fl
 
 
 def test_the_share_is_the_metric_else_the_data_phases_over_the_epoch(tmp_path):
-    rows = analysis.epochs(runfile.load(waiting_run(tmp_path / "w.jsonl")))
+    rows = analysis.run_figures(runfile.load(waiting_run(tmp_path / "w.jsonl"))).epoch_rows
     assert [r.total for r in rows] == [10.0, 10.0]
     # Epoch 1: 2 s + 1 s of data phases in 10 s; epoch 2: 2.5 s by its metric, no data phase.
     assert [r.data_wait_share for r in rows] == [pytest.approx(0.3), pytest.approx(0.25)]
-    unmeasured = analysis.epochs(runfile.load(waiting_run(tmp_path / "u.jsonl", metric=None)))[1]
+    unmeasured = analysis.run_figures(runfile.load(waiting_run(tmp_path / "u.jsonl", metric=None))).epoch_rows[1]
     assert unmeasured.data_wait_share is None
 
 
@@ -83,8 +83,8 @@ def test_the_epochs_panel_shows_segments_with_their_steps_and_why_no_data_wait(t
     from tests.unit.test_units_and_wait import segment_run
 
     run = segment_run(tmp_path / "s.jsonl")
-    found = analysis.data_wait_unmeasured(run, analysis.epochs(run))
-    lines = epoch_bars(analysis.epochs(run), 60, 10, found.text).plain.splitlines()
+    found = analysis.run_figures(run).unmeasured
+    lines = epoch_bars(analysis.epochs(run, analysis.phases(run)), 60, 10, found.text).plain.splitlines()
     # Figures " = 2.0 + 0.5 + 0.0  250 steps" (29 wide) leave a 60 - 12 - 29 = 19-cell bar:
     # 7.6 cells a second of the longest 2.5 s, train 15 and validate 4 (the total is padded
     # to 4). No loop column: nothing measured a wait.
@@ -97,7 +97,7 @@ def test_the_epochs_panel_shows_a_waiting_loop_as_a_loop_that_waited(tmp_path):
     from devicewatch.tui.panels import epoch_bars
     from tests.unit.test_units_and_wait import waiting_run
 
-    rows = analysis.epochs(waiting_run(tmp_path / "w.jsonl"))
+    rows = analysis.run_figures(waiting_run(tmp_path / "w.jsonl")).epoch_rows
     lines = epoch_bars(rows, 100, 10).plain.splitlines()
     # Epoch 1: data 2.2 s, train 0.1 s, validate 0.2 s; its loop 2.3 s waited 2.2 s (96%): the
     # loop, validate and no phase add up to its 2.5 s, and the data wait is its one data figure

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("textual")
 
-from devicewatch import cli
+from devicewatch import analysis, cli
 from devicewatch.commands.run import ending
 from devicewatch.render.report import report_text
 from devicewatch.runformat import runfile
@@ -23,7 +23,7 @@ CPU_RUN = ROOT / "tests" / "fixtures" / "demo-cpu.jsonl"
 
 def report_verdict(path: Path) -> str:
     """The verdict line of ``devicewatch report PATH``."""
-    lines = report_text(runfile.load(path), width=10_000).splitlines()
+    lines = report_text(analysis.run_figures(runfile.load(path)), width=10_000).splitlines()
     return next(line for line in lines if line.startswith("verdict: "))
 
 

@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("textual")
 
-from devicewatch import trials  # noqa: E402
+from devicewatch import analysis, trials  # noqa: E402
 from devicewatch.analysis import advice  # noqa: E402
 from devicewatch.runformat import runfile  # noqa: E402
 from devicewatch.trials import load_set as load_trials  # noqa: E402
@@ -104,10 +104,10 @@ def saved_set(folder: Path) -> Path:
         path = Path(trials.trial_path(str(folder), i + 1, variant))
         run = write_trial(path, **shape)
         predicted = advice.predict(base, variant.knob, variant.value) if base and variant.knob else None
-        trial_set.results.append(trials.result_of(run, variant, predicted))
+        trial_set.results.append(trials.result_of(analysis.run_figures(run), variant, predicted))
         if i == 0:
-            base = advice.baseline(run)
-            trial_set.advice = advice.advise(run)
+            base = analysis.run_figures(run).baseline
+            trial_set.advice = analysis.run_figures(run).advised
     return Path(trials.save(trial_set, str(folder)))
 
 
@@ -124,7 +124,7 @@ def text_of(screen: Any, selector: str) -> str:
 @pytest.mark.parametrize("size,presenter", [((200, 50), False), ((100, 30), False), ((100, 30), True)])
 async def test_the_advice_is_a_line_under_the_verdict_and_t_offers_to_try_it(tmp_path, size, presenter):
     run = write_trial(tmp_path / "run.jsonl", steps_per_s=10.0, share=0.75)
-    (expected,) = advice.shown(run)
+    (expected,) = analysis.run_figures(run).advice
     assert expected.knob == "num_workers"   # input-bound, no workers, 2 cores (tests/zero_code/test_try.py)
     app = DashboardApp(DashboardSettings(presenter=presenter), open_replay(str(tmp_path / "run.jsonl")))
     async with app.run_test(size=size) as pilot:
@@ -341,7 +341,7 @@ async def test_t_asks_first_then_runs_the_script_and_the_advised_variant_showing
         assert runner.calls[1][1] == trials.Variant("num_workers", 2)
         table = text_of(screen, "#trials-table")
         assert "10.0" in table and "75%" in table
-        base = advice.baseline(runfile.load(runner.calls[0][3]))
+        base = analysis.run_figures(runfile.load(runner.calls[0][3])).baseline
         predicted = advice.predict(base, "num_workers", 2)
         assert f"predicted {predicted:.1f} steps/s" in text_of(screen, "#trials-headline")
         runner.go[1].set()

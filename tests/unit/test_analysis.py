@@ -59,7 +59,7 @@ def test_an_unended_phase_runs_to_the_end_of_the_run(tmp_path):
 
 
 def test_epoch_table(tmp_path):
-    rows = analysis.epochs(two_epoch_run(tmp_path))
+    rows = analysis.run_figures(two_epoch_run(tmp_path)).epoch_rows
     assert [(r.epoch, r.total, r.train, r.validate, r.other) for r in rows] == [
         (1, 6, 4, 2, 0), (2, 5, 4, 1, 0)]
     assert rows[1].metrics == {"loss": 0.5}
@@ -70,12 +70,12 @@ def test_epoch_other_time_is_what_no_train_or_validate_phase_covers(tmp_path):
     events = [begin(0, "data", 1), end(1, "data", 1), begin(1, "train", 1), end(3, "train", 1),
               begin(4, "validate", 1), end(5, "validate", 1)]
     run = load(write_run(tmp_path / "r.jsonl", [*samples([(0, 0)] * 6), *events]))
-    (row,) = analysis.epochs(run)
+    (row,) = analysis.epochs(run, analysis.phases(run))
     assert (row.total, row.train, row.validate, row.other) == (5, 2, 1, 2)
 
 
 def test_utilization_per_phase(tmp_path):
-    util = analysis.phase_utilization(two_epoch_run(tmp_path))
+    util = analysis.run_figures(two_epoch_run(tmp_path)).utilization
     # Phases are half-open: train [0,4) and [6,10) hold samples t=0-3 and 6-9, where core 0
     # is 100 and core 1 is 0.
     assert util["train"]["cores"][0]["mean"] == 100.0
@@ -91,7 +91,7 @@ def test_utilization_per_phase(tmp_path):
 def test_gpu_dips_fall_in_the_phase_they_happen_in(tmp_path):
     gpu = [90, 90, 90, 90, 5, 5, 90, 90, 90, 90, 5, 90, 90]  # low during each validation
     run = two_epoch_run(tmp_path, gpu=gpu)
-    (device,) = analysis.device_idle(run)
+    (device,) = analysis.run_figures(run).devices
     assert len(device.dips) == 2
     assert [d.phase for d in device.dips] == ["validate", "validate"]
     # The dips run from the last high sample to the first high sample again: 3-6 and 9-11;
@@ -102,18 +102,18 @@ def test_gpu_dips_fall_in_the_phase_they_happen_in(tmp_path):
 
 def test_verdicts(tmp_path):
     gpu = [90, 90, 90, 90, 5, 5, 90, 90, 90, 90, 5, 90, 90]
-    assert analysis.verdict(two_epoch_run(tmp_path, gpu=gpu)).label == "validation-bound"
-    assert analysis.verdict(two_epoch_run(tmp_path, gpu=[95] * 13)).label == "GPU-bound"
+    assert analysis.run_figures(two_epoch_run(tmp_path, gpu=gpu)).verdict.label == "validation-bound"
+    assert analysis.run_figures(two_epoch_run(tmp_path, gpu=[95] * 13)).verdict.label == "GPU-bound"
     # No GPU: one core at 100 while the other idles -> serial work
     serial = load(write_run(tmp_path / "serial.jsonl", samples([(100, 2)] * 5)))
-    assert analysis.verdict(serial).label == "single-core-bound"
+    assert analysis.run_figures(serial).verdict.label == "single-core-bound"
 
 
 def test_cpu_bound_and_waiting(tmp_path):
     busy = load(write_run(tmp_path / "a.jsonl", samples([(95, 97)] * 5)))
     idle = load(write_run(tmp_path / "b.jsonl", samples([(5, 3)] * 5)))
-    assert analysis.verdict(busy).label == "CPU-bound"
-    assert analysis.verdict(idle).label == "waiting"
+    assert analysis.run_figures(busy).verdict.label == "CPU-bound"
+    assert analysis.run_figures(idle).verdict.label == "waiting"
 
 
 def test_lane_overlap(tmp_path):
@@ -130,7 +130,7 @@ def test_lane_overlap(tmp_path):
 def test_summarize_is_plain_data(tmp_path):
     import json
 
-    typed = analysis.summarize(two_epoch_run(tmp_path, gpu=[50] * 13))
+    typed = analysis.Summary.of(analysis.run_figures(two_epoch_run(tmp_path, gpu=[50] * 13)))
     summary = typed.to_json()
     assert json.loads(json.dumps(summary)) == summary  # plain data, nothing lost on the way
     assert [e["epoch"] for e in summary["epochs"]] == [e.epoch for e in typed.epochs] == [1, 2]
@@ -146,7 +146,7 @@ def test_a_run_whose_phases_hold_no_sample_is_judged_on_all_samples(tmp_path):
     # Five busy samples at t=0…4 (enough to judge); one phase from 0.2 to 0.4 holds none of them.
     records = [*samples([(95, 97), (96, 98)] * 2 + [(95, 97)]), begin(0.2, "train", 1), end(0.4, "train", 1)]
     run = load(write_run(tmp_path / "r.jsonl", records))
-    assert analysis.verdict(run).label == "CPU-bound"
+    assert analysis.run_figures(run).verdict.label == "CPU-bound"
 
 
 # -- the data wait and nested phases ----------------------------------------------------------
@@ -169,7 +169,7 @@ def zero_code_run(tmp_path, metric=None, source="auto"):
 
 
 def test_a_data_wait_nested_in_train_counts_as_data_not_also_as_train(tmp_path):
-    (row,) = analysis.epochs(zero_code_run(tmp_path))
+    (row,) = analysis.run_figures(zero_code_run(tmp_path)).epoch_rows
     # train 10 s less the 5 s of waits inside it; the lane's seconds add up to the epoch's 12.
     assert row.phases == {"train": 5.0, "data": 5.0, "validate": 2.0}
     assert (row.train, row.validate, row.other, row.untracked) == (5.0, 2.0, 5.0, 0.0)
@@ -180,14 +180,14 @@ def test_a_data_wait_nested_in_train_counts_as_data_not_also_as_train(tmp_path):
 
 def test_the_metric_is_the_exact_wait_and_wins_over_the_visible_phases(tmp_path):
     run = zero_code_run(tmp_path, metric=6.2)   # 1.2 s of waits too short to be drawn
-    (row,) = analysis.epochs(run)
+    (row,) = analysis.epochs(run, analysis.phases(run))
     assert (row.data_wait, row.data_wait_source) == (6.2, "metric")
     assert row.phases["data"] == 5.0            # the lanes still draw what was visible
     assert row.loop_wait_share == pytest.approx(0.62)
-    v = analysis.verdict(run)
+    v = analysis.run_figures(run).verdict
     assert v.label == "input-bound" and v.figures["data_wait_share"] == 0.62
     assert v.text.startswith("input-bound: the training loop waited on its DataLoader 62% of the time (6.2 of 10.0 s)")
-    summary = analysis.summarize(run).to_json()
+    summary = analysis.Summary.of(analysis.run_figures(run)).to_json()
     epoch = summary["epochs"][0]
     assert (epoch["data_wait"], epoch["data_wait_share"], epoch["data_wait_source"]) == (6.2, round(6.2 / 12, 4), "metric")
     assert summary["data_wait"] == {"seconds": 6.2, "train_loop": 10.0, "share": 0.62, "source": "metric"}
@@ -200,11 +200,11 @@ def test_data_phases_outside_the_training_lanes_are_not_a_wait(tmp_path):
               begin(0, "data", 1, lane="loader"), end(3, "data", 1, lane="loader"),
               begin(4, "train", 2), end(8, "train", 2)]
     run = load(write_run(tmp_path / "r.jsonl", [*samples([(100, 0)] * 9), *events]))
-    first, second = analysis.epochs(run)
+    first, second = analysis.epochs(run, analysis.phases(run))
     assert first.phases == {"train": 4.0, "data": 3.0}      # lanes side by side each count
     assert first.data_wait is None and second.data_wait is None
     assert analysis.data_wait([first, second]) is None
-    assert "data_wait_share" not in analysis.verdict(run).figures
+    assert "data_wait_share" not in analysis.run_figures(run).verdict.figures
 
 
 def test_repeated_metrics_are_a_phases_seconds_and_the_data_wait():

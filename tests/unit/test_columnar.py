@@ -50,7 +50,7 @@ def assert_same_run(fast, slow):
     assert list(fast.events) == list(slow.events)
     assert (fast.logs, fast.notices, fast.gpu_status, fast.end) == (slow.logs, slow.notices, slow.gpu_status, slow.end)
     assert (fast.bad_lines, fast.cut_last_line) == (slow.bad_lines, slow.cut_last_line)
-    assert analysis.summarize(fast) == analysis.summarize(slow)
+    assert analysis.Summary.of(analysis.run_figures(fast)) == analysis.Summary.of(analysis.run_figures(slow))
 
 
 def compacted(path):
@@ -149,7 +149,7 @@ def test_every_fixture_reads_the_same_from_its_columnar_form(tmp_path, name):
     shutil.copy(FIXTURES / name, path)
     fast, slow = compacted(path)
     assert_same_run(fast, slow)
-    assert analysis.summarize(load(FIXTURES / name)).to_json() == dict(analysis.summarize(fast).to_json(), file=str(FIXTURES / name))
+    assert analysis.Summary.of(analysis.run_figures(load(FIXTURES / name))).to_json() == dict(analysis.Summary.of(analysis.run_figures(fast)).to_json(), file=str(FIXTURES / name))
 
 
 def test_a_gzipped_recording_reads_with_or_without_a_columnar_form(tmp_path):
@@ -327,9 +327,9 @@ def test_a_columnar_run_feeds_every_export(tmp_path):
     path = generated(tmp_path, hours=0.01)
     run = load(path)
     assert run.columnar
-    export.write_csv(run, str(tmp_path / "out"))
-    assert export.perfetto(run)["traceEvents"] and export.svg(run).startswith("<svg")
-    assert export.sample_rows(run) == export.sample_rows(journal(path))
+    export.write_csv(analysis.run_figures(run), str(tmp_path / "out"))
+    assert export.perfetto(analysis.run_figures(run))["traceEvents"] and export.svg(analysis.run_figures(run)).startswith("<svg")
+    assert export.sample_rows(run, analysis.phases(run)) == export.sample_rows(journal(path), analysis.phases(run))
 
 
 @pytest.mark.parametrize("label", ["node 1", "nœud 1", 'node "1"'])

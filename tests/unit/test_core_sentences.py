@@ -166,8 +166,7 @@ def advice_sentences(limit: Limit, load: Load, monkeypatch: pytest.MonkeyPatch) 
               ("input-bound", {"loader": None, "tf_data": {"sequential_maps": 1}})]
     for label, changes in shapes:
         b = baseline(limit, load, **changes)
-        monkeypatch.setattr(advice, "baseline", lambda run, verdict, b=b: b)
-        given, held = advice.considered(None, verdicts.Verdict(label, "", dict(figures)))  # type: ignore[arg-type]
+        given, held = advice.considered(None, b, verdicts.Verdict(label, "", dict(figures)))  # type: ignore[arg-type]
         out += [advice.text(a) for a in given + held]
     return out
 

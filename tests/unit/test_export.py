@@ -12,6 +12,7 @@ from contextlib import redirect_stdout
 import pytest
 
 from conftest import command, merged_two_gpu_nodes
+from devicewatch import analysis
 from devicewatch.render import export
 from devicewatch.errors import UsageError
 from devicewatch.runformat.runfile import RunFileError, load
@@ -65,7 +66,7 @@ def test_assign_tracks_never_overlaps_on_a_track():
 
 
 def test_perfetto_structure(run_path):
-    trace = export.perfetto(load(run_path))
+    trace = export.perfetto(analysis.run_figures(load(run_path)))
     json.dumps(trace, allow_nan=False)   # strict JSON: no NaN or infinity
     events = trace["traceEvents"]
     assert {e["ph"] for e in events} == {"M", "C", "X", "i"}
@@ -111,14 +112,14 @@ def test_perfetto_marks_an_unended_phase_open(tmp_path):
     writer.write(event(1.0, "phase_begin", name="train", epoch=1, lane="main"))
     writer.write({"type": "sample", "t": 2.0, "cpu": [50.0], "cpu_total": 50.0})
     writer.close()   # no end record: the recorder was killed
-    slices = [e for e in export.perfetto(load(path))["traceEvents"] if e["ph"] == "X"]
+    slices = [e for e in export.perfetto(analysis.run_figures(load(path)))["traceEvents"] if e["ph"] == "X"]
     assert [(e["name"], e["ts"], e["dur"], e["args"]["open"]) for e in slices if e["cat"] == "train"] == [
         ("train", 1_000_000, 1_000_000, "never ended")]
 
 
 def test_csv_round_trip(run_path, tmp_path):
     run = load(run_path)
-    paths = export.write_csv(run, str(tmp_path / "out.csv"))
+    paths = export.write_csv(analysis.run_figures(run), str(tmp_path / "out.csv"))
     assert paths == [str(tmp_path / f"out_{kind}.csv") for kind in ("samples", "epochs", "phases")]
     with open(paths[0], newline="") as handle:
         samples = list(csv.DictReader(handle))
@@ -147,7 +148,7 @@ def test_csv_round_trip(run_path, tmp_path):
 
 
 def test_svg_is_well_formed(run_path):
-    text = export.svg(load(run_path))
+    text = export.svg(analysis.run_figures(load(run_path)))
     root = ET.fromstring(text)
     assert root.tag == f"{SVG}svg"
     lines = [p.findtext(f"{SVG}title") for p in root.iter(f"{SVG}polyline")]
@@ -165,7 +166,7 @@ def test_svg_many_cores_draws_the_spread(tmp_path):
     for i in range(5):
         writer.write({"type": "sample", "t": float(i), "cpu": [float(c) for c in range(32)], "cpu_total": 15.5})
     writer.close()
-    root = ET.fromstring(export.svg(load(path)))
+    root = ET.fromstring(export.svg(analysis.run_figures(load(path))))
     assert [p.findtext(f"{SVG}title") for p in root.iter(f"{SVG}polyline")] == ["CPU total"]
     assert len(list(root.iter(f"{SVG}polygon"))) == 1
 
@@ -220,11 +221,11 @@ def test_a_merged_run_exports_each_node_as_its_own_machine(tmp_path):
     charts per node instead of two machines' samples on one line."""
     out, _a, _b = merged_two_gpu_nodes(tmp_path)
     run = load(out)
-    header, rows = export.sample_rows(run)
+    header, rows = export.sample_rows(run, analysis.phases(run))
     assert header[:3] == ["t", "host", "cpu_total"]
     assert [(r[0], r[1], r[2]) for r in rows] == [(0.5, "node 0", 20.0), (0.5, "node 1", 20.0),
                                                   (1.0, "node 1", 30.0), (1.5, "node 0", 7.5), (2.0, "node 1", 67.5)]
-    titles = [t.text for t in ET.fromstring(export.svg(run)).iter("{http://www.w3.org/2000/svg}text")
+    titles = [t.text for t in ET.fromstring(export.svg(analysis.run_figures(run))).iter("{http://www.w3.org/2000/svg}text")
               if t.text and "utilization %" in t.text]
     assert titles == ["node 0: CPU utilization %, 2 cores", "node 0: GPU 0 utilization % (A100)",
                       "node 0: GPU 1 utilization % (A100)", "node 1: CPU utilization %, 2 cores",

@@ -140,7 +140,7 @@ def test_a_run_that_did_not_fail_has_no_failure(tmp_path):
 
 def test_a_verdict_of_too_few_samples_is_not_shown_beside_a_failure(tmp_path):
     one_sample = run_of(tmp_path, [{"type": "sample", "t": 0.1, "cpu": [50, 50], "cpu_total": 50}], failed_end(0.2))
-    judged = analysis.verdict(one_sample)
+    judged = analysis.run_figures(one_sample).verdict
     found = analysis.failure(one_sample)
     assert judged.label in wording.NOT_JUDGED   # the labels the rule leaves out are the verdict's own
     assert not wording.verdict_beside(found, judged.label)
@@ -163,7 +163,7 @@ def test_an_epoch_whose_phase_never_ended_is_partial_and_its_seconds_run_to_the_
                                             "metrics": {"loss": 0.5}},
                *epoch_phases(2, 2.0, None), *logs("stderr", TRACEBACK, 2.9)]
     run = run_of(tmp_path, records, failed_end(3.0))
-    rows = analysis.epochs(run)
+    rows = analysis.epochs(run, analysis.phases(run))
     assert [(r.epoch, r.partial) for r in rows] == [(1, False), (2, True)]
     assert rows[1].total == 1.0   # from its start at 2.0 to the end at 3.0
 
@@ -174,11 +174,11 @@ def test_a_printed_epoch_the_end_of_a_failed_run_closed_is_partial_of_a_finished
     failed = run_of(tmp_path, printed, failed_end(3.0), "f.jsonl")
     finished = run_of(tmp_path, printed, {"type": "end", "t": 3.0, "status": "ok", "exit_code": 0,
                                           "signal": None, "duration": 3.0}, "ok.jsonl")
-    assert [r.partial for r in analysis.epochs(failed)] == [False, True]
-    assert [r.partial for r in analysis.epochs(finished)] == [False, False]
+    assert [r.partial for r in analysis.epochs(failed, analysis.phases(failed))] == [False, True]
+    assert [r.partial for r in analysis.epochs(finished, analysis.phases(finished))] == [False, False]
     # an epoch that ended well before the failure was done (a crash while saving, say)
     early = run_of(tmp_path, printed, failed_end(3.0 + analysis.epoch_rows.END_SLACK + 0.5), "e.jsonl")
-    assert [r.partial for r in analysis.epochs(early)] == [False, False]
+    assert [r.partial for r in analysis.epochs(early, analysis.phases(early))] == [False, False]
 
 
 def failed_with_epochs(tmp_path: Path) -> Path:
@@ -191,12 +191,12 @@ def failed_with_epochs(tmp_path: Path) -> Path:
 
 def test_report_says_why_first_and_marks_the_partial_epoch(tmp_path):
     run = load(failed_with_epochs(tmp_path))
-    lines = report_text(run, width=120).splitlines()
+    lines = report_text(analysis.run_figures(run), width=120).splitlines()
     assert lines[0] == "failed (exit code 1): ValueError: bad batch 7"
     rows = [line for line in lines if line.startswith("│")]
     assert rows[0].split("│")[1].strip() == "1" and rows[1].split("│")[1].strip() == "2 partial"
     assert "partial: epoch 2 never ended (the run ended inside it); its seconds run to the end" in lines
-    as_json = json.loads(json.dumps(analysis.summarize(run).to_json()))
+    as_json = json.loads(json.dumps(analysis.Summary.of(analysis.run_figures(run)).to_json()))
     assert as_json["failure"] == {"how": "exit code 1", "said": "ValueError: bad batch 7", "source": "exception",
                                   "text": "failed (exit code 1): ValueError: bad batch 7"}
     assert [e["partial"] for e in as_json["epochs"]] == [False, True]
@@ -223,5 +223,5 @@ def test_the_quit_line_of_a_failed_run_says_why_first(tmp_path):
     lines = ending(SimpleNamespace(path=path, process=None), left_recording=False)
     assert lines[0] == "failed (exit code 1): ValueError: bad batch 7"
     assert lines[1] == f"recording: {path}"
-    judged = analysis.verdict(load(path))
+    judged = analysis.run_figures(load(path)).verdict
     assert lines[2:] == ([f"verdict: {judged.text}"] if judged.label not in wording.NOT_JUDGED else [])

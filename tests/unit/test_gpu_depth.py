@@ -193,13 +193,13 @@ def busy_gpu_run(tmp_path: Path, sm_active: float | None) -> runfile.Run:
 
 
 def test_a_busy_gpu_with_idle_sms_is_launch_bound_not_gpu_bound(tmp_path):
-    low = analysis.verdict(busy_gpu_run(tmp_path, 31.0))
+    low = analysis.run_figures(busy_gpu_run(tmp_path, 31.0)).verdict
     assert low.label == "launch-bound"
     assert low.text == ("GPU busy 97% of the time but SMs 31% active: kernels too small or too few "
                         "— launch-bound")
     assert low.figures["sm_active_mean"] == 31.0
-    assert analysis.verdict(busy_gpu_run(tmp_path, analysis.SM_ACTIVE_LOW)).label == "GPU-bound"
-    unmeasured = analysis.verdict(busy_gpu_run(tmp_path, None))
+    assert analysis.run_figures(busy_gpu_run(tmp_path, analysis.SM_ACTIVE_LOW)).verdict.label == "GPU-bound"
+    unmeasured = analysis.run_figures(busy_gpu_run(tmp_path, None)).verdict
     assert unmeasured.label == "GPU-bound" and "SM activity not measured" in unmeasured.text
 
 
@@ -213,7 +213,7 @@ def test_the_gpm_fixture_replays_with_its_fields(tmp_path):
     assert len(t) >= 5 and set(sm) == {31.0}
     assert analysis.gpm_series(run, "sm_active", 1)[0].size == 0
     assert analysis.driver_sample_periods(run) == [0.1667, 0.1]
-    assert analysis.verdict(run).label == "launch-bound"
+    assert analysis.run_figures(run).verdict.label == "launch-bound"
 
 
 # -- the recorder, end to end ------------------------------------------------------------------
@@ -260,12 +260,12 @@ def test_report_and_svg_show_sm_activity_and_the_driver_rate():
     from devicewatch.render.report import report_text
 
     run = runfile.load(FIXTURE)
-    text = report_text(run)
+    text = report_text(analysis.run_figures(run))
     # The fixture's fake GPU 0 keeps its buffered samples 1/6 s apart; GPU 1 is set to 0.1 s.
     assert "GPU 0 rate     GPU utilization: driver samples every 167 ms" in text
     assert "GPU 1 rate     GPU utilization: driver samples every 100 ms" in text
     assert "launch-bound" in text
-    svg = export.svg(run)
+    svg = export.svg(analysis.run_figures(run))
     assert "GPU 0 SM active" in svg and "GPU 1 SM active" not in svg  # GPU 1 has no GPM
 
 

@@ -85,7 +85,7 @@ def test_the_live_model_pairs_phases_as_analysis_does(tmp_path):
     assert names == [("train", "main", False), ("data", "loader", False), ("data", "loader", True),
                      ("validate", "main", False), ("train", "main", True)]
     assert model.phases == analysis.phases(follower.run)
-    assert model.epoch_rows == analysis.epochs(follower.run)
+    assert model.epoch_rows == analysis.epochs(follower.run, analysis.phases(follower.run))
     assert model.epoch_rows[0].metrics == {"loss": 0.5, "accuracy": 0.9}
     assert model.epochs_done == 0  # epoch 1's second data phase is still open, epoch 2's train too
 
@@ -346,7 +346,8 @@ def test_the_live_verdict_judges_with_the_models_epochs_and_waits_longer_when_it
     model.cpu_clock = lambda: next(cpu)
     assert model.refresh_verdict(force=True)
     # The model's epoch rows, kept up to date, give the verdict analysis gives from the phases.
-    assert model.verdict == analysis.verdict(run, model.series(), all_phases=model.phases)
+    rows = analysis.epochs(run, model.phases)
+    assert model.verdict == analysis.verdict(run, model.series(), model.phases, rows, analysis.data_wait(rows))
     assert model.epoch_rows
     # 0.2 s of CPU at 1% of a core: the next verdict waits 20 s, not 3.
     model.version = -1   # new data

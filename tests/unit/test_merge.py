@@ -92,7 +92,7 @@ def test_stragglers_name_the_last_rank_and_the_others_wait(tmp_path):
                         phase("phase_begin", 1.5, 0, 2), phase("phase_end", 2.7, 0, 2),
                         phase("phase_begin", 1.5, 1, 2), phase("phase_end", 2.5, 1, 2),
                         phase("phase_begin", 2.8, 1, 3)]))  # epoch 3 never ended: no finish to judge
-    rows = analysis.stragglers(run)
+    rows = analysis.run_figures(run).stragglers
     assert [(r.epoch, r.last_rank, r.waited) for r in rows] == [(1, 1, {0: 0.4}), (2, 0, {1: 0.2})]
     assert rows[0].finished == {0: 1.0, 1: 1.4} and rows[1].max_wait == pytest.approx(0.2)
 
@@ -167,7 +167,8 @@ def test_one_host_of_a_merged_run_is_that_nodes_run_exactly(tmp_path):
     assert run.host_labels == ["node 0", "node 1"] and run.samples.gpus == 2
 
     node0, node1 = run.of_host("node 0"), run.of_host("node 1")
-    for node, path in ((node0, a), (node1, b)):  # both started at the same wall clock: same times
+    judged = {h.host: h.verdict for h in analysis.run_figures(run).hosts}   # each host on its own figures
+    for label, node, path in (("node 0", node0, a), ("node 1", node1, b)):  # started at one wall clock: same times
         own = load(path)
         assert node.samples.gpus == own.samples.gpus and node.header.host == own.header.host
         assert list(node.samples.t) == list(own.samples.t)
@@ -177,7 +178,7 @@ def test_one_host_of_a_merged_run_is_that_nodes_run_exactly(tmp_path):
                 assert list(ours) == list(theirs)
         assert list(node.samples.procs("pid")) == list(own.samples.procs("pid"))
         assert list(node.samples.procs_t) == list(own.samples.procs_t)
-        assert analysis.verdict(node).figures == analysis.verdict(own).figures
+        assert judged[label].figures == analysis.run_figures(own).verdict.figures
     assert node1.samples.gpus == 1 and list(node1.samples.procs("pid")) == [100.0, 101.0]
     assert [e["rank"] for e in node1.events] == [1, 1] and [r.line for r in node1.logs] == ["rank 1 done"]
     with pytest.raises(RunFileError, match="no host 'node 2'"):
@@ -186,22 +187,22 @@ def test_one_host_of_a_merged_run_is_that_nodes_run_exactly(tmp_path):
 
 def test_report_of_a_merged_run_gives_each_node_its_own_devices_and_verdict(tmp_path):
     out, a, b = merged_two_gpu_nodes(tmp_path)
-    summary = analysis.summarize(load(out)).to_json()
-    own = [analysis.summarize(load(path)).to_json() for path in (a, b)]
+    summary = analysis.Summary.of(analysis.run_figures(load(out))).to_json()
+    own = [analysis.Summary.of(analysis.run_figures(load(path))).to_json() for path in (a, b)]
     assert [h["host"] for h in summary["per_host"]] == ["node 0", "node 1"]
     assert [h["hostname"] for h in summary["per_host"]] == ["abox", "bbox"]
     for host, alone in zip(summary["per_host"], own):
         assert host["verdict"] == alone["verdict"] and host["devices"] == alone["devices"]
     assert [d["device"].split(":")[0] for d in summary["devices"]] == ["node 0", "node 0", "node 1"]
     assert summary["verdict"]["text"] == "; ".join(f"node {i}: {o['verdict']['text']}" for i, o in enumerate(own))
-    text = report_text(load(out))
+    text = report_text(analysis.run_figures(load(out)))
     assert "Per host" in text and "verdict node 0:" in text and "verdict node 1:" in text
 
 
 def test_compare_judges_a_merged_side_node_by_node(tmp_path):
     out, a, _b = merged_two_gpu_nodes(tmp_path)
     c = compare.comparison(load(a), load(out))
-    alone = analysis.verdict(load(a))
+    alone = analysis.run_figures(load(a)).verdict
     assert c.b.verdict.text.startswith(f"node 0: {alone.text}; node 1: ")
     assert [d.device for d in c.b.devices] == ["node 0: GPU 0 (A100)", "node 0: GPU 1 (A100)", "node 1: GPU 0 (H100)"]
     assert c.a.verdict == alone

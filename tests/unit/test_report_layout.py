@@ -45,12 +45,12 @@ def headers(text: str) -> list[str]:
 @pytest.mark.parametrize("width", WIDTHS)
 def test_the_pipeline_report_fits_and_cuts_no_number(width):
     run = runfile.load(OVERLAPPED)
-    text = report_text(run, width=width)
+    text = report_text(analysis.run_figures(run), width=width)
     assert max(len(line) for line in text.splitlines()) <= width
     assert "…" not in text
     # Every cell of every epoch, as the report formats it from the figures, is drawn whole
     # in one of the epoch tables (the key column repeats in each).
-    summary = analysis.summarize(run).to_json()
+    summary = analysis.Summary.of(analysis.run_figures(run)).to_json()
     for row in summary["epochs"]:
         drawn = [cell for cells in table_rows(text, str(row["epoch"])) for cell in cells[1:]]
         # The data wait is the row's one data figure: the data phase's seconds are not shown beside it.
@@ -63,7 +63,7 @@ def test_the_pipeline_report_fits_and_cuts_no_number(width):
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_no_phase_is_shown_again_as_a_metric(width):
-    text = report_text(runfile.load(OVERLAPPED), width=width)
+    text = report_text(analysis.run_figures(runfile.load(OVERLAPPED)), width=width)
     shown = headers(text)
     for phase in ("train", "copy", "validate"):
         assert phase in shown and f"{phase}_s" not in shown
@@ -91,8 +91,8 @@ def test_compare_text_fits_and_says_what_became_of_the_verdict(width):
 def test_make_demos_recordings_get_the_verdicts_of_their_shape():
     """The serial run: one core's work, its lanes taking turns. The overlapped run: the train
     lane busy throughout with validation beside it, cores to spare."""
-    assert analysis.verdict(runfile.load(SERIAL)).label == "single-core-bound"
-    assert analysis.verdict(runfile.load(OVERLAPPED)).label == "lane-bound"
+    assert analysis.run_figures(runfile.load(SERIAL)).verdict.label == "single-core-bound"
+    assert analysis.run_figures(runfile.load(OVERLAPPED)).verdict.label == "lane-bound"
 
 
 @pytest.mark.parametrize("columns, limit", [("80", 80), ("", 100)])
@@ -127,7 +127,7 @@ def test_report_and_compare_show_each_epochs_data_wait(tmp_path):
     # it (25%; 20% of the 5 s epoch), B 3 s (75%; 60% of the epoch). The table's share is the
     # loop's, as the verdict's.
     a, b = loader_run(tmp_path / "a.jsonl", [1.0, 1.0]), loader_run(tmp_path / "b.jsonl", [3.0, 3.0])
-    text = report_text(b, width=80)
+    text = report_text(analysis.run_figures(b), width=80)
     assert "data wait" in headers(text) and "data_wait_s" not in headers(text)
     first = headers(text)[:4]
     assert first == ["epoch", "total", "loop", "data wait"]
@@ -155,7 +155,7 @@ def test_report_and_compare_show_each_epochs_data_wait(tmp_path):
 
 
 def test_at_100_columns_no_line_is_wider_and_no_header_is_cut():
-    text = report_text(runfile.load(FIXTURE), width=100)
+    text = report_text(analysis.run_figures(runfile.load(FIXTURE)), width=100)
     assert max(len(line) for line in text.splitlines()) <= 100
     assert "…" not in text
 
@@ -170,14 +170,14 @@ def test_epochs_count_every_named_phase(tmp_path):
     events += [{"type": "event", "t": 3.9, "kind": "phase_begin", "name": "copy", "epoch": 1, "lane": "main"},
                {"type": "event", "t": 4.0, "kind": "phase_end", "name": "copy", "epoch": 1, "lane": "main"}]
     run = runfile.load(write_run(tmp_path / "r.jsonl", events))
-    (row,) = analysis.epochs(run)
+    (row,) = analysis.epochs(run, analysis.phases(run))
     assert list(row.phases) == ["data", "train", "validate", "copy"]
     assert [round(v, 9) for v in row.phases.values()] == [1.0, 2.0, 0.5, 0.1]
     assert abs(row.untracked - 0.4) < 1e-9
     assert abs(row.other - 1.5) < 1e-9  # the old key stays: total - train - validate
-    summary = analysis.summarize(run).to_json()
+    summary = analysis.Summary.of(analysis.run_figures(run)).to_json()
     assert list(summary["epochs"][0]["phase_seconds"]) == ["data", "train", "validate", "copy"]
-    text = report_text(run, width=100)
+    text = report_text(analysis.run_figures(run), width=100)
     header = next(line for line in text.splitlines() if "epoch" in line and "total" in line)
     # The data phase is in the training lane: the loop is it and the train phase, 3 s, of which
     # it waited 1 s, 33%: the data wait, the row's one data figure (no data column beside it).

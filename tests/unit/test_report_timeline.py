@@ -27,10 +27,10 @@ def chart_rows(text: str) -> list[str]:
 @pytest.mark.parametrize("width", [80, 100])
 def test_the_timeline_is_drawn_within_the_width(width):
     run = runfile.load(FIXTURE)
-    summary = analysis.summarize(run)
+    summary = analysis.run_figures(run)
     s = summary.series
     assert s.gpus == 1 and len(s.t)
-    text = report_text(run, chart=True, width=width)
+    text = report_text(summary, chart=True, width=width)
     assert "not drawn" not in text
     rows = chart_rows(text)
     assert max(len(line) for line in text.splitlines()) <= width
@@ -62,7 +62,7 @@ def test_report_in_a_terminal_ends_with_the_timeline(monkeypatch, capsys):
 
 def test_without_plotext_the_report_says_so(monkeypatch):
     monkeypatch.setitem(sys.modules, "plotext", None)  # import plotext raises ImportError
-    text = report_text(runfile.load(FIXTURE), chart=True, width=100)
+    text = report_text(analysis.run_figures(runfile.load(FIXTURE)), chart=True, width=100)
     assert text.rstrip().endswith("(timeline not drawn: plotext is not installed)")
     assert "Utilization:" not in text
 
@@ -75,10 +75,10 @@ from devicewatch import analysis
 from devicewatch.render.report import timeline_chart
 from devicewatch.runformat import runfile
 run = runfile.load({str(FIXTURE)!r})
-summary = analysis.summarize(run)
+summary = analysis.run_figures(run)
 summary.series.cpu_total[:] = np.nan      # no CPU reading at all: no CPU series
 summary.series.gpu_util[0][5:40] = np.nan  # a gap in the GPU's
-print(timeline_chart(run, width=70, height=10, summary=summary))
+print(timeline_chart(summary, width=70, height=10))
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr

@@ -31,7 +31,7 @@ def test_both_schemas_of_one_run_give_the_same_figures(name):
     # Memory in MiB: within half a MiB of the bytes schema 1 wrote.
     assert np.allclose(a.sys("mem_used"), b.sys("mem_used"), atol=2**19, equal_nan=True)
     assert np.allclose(a.proc("rss"), b.proc("rss"), atol=2**19, equal_nan=True)
-    s1, s2 = analysis.summarize(v1).to_json(), analysis.summarize(v2).to_json()
+    s1, s2 = analysis.Summary.of(analysis.run_figures(v1)).to_json(), analysis.Summary.of(analysis.run_figures(v2)).to_json()
     assert s1["verdict"]["label"] == s2["verdict"]["label"]
     assert s1["epochs"] == s2["epochs"]
     assert [d["dips"] for d in s1["devices"]] == [d["dips"] for d in s2["devices"]]
@@ -39,7 +39,7 @@ def test_both_schemas_of_one_run_give_the_same_figures(name):
 
 def test_the_synthetic_gpu_run_dips_in_every_validation():
     """Three epochs of 4 s training at 95% and 1 s validation at 10%: three dips."""
-    summary = analysis.summarize(load(FIXTURES / "gpu-synthetic-v2.jsonl")).to_json()
+    summary = analysis.Summary.of(analysis.run_figures(load(FIXTURES / "gpu-synthetic-v2.jsonl"))).to_json()
     assert summary["devices"][0]["dips"] == 3
     assert summary["devices"][0]["dip_phases"] == ["validate"]
 

@@ -41,14 +41,14 @@ def test_a_rank_waiting_at_a_barrier_is_not_the_straggler_in_report_nor_on_the_j
     row = live.stragglers[1]
     assert (row.last_rank, row.waited, row.finding) == (1, {0: pytest.approx(2.0)}, True)
     assert live.node_of(1) == "node 1"
-    summary = analysis.summarize(load_run(tmp_path))
+    summary = analysis.Summary.of(analysis.run_figures(load_run(tmp_path)))
     [figures] = summary.stragglers
     assert (figures.last_rank, figures.waited, figures.finding) == (1, {"0": pytest.approx(2.0)}, True)
     # rank 1's train took 10.0 s, rank 0's 8.0: it lost its 2.0 s in train
     assert (row.lost_in, figures.lost_in) == ("train", "train")
     assert figures.text == text(row) == ("epoch 1: rank 1 finished its work last; train +2.00 s on the "
                                          "other ranks' median; waited: rank 0 2.000s")
-    report = report_text(load_run(tmp_path), width=120)
+    report = report_text(analysis.run_figures(load_run(tmp_path)), width=120)
     assert "rank 1 the straggler in 1 of 1 epoch, mostly losing its time in train" in report
     assert figures.text in report
 

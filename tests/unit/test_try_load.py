@@ -64,6 +64,6 @@ def test_the_others_column_is_what_other_programs_took_during_the_measured_windo
               {"type": "event", "t": 4.0, "kind": "instrument", "state": "trial", "stage": "done", "steps": 40,
                "seconds": 2.0, "steps_per_s": 20.0}]
     run = runfile.load(write_run(tmp_path / "trial.jsonl", sorted(samples + events, key=lambda r: r["t"])))
-    result = trials.result_of(run, Variant())
+    result = trials.result_of(analysis.run_figures(run), Variant())
     assert result.steps_per_s == 20.0 and result.others_cores == 1.6
-    assert 0.7 < analysis.verdict(run).figures["others_cores"] < 0.9   # the phase's, not the window's
+    assert 0.7 < analysis.run_figures(run).verdict.figures["others_cores"] < 0.9   # the phase's, not the window's

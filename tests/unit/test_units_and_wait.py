@@ -101,24 +101,24 @@ def own_epochs_run(path, end: dict | None = None, header: dict | None = None, so
 
 def test_epoch_events_marked_segment_make_a_run_of_segments(tmp_path):
     run = segment_run(tmp_path / "s.jsonl")
-    rows = analysis.epochs(run)
+    rows = analysis.epochs(run, analysis.phases(run))
     assert [(r.epoch, r.unit) for r in rows] == [(1, "segment"), (2, "segment"), (3, "segment")]
     assert analysis.unit(rows) == "segment"
-    summary = analysis.summarize(run).to_json()
+    summary = analysis.Summary.of(analysis.run_figures(run)).to_json()
     assert summary["unit"] == "segment" and {row["unit"] for row in summary["epochs"]} == {"segment"}
     # An epoch event without the field is an epoch.
-    assert analysis.unit(analysis.epochs(own_epochs_run(tmp_path / "e.jsonl"))) == "epoch"
+    assert analysis.unit(analysis.run_figures(own_epochs_run(tmp_path / "e.jsonl")).epoch_rows) == "epoch"
 
 
 def test_a_segment_whose_event_has_not_come_is_still_a_segment_of_the_run(tmp_path):
-    rows = analysis.epochs(segment_run(tmp_path / "s.jsonl", finished=False))
+    rows = analysis.run_figures(segment_run(tmp_path / "s.jsonl", finished=False)).epoch_rows
     assert [r.unit for r in rows] == ["segment", "segment", None]
     assert analysis.unit(rows) == "segment"
     assert analysis.epoch_dict(rows[-1], "segment")["unit"] == "segment"
 
 
 def test_the_report_of_a_segment_run_says_segment_with_its_steps_and_why_no_data_wait(tmp_path):
-    text = report_text(segment_run(tmp_path / "s.jsonl"), width=100)
+    text = report_text(analysis.run_figures(segment_run(tmp_path / "s.jsonl")), width=100)
     lines = text.splitlines()
     title = lines.index("Segments (seconds in each phase, lanes merged)")
     assert headers("\n".join(lines[title:]))[0] == ["segment", "total", "train", "validate", "no phase", "steps",
@@ -131,7 +131,7 @@ def test_the_report_of_a_segment_run_says_segment_with_its_steps_and_why_no_data
 
 
 def test_the_report_json_of_a_segment_run(tmp_path):
-    summary = json.loads(json.dumps(analysis.summarize(segment_run(tmp_path / "s.jsonl")).to_json()))
+    summary = json.loads(json.dumps(analysis.Summary.of(analysis.run_figures(segment_run(tmp_path / "s.jsonl"))).to_json()))
     assert summary["unit"] == "segment"
     first = summary["epochs"][0]
     assert (first["unit"], first["epoch"], first["train_loop"], first["data_wait"], first["loop_wait_share"]) \
@@ -145,7 +145,7 @@ def test_the_report_json_of_a_segment_run(tmp_path):
 # -- a loop that mostly waited ------------------------------------------------------------------
 
 def test_a_wait_that_begins_with_its_train_phase_is_the_nested_one(tmp_path):
-    first, second = analysis.epochs(waiting_run(tmp_path / "w.jsonl"))
+    first, second = analysis.run_figures(waiting_run(tmp_path / "w.jsonl")).epoch_rows
     # Epoch 1: the wait (0-2.2 s) is inside train (0-2.3 s) though both begin at 0: data owns
     # 2.2 s, train the 0.1 s left; the loop is train with its wait, 2.3 s.
     assert round(first.phases["data"], 9) == 2.2 and round(first.phases["train"], 9) == 0.1
@@ -154,7 +154,7 @@ def test_a_wait_that_begins_with_its_train_phase_is_the_nested_one(tmp_path):
 
 
 def test_the_report_shows_the_loop_and_its_wait_so_no_one_reads_no_training(tmp_path):
-    text = report_text(waiting_run(tmp_path / "w.jsonl"), width=120)
+    text = report_text(analysis.run_figures(waiting_run(tmp_path / "w.jsonl")), width=120)
     # One data figure a row: the data wait; the data phase (the wait, drawn) has no column beside it.
     assert headers(text)[0] == ["epoch", "total", "loop", "data wait", "train", "validate", "no phase", "steps"]
     # Epoch 1: 2.5 s; loop 2.3 s of which 2.2 s waiting (96%); train 0.1, validate 0.2.
@@ -171,7 +171,7 @@ def test_the_report_shows_the_loop_and_its_wait_so_no_one_reads_no_training(tmp_
 # -- a data wait not measured, and why ------------------------------------------------------------
 
 def unmeasured_text(run) -> str | None:
-    found = analysis.data_wait_unmeasured(run, analysis.epochs(run))
+    found = analysis.run_figures(run).unmeasured
     return None if found is None else found.text
 
 
@@ -203,7 +203,7 @@ def test_the_reason_is_said_once_for_the_rows_that_lack_it(tmp_path):
     run = runfile.load(tmp_path / "s.jsonl")
     assert unmeasured_text(run) == ("data wait: not measured in 1 of 3 segments (3) — "
                                     "the training loop read no DataLoader or tf.data dataset")
-    text = report_text(run, width=120)
+    text = report_text(analysis.run_figures(run), width=120)
     # The loop is the train phase, 2 s, of which 0.5 s waiting: 25%; the third says "-".
     assert [table_rows(text, str(k))[0][2:4] for k in (1, 2, 3)] \
         == [["2.0s", "0.50s 25%"], ["2.0s", "0.50s 25%"], ["2.0s", "-"]]
@@ -213,7 +213,7 @@ def test_the_reason_is_said_once_for_the_rows_that_lack_it(tmp_path):
 def test_a_recording_run_does_not_call_the_unit_in_progress_unmeasured(tmp_path):
     # Segments 1 and 2 ended without data_wait_s; segment 3 is training, its event to come.
     run = segment_run(tmp_path / "s.jsonl", finished=False)
-    found = analysis.data_wait_unmeasured(run, analysis.epochs(run))
+    found = analysis.run_figures(run).unmeasured
     assert found is not None and (found.numbers, found.rows) == ([1, 2], 2)
     assert found.text == "data wait: not measured — the training loop read no DataLoader or tf.data dataset"
 

@@ -96,6 +96,13 @@ class Shape:
 
 # -- what the cores read --------------------------------------------------------------------------
 
+def judged(run: runfile.Run, held: str | None = None) -> analysis.Verdict:
+    """RUN's verdict from its own figures, where a live view showed the label HELD before."""
+    all_phases = analysis.phases(run)
+    rows = analysis.epochs(run, all_phases)
+    return analysis.verdict(run, analysis.series(run), all_phases, rows, analysis.data_wait(rows), held=held)
+
+
 def one_core(cores: int, busy: float = 100.0, rest: float = 0.0) -> Callable[[float], list[float]]:
     """One core at BUSY, the others at REST; which core it is moves every sample, as the
     scheduler moves a thread, so only the busiest core of each sample tells."""
@@ -426,21 +433,21 @@ def test_too_few_samples_over_a_long_time_names_only_what_is_missing(tmp_path: P
     path = write_run(tmp_path / "sparse.jsonl",
                      [{"type": "sample", "t": t, "cpu": [100.0, 0.0], "cpu_total": 50.0} for t in (5.0, 10.0)],
                      header={"interval": 5.0})
-    v = analysis.verdict(runfile.load(path))
+    v = analysis.run_figures(runfile.load(path)).verdict
     assert (v.label, v.text) == ("too short", "too short to judge: the run ended after 10.0 s and 2 samples, "
                                               "and a verdict needs 4 samples")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_verdict(case: Case, tmp_path: Path) -> None:
-    v = analysis.verdict(case.shape.run(tmp_path / "run.jsonl"))
+    v = analysis.run_figures(case.shape.run(tmp_path / "run.jsonl")).verdict
     assert (v.label, v.text) == (case.label, case.text)
 
 
 def test_the_demo_runs_differ_in_the_figures_that_decide(tmp_path: Path) -> None:
     """What tells make demo's two runs apart is counted in cores and lanes."""
-    serial = analysis.verdict(CASES[0].shape.run(tmp_path / "a.jsonl"))
-    overlapped = analysis.verdict(CASES[2].shape.run(tmp_path / "b.jsonl"))
+    serial = analysis.run_figures(CASES[0].shape.run(tmp_path / "a.jsonl")).verdict
+    overlapped = analysis.run_figures(CASES[2].shape.run(tmp_path / "b.jsonl")).verdict
     assert serial.figures["lane_overlap"] == 0.0 and serial.figures["cores_busy"] == 1.06
     # 3.2 / 10.8 = 0.2963 of the time in two or more lanes; 71.85% of 2 = 1.437 cores.
     assert overlapped.figures["lane_overlap"] == 0.296 and overlapped.figures["cores_busy"] == 1.44
@@ -483,16 +490,16 @@ def test_the_doc_lists_every_label_and_threshold():
 def test_a_live_label_holds_within_its_thresholds_margins_and_no_further(tmp_path: Path) -> None:
     # Both cores at 84%: a point under CPU_BOUND (85), and no core saturated: waiting, alone.
     near = Shape(2, 5.0, every_core(2, 84.0)).run(tmp_path / "near.jsonl")
-    assert analysis.verdict(near).label == "waiting"
+    assert analysis.run_figures(near).verdict.label == "waiting"
     # Shown CPU-bound before, the live view keeps it: 84 is within MARGIN_PERCENT (3) of 85.
-    held = analysis.verdict(near, held="CPU-bound")
+    held = judged(near, held="CPU-bound")
     assert held.label == "CPU-bound" and held.held
     assert held.text == "CPU-bound: 1.7 of 2 cores busy (84%) on average: every core is working"
     # At 81% it is 4 points under: past the margin, the label gives way.
     far = Shape(2, 5.0, every_core(2, 81.0)).run(tmp_path / "far.jsonl")
-    assert analysis.verdict(far, held="CPU-bound").label == "waiting"
+    assert judged(far, held="CPU-bound").label == "waiting"
     # A label the figures could not give within any margin is not held either.
-    assert analysis.verdict(near, held="GPU-bound").label == "waiting"
+    assert judged(near, held="GPU-bound").label == "waiting"
 
 
 def test_a_live_view_holds_a_label_its_figures_no_longer_give_for_hold_seconds_at_most(tmp_path: Path) -> None:
@@ -509,7 +516,7 @@ def test_a_live_view_holds_a_label_its_figures_no_longer_give_for_hold_seconds_a
     # Both cores at 84%, still recording: its figures give "waiting", within the margins of "CPU-bound".
     near = Shape(2, 5.0, every_core(2, 84.0), ended=False).run(tmp_path / "near.jsonl")
     model = Clocked(near)
-    model.verdict = analysis.verdict(near, held="CPU-bound")   # what the view showed before
+    model.verdict = judged(near, held="CPU-bound")   # what the view showed before
 
     def judged_at(now: float) -> str:
         model.now, model.version = now, model.version + 1    # new data, at run time NOW
@@ -551,4 +558,4 @@ def test_a_stop_said_late_counts_from_when_the_tree_went_quiet(tmp_path: Path, s
     # taken for the stop at 0: 30 x 2 / 30 = 2.0, or 30 x 2 / 35 = 1.71.
     shape = Shape(2, 5.0, every_core(2, 100.0), [("train", 1, "main", 0.0, 5.0)],
                   workload=lambda t: 0.0 if 2.0 <= t < 4.0 else 200.0, stopped=[(said, 4.0)])
-    assert analysis.verdict(shape.run(tmp_path / "run.jsonl")).figures["workload_cores"] == workload
+    assert analysis.run_figures(shape.run(tmp_path / "run.jsonl")).verdict.figures["workload_cores"] == workload

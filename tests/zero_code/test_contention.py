@@ -45,17 +45,17 @@ def test_beside_a_busy_program_the_loop_is_contended_and_try_measures_fewer_thre
     base, *tried = said["variants"]
     assert base["verdict"] == "contended", base
     run = runfile.load(base["run_file"])
-    verdict = analysis.verdict(run)
+    verdict = analysis.run_figures(run).verdict
     figures = verdict.figures
     # in figures: its threads waited for cores that another program took
     assert figures["waiting_cores"] >= analysis.CONTENDED_WAIT and figures["others_cores"] >= 0.25, figures
     assert "other programs took" in verdict.text and "waited for a core" in verdict.text
-    named = advice.advise(run, verdict)
+    named = analysis.run_figures(run).advised
     # How much fewer threads gain depends on where the scheduler puts the pool's threads beside
     # the busy program (0.8x to 61x measured here): the trial timed the variant's own steps after
     # its window, and that is the prediction, not the model's extrapolation. Where those steps
     # gained too little, fewer threads are held back for what they measured, and said so.
-    fewer = [a for a in named + advice.held_back(run, verdict) if a.knob == "threads"]
+    fewer = [a for a in named + analysis.run_figures(run).held_back if a.knob == "threads"]
     assert fewer and fewer[0].value < 2, named
     assert fewer[0].measured and fewer[0].predicted_from and fewer[0].predicted_gain, fewer
     if named[0].knob is None:
@@ -76,10 +76,10 @@ def test_alone_the_same_loop_gets_no_contention_verdict_and_no_threads_advice(tm
                              timeout=400)
     assert result.returncode == 0, result.stderr[-3000:]
     run = runfile.load(out)
-    verdict = analysis.verdict(run)
+    verdict = analysis.run_figures(run).verdict
     others = verdict.figures.get("others_cores", 0.0)
     if others >= 0.25:  # the precondition, measured: with other programs on the cores it is not alone
         pytest.skip(f"the machine was not quiet: other programs took {others:.2f} cores during the run")
     assert verdict.label != "contended", verdict.text
     assert verdict.figures["waiting_cores"] < analysis.CONTENDED_WAIT, verdict.figures
-    assert not any(a.knob == "threads" for a in advice.advise(run, verdict))
+    assert not any(a.knob == "threads" for a in analysis.run_figures(run).advised)

@@ -24,7 +24,8 @@ def test_the_rank_that_validates_finishes_last_not_the_one_waiting_for_it(tmp_pa
     assert analysis.lanes(analysis.phases(run)) == ["rank 0", "rank 1"]
     # the epoch runs 0.0-3.0: its noise floor is 0.1 s (2% of 3 s is less); rank 0's validate
     # took 2.0 s beyond rank 1's none
-    assert analysis.straggler_rows(run) == [{
+    figures = analysis.run_figures(run)
+    assert [row.to_json() for row in analysis.straggler_figures(figures.stragglers, figures.unit)] == [{
         "epoch": 1, "last_rank": 0, "max_wait": 2.0, "waited": {"1": 2.0}, "length": 3.0, "noise_floor": 0.1,
         "finding": True, "lost_in": "validate", "phase_excess": 2.0,
         "text": "epoch 1: rank 0 finished its work last; validate +2.00 s on the other ranks' median; "

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from devicewatch import trials
+from devicewatch import analysis, trials
 from devicewatch.analysis import advice
 from devicewatch.runformat import runfile
 
@@ -140,7 +140,7 @@ def setup_run(tmp_path: Path, share: float, workers: int, threads: int = 2, labe
 
 def test_an_input_bound_loop_without_workers_is_told_to_use_the_free_cores(tmp_path):
     run = setup_run(tmp_path, share=0.75, workers=0)
-    (first,) = advice.advise(run)
+    (first,) = analysis.run_figures(run).advised
     assert (first.knob, first.value) == ("num_workers", 2)
     assert "0 workers" in first.why and "75%" in first.why
     # a step of 20 ms: 15 ms waiting on one loader, 5 ms of compute; the process kept 0.8 of a
@@ -152,7 +152,7 @@ def test_an_input_bound_loop_without_workers_is_told_to_use_the_free_cores(tmp_p
 
 def test_a_loop_that_does_not_wait_gets_no_loader_advice(tmp_path):
     run = setup_run(tmp_path, share=0.05, workers=0, label_cpu=100.0)
-    advised = advice.advise(run)
+    advised = analysis.run_figures(run).advised
     assert all(a.knob != "num_workers" for a in advised)
     assert advised[-1].knob is None and "the model itself is the cost" in advised[-1].why
 
@@ -233,17 +233,17 @@ def test_pinned_memory_is_advised_with_a_prediction_where_the_copy_to_the_gpu_wa
     # 2 ms from pinned, pinned in 1 ms: without workers the loop pins it itself, 20 - 4 + 1 = 17 ms
     run = setup_run(tmp_path, share=0.5, workers=0, copy={"bytes": 1 << 24, "pageable_s": 0.006,
                                                           "pinned_s": 0.002, "pin_s": 0.001})
-    (pinned,) = [a for a in advice.advise(run) if a.knob == "pin_memory"]
+    (pinned,) = [a for a in analysis.run_figures(run).advised if a.knob == "pin_memory"]
     assert pinned.value is True and pinned.predicted_steps_per_s == pytest.approx(1000 / 17, rel=1e-3)
     assert "6 ms a batch, 2 ms from pinned memory" in pinned.why and "in the loop, without loader workers" in pinned.why
     # a copy that saves under a tenth of the step is held back, with its predicted gain said
     small = {"bytes": 1 << 20, "pageable_s": 0.0004, "pinned_s": 0.0002, "pin_s": 0.0001}
     run = setup_run(tmp_path, share=0.5, workers=0, copy=small)
-    assert all(a.knob != "pin_memory" for a in advice.advise(run))
-    assert [a.label for a in advice.held_back(run)] == ["pin_memory=true"]
+    assert all(a.knob != "pin_memory" for a in analysis.run_figures(run).advised)
+    assert [a.label for a in analysis.run_figures(run).held_back] == ["pin_memory=true"]
     # no copy timed (the script does not use CUDA, or no GPU): pin_memory is not advised at all
     run = setup_run(tmp_path, share=0.5, workers=0)
-    assert all(a.knob != "pin_memory" for a in advice.advise(run) + advice.held_back(run))
+    assert all(a.knob != "pin_memory" for a in analysis.run_figures(run).advised + analysis.run_figures(run).held_back)
 
 
 def test_a_trials_others_are_read_in_its_window_not_in_the_calibration_after_it(tmp_path):
@@ -260,7 +260,7 @@ def test_a_trials_others_are_read_in_its_window_not_in_the_calibration_after_it(
         {"type": "event", "t": 3.0, "kind": "phase_end", "name": "train", "epoch": 1, "lane": "main", "source": "auto"},
     ]
     run = runfile.load(write_run(tmp_path / "run.jsonl", records))
-    result = trials.result_of(run, trials.Variant())
+    result = trials.result_of(analysis.run_figures(run), trials.Variant())
     assert result.steps_per_s == 10.0 and result.others_cores is not None and result.others_cores < 0.05, result
 
 
