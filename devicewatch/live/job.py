@@ -64,25 +64,27 @@ class Rank:
     rank: int
     node: NodeFeed
     phases: deque[Phase] = field(default_factory=lambda: deque(maxlen=PHASES_KEPT))
-    open: dict[tuple[str, str, Any], Phase] = field(default_factory=dict)
     latest_epoch: int | None = None     # the highest epoch of a phase begun
     by_epoch: dict[int, list[Phase]] = field(default_factory=dict)   # every phase of each epoch
+    # Its phases paired by the one rule ``analysis.phases`` pairs a run's by (``events.PhaseTracker``:
+    # by pid, lane, name and epoch, an end closing the latest such begin), each open phase by its
+    # begin event, which the tracker holds until its end comes.
+    tracker: events.PhaseTracker = field(default_factory=events.PhaseTracker)
+    open: dict[int, Phase] = field(default_factory=dict)
 
     def take(self, event: dict[str, Any]) -> None:
-        key = (str(event.get("lane", events.DEFAULT_LANE)), str(event.get("name")), event.get("epoch"))
         epoch = event.get("epoch") if type(event.get("epoch")) is int else None
+        begun = self.tracker.take(event)
         if event.get("kind") == events.PHASE_BEGIN:
             phase = Phase(str(event.get("name")), epoch, float(event["t"]), None)
-            self.open[key] = phase
+            self.open[id(event)] = phase
             self.phases.append(phase)
             if epoch is not None:
                 self.by_epoch.setdefault(epoch, []).append(phase)
             if epoch is not None and (self.latest_epoch is None or epoch > self.latest_epoch):
                 self.latest_epoch = epoch
-        else:
-            phase_ = self.open.pop(key, None)
-            if phase_ is not None:
-                phase_.end = float(event["t"])
+        elif begun is not None:
+            self.open.pop(id(begun)).end = float(event["t"])
 
     def open_in(self, epoch: int) -> bool:
         return any(p.epoch == epoch for p in self.open.values())

@@ -125,3 +125,34 @@ def test_replay_refuses_bad_input_in_one_line_before_the_terminal_is_taken(tmp_p
     (tmp_path / "x.jsonl").write_text("not a run\n")
     with pytest.raises(RunFileError, match="holds no node's run file"):
         command("replay", [str(tmp_path)])
+
+
+def test_a_phase_begun_again_inside_itself_pairs_as_report_pairs_it_and_both_name_one_straggler(tmp_path, capsys):
+    """Rank 1 begins train again inside its train of epoch 1 (a hook nested in the loop): the
+    first end closes the inner one, the second the outer (``events.PhaseTracker``, the one
+    pairing rule). Rank 0's work ends at 1.0 s, rank 1's at 1.3 s: over the noise floor
+    (0.1 s; 2% of the 1.3 s epoch is less), rank 1 is the straggler, rank 0 waited 0.3 s, on
+    the job screen as in the report of the same files."""
+    import json
+
+    a, b = NodeWriter(tmp_path, 0, 1000.0, 50.0), NodeWriter(tmp_path, 1, 1000.0, 900.0)
+    a.phase("phase_begin", 0.0, 1)
+    a.phase("phase_end", 1.0, 1)
+    b.phase("phase_begin", 0.0, 1)
+    b.phase("phase_begin", 0.2, 1)
+    b.phase("phase_end", 1.0, 1)
+    b.phase("phase_end", 1.3, 1)
+    for node in (a, b):   # both go on to epoch 2: both have left epoch 1
+        node.phase("phase_begin", 1.5, 2)
+    model = JobModel(folder=tmp_path)
+    model.poll()
+    assert 1 in model.stragglers, "epoch 1 was never judged: a phase of it seemed open still"
+    row = model.stragglers[1]
+    assert (row.last_rank, row.finding) == (1, True) and row.waited == {0: pytest.approx(0.3)}
+    for node in (a, b):
+        node.phase("phase_end", 1.8, 2)
+        node.end(2.0)
+    assert command("report", [str(tmp_path), "--json"]) == 0
+    reported = json.loads(capsys.readouterr().out)["stragglers"]
+    assert reported[0]["epoch"] == 1 and reported[0]["last_rank"] == row.last_rank == 1
+    assert reported[0]["waited"] == {"0": pytest.approx(0.3)}
