@@ -3,12 +3,13 @@
 What the screen shows is a function of reactive state: the window (``window``, ``pan_offset``),
 the y scale (``fixed_y``), the look (``presenter``, following the app's), whether the picture is
 paused, and the model's data. A key changes state; a watch of it (``REDRAWN_BY``) asks for one
-redraw after the handler, however many attributes it changed. One timer polls the run file (reading only the
-bytes appended since the last poll) and redraws when records arrived. The screen's widgets, their
-titles, the charts' inputs and the layout table are declared once (``run_parts``); a redraw gives
-each chart shown its typed input from the declaration; a chart whose input did not change draws
-nothing, and one whose input changed repaints only the cells that differ. Polling and drawing both happen on the UI thread, so no
-widget is touched from another thread. When the run ends, the screen posts ``RunScreen.Finished``.
+redraw after the handler, however many attributes it changed. One timer polls the run file
+(reading only the bytes appended since the last poll) and redraws when records arrived. The
+screen's widgets, their titles, the charts' inputs and the layout table are declared once
+(``run_parts``); a redraw gives each chart shown its typed input from its declaration; a chart
+whose input did not change draws nothing, and one whose input changed repaints only the cells
+that differ. Polling and drawing both happen on the UI thread, so no widget is touched from
+another thread. When the run ends, the screen posts ``RunScreen.Finished``.
 
 Over 500 lines because it is one Textual screen: its reactive state, the actions of its keys
 and its redraw belong to the class; what can be pure is elsewhere (``run_parts``, ``run_window``,
