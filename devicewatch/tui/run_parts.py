@@ -182,6 +182,7 @@ PARTS: tuple[Piece[Any], ...] = (
 
 LAYOUT = layout.Part("run", parts=tuple(piece.part() for piece in PARTS))
 DECLARED: tuple[Piece[Any], ...] = tuple(p for piece in PARTS for p in piece.walk())
+PARENT = {part.id: piece for piece in DECLARED for part in piece.parts}   # the piece each is in (none: the screen)
 GOVERNED = {piece.id for piece in DECLARED if piece.governed}
 WRAPPED: tuple[Piece[panels.TextPanel], ...] = tuple(piece for piece in DECLARED if piece.wraps)
 # The charts drawn each tick, and those of the bottom row, drawn with it every two seconds.

@@ -44,7 +44,7 @@ from .output_panel import OutputLog
 from .redraw import RedrawOnce
 from .run_parts import (BOTTOM_CHARTS, CORES, COST, CPU_LANES, CPU_PANEL, EPOCHS, GOVERNED, GPU_MEM_POWER, GPU_PANEL,
                         GPU_REASON, GPU_UTILS, HEAT_LEGEND, LANES, LAYOUT, LOG, NO_GPU, PARTS, PROC_PANEL, PROGRESS, STATUS,
-                        TOP_CHARTS, VERDICT, WRAPPED, Frame, Piece)
+                        PARENT, TOP_CHARTS, VERDICT, WRAPPED, Frame, Piece)
 from .run_window import view_of, panned, zoomed
 
 WidgetT = TypeVar("WidgetT", bound=Widget)
@@ -380,8 +380,9 @@ class RunScreen(RedrawOnce):
 
     def _draw_charts(self, charts: tuple[Piece[Chart[Any]], ...], frame: Frame) -> None:
         """Give each chart shown its input (a chart whose input is unchanged draws nothing)."""
+        known: dict[str, bool] = {}   # the pieces whose display this walk has read
         for piece in charts:
-            if piece.draws is not None and self._visible(piece):
+            if piece.draws is not None and self._visible(piece, known):
                 data = piece.draws(frame)
                 if data is not None:
                     self._find(piece).data = data
@@ -489,25 +490,26 @@ class RunScreen(RedrawOnce):
 
     def _find(self, piece: Piece[WidgetT]) -> WidgetT:
         """The declared widget, remembered: a tick looks up some twenty widgets, and a query
-        walks the screen's widgets each time (the screen's widgets stay while it lives)."""
+        walks the screen's widgets each time (the declared widgets are composed once and stay
+        while the screen lives)."""
         found = self._found.get(piece.id)
-        if found is None or not found.is_attached:
+        if found is None:
             found = self._found[piece.id] = self.query_one(f"#{piece.id}", piece.widget)
-        assert isinstance(found, piece.widget)
-        return found
+        return found  # type: ignore[return-value]  # found by its declared class
 
     def _set(self, piece: Piece[panels.TextPanel], content: Text) -> None:
         """Show ``content`` in a text panel; the panel repaints only the lines that changed (and
         lays the screen out again only when its height follows its text and that changed)."""
         self._find(piece).update(content)
 
-    def _visible(self, piece: Piece[Any]) -> bool:
-        node: Widget | None = self._find(piece)
-        while node is not None and node is not self:
-            if not node.display:
-                return False
-            node = node.parent  # type: ignore[assignment]  # a widget's parent is a DOMNode; the walk stops at the screen
-        return True
+    def _visible(self, piece: Piece[Any], known: dict[str, bool] | None = None) -> bool:
+        """Whether PIECE is shown: it and every piece it is in (KNOWN: those read already)."""
+        known = {} if known is None else known
+        shown = known.get(piece.id)
+        if shown is None:
+            parent = PARENT.get(piece.id)
+            shown = known[piece.id] = bool(self._find(piece).display) and (parent is None or self._visible(parent, known))
+        return shown
 
     # -- actions -----------------------------------------------------------------------------
 
