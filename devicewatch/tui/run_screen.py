@@ -42,10 +42,10 @@ from .drawing import AreaInput, LinesInput, View, format_seconds
 from .model_inputs import overlay_of
 from .output_panel import OutputLog
 from .redraw import RedrawOnce
-from .run_parts import (BOTTOM_CHARTS, CORES, COST, CPU_LANES, CPU_PANEL, EPOCHS, GOVERNED, GPU_MEM_POWER, GPU_PANEL,
-                        GPU_REASON, GPU_UTILS, HEAT_LEGEND, LANES, LAYOUT, LOG, NO_GPU, PARTS, PROC_PANEL, PROGRESS, STATUS,
-                        PARENT, TOP_CHARTS, VERDICT, WRAPPED, Frame, Piece)
-from .run_window import view_of, panned, zoomed
+from .run_parts import (BOTTOM_CHARTS, CORES, COST, CPU_LANES, CPU_PANEL, DECLARED, EPOCHS, GOVERNED, GPU_MEM_POWER,
+                        GPU_PANEL, GPU_REASON, GPU_UTILS, HEAT_LEGEND, LANES, LAYOUT, LOG, NO_GPU, PARENT, PARTS,
+                        PROC_PANEL, PROGRESS, STATUS, TOP_CHARTS, VERDICT, WRAPPED, Frame, Piece)
+from .run_window import panned, view_of, zoomed
 
 WidgetT = TypeVar("WidgetT", bound=Widget)
 
@@ -168,10 +168,9 @@ class RunScreen(RedrawOnce):
             yield piece.build()
 
     def on_mount(self) -> None:
-        for piece in PARTS:
-            for part in piece.walk():
-                if part.title is not None:
-                    self._find(part).border_title = part.title
+        for piece in DECLARED:
+            if piece.title is not None:
+                self._find(piece).border_title = piece.title
         if isinstance(self.source, LiveSource) and self.source.process is None:
             try:
                 self.source.start()
