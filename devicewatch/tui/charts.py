@@ -278,3 +278,13 @@ class PhaseLanes(Chart[LanesInput]):
     """One row per lane: which phase runs when, coloured like the shading of the charts."""
 
     draw = staticmethod(draw_lanes)
+
+
+class TallLanes(PhaseLanes):
+    """Phase lanes as tall as their lanes (the run screen's; the comparison gives both of its
+    sides the taller side's height)."""
+
+    def watch_data(self) -> None:
+        if self.data is not None:
+            self.styles.height = max(1, len(self.data.lanes))
+        super().watch_data()

@@ -250,8 +250,8 @@ def _same_label(a: Any, b: Any) -> bool:
 
 
 # ``RowsByContent`` overrides two methods of Textual's private styles cache: it is used only where
-# their parameters are the ones it was written against (pyproject allows other Textuals than the
-# pinned one); elsewhere a widget keeps Textual's own cache.
+# their parameters are the ones it was written against (tests/tui/test_textual_internals.py names
+# them, for the range pyproject allows); elsewhere a widget keeps Textual's own cache.
 _RENDER = ("styles", "size", "base_background", "background", "render_content_line", "filters", "border_title",
            "border_subtitle", "content_size", "padding", "crop", "opacity", "ansi_theme", "native_ansi")
 _RENDER_LINE = ("styles", "y", "size", "content_size", "padding", "base_background", "background",

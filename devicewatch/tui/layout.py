@@ -7,7 +7,8 @@ exceed the screen, the part that gives way first is hidden. What is shown gets i
 size from the same table (``apply``), so a chart is never laid out shorter than it draws whole
 and the stylesheet shares out only what is left. As dolphie declares each graph once
 (``GraphSpec``) and nvitop picks its panels by the terminal's size (full or compact), here a
-run on a 80×24 terminal loses its bottom row before its all-cores chart loses a row.
+run on a 80×24 terminal loses its bottom row before its all-cores chart loses a row. The run
+screen's tree is made from its declarations (``run_parts``), the others are declared here.
 
 Pure but for ``apply`` (no Textual import above it), so that the table is tested by size.
 """
@@ -147,41 +148,8 @@ def apply(screen: Any, layout: Part, hidden: set[str], measured: Measured | None
 
 FOOTER = Part("footer", rows=1)
 
-# The run screen (live, finished, a replay; presenter mode leaves the bottom row and the GPU
-# memory and power out). An all-cores chart and a GPU's utilization draw whole from 5 and 4
-# rows; GPU memory and power give way first, then the process tree's charts, then the bottom
-# row; on a narrow terminal the process tree and then the output give way to the epochs, each
-# epoch on one line.
-RUN = Part("run", parts=(
-    Part("status", rows=1),
-    Part("progress", rows=1),
-    Part("verdict", rows=1),
-    Part("no-gpu", rows=1, gives_way=5),
-    Part("top", across=True, parts=(
-        Part("cpu-panel", rows=2, columns=30, parts=(
-            Part("cores", rows=3),
-            Part("heat-legend", rows=1),
-            Part("cpu-total", rows=6),   # its border, an axis row and four of levels
-            Part("cpu-lanes", rows=1),
-        )),
-        Part("gpu-panel", rows=2, columns=30, parts=(
-            Part("gpu-reason", rows=0),
-            Part("gpu-utils", rows=4),
-            Part("lanes", rows=1),
-            Part("gpu-mem-power", rows=6, gives_way=1, presenter=False),
-        )),
-    )),
-    Part("bottom", rows=0, gives_way=3, presenter=False, across=True, parts=(
-        Part("proc-panel", rows=2, columns=28, gives_way=2, parts=(
-            Part("proc-cpu", rows=3),
-            Part("proc-rss", rows=3),
-            Part("cost", rows=2),
-        )),
-        Part("epochs", rows=8, columns=40),
-        Part("log", rows=6, columns=30, gives_way=4),
-    )),
-    FOOTER,
-))
+# The run screen's tree (live, finished, a replay) is made from its declared parts, each with
+# its widget and its chart's input: ``run_parts.LAYOUT``.
 
 # The comparison (and presenter mode's): the headline stays with what explains it and what other
 # programs took; the figures panel keeps its first table's header and three rows; the heat

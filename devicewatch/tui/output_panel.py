@@ -250,6 +250,17 @@ class OutputLog(ScrollView, KeptLines, KeptScrollbars, KeptRows, can_focus=True)
         if width > 0 and height > 0:
             self.post_message(self.Sized(height, width))
 
+    def start_typing(self) -> None:
+        """Typing mode: the keys go to the workload until Escape (or the run's end)."""
+        self.typing = True
+        self.border_subtitle = "typing into the workload · Esc to stop"
+        self.focus()
+
+    def stop_typing(self) -> None:
+        if self.typing:
+            self.typing = False
+            self.border_subtitle = ""
+
     def on_key(self, event: events.Key) -> None:
         """In typing mode every key is the workload's but Escape, which ends typing mode."""
         if not self.typing:
@@ -257,8 +268,7 @@ class OutputLog(ScrollView, KeptLines, KeptScrollbars, KeptRows, can_focus=True)
         event.stop()
         event.prevent_default()
         if event.key == "escape":
-            self.typing = False
-            self.border_subtitle = ""
+            self.stop_typing()
             return
         text = key_bytes(event.key, event.character)
         if text is not None:

@@ -2,23 +2,24 @@
 
 What the screen shows is a function of reactive state: the window (``window``, ``pan_offset``),
 the y scale (``fixed_y``), the look (``presenter``, following the app's), whether the picture is
-paused, and the model's data. A key changes state; its watcher asks for one redraw after the
-handler, however many attributes it changed. One timer polls the run file (reading only the
-bytes appended since the last poll) and redraws when records arrived. A redraw gives each chart
-its typed input; a chart whose input did not change draws nothing, and one whose input changed
-repaints only the cells that differ. Polling and drawing both happen on the UI thread, so no
-widget is touched from another thread. When the run ends, the screen posts ``RunScreen.Finished``.
+paused, and the model's data. A key changes state; a watch of it (``REDRAWN_BY``) asks for one
+redraw after the handler, however many attributes it changed. One timer polls the run file
+(reading only the bytes appended since the last poll) and redraws when records arrived. The
+screen's widgets, their titles, the charts' inputs and the layout table are declared once
+(``run_parts``); a redraw gives each chart shown its typed input from its declaration; a chart
+whose input did not change draws nothing, and one whose input changed repaints only the cells
+that differ. Polling and drawing both happen on the UI thread, so no widget is touched from
+another thread. When the run ends, the screen posts ``RunScreen.Finished``.
 
 Over 500 lines because it is one Textual screen: its reactive state, the actions of its keys
-and its redraw belong to the class; what can be pure is elsewhere (``panels``, ``model_inputs``,
-``chart_cells``, ``output_panel``).
+and its redraw belong to the class; what can be pure is elsewhere (``run_parts``, ``run_window``,
+``panels``, ``model_inputs``, ``chart_cells``, ``output_panel``).
 """
 
 from __future__ import annotations
 
-import math
 import time
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 from rich.text import Text
@@ -35,49 +36,43 @@ from ..live.source import LiveSource, Source
 from ..render.palette import NORMAL, PRESENTER, Palette
 from ..runformat.runfile import RunFileError
 from . import layout, panels
-from .output_panel import OutputLog
-from .charts import AreaChart, HeatStrip, LineChart, PhaseLanes
+from .charts import AreaChart, Chart, LineChart
 from .chart_cells import heat_legend
-from .drawing import AreaInput, HeatInput, LinesInput, Overlay, View, format_seconds
-from .model_inputs import lanes_input, overlay_of
-from .kept_lines import KeptFooter, KeptHorizontal, KeptVertical
+from .drawing import AreaInput, LinesInput, View, format_seconds
+from .model_inputs import overlay_of
+from .output_panel import OutputLog
 from .redraw import RedrawOnce
+from .run_parts import (BOTTOM_CHARTS, CORES, COST, CPU_LANES, CPU_PANEL, DECLARED, EPOCHS, GOVERNED, GPU_MEM_POWER,
+                        GPU_PANEL, GPU_REASON, GPU_UTILS, HEAT_LEGEND, LANES, LAYOUT, LOG, NO_GPU, PARENT, PARTS,
+                        PROC_PANEL, PROGRESS, STATUS, TOP_CHARTS, VERDICT, WRAPPED, Frame, Piece)
+from .run_window import panned, view_of, zoomed
 
-WINDOWS: list[float | None] = [10, 30, 60, 120, 300, 600, 1800, None]  # seconds; None: whole run
 WidgetT = TypeVar("WidgetT", bound=Widget)
-# The parts whose display the layout table decides; the screen shows the GPU half, its reason
-# line and the CPU panel's lanes by what the run has (``_draw_gpus``).
-GOVERNED = {"bottom", "proc-panel", "epochs", "log", "heat-legend", "gpu-mem-power", "cores", "cpu-total", "no-gpu"}
 
 TICK = 0.5  # seconds between poll-and-redraw ticks (2 Hz)
-VIEW_STEPS = 20  # a live view's end advances in steps of 1/20 of the window
 SLOW_EVERY = 1.0  # seconds between redraws of the status, progress and verdict lines while live
 BOTTOM_EVERY = 2.0  # seconds between redraws of the bottom row (workload charts, cost, epochs) while live
 LOG_EVERY = 2.0  # seconds between appends to the workload-output panel while a run is live
-
-
-def _nice_top(value: float, floor: float = 1.0) -> float:
-    """A round axis maximum at or above ``value`` (1, 2, 5 × 10^n)."""
-    if not math.isfinite(value) or value <= floor:
-        return floor
-    exponent = 10 ** math.floor(math.log10(value))
-    for step in (1, 2, 2.5, 5, 10):
-        if step * exponent >= value:
-            return step * exponent
-    return 10 * exponent
-
-
-def _visible_max(t: np.ndarray, values: np.ndarray, view: View) -> float:
-    lo, hi = np.searchsorted(t, view.t0, "left"), np.searchsorted(t, view.t1, "right")
-    part = values[lo:hi]
-    part = part[~np.isnan(part)]
-    return float(part.max()) if part.size else 0.0
+# The state whose every change redraws the screen once.
+REDRAWN_BY = ("window", "pan_offset", "fixed_y", "core_clock", "paused", "presenter")
 
 
 def _title(widget: Widget, title: str) -> None:
     """Set a border title only when it changes: setting one repaints the whole widget."""
     if widget.border_title != title:
         widget.border_title = title
+
+
+def tryable(model: RunModel | None) -> tuple[list[str], list[Advice]] | None:
+    """The run's command and the advice that names a knob, when ``t`` can try them: a run of
+    ``-- COMMAND`` (a registered workload is devicewatch's own, not the user's script)."""
+    if model is None:
+        return None
+    workload = model.run.header.workload
+    advised = [a for a in model.advice if a.knob is not None]
+    if workload.name or not workload.command or not advised:
+        return None
+    return list(workload.command), advised
 
 
 class RunScreen(RedrawOnce):
@@ -87,15 +82,15 @@ class RunScreen(RedrawOnce):
         Binding("q", "app.quit", "Quit"),
         Binding("s", "stop", "Stop run"),
         Binding("m", "marker", "Marker"),
-        Binding("space", "pause", "Pause"),
-        Binding("plus,equals_sign", "zoom_in", "Zoom in", key_display="+"),
-        Binding("minus", "zoom_out", "Zoom out", key_display="-"),
-        Binding("0", "zoom_all", "Whole run"),
+        Binding("space", "toggle('paused')", "Pause"),
+        Binding("plus,equals_sign", "zoom(-1)", "Zoom in", key_display="+"),
+        Binding("minus", "zoom(1)", "Zoom out", key_display="-"),
+        Binding("0", "zoom(0)", "Whole run"),
         Binding("left", "pan(-1)", "Earlier", show=False),
         Binding("right", "pan(1)", "Later", show=False),
-        Binding("end", "follow", "Follow the end", show=False),
-        Binding("y", "yscale", "Y 0-100/auto"),
-        Binding("f", "core_clock", "Core clock", show=False),
+        Binding("end", "pan(0)", "Follow the end", show=False),
+        Binding("y", "toggle('fixed_y')", "Y 0-100/auto"),
+        Binding("f", "toggle('core_clock')", "Core clock", show=False),
         Binding("l", "toggle_log", "Log", show=False),
         Binding("h", "next_host", "Next host"),
         Binding("t", "try_advice", "Try the advice"),
@@ -169,46 +164,21 @@ class RunScreen(RedrawOnce):
     # -- layout ------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        yield panels.TextPanel(id="status")
-        yield panels.TextPanel(id="progress")
-        yield panels.LinesPanel(id="verdict")
-        yield panels.TextPanel(id="no-gpu")
-        with KeptHorizontal(id="top"):
-            with KeptVertical(id="cpu-panel", classes="panel"):
-                yield HeatStrip(id="cores")
-                yield panels.TextPanel(id="heat-legend")
-                yield AreaChart(id="cpu-total")
-                yield PhaseLanes(id="cpu-lanes")
-            with KeptVertical(id="gpu-panel", classes="panel"):
-                yield panels.TextPanel(id="gpu-reason")
-                yield KeptVertical(id="gpu-utils")
-                yield PhaseLanes(id="lanes")
-                with KeptHorizontal(id="gpu-mem-power"):
-                    yield LineChart(id="gpu-mem")
-                    yield LineChart(id="gpu-power")
-        with KeptHorizontal(id="bottom"):
-            with KeptVertical(id="proc-panel", classes="panel"):
-                yield AreaChart(id="proc-cpu")
-                yield AreaChart(id="proc-rss")
-                yield panels.TextPanel(id="cost")
-            yield panels.EpochBars(id="epochs", classes="panel")
-            yield OutputLog(id="log", classes="panel", max_lines=2000)
-        yield KeptFooter()
+        for piece in PARTS:
+            yield piece.build()
 
     def on_mount(self) -> None:
-        titles = {"cpu-panel": "CPU: every core, % busy", "gpu-panel": "GPU",
-                  "proc-panel": "workload process tree", "epochs": "epochs: time per phase",
-                  "log": "workload output", "cpu-total": "all cores %, phases shaded", "lanes": "phases by lane",
-                  "gpu-mem": "GPU memory, GiB", "gpu-power": "GPU power, W",
-                  "proc-cpu": "workload CPU, % of one core", "proc-rss": "workload RSS, MiB"}
-        for widget_id, title in titles.items():
-            self.query_one(f"#{widget_id}").border_title = title
+        for piece in DECLARED:
+            if piece.title is not None:
+                self._find(piece).border_title = piece.title
         if isinstance(self.source, LiveSource) and self.source.process is None:
             try:
                 self.source.start()
             except OSError as exc:
                 self.source.error = f"cannot start the recorder: {exc.strerror or exc}"
         self.watch(self.app, "presenter", self._follow_presenter)
+        for name in REDRAWN_BY:
+            self.watch(self, name, self._redraw_soon, init=False)
         self._poll()
         self.refresh_bindings()
         self._redraw(force=True)
@@ -218,7 +188,7 @@ class RunScreen(RedrawOnce):
         self._fit_layout()
 
     def _fit_layout(self) -> None:
-        """Show what the terminal holds whole (``layout.RUN``): the text lines' rows as they wrap
+        """Show what the terminal holds whole (``run_parts.LAYOUT``): the text lines' rows as they wrap
         at this width, the GPUs' charts this run has, the epochs panel as wide as its rows."""
         width, height = self.size
         if not width or not height:
@@ -227,30 +197,29 @@ class RunScreen(RedrawOnce):
         gpus = [c for c in self.gpu_charts if c.display]
         lanes = max(1, len(self.model.lanes)) if self.model is not None else 1
         measured: dict[str, int | tuple[int | None, int | None]] = {
-            name: self._text_rows(name) for name in ("status", "progress", "verdict", "no-gpu", "heat-legend",
-                                                      "cost", "gpu-reason")}
-        measured.update({"gpu-utils": 4 * len(gpus) + 5 * sum(c.display for c in self.sm_charts),
-                         "lanes": lanes, "cpu-lanes": lanes})
-        bars = self._find("#epochs", panels.EpochBars)
+            piece.id: self._text_rows(piece) for piece in WRAPPED}
+        measured.update({GPU_UTILS.id: 4 * len(gpus) + 5 * sum(c.display for c in self.sm_charts),
+                         LANES.id: lanes, CPU_LANES.id: lanes})
+        bars = self._find(EPOCHS)
         if bars.epochs.rows:   # one epoch a line, and room for the legend, the newest and its note
             # as wide as the widest epoch so far: a width that moved with each epoch's figures
             # laid the bottom row out again at every epoch
             columns = self._epochs_columns = max(self._epochs_columns, panels.epoch_bars_width(bars.epochs.rows))
             least = panels.epoch_bars(bars.epochs.rows, columns, 1, bars.epochs.unmeasured)
-            measured["epochs"] = (2 + bars._shown_lines(least, bars.size.width - 2 if bars.size.width > 2 else columns),
+            measured[EPOCHS.id] = (2 + bars._shown_lines(least, bars.size.width - 2 if bars.size.width > 2 else columns),
                                   columns + 4)
-        absent = {"gpu-panel", "lanes"} if no_gpu else {"no-gpu", "cpu-lanes"}
+        absent = {GPU_PANEL.id, LANES.id} if no_gpu else {NO_GPU.id, CPU_LANES.id}
         if not self.gpu_charts:
-            absent.add("gpu-mem-power")
+            absent.add(GPU_MEM_POWER.id)
         if self._log_closed:
-            absent.add("log")
+            absent.add(LOG.id)
         key = (width, height, self.presenter, tuple(sorted(measured.items())), tuple(sorted(absent)))
         if key == self._laid_out:
             return
         self._laid_out = key
-        hidden = layout.fit(layout.RUN, width, height, self.presenter, measured, absent)
+        hidden = layout.fit(LAYOUT, width, height, self.presenter, measured, absent)
         before = self._applied
-        self._applied = layout.apply(self, layout.RUN, hidden, measured, governed=GOVERNED, applied=before)
+        self._applied = layout.apply(self, LAYOUT, hidden, measured, governed=GOVERNED, applied=before)
         if before is not None and any(shown and not before.get(key, (True,))[0]
                                       for key, (shown, _rows, _columns) in self._applied.items()):
             # A panel shown again (a larger terminal) is drawn now: a finished run has no next
@@ -261,37 +230,18 @@ class RunScreen(RedrawOnce):
             # shown or hidden changes its neighbours' widths, and with them how their text wraps.
             self.call_after_refresh(self._fit_layout)
 
-    def _text_rows(self, widget_id: str) -> int:
+    def _text_rows(self, piece: Piece[panels.TextPanel]) -> int:
         """The rows a text panel of the screen takes at its width: the width it has, or had when
         last shown (a hidden panel measured at its own width, the layout would show it again),
         or its share of the screen before it was ever laid out."""
-        panel = self._find(f"#{widget_id}", panels.TextPanel)
-        width = panel.size.width or self._widths.get(widget_id) or \
-            (self.size.width * 2 // 7 if widget_id == "cost" else self.size.width) - panel.styles.gutter.width
+        panel = self._find(piece)
+        width = panel.size.width or self._widths.get(piece.id) or \
+            (self.size.width * 2 // 7 if piece is COST else self.size.width) - panel.styles.gutter.width
         if panel.size.width:
-            self._widths[widget_id] = panel.size.width
+            self._widths[piece.id] = panel.size.width
         return len(panel._wrapped(max(1, width)))
 
-    # -- state: every change redraws once -----------------------------------------------------
-
-    def watch_window(self) -> None:
-        self._redraw_soon()
-
-    def watch_pan_offset(self) -> None:
-        self._redraw_soon()
-
-    def watch_fixed_y(self) -> None:
-        self._redraw_soon()
-
-    def watch_core_clock(self) -> None:
-        self._redraw_soon()
-
-    def watch_paused(self) -> None:
-        self._redraw_soon()
-
-    def watch_presenter(self) -> None:
-        self._laid_out = None
-        self._redraw_soon()
+    # -- state: every change (``REDRAWN_BY``) redraws once ------------------------------------
 
     def redraw_all(self) -> None:
         self._redraw(force=True)
@@ -365,59 +315,28 @@ class RunScreen(RedrawOnce):
             return self._try_offered
         return True
 
-    def _tryable(self) -> tuple[list[str], list[Advice]] | None:
-        """The run's command and the advice that names a knob, when ``t`` can try them: a run of
-        ``-- COMMAND`` (a registered workload is devicewatch's own, not the user's script)."""
-        model = self.model
-        if model is None:
-            return None
-        workload = model.run.header.workload
-        advised = [a for a in model.advice if a.knob is not None]
-        if workload.name or not workload.command or not advised:
-            return None
-        return list(workload.command), advised
-
     # -- drawing -----------------------------------------------------------------------------
 
     @property
     def palette(self) -> Palette:
         return PRESENTER if self.presenter else NORMAL
 
-    def _view(self) -> View:
-        assert self.model is not None
-        latest = self.model.latest
-        growing = self.source.live and not self.model.run.finished
-        if self.window is None:
-            # Following the whole run: the end moves in steps of 1/VIEW_STEPS of the run so far.
-            end = max(latest, 1.0)
-            if not growing:
-                return View(0.0, end)
-            step = _nice_top(end / VIEW_STEPS, 0.1)
-            return View(0.0, math.ceil(end / step) * step, math.floor(latest / step) * step)
-        end = max(latest - self.pan_offset, self.window)
-        if not growing or self.pan_offset:
-            return View(max(end - self.window, 0.0), end)
-        # The window slides in steps of 1/VIEW_STEPS of its width, not every tick: between
-        # steps only the newest columns change, and only their cells are repainted.
-        step = self.window / VIEW_STEPS
-        end = max(math.ceil(latest / step) * step, self.window)
-        return View(end - self.window, end, max(math.floor(latest / step) * step, end - self.window))
-
     def _redraw(self, force: bool = False) -> None:
         model = self.model
         if model is None:
-            self._set("status", Text(" starting the recorder… ", style="bold black on cyan") if not self.source.error
+            self._set(STATUS, Text(" starting the recorder… ", style="bold black on cyan") if not self.source.error
                       else Text(f" error: {self.source.error} ", style="bold white on red"))
             return
-        if self.source.error:
-            self._note_error()
+        if self.source.error and not self._error_noted:
+            self._error_noted = True
+            self.notify(self.source.error, title="recorder", severity="error", timeout=30)
         model.refresh_phases()
         if model.refresh_verdict(force=force or model.run.finished):
-            offered = self._tryable() is not None
+            offered = tryable(model) is not None
             if offered != self._try_offered:
                 self._try_offered = offered
                 self.refresh_bindings()
-        view = self._view()
+        view = view_of(model.latest, self.window, self.pan_offset, self.source.live and not model.run.finished)
         # The text lines (status, progress, verdict) and the bottom row (workload
         # charts, cost, epochs, log) change every tick too, but are read at a glance: the
         # lines once a second, the bottom row every two (a frame that repaints it is twice as
@@ -431,87 +350,71 @@ class RunScreen(RedrawOnce):
         palette = self.palette
         if slow:
             self._slow_at = now
-            self._set("status", self._status(model, view))
+            self._set(STATUS, self._status(model, view))
             progress = panels.progress_text(model, 40 if self.presenter else 30)
             if self._announcement:
                 progress.append(f"   {self._announcement}", style="bold")
-            self._set("progress", progress)
-            self._set("verdict", panels.verdict_text(model, try_key=self._try_offered, failure=self._failure))
-        overlay = overlay_of(model)
-        t = model.t.values
-        if model.cpu is not None:
-            strip = self._find("#cores", HeatStrip)
-            if 0 < model.cores <= 8:  # a few cores: up to three rows each and the time axis, no blank rows
-                strip.styles.max_height = 3 * model.cores + 1
-            clock, clock_legend = panels.core_clock(model, palette) if self.core_clock else (None, None)
-            strip.data = HeatInput(view, model.samples_version, palette, t, model.cpu.values) if clock is None \
-                else HeatInput(view, ("clock", model.samples_version), palette, t, clock)
-        else:
-            clock, clock_legend = None, None
-        title = "CPU: every core, clock" if clock is not None else "CPU: every core, % busy"
-        panel = self._find("#cpu-panel", Widget)
-        if panel.border_title != title:   # setting it, even to the same text, repaints the whole panel
-            panel.border_title = title
+            self._set(PROGRESS, progress)
+            self._set(VERDICT, panels.verdict_text(model, try_key=self._try_offered, failure=self._failure))
+        clock, clock_legend = panels.core_clock(model, palette) if self.core_clock and model.cpu is not None \
+            else (None, None)
+        if model.cpu is not None and 0 < model.cores <= 8:  # a few cores: up to three rows each and the time axis, no blank rows
+            self._find(CORES).styles.max_height = 3 * model.cores + 1
+        _title(self._find(CPU_PANEL), "CPU: every core, clock" if clock is not None else CPU_PANEL.title or "")
         if clock_legend is not None:
-            self._set("heat-legend", clock_legend)
+            self._set(HEAT_LEGEND, clock_legend)
             self._legend_of = None
         elif self._legend_of != (palette, cores := model.cores_text()):   # the same legend: not made again each tick
             self._legend_of = (palette, cores)
-            self._set("heat-legend", Text.assemble(
+            self._set(HEAT_LEGEND, Text.assemble(
                 "colour: ", *[(s.text, s.style or "") for s in heat_legend(palette)], f"   {cores}"))
-        self._find("#cpu-total", AreaChart).data = AreaInput(
-            view, model.samples_version, palette, t, model.cpu_total.values, 100.0, "%", overlay)
-        self._draw_gpus(model, view, palette, overlay)
-        lanes = lanes_input(model, view, palette, overlay)
-        for lanes_id in ("lanes", "cpu-lanes"):
-            if self._visible(lanes_id):
-                chart = self._find(f"#{lanes_id}", PhaseLanes)
-                chart.styles.height = max(1, len(lanes.lanes))
-                chart.data = lanes
+        frame = Frame(model, view, palette, overlay_of(model), self.fixed_y, clock)
+        self._draw_gpus(frame)
+        self._draw_charts(TOP_CHARTS, frame)
         if everything or (slow and now - self._bottom_at >= BOTTOM_EVERY - TICK / 4):
             self._bottom_at = now
-            self._redraw_bottom(model, view, palette, overlay, force)
+            self._redraw_bottom(frame, force)
         if slow:
             self._fit_layout()
 
-    def _redraw_bottom(self, model: RunModel, view: View, palette: Palette, overlay: Overlay, force: bool) -> None:
-        t = model.t.values
-        if self._visible("proc-panel"):
-            cores = max(model.cores, 1)
-            cpu_top = 100.0 * cores if self.fixed_y else _nice_top(_visible_max(t, model.proc_cpu.values, view), 10)
-            self._find("#proc-cpu", AreaChart).data = AreaInput(
-                view, model.samples_version, palette, t, model.proc_cpu.values, cpu_top, "%", overlay)
-            rss = model.proc_rss.values / 2**20
-            self._find("#proc-rss", AreaChart).data = AreaInput(
-                view, model.samples_version, palette, t, rss, _nice_top(_visible_max(t, rss, view), 16), "M", overlay)
-            self._set("cost", panels.cost_text(model))
-        if self._visible("epochs"):
-            bars = self._find("#epochs", panels.EpochBars)
+    def _draw_charts(self, charts: tuple[Piece[Chart[Any]], ...], frame: Frame) -> None:
+        """Give each chart shown its input (a chart whose input is unchanged draws nothing)."""
+        known: dict[str, bool] = {}   # the pieces whose display this walk has read
+        for piece in charts:
+            if piece.draws is not None and self._visible(piece, known):
+                data = piece.draws(frame)
+                if data is not None:
+                    self._find(piece).data = data
+
+    def _redraw_bottom(self, frame: Frame, force: bool) -> None:
+        model = frame.model
+        self._draw_charts(BOTTOM_CHARTS, frame)
+        if self._visible(PROC_PANEL):
+            self._set(COST, panels.cost_text(model))
+        if self._visible(EPOCHS):
+            bars = self._find(EPOCHS)
             rows = panels.epoch_rows(model, bars.epochs)
             if rows is not bars.epochs:
                 bars.epochs = rows
                 bars.border_title = f"{analysis.units_text(analysis.unit(rows.rows))}: time per phase"
+        log = self._find(LOG)
         self._new_lines += model.take_logs()
-        self._write_log(force or not self.source.running)
-        state = model.workload_state()
+        now = time.monotonic()
+        open_line = model.open_line()
+        # At most every LOG_EVERY seconds while live: each write scrolls the panel, which repaints all of it.
+        if (self._new_lines or open_line != self._open_line) and \
+                (force or not self.source.running or now - self._log_written >= LOG_EVERY):
+            log.write_lines(self._new_lines, open_line)
+            self._new_lines, self._open_line, self._log_written = [], open_line, now
         if not self.source.running:
-            self._stop_typing()
+            log.stop_typing()
+        state = model.workload_state()
         if state != self._workload_state:
             self._workload_state = state
-            self._find("#log", Widget).border_title = "workload output" + (f" · {state}" if state else "")
+            log.border_title = (LOG.title or "") + (f" · {state}" if state else "")
 
-    def _write_log(self, force: bool) -> None:
-        """Append the waiting log lines (and show the line not yet ended as it stands), at most
-        every ``LOG_EVERY`` seconds while live: each write scrolls the panel, which repaints all of it."""
-        now = time.monotonic()
-        open_line = self.model.open_line() if self.model is not None else None
-        if (self._new_lines or open_line != self._open_line) and (force or now - self._log_written >= LOG_EVERY):
-            self._find("#log", OutputLog).write_lines(self._new_lines, open_line)
-            self._new_lines = []
-            self._open_line = open_line
-            self._log_written = now
-
-    def _draw_gpus(self, model: RunModel, view: View, palette: Palette, overlay: Overlay) -> None:
+    def _draw_gpus(self, frame: Frame) -> None:
+        model = frame.model
         reason = model.gpu_reason if not model.gpus else None
         # Without GPU data the GPU half gives its space to the CPU panel (which then carries the
         # phase lanes) and one line says why; while a live run waits for its first GPU sample
@@ -523,16 +426,16 @@ class RunScreen(RedrawOnce):
         if (no_gpu, reason) != self._half_shown:   # the displays below change: the layout table's applied whole again
             self._half_shown, self._applied = (no_gpu, reason), None
         self.set_class(no_gpu, "-no-gpu")
-        self._find("#no-gpu", Widget).display = no_gpu
-        self._find("#gpu-panel", Widget).display = not no_gpu
-        self._find("#cpu-lanes", Widget).display = no_gpu
+        self._find(NO_GPU).display = no_gpu
+        self._find(GPU_PANEL).display = not no_gpu
+        self._find(CPU_LANES).display = no_gpu
         if no_gpu:
-            self._set("no-gpu", Text.assemble(("no GPU data: ", "bold"), reason or "this run has no GPU samples",
-                                              ("  (GPU recordings replay anywhere)", "grey50")))
+            self._set(NO_GPU, Text.assemble(("no GPU data: ", "bold"), reason or "this run has no GPU samples",
+                                            ("  (GPU recordings replay anywhere)", "grey50")))
         if not model.gpus and not no_gpu:
-            self._set("gpu-reason", Text.assemble(("No GPU data yet: ", "bold"), "waiting for the first GPU sample"))
-        self._find("#gpu-reason", Widget).display = not model.gpus and not no_gpu
-        container = self._find("#gpu-utils", KeptVertical)
+            self._set(GPU_REASON, Text.assemble(("No GPU data yet: ", "bold"), "waiting for the first GPU sample"))
+        self._find(GPU_REASON).display = not model.gpus and not no_gpu
+        container = self._find(GPU_UTILS)
         container.display = bool(model.gpus)
         while len(self.gpu_charts) < len(model.gpus):
             chart = AreaChart(classes="gpu-util")
@@ -541,46 +444,27 @@ class RunScreen(RedrawOnce):
         if not model.gpus:
             return
         periods = analysis.driver_sample_periods(model.machine)
-        sm = self._sm_active(model)
         rates = [analysis.driver_rate_text(periods[g] if g < len(periods) else None) for g in range(len(model.gpus))]
-        _title(self._find("#gpu-panel", Widget), "GPU · " + (rates[0] if len(set(rates)) == 1 else "; ".join(
+        _title(self._find(GPU_PANEL), "GPU · " + (rates[0] if len(set(rates)) == 1 else "; ".join(
             f"GPU {g}: {rate.removeprefix('GPU utilization: ')}" for g, rate in enumerate(rates))))
         for extra in self.gpu_charts[len(model.gpus):] + self.sm_charts[len(model.gpus):]:
             extra.display = False  # another node of a merged run had more GPUs
         for g, (chart, track) in enumerate(zip(self.gpu_charts, model.gpus)):
             chart.display = True
             _title(chart, f"GPU {g} {track.name}: utilization %, phases shaded")
-            chart.data = AreaInput(view, model.samples_version, palette, track.util_t.values, track.util.values,
-                                   100.0, "%", overlay)
+            chart.data = AreaInput(frame.view, model.samples_version, frame.palette, track.util_t.values,
+                                   track.util.values, 100.0, "%", frame.overlay)
             while len(self.sm_charts) <= g:
                 line = LineChart(classes="gpu-sm")
                 line.border_title = f"GPU {len(self.sm_charts)} SM active % (GPM: share of SMs busy)"
                 self.sm_charts.append(line)
                 container.mount(line, after=chart)
             line = self.sm_charts[g]
-            line.display = bool(sm[g][0].size)
+            present = ~np.isnan(track.sm_active.values)   # GPM's ``sm_active``: only the samples that carry it
+            line.display = bool(present.any())
             if line.display:
-                line.data = LinesInput(view, model.samples_version, palette, (sm[g],), 100.0, "%")
-        if self._visible("gpu-mem-power"):
-            mem = tuple((g.t.values, g.mem_used.values / 2**30) for g in model.gpus)
-            totals = [g.mem_total / 2**30 for g in model.gpus if math.isfinite(g.mem_total)]
-            mem_top = max(totals) if totals and self.fixed_y else _nice_top(max(_visible_max(t, v, view) for t, v in mem), 1)
-            self._find("#gpu-mem", LineChart).data = LinesInput(view, model.samples_version, palette, mem,
-                                                                mem_top, "G")
-            power = tuple((g.t.values, g.power.values) for g in model.gpus)
-            power_top = _nice_top(max(_visible_max(t, v, view) for t, v in power), 50)
-            self._find("#gpu-power", LineChart).data = LinesInput(view, model.samples_version, palette, power,
-                                                                  power_top, "W")
-
-    @staticmethod
-    def _sm_active(model: RunModel) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Each GPU's GPM ``sm_active`` series from the model: only the samples that carry it."""
-        series = []
-        for track in model.gpus:
-            t, values = track.t.values, track.sm_active.values
-            present = ~np.isnan(values)
-            series.append((t[present], values[present]))
-        return series
+                sm = (track.t.values[present], track.sm_active.values[present])
+                line.data = LinesInput(frame.view, model.samples_version, frame.palette, (sm,), 100.0, "%")
 
     def _status(self, model: RunModel, view: View) -> Text:
         source = self.source
@@ -603,32 +487,28 @@ class RunScreen(RedrawOnce):
         return panels.status_text(model, label, state, style, window, "0-100%" if self.fixed_y else "auto",
                                   self.paused)
 
-    def _note_error(self) -> None:
-        if not self._error_noted and self.source.error:
-            self._error_noted = True
-            self.notify(self.source.error, title="recorder", severity="error", timeout=30)
+    def _find(self, piece: Piece[WidgetT]) -> WidgetT:
+        """The declared widget, remembered: a tick looks up some twenty widgets, and a query
+        walks the screen's widgets each time (the declared widgets are composed once and stay
+        while the screen lives)."""
+        found = self._found.get(piece.id)
+        if found is None:
+            found = self._found[piece.id] = self.query_one(f"#{piece.id}", piece.widget)
+        return found  # type: ignore[return-value]  # found by its declared class
 
-    def _find(self, selector: str, kind: type[WidgetT]) -> WidgetT:
-        """``query_one``, remembered: a tick looks up some twenty widgets, and a query walks the
-        screen's widgets each time (the screen's widgets stay while it lives)."""
-        found = self._found.get(selector)
-        if found is None or not found.is_attached:
-            found = self._found[selector] = self.query_one(selector, kind)
-        assert isinstance(found, kind)
-        return found
-
-    def _set(self, widget_id: str, content: Text) -> None:
+    def _set(self, piece: Piece[panels.TextPanel], content: Text) -> None:
         """Show ``content`` in a text panel; the panel repaints only the lines that changed (and
         lays the screen out again only when its height follows its text and that changed)."""
-        self._find(f"#{widget_id}", panels.TextPanel).update(content)
+        self._find(piece).update(content)
 
-    def _visible(self, widget_id: str) -> bool:
-        node: Widget | None = self._find(f"#{widget_id}", Widget)
-        while node is not None and node is not self:
-            if not node.display:
-                return False
-            node = node.parent  # type: ignore[assignment]  # a widget's parent is a DOMNode; the walk stops at the screen
-        return True
+    def _visible(self, piece: Piece[Any], known: dict[str, bool] | None = None) -> bool:
+        """Whether PIECE is shown: it and every piece it is in (KNOWN: those read already)."""
+        known = {} if known is None else known
+        shown = known.get(piece.id)
+        if shown is None:
+            parent = PARENT.get(piece.id)
+            shown = known[piece.id] = bool(self._find(piece).display) and (parent is None or self._visible(parent, known))
+        return shown
 
     # -- actions -----------------------------------------------------------------------------
 
@@ -642,16 +522,7 @@ class RunScreen(RedrawOnce):
 
     def action_type_into(self) -> None:
         """The output panel becomes the workload's terminal: keys go to the workload until Escape."""
-        log = self._find("#log", OutputLog)
-        log.typing = True
-        log.border_subtitle = "typing into the workload · Esc to stop"
-        log.focus()
-
-    def _stop_typing(self) -> None:
-        log = self._find("#log", OutputLog)
-        if log.typing:
-            log.typing = False
-            log.border_subtitle = ""
+        self._find(LOG).start_typing()
 
     def on_output_log_typed(self, message: OutputLog.Typed) -> None:
         if not (isinstance(self.source, LiveSource) and self.source.send_input(message.text)):
@@ -674,36 +545,18 @@ class RunScreen(RedrawOnce):
             self.notify(f"{label} at {format_seconds(at)}, shown here only: {why}")
         self._redraw_soon()
 
-    def action_pause(self) -> None:
-        self.paused = not self.paused
-
-    def action_zoom_in(self) -> None:
-        index = WINDOWS.index(self.window)
-        if self.window is None and self.model is not None:  # from the whole run, to the next window below it
-            index = next((i for i, w in enumerate(WINDOWS) if w is not None and w >= self.model.latest),
-                         len(WINDOWS) - 1)
-        self.window = WINDOWS[max(index - 1, 0)]
-
-    def action_zoom_out(self) -> None:
-        self.window = WINDOWS[min(WINDOWS.index(self.window) + 1, len(WINDOWS) - 1)]
-
-    def action_zoom_all(self) -> None:
-        self.window, self.pan_offset = None, 0.0
+    def action_zoom(self, step: int) -> None:
+        """``step`` -1: a narrower window, 1: a wider one, 0: the whole run (``run_window.zoomed``)."""
+        self.window = zoomed(self.window, step, self.model.latest if self.model is not None else None)
+        if step == 0:
+            self.pan_offset = 0.0
 
     def action_pan(self, direction: int) -> None:
-        if self.window is None or self.model is None:
-            return
-        self.pan_offset = min(max(self.pan_offset - direction * self.window / 2, 0.0),
-                              max(self.model.latest - self.window, 0.0))
-
-    def action_follow(self) -> None:
-        self.pan_offset = 0.0
-
-    def action_yscale(self) -> None:
-        self.fixed_y = not self.fixed_y
-
-    def action_core_clock(self) -> None:
-        self.core_clock = not self.core_clock
+        """``direction`` -1: half a window earlier, 1: later, 0: follow the end again."""
+        if direction == 0:
+            self.pan_offset = 0.0
+        elif self.window is not None and self.model is not None:
+            self.pan_offset = panned(self.window, self.pan_offset, direction, self.model.latest)
 
     def action_next_host(self) -> None:
         """Charts and verdict of the merged run's next node (each node's samples are its own machine's)."""
@@ -718,14 +571,14 @@ class RunScreen(RedrawOnce):
     def action_try_advice(self) -> None:
         """Ask the app to try the advice on the run's command (after the run: two workloads at
         once would share the cores and each would measure the other)."""
-        tryable = self._tryable()
-        if tryable is None:
+        wanted = tryable(self.model)
+        if wanted is None:
             self.notify("nothing to try: the advice names no knob, or this is no run of a command", severity="warning")
             return
         if self.source.running:
             self.notify("the run is still recording: try its advice when it has finished", severity="warning")
             return
-        self.post_message(self.TryWanted(self, *tryable))
+        self.post_message(self.TryWanted(self, *wanted))
 
     def action_toggle_log(self) -> None:
         self._log_closed = not self._log_closed

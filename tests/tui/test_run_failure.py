@@ -15,6 +15,7 @@ pytest.importorskip("textual")
 from devicewatch import registry
 from devicewatch.live.source import LiveSource
 from devicewatch.tui.app import DashboardApp, DashboardSettings
+from devicewatch.tui import run_parts
 from devicewatch.tui.panels import EpochBars, TextPanel
 from devicewatch.tui.run_screen import RunScreen
 from tests.conftest import until
@@ -96,9 +97,9 @@ async def test_a_crashing_script_shows_its_exception_first_and_its_epoch_partial
         assert panel.text.plain.splitlines()[0] == f" FAILED  failed (exit code 1): {ERROR}"
         assert on_screen(panel, size)
         if size == (80, 24) or presenter:   # the output, and the traceback in it, gave way: the line says why
-            assert not screen._visible("log")
-        assert screen._visible("epochs") or size != (200, 50)
-        if screen._visible("epochs"):
+            assert not screen._visible(run_parts.LOG)
+        assert screen._visible(run_parts.EPOCHS) or size != (200, 50)
+        if screen._visible(run_parts.EPOCHS):
             bars = screen.query_one("#epochs", EpochBars)
             await until(pilot, lambda: "partial" in bars.text.plain)
             rows = [line for line in bars.text.plain.splitlines() if line[:5].strip().isdigit()]
