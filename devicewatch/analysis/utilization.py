@@ -239,11 +239,8 @@ def driver_sample_periods(run: Run) -> list[float | None]:
     """The driver's utilization sample period per GPU in seconds, as the recorder measured it."""
     periods: list[float | None] = [None] * len(run.gpu_names)
     for status in run.gpu_status:
-        measured = status.get("util_period")
-        if measured.__class__ is not list:
-            continue
-        for g, value in enumerate(measured):
-            if value.__class__ in (int, float) and value > 0:
+        for g, value in enumerate(status.util_period or ()):
+            if value is not None and value > 0:
                 if g >= len(periods):
                     periods += [None] * (g + 1 - len(periods))
                 periods[g] = float(value)

@@ -646,8 +646,8 @@ class RunModel:
     def gpu_reason(self) -> str | None:
         """Why there is no GPU data: the latest gpu_status saying unavailable, or the header's."""
         for status in reversed(self.machine.gpu_status):
-            if not status.get("available"):
-                return str(status.get("reason") or "GPU sampling unavailable")
+            if not status.available:
+                return status.reason or "GPU sampling unavailable"
             return None
         return self.machine.header.host.gpu_reason or None
 

@@ -1,8 +1,8 @@
 """The run file's records other than the header and samples: one frozen dataclass per record
-type devicewatch writes itself (``Notice``, ``LogLine``, ``End``, and the ``Phase`` and ``Marker``
-events), each spelled once with its fields, and an epoch event's metrics told apart
-(``EpochMetrics``). The workload's own events, ``gpu_status`` and ``cpu_limits`` are still
-built as dicts here.
+type devicewatch writes itself (``Notice``, ``LogLine``, ``End``, ``GpuStatus``, ``CpuLimitsRecord``,
+and the ``Phase`` and ``Marker`` events), each spelled once with its fields, and an epoch
+event's metrics told apart (``EpochMetrics``). The workload's own events are still built as
+dicts here.
 
 As austin-python's ``events.py`` types each record it reads, a record is parsed at the edge
 (``parse``: the reader, which counts a record it refuses as a bad line), passed inward as an
@@ -195,6 +195,67 @@ class End:
 
 
 @dataclass(frozen=True, slots=True)
+class GpuStatus:
+    """Whether the GPUs can be sampled, and why not: at the start, then whenever that changes
+    (NVML lost mid-run, the driver's sample period measured)."""
+
+    t: float
+    available: bool
+    reason: str | None                         # why not, in words
+    devices: int
+    gpm: tuple[str | None, ...] | None = None  # per GPU, why its GPM metrics are not read (None: they are)
+    util_period: tuple[float | None, ...] | None = None   # per GPU, the driver's sample period in seconds
+    host: str | None = None                    # a merged run's node
+
+    def to_json(self) -> dict[str, Any]:
+        record: dict[str, Any] = {"type": "gpu_status", "t": self.t, "available": self.available,
+                                  "reason": self.reason, "devices": self.devices}
+        if self.gpm is not None:
+            record["gpm"] = list(self.gpm)
+        if self.util_period is not None:
+            record["util_period"] = list(self.util_period)
+        if self.host is not None:
+            record["host"] = self.host
+        return record
+
+    @classmethod
+    def parse(cls, record: dict[str, Any]) -> GpuStatus:
+        available = record.get("available")
+        if type(available) is not bool:
+            raise RecordError("a gpu_status record without available")
+        devices: Any = record.get("devices")
+        return cls(_time(record, "a gpu_status"), available, _opt(record, "reason", str),
+                   devices if type(devices) is int else 0,
+                   _each(record.get("gpm"), str), _each(record.get("util_period"), _NUMBER), _opt(record, "host", str))
+
+
+def _each(value: Any, kinds: Any) -> tuple[Any, ...] | None:
+    """A per-GPU list: each entry of one of KINDS kept, any other None; None where VALUE is no list."""
+    if not isinstance(value, list):
+        return None
+    return tuple(v if isinstance(v, kinds) and not isinstance(v, bool) else None for v in value)
+
+
+@dataclass(frozen=True, slots=True)
+class CpuLimitsRecord:
+    """The cores the workload's root process may use, read at its launch and at each change."""
+
+    t: float
+    pid: int | None
+    limits: CpuLimits
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": "cpu_limits", "t": self.t, "pid": self.pid, **self.limits.to_json()}
+
+    @classmethod
+    def parse(cls, record: dict[str, Any]) -> CpuLimitsRecord:
+        limits = CpuLimits.from_json(record)
+        if limits is None:
+            raise RecordError("a cpu_limits record without its limits")
+        return cls(_time(record, "a cpu_limits"), _opt(record, "pid", int), limits)
+
+
+@dataclass(frozen=True, slots=True)
 class EpochMetrics:
     """An epoch event's ``metrics``, told apart: the figures devicewatch measured in the unit
     (``loop_figures.UnitFigures``, a field each; None where it measured none) and the
@@ -303,15 +364,17 @@ def event(t: float, kind: str, /, **fields: Any) -> dict[str, Any]:
     return {"type": "event", "t": t, "kind": kind, **{k: v for k, v in fields.items() if k not in RESERVED}}
 
 
-def gpu_status(t: float, available: bool, reason: str | None, devices: int, **extra: Any) -> dict[str, Any]:
+def gpu_status(t: float, available: bool, reason: str | None, devices: int,
+               gpm: list[str | None] | None = None, util_period: list[float | None] | None = None) -> GpuStatus:
     """Whether the GPUs can be sampled (and why not), at the start and whenever that changes."""
-    return {"type": "gpu_status", "t": t, "available": available, "reason": reason, "devices": devices, **extra}
+    return GpuStatus(t, available, reason, devices, None if gpm is None else tuple(gpm),
+                     None if util_period is None else tuple(util_period))
 
 
-def cpu_limits(t: float, pid: int, limits: CpuLimits) -> dict[str, Any]:
+def cpu_limits(t: float, pid: int, limits: CpuLimits) -> CpuLimitsRecord:
     """The cores process PID (the workload's root) may use: at its launch and whenever that changes."""
-    return {"type": "cpu_limits", "t": t, "pid": pid, **limits.to_json()}
+    return CpuLimitsRecord(t, pid, limits)
 
 
-Typed = Notice | LogLine | End | Phase | Marker
+Typed = Notice | LogLine | End | Phase | Marker | GpuStatus | CpuLimitsRecord
 Writable = dict[str, Any] | Typed   # what ``RunWriter.write`` takes: a typed record, or a sample, an event…

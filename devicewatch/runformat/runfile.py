@@ -28,8 +28,8 @@ import orjson
 from ..errors import RunFileError
 from . import columnar
 from .eventlog import Events
-from .header import CpuLimitsOverRun, Header
-from .records import End, LogLine, Notice, RecordError
+from .header import CpuLimitsOverRun, Header, LimitsReading
+from .records import CpuLimitsRecord, End, GpuStatus, LogLine, Notice, RecordError
 from .samples import Samples
 from .schema import SAMPLE_PREFIX, valid_sample
 
@@ -54,7 +54,7 @@ class Run:
     events: Events = field(default_factory=Events)  # a sequence of dicts; a list given becomes one
     logs: list[LogLine] = field(default_factory=list)      # dicts given are parsed (tests, tools), as
     notices: list[Notice] = field(default_factory=list)    # are the notices and the end
-    gpu_status: list[dict[str, Any]] = field(default_factory=list)
+    gpu_status: list[GpuStatus] = field(default_factory=list)   # dicts given are parsed too
     end: End | None = None
     bad_lines: int = 0          # lines in the middle that were not valid records
     cut_last_line: bool = False  # the final line was incomplete (a crash mid-write)
@@ -62,7 +62,7 @@ class Run:
 
     keep: int | None = None     # samples kept (the newest); None keeps them all
     columnar: bool = False      # read from the columnar form beside the journal (``columnar.py``)
-    cpu_limit_records: list[dict[str, Any]] = field(default_factory=list)   # as written; read ``cpu_limits``
+    cpu_limit_records: list[CpuLimitsRecord] = field(default_factory=list)   # as written; read ``cpu_limits``
 
     def __post_init__(self) -> None:
         if not isinstance(self.header, Header):
@@ -71,6 +71,9 @@ class Run:
             self.events = Events(self.events)
         self.logs = [LogLine.parse(r) if isinstance(r, dict) else r for r in self.logs]
         self.notices = [Notice.parse(r) if isinstance(r, dict) else r for r in self.notices]
+        self.gpu_status = [GpuStatus.parse(r) if isinstance(r, dict) else r for r in self.gpu_status]
+        self.cpu_limit_records = [CpuLimitsRecord.parse(r) if isinstance(r, dict) else r
+                                  for r in self.cpu_limit_records]
         if isinstance(self.end, dict):
             self.end = End.parse(self.end)
         if self.samples is None:
@@ -104,7 +107,7 @@ class Run:
     def cpu_limits(self) -> CpuLimitsOverRun | None:
         """The cores the workload could use over the run: its readings (at launch, then each
         change), else the recorder's own from the header; None for a file older than both."""
-        return CpuLimitsOverRun.of(self.cpu_limit_records, self.header.host)
+        return CpuLimitsOverRun.of([LimitsReading(r.t, r.limits) for r in self.cpu_limit_records], self.header.host)
 
     @property
     def gpu_names(self) -> list[str]:
@@ -130,7 +133,7 @@ class Run:
         mine = lambda records: [r for r in records if r.get("host") == label]  # noqa: E731
         node = Run(self.path, self.header.for_node(node_entry), self.samples.of_host(label, node_entry.host),
                    Events(mine(self.events)), [r for r in self.logs if r.host == label],
-                   [r for r in self.notices if r.host == label], mine(self.gpu_status), self.end,
+                   [r for r in self.notices if r.host == label], [r for r in self.gpu_status if r.host == label], self.end,
                    self.bad_lines, self.cut_last_line)
         node.columnar = self.columnar
         return node
@@ -152,11 +155,7 @@ class Run:
                 self.bad_lines += 1
                 return
             self.events.append(record, line)
-        elif kind == "gpu_status":
-            self.gpu_status.append(record)
-        elif kind == "cpu_limits":
-            self.cpu_limit_records.append(record)
-        elif kind in ("log", "notice", "end"):
+        elif kind in ("log", "notice", "end", "gpu_status", "cpu_limits"):
             try:
                 self._file_typed(kind, record)
             except RecordError:
@@ -175,6 +174,10 @@ class Run:
                     self.open_line = None
         elif kind == "notice":
             self.notices.append(Notice.parse(record))
+        elif kind == "gpu_status":
+            self.gpu_status.append(GpuStatus.parse(record))
+        elif kind == "cpu_limits":
+            self.cpu_limit_records.append(CpuLimitsRecord.parse(record))
         else:
             self.end = End.parse(record)
 

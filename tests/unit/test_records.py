@@ -3,8 +3,10 @@
 import json
 from pathlib import Path
 
+import orjson
 import pytest
 
+from devicewatch.probes.cpu_limits import CpuLimits
 from devicewatch.runformat import records
 from devicewatch.runformat.runfile import load
 from devicewatch.runformat.writer import RunWriter
@@ -12,16 +14,17 @@ from devicewatch.runformat.writer import RunWriter
 from conftest import write_run
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
-TYPED = {"log": records.LogLine, "notice": records.Notice, "end": records.End}
+TYPED = {"log": records.LogLine, "notice": records.Notice, "end": records.End, "gpu_status": records.GpuStatus,
+         "cpu_limits": records.CpuLimitsRecord}
 
 
 @pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.jsonl")), ids=lambda p: p.name)
 def test_every_typed_record_of_every_fixture_is_written_back_as_it_was_read(path):
-    lines = [json.loads(line) for line in path.read_text().splitlines()]
-    typed = [line for line in lines if line.get("type") in TYPED]
-    assert any(line["type"] == "end" for line in typed)
-    for line in typed:
-        assert TYPED[line["type"]].parse(line).to_json() == line
+    lines = path.read_bytes().splitlines()
+    typed = [(line, record) for line in lines if (record := orjson.loads(line)).get("type") in TYPED]
+    assert {"end", "gpu_status"} <= {record["type"] for _, record in typed}
+    for line, record in typed:   # byte for byte, as the writer writes it
+        assert orjson.dumps(TYPED[record["type"]].parse(record).to_json()) == line
 
 
 @pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.jsonl")), ids=lambda p: p.name)
@@ -82,6 +85,37 @@ def test_a_record_missing_a_required_field_is_a_bad_line_not_a_traceback(tmp_pat
 def test_an_end_without_a_status_is_a_bad_line_and_the_run_reads_as_cut_short(tmp_path):
     run = load(write_run(tmp_path / "run.jsonl", [], end={"type": "end", "t": 1.0, "exit_code": 0}))
     assert run.bad_lines == 1 and run.end is None and run.ended_abruptly
+
+
+def test_the_gpu_status_and_cpu_limits_the_recorder_writes_are_read_back_as_the_same_records(tmp_path):
+    written = [records.gpu_status(0.0, True, None, 2, gpm=[None, "GPM not supported on Tesla T4"]),
+               records.cpu_limits(0.02, 77, CpuLimits(4, (0, 1), None, 1.5)),
+               records.gpu_status(0.9, True, None, 2, util_period=[None, 0.1]),
+               records.gpu_status(1.5, False, "NVML error: GPU is lost", 2)]
+    writer = RunWriter(str(tmp_path / "run.jsonl"), {"host": {"cpu_count": 4}, "workload": {}})
+    for record in written:
+        writer.write(record)
+    writer.close()
+    run = load(tmp_path / "run.jsonl")
+    assert run.gpu_status == [written[0], written[2], written[3]] and run.cpu_limit_records == [written[1]]
+    assert run.bad_lines == 0
+    assert run.cpu_limits is not None and run.cpu_limits.initial.allowed == 1.5   # two cores, a quota of 1.5
+    lines = (tmp_path / "run.jsonl").read_bytes().splitlines()[1:]
+    assert lines == [orjson.dumps(record.to_json()) for record in written]
+    assert json.loads(lines[0]) == {"type": "gpu_status", "t": 0.0, "available": True, "reason": None, "devices": 2,
+                                    "gpm": [None, "GPM not supported on Tesla T4"]}
+
+
+@pytest.mark.parametrize("record", [
+    {"type": "gpu_status", "t": 0.1, "reason": "no available", "devices": 0},
+    {"type": "gpu_status", "t": 0.1, "available": "yes", "devices": 0},
+    {"type": "cpu_limits", "t": 0.1, "pid": 7},
+    {"type": "cpu_limits", "t": 0.1, "pid": 7, "host_cores": 4, "affinity": "0-x", "cpuset": None},
+], ids=["gpu_status without available", "gpu_status with a word for available", "cpu_limits without limits",
+        "cpu_limits with a damaged core list"])
+def test_a_damaged_gpu_status_or_cpu_limits_is_a_bad_line_not_a_traceback(tmp_path, record):
+    run = load(write_run(tmp_path / "run.jsonl", [record]))
+    assert run.bad_lines == 1 and run.gpu_status == [] and run.cpu_limit_records == []
 
 
 def test_parse_says_which_field_is_missing_in_one_line():
