@@ -160,7 +160,7 @@ class EpochPair:
     def steps(self, which: str) -> Any:
         """Run A's or B's optimizer steps in this epoch (its ``steps`` metric), or None."""
         row = getattr(self, which)
-        return None if row is None else row.metrics.get("steps")
+        return None if row is None else row.metrics.steps
 
     def change(self, figure: str = "total") -> float | None:
         """(B - A) / A: -0.2 means B took 20% less time."""

@@ -83,7 +83,7 @@ class EpochFigures(_Figures):
         return cls(e.epoch, e.unit or unit_, round(e.start, 3), round(e.total, 3), round(e.train, 3),
                    round(e.validate, 3), round(e.other, 3), {k: round(v, 3) for k, v in e.phases.items()},
                    round(e.untracked, 3), _r(e.data_wait), _r(e.data_wait_share, 4), e.data_wait_source,
-                   round(e.train_loop, 3), _r(e.loop_wait_share, 4), EpochMetrics.of(e.metrics), e.partial)
+                   round(e.train_loop, 3), _r(e.loop_wait_share, 4), e.metrics, e.partial)
 
 
 @dataclass(frozen=True)

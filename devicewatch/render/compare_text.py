@@ -177,8 +177,8 @@ def _epoch_sections(c: Comparison) -> dict[str, Section]:
     lines = [f"{s.label}: {s.unmeasured.text}" for s in (c.a, c.b) if s.unmeasured is not None]
     key = [Column(unit, [str(p.epoch) for p in pairs])]
     out = {"epochs": Section(f"{heading} ({explained})", key, columns, lines)}
-    metric_names = [m for p in pairs if p.a for m in p.a.metrics]
-    shown = list(dict.fromkeys(m for m in metric_names if any(p.b and m in p.b.metrics for p in pairs)))
+    metric_names = [m for p in pairs if p.a for m in p.a.metrics.names()]
+    shown = list(dict.fromkeys(m for m in metric_names if any(p.b and m in p.b.metrics.names() for p in pairs)))
     repeated = analysis.repeated_metrics(names, shown) | ({"steps"} if steps else set())
     common = [m for m in shown if m not in repeated]
     if common:

@@ -160,7 +160,7 @@ def _process(run: Run, pid: int, name: str) -> list[dict[str, Any]]:
             trace.append({"name": f"epoch {e.epoch}", "cat": "epoch", "ph": "X", "pid": pid, "tid": tid + k,
                           "ts": start, "dur": max(0, _us(e.end) - start),
                           "args": {"train (s)": round(e.train, 3), "validate (s)": round(e.validate, 3),
-                                   "other (s)": round(e.other, 3), **e.metrics}})
+                                   "other (s)": round(e.other, 3), **e.metrics.to_json()}})
         tid += max(tracks) + 1
 
     instants = tid
@@ -253,7 +253,7 @@ def sample_rows(run: Run) -> tuple[list[str], list[list[Any]]]:
 
 def epoch_rows(run: Run) -> tuple[list[str], list[list[Any]]]:
     rows = analysis.epochs(run)
-    metrics = list(dict.fromkeys(name for e in rows for name in e.metrics))
+    metrics = list(dict.fromkeys(name for e in rows for name in e.metrics.names()))
     header = ["epoch", "start", "end", "total", "train", "validate", "other", *metrics]
     return header, [[e.epoch, round(e.start, 6), round(e.end, 6), round(e.total, 6), round(e.train, 6),
                      round(e.validate, 6), round(e.other, 6), *[e.metrics.get(m) for m in metrics]]

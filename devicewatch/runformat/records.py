@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import events
-from ..loop_figures import FIGURES, UnitFigures
+from ..loop_figures import DATA_WAIT_FIGURE, FIGURES, UnitFigures
 from ..probes.cpu_limits import CpuLimits
 
 RESERVED = ("type", "t", "kind")
@@ -267,6 +267,30 @@ class EpochMetrics:
 
     def to_json(self) -> dict[str, Any]:
         return {**self.workload, **(self.figures.to_json() if self.figures is not None else {})}
+
+    @property
+    def steps(self) -> int | None:
+        """The optimizer steps the loop counted in the unit (None: not instrumented)."""
+        return None if self.figures is None else self.figures.steps
+
+    @property
+    def data_wait_s(self) -> Any:
+        """The unit's measured input wait: the loop's figure, else the workload's own metric
+        of that name (as written: the reader checks it is a number)."""
+        if self.figures is not None:
+            return self.figures.data_wait_s
+        return self.workload.get(DATA_WAIT_FIGURE)
+
+    def names(self) -> list[str]:
+        """The names of the metrics the unit has, in the order ``to_json`` writes them."""
+        return list(self.to_json())
+
+    def get(self, name: str) -> Any:
+        """A metric by the name a view shows it under (a column of the workload's own): the
+        loop's figure of that name, else the workload's."""
+        if name in FIGURES and self.figures is not None:
+            return getattr(self.figures, name)
+        return self.workload.get(name)
 
     @classmethod
     def of(cls, metrics: dict[str, Any]) -> EpochMetrics:

@@ -133,7 +133,13 @@ def test_an_epoch_events_metrics_are_told_apart_into_the_loops_figures_and_the_w
     assert told.workload == {"loss": 0.5, "accuracy": 0.9}
     assert told.to_json() == {"loss": 0.5, "accuracy": 0.9, "steps": 50, "data_wait_s": 1.0, "steps_per_s": 12.5}
     # a script that says its own data wait, without the instrumentation's steps: its own metric
-    assert records.EpochMetrics.of({"data_wait_s": 2.0}) == records.EpochMetrics(None, {"data_wait_s": 2.0})
+    own = records.EpochMetrics.of({"data_wait_s": 2.0})
+    assert own == records.EpochMetrics(None, {"data_wait_s": 2.0})
+    # read as attributes: the loop's figure where it measured one, else the workload's of that name
+    assert (told.steps, told.data_wait_s, told.figures.steps_per_s) == (50, 1.0, 12.5)
+    assert (own.steps, own.data_wait_s) == (None, 2.0)
+    assert told.names() == ["loss", "accuracy", "steps", "data_wait_s", "steps_per_s"]
+    assert (told.get("loss"), told.get("steps_per_s"), told.get("wait_s"), own.get("data_wait_s")) == (0.5, 12.5, None, 2.0)
 
 
 def test_every_key_report_json_gives_for_an_epoch_row_is_declared_or_the_workloads_named_metric(tmp_path, capsys):
