@@ -27,7 +27,7 @@ from .idle import DeviceIdle
 from .pairing import Phase, lane_overlap, lanes, phases
 from .stragglers import EpochStragglers, stragglers
 from .stragglers import text as straggler_text
-from .utilization import Series, driver_sample_periods, phase_utilization, series, stats
+from .utilization import PhaseUtilization, Series, driver_sample_periods, phase_utilization, series, stats
 from .verdicts import Verdict, run_judgement
 from .wording import Failure, failure, instrumentation_text, results, run_info, status_text
 
@@ -210,7 +210,7 @@ class Summary(_Figures):
     epochs: list[EpochFigures]
     data_wait: DataWaitFigures | None
     data_wait_unmeasured: UnmeasuredFigures | None
-    phases: dict[str, dict[str, Any]]
+    phases: dict[str, PhaseUtilization]
     devices: list[DeviceFigures]
     lanes: list[str]
     overlap: dict[str, float]

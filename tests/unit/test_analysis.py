@@ -78,14 +78,18 @@ def test_utilization_per_phase(tmp_path):
     util = analysis.phase_utilization(two_epoch_run(tmp_path))
     # Phases are half-open: train [0,4) and [6,10) hold samples t=0-3 and 6-9, where core 0
     # is 100 and core 1 is 0.
-    assert util["train"]["cores"][0]["mean"] == 100.0
-    assert util["train"]["cpu_total"]["mean"] == 50.0
-    assert util["train"]["seconds"] == 8
+    assert util["train"].cores[0].mean == 100.0
+    assert util["train"].cpu_total.mean == 50.0
+    assert util["train"].seconds == 8
     # validate [4,6) and [10,11) hold t=4, 5 and 10, where both cores are at 50.
-    assert util["validate"]["cores"][1]["mean"] == 50.0
-    assert util["validate"]["samples"] == 3
+    assert util["validate"].cores[1].mean == 50.0
+    assert util["validate"].samples == 3
     # t=11 and t=12 lie outside every phase
-    assert util[analysis.NO_PHASE]["samples"] == 2
+    assert util[analysis.NO_PHASE].samples == 2
+    # as report --json prints it: the figures in their order, each core's and GPU's mean and p95
+    assert util["validate"].to_json() == {"seconds": 3, "samples": 3, "cpu_total": {"mean": 50.0, "p95": 50.0},
+                                          "cores": [{"mean": 50.0, "p95": 50.0}, {"mean": 50.0, "p95": 50.0}],
+                                          "gpus": []}
 
 
 def test_gpu_dips_fall_in_the_phase_they_happen_in(tmp_path):
