@@ -9,7 +9,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from collections.abc import Iterable
 
-from .. import events
 from ..loop_figures import DATA_WAIT_FIGURE, WORKINGS
 from ..runformat.records import EpochMetrics
 from ..runformat.runfile import Run
@@ -156,12 +155,11 @@ def epochs(run: Run, all_phases: list[Phase] | None = None) -> list[EpochRow]:
     for p in all_phases:
         if p.epoch is not None:
             by_epoch.setdefault(p.epoch, []).append(p)
-    metrics: dict[int, dict[str, Any]] = {}
+    metrics: dict[int, dict[str, Any]] = {}   # an epoch's events' metrics, together (a later one's win)
     units: dict[int, str] = {}
-    for event in run.events.of(events.EPOCH):
-        if event.get("kind") == events.EPOCH and isinstance(event.get("epoch"), int):
-            metrics.setdefault(event["epoch"], {}).update(event.get("metrics") or {})
-            units[event["epoch"]] = SEGMENT_UNIT if event.get("unit") == SEGMENT_UNIT else EPOCH_UNIT
+    for event in run.epoch_events:
+        metrics.setdefault(event.epoch, {}).update(event.metrics.to_json())
+        units[event.epoch] = SEGMENT_UNIT if event.unit == SEGMENT_UNIT else EPOCH_UNIT
     return cut_by_end(run, [_epoch_row(epoch, by_epoch[epoch], EpochMetrics.of(metrics.get(epoch, {})), units.get(epoch))
                             for epoch in sorted(by_epoch)])
 

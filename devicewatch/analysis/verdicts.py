@@ -10,7 +10,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import events
-from ..runformat.records import EpochMetrics
 from ..runformat.runfile import Run
 from ..runformat.percent import MISSING_PERCENT
 from .contention import CONTENDED_SHARE, CONTENDED_WAIT, Contention, contention
@@ -401,10 +400,9 @@ def input_name(run: Run) -> str:
     ``setup`` event): "DataLoader", "tf.data input", "input" where it read neither, and
     "DataLoader" for a run without one (a workload's own ``data_wait_s``, an older recording)."""
     spent: dict[str, float] = {}
-    for event in run.events.of(events.EPOCH):
-        metrics = EpochMetrics.of(event.get("metrics") or {})
-        what = metrics.figures.waited_on if metrics.figures is not None else None
-        seconds = metrics.data_wait_s
+    for unit in run.epoch_events:
+        what = unit.metrics.figures.waited_on if unit.metrics.figures is not None else None
+        seconds = unit.metrics.data_wait_s
         if isinstance(what, str) and isinstance(seconds, (int, float)):
             spent[what] = spent.get(what, 0.0) + float(seconds)
     if spent:

@@ -1,8 +1,8 @@
 """The run file's records other than the header and samples: one frozen dataclass per record
 type devicewatch writes itself (``Notice``, ``LogLine``, ``End``, ``GpuStatus``, ``CpuLimitsRecord``,
-and the ``Phase`` and ``Marker`` events), each spelled once with its fields, and an epoch
-event's metrics told apart (``EpochMetrics``). The workload's own events are still built as
-dicts here.
+and the ``Phase`` and ``Marker`` events), each spelled once with its fields, and the ``Epoch``
+event, its metrics told apart (``EpochMetrics``). The workload's other events are still built
+as dicts here.
 
 As austin-python's ``events.py`` types each record it reads, a record is parsed at the edge
 (``parse``: the reader, which counts a record it refuses as a bad line), passed inward as an
@@ -362,6 +362,43 @@ class Marker:
         return cls(_time(record, "a marker"), _text(record, "label", "a marker"), _extra(record, ("label",)))
 
 
+@dataclass(frozen=True, slots=True)
+class Epoch:
+    """An epoch's (or segment's) end as the workload or the zero-code loop says it: its number,
+    its metrics told apart (``EpochMetrics``) and what its unit is (``unit``: ``segment`` for
+    the training between two evaluations of a step-based loop; None, an epoch). ``extra``: the
+    sender's other fields (pid, thread, source…); ``order``: the fields in the order the file
+    has them, so that ``to_json`` writes the record back as it was read."""
+
+    t: float
+    epoch: int
+    metrics: EpochMetrics
+    unit: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    order: tuple[str, ...] = field(default=(), compare=False, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        own: dict[str, Any] = {"epoch": self.epoch, "metrics": self.metrics.to_json()}
+        if self.unit is not None:
+            own["unit"] = self.unit
+        record = _event(self.t, events.EPOCH, own, self.extra)
+        if self.order:   # as read: the file's fields in its order (an own field it lacked left out), then any new
+            record = {**{key: record[key] for key in self.order if key in record},
+                      **{key: value for key, value in record.items() if key not in own}}
+        return record
+
+    @classmethod
+    def parse(cls, record: dict[str, Any]) -> Epoch:
+        if record.get("kind") != events.EPOCH:
+            raise RecordError(f"a {record.get('kind')} event is no epoch")
+        epoch: Any = record.get("epoch")
+        if type(epoch) is not int:
+            raise RecordError("an epoch record without epoch")
+        metrics: Any = record.get("metrics")
+        return cls(_time(record, "an epoch"), epoch, EpochMetrics.of(metrics if isinstance(metrics, dict) else {}),
+                   _opt(record, "unit", str), _extra(record, ("epoch", "metrics", "unit")), tuple(record))
+
+
 def notice(t: float, message: str, level: str = "warning", **extra: Any) -> Notice:
     """Something the run file should say about the run itself (a bound reached, a GPU lost)."""
     return Notice(t, message, level, **extra)
@@ -400,5 +437,5 @@ def cpu_limits(t: float, pid: int, limits: CpuLimits) -> CpuLimitsRecord:
     return CpuLimitsRecord(t, pid, limits)
 
 
-Typed = Notice | LogLine | End | Phase | Marker | GpuStatus | CpuLimitsRecord
+Typed = Notice | LogLine | End | Phase | Marker | Epoch | GpuStatus | CpuLimitsRecord
 Writable = dict[str, Any] | Typed   # what ``RunWriter.write`` takes: a typed record, or a sample, an event…

@@ -29,7 +29,8 @@ from ..errors import RunFileError
 from . import columnar
 from .eventlog import Events
 from .header import CpuLimitsOverRun, Header, LimitsReading
-from .records import CpuLimitsRecord, End, GpuStatus, LogLine, Notice, RecordError
+from .. import events as ev
+from .records import CpuLimitsRecord, End, Epoch, GpuStatus, LogLine, Notice, RecordError
 from .samples import Samples
 from .schema import SAMPLE_PREFIX, valid_sample
 
@@ -100,6 +101,18 @@ class Run:
         return last
 
     @property
+    def epoch_events(self) -> list[Epoch]:
+        """The run's epoch events, typed, in order (one that is not an epoch's left out: a
+        file's is counted bad as it is read)."""
+        out = []
+        for record in self.events.of(ev.EPOCH):
+            try:
+                out.append(Epoch.parse(record))
+            except RecordError:
+                continue
+        return out
+
+    @property
     def cores(self) -> int:
         return self.header.host.cpu_count
 
@@ -151,7 +164,7 @@ class Run:
                 return
             self.samples.add(record)
         elif kind == "event":
-            if not isinstance(record.get("kind"), str):
+            if not isinstance(record.get("kind"), str) or not _event_reads(record):
                 self.bad_lines += 1
                 return
             self.events.append(record, line)
@@ -180,6 +193,18 @@ class Run:
             self.cpu_limit_records.append(CpuLimitsRecord.parse(record))
         else:
             self.end = End.parse(record)
+
+
+def _event_reads(record: dict[str, Any]) -> bool:
+    """The event is one its kind's record reads (an epoch event with its epoch), or of a kind
+    read as it is."""
+    if record["kind"] != ev.EPOCH:
+        return True
+    try:
+        Epoch.parse(record)
+    except RecordError:
+        return False
+    return True
 
 
 def read_header(path: str | os.PathLike[str]) -> Header | None:

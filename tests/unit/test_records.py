@@ -36,6 +36,36 @@ def test_every_phase_event_of_every_fixture_is_written_back_as_it_was_read(path)
         assert records.Phase.parse(line).to_json() == line
 
 
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.jsonl")), ids=lambda p: p.name)
+def test_every_epoch_event_of_every_fixture_is_written_back_byte_for_byte(path):
+    lines = [line for line in path.read_bytes().splitlines() if orjson.loads(line).get("kind") == "epoch"]
+    for line in lines:
+        assert orjson.dumps(records.Epoch.parse(orjson.loads(line)).to_json()) == line
+    # the run reads them typed, one each, in order
+    assert [e.to_json() for e in load(path).epoch_events] == [orjson.loads(line) for line in lines]
+
+
+def test_an_epoch_event_is_told_apart_and_keeps_the_senders_fields_in_their_order():
+    read = {"type": "event", "t": 3.0, "kind": "epoch", "pid": 7, "epoch": 2, "unit": "segment",
+            "metrics": {"loss": 0.5, "steps": 40, "data_wait_s": 1.5}, "source": "auto"}
+    epoch = records.Epoch.parse(read)
+    assert (epoch.epoch, epoch.unit, epoch.extra) == (2, "segment", {"pid": 7, "source": "auto"})
+    assert (epoch.metrics.steps, epoch.metrics.data_wait_s, epoch.metrics.workload) == (40, 1.5, {"loss": 0.5})
+    assert list(epoch.to_json()) == list(read) and epoch.to_json() == read
+    # made, not read: its own fields first, then the sender's; a field the file lacked stays out
+    made = records.Epoch(1.0, 1, records.EpochMetrics.of({"loss": 1.0}), extra={"pid": 7})
+    assert list(made.to_json()) == ["type", "t", "kind", "epoch", "metrics", "pid"]
+    bare = records.Epoch.parse({"type": "event", "t": 1.0, "kind": "epoch", "epoch": 1})
+    assert bare.to_json() == {"type": "event", "t": 1.0, "kind": "epoch", "epoch": 1}
+
+
+def test_an_epoch_event_without_its_epoch_is_a_bad_line_not_a_traceback(tmp_path):
+    run = load(write_run(tmp_path / "run.jsonl", [
+        {"type": "event", "t": 1.0, "kind": "epoch", "epoch": "one", "metrics": {"loss": 1.0}},
+        {"type": "event", "t": 2.0, "kind": "epoch", "epoch": 2, "metrics": {"loss": 0.5}}]))
+    assert run.bad_lines == 1 and [(e.epoch, e.metrics.workload) for e in run.epoch_events] == [(2, {"loss": 0.5})]
+
+
 def test_the_events_devicewatch_writes_itself_keep_their_own_fields_over_the_senders():
     printed = records.Phase(1.5, True, "epoch", 2, "main", {"epochs": 5, "source": "stdout", "kind": "x", "name": "y"})
     assert printed.to_json() == {"type": "event", "t": 1.5, "kind": "phase_begin", "name": "epoch", "epoch": 2,
