@@ -9,7 +9,7 @@ is loaded in the workload's processes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 COLUMN, DATA_WAIT, WORKING = "column", "data wait", "working"
@@ -45,6 +45,9 @@ def _named(role: str) -> tuple[str, ...]:
 # The names of the figures, in their order: what an epoch event's metrics may hold besides the
 # workload's own; and by where a view puts them.
 FIGURES = tuple(f.name for f in fields(UnitFigures))
+# The one figure every unit has (the loop counts its steps): how its figures are told from a
+# workload's own metrics.
+(STEPS,) = (f.name for f in fields(UnitFigures) if f.default is MISSING)
 COLUMNS = _named(COLUMN)
 (DATA_WAIT_FIGURE,) = _named(DATA_WAIT)
 WORKINGS = _named(WORKING)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import events
-from ..loop_figures import DATA_WAIT_FIGURE, FIGURES, UnitFigures
+from ..loop_figures import DATA_WAIT_FIGURE, FIGURES, STEPS, UnitFigures
 from ..probes.cpu_limits import CpuLimits
 
 RESERVED = ("type", "t", "kind")
@@ -297,7 +297,7 @@ class EpochMetrics:
         """METRICS split by ``FIGURES``' names: the instrumentation's figures always hold
         ``steps``; without it, every metric is the workload's (a script may say its own
         ``data_wait_s``)."""
-        if "steps" not in metrics:
+        if STEPS not in metrics:
             return cls(None, dict(metrics))
         return cls(UnitFigures(**{k: v for k, v in metrics.items() if k in FIGURES}),
                    {k: v for k, v in metrics.items() if k not in FIGURES})
