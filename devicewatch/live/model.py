@@ -33,7 +33,7 @@ from ..phase_kinds import KINDS
 from ..runformat.downsample import minmax_rows, minmax_rows_bytes
 from ..runformat.eventlog import Events
 from ..runformat.percent import MISSING_PERCENT, percent_to_float
-from ..runformat.records import Epoch, LogLine, RecordError
+from ..runformat.records import Epoch, LogLine, RecordError, RunInfo
 from ..runformat.runfile import Run
 from ..safe_text import inert, inert_keeping_colours
 
@@ -359,8 +359,11 @@ class RunModel:
 
     def _event(self, e: dict[str, Any]) -> None:
         kind = e.get("kind")
-        if kind == events.RUN_INFO and isinstance(e.get("info"), dict):
-            self.run_info.update(e["info"])
+        if kind == events.RUN_INFO:
+            try:
+                self.run_info.update(RunInfo.parse(e).info)
+            except RecordError:   # counted bad as the run read it
+                pass
         elif kind == events.MARKER:
             self.markers.append((float(e.get("t", 0.0)), str(e.get("label", ""))))
         elif kind == events.EPOCH:

@@ -1,8 +1,8 @@
 """The run file's records other than the header and samples: one frozen dataclass per record
 type devicewatch writes itself (``Notice``, ``LogLine``, ``End``, ``GpuStatus``, ``CpuLimitsRecord``,
-and the ``Phase`` and ``Marker`` events), each spelled once with its fields, and the ``Epoch``
-event, its metrics told apart (``EpochMetrics``). The workload's other events are still built
-as dicts here.
+and the ``Phase`` and ``Marker`` events), each spelled once with its fields, and the events
+read typed: ``Epoch`` (its metrics told apart: ``EpochMetrics``), ``RunInfo`` and ``Result``.
+The workload's other events are still built as dicts here.
 
 As austin-python's ``events.py`` types each record it reads, a record is parsed at the edge
 (``parse``: the reader, which counts a record it refuses as a bad line), passed inward as an
@@ -314,6 +314,16 @@ def _extra(record: dict[str, Any], own: tuple[str, ...]) -> dict[str, Any]:
     return {k: v for k, v in record.items() if k not in RESERVED and k not in own}
 
 
+def _as_read(record: dict[str, Any], own: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
+    """RECORD as the file had it where it was read (ORDER: its fields in the file's order):
+    those fields in that order, an own field the file lacked left out, then any field since
+    added; as made (no ORDER), RECORD."""
+    if not order:
+        return record
+    return {**{key: record[key] for key in order if key in record},
+            **{key: value for key, value in record.items() if key not in own}}
+
+
 @dataclass(frozen=True, slots=True)
 class Phase:
     """A phase's begin or end (``phase_begin``, ``phase_end``); ``extra``: the sender's other
@@ -381,11 +391,7 @@ class Epoch:
         own: dict[str, Any] = {"epoch": self.epoch, "metrics": self.metrics.to_json()}
         if self.unit is not None:
             own["unit"] = self.unit
-        record = _event(self.t, events.EPOCH, own, self.extra)
-        if self.order:   # as read: the file's fields in its order (an own field it lacked left out), then any new
-            record = {**{key: record[key] for key in self.order if key in record},
-                      **{key: value for key, value in record.items() if key not in own}}
-        return record
+        return _as_read(_event(self.t, events.EPOCH, own, self.extra), own, self.order)
 
     @classmethod
     def parse(cls, record: dict[str, Any]) -> Epoch:
@@ -397,6 +403,59 @@ class Epoch:
         metrics: Any = record.get("metrics")
         return cls(_time(record, "an epoch"), epoch, EpochMetrics.of(metrics if isinstance(metrics, dict) else {}),
                    _opt(record, "unit", str), _extra(record, ("epoch", "metrics", "unit")), tuple(record))
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """What the workload says about itself (``info``: framework, device, parameters, data,
+    epochs…, by the names it gives them); ``extra`` and ``order`` as ``Epoch``'s."""
+
+    t: float
+    info: dict[str, Any]
+    extra: dict[str, Any] = field(default_factory=dict)
+    order: tuple[str, ...] = field(default=(), compare=False, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        own = {"info": self.info}
+        return _as_read(_event(self.t, events.RUN_INFO, own, self.extra), own, self.order)
+
+    @classmethod
+    def parse(cls, record: dict[str, Any]) -> RunInfo:
+        if record.get("kind") != events.RUN_INFO:
+            raise RecordError(f"a {record.get('kind')} event is no run_info")
+        info = record.get("info")
+        if not isinstance(info, dict):
+            raise RecordError("a run_info record without info")
+        return cls(_time(record, "a run_info"), info, _extra(record, ("info",)), tuple(record))
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """One measured outcome (``name``, and its ``values`` by the workload's names: ms, gflops…);
+    ``extra`` and ``order`` as ``Epoch``'s."""
+
+    t: float
+    name: str
+    values: dict[str, Any]
+    extra: dict[str, Any] = field(default_factory=dict)
+    order: tuple[str, ...] = field(default=(), compare=False, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        own = {"name": self.name, "values": self.values}
+        return _as_read(_event(self.t, events.RESULT, own, self.extra), own, self.order)
+
+    @classmethod
+    def parse(cls, record: dict[str, Any]) -> Result:
+        if record.get("kind") != events.RESULT:
+            raise RecordError(f"a {record.get('kind')} event is no result")
+        values = record.get("values")
+        return cls(_time(record, "a result"), _text(record, "name", "a result"),
+                   values if isinstance(values, dict) else {}, _extra(record, ("name", "values")), tuple(record))
+
+
+# The events read typed, by kind: ``Run.add`` refuses one its class refuses (a bad line).
+READ_TYPED: dict[str, type[Epoch] | type[RunInfo] | type[Result]] = {
+    events.EPOCH: Epoch, events.RUN_INFO: RunInfo, events.RESULT: Result}
 
 
 def notice(t: float, message: str, level: str = "warning", **extra: Any) -> Notice:
@@ -437,5 +496,5 @@ def cpu_limits(t: float, pid: int, limits: CpuLimits) -> CpuLimitsRecord:
     return CpuLimitsRecord(t, pid, limits)
 
 
-Typed = Notice | LogLine | End | Phase | Marker | Epoch | GpuStatus | CpuLimitsRecord
+Typed = Notice | LogLine | End | Phase | Marker | Epoch | RunInfo | Result | GpuStatus | CpuLimitsRecord
 Writable = dict[str, Any] | Typed   # what ``RunWriter.write`` takes: a typed record, or a sample, an event…

@@ -20,7 +20,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from collections.abc import Callable
 
 import orjson
@@ -30,7 +30,7 @@ from . import columnar
 from .eventlog import Events
 from .header import CpuLimitsOverRun, Header, LimitsReading
 from .. import events as ev
-from .records import CpuLimitsRecord, End, Epoch, GpuStatus, LogLine, Notice, RecordError
+from .records import READ_TYPED, CpuLimitsRecord, End, Epoch, GpuStatus, LogLine, Notice, RecordError, Result, RunInfo
 from .samples import Samples
 from .schema import SAMPLE_PREFIX, valid_sample
 
@@ -102,15 +102,19 @@ class Run:
 
     @property
     def epoch_events(self) -> list[Epoch]:
-        """The run's epoch events, typed, in order (one that is not an epoch's left out: a
-        file's is counted bad as it is read)."""
-        out = []
-        for record in self.events.of(ev.EPOCH):
-            try:
-                out.append(Epoch.parse(record))
-            except RecordError:
-                continue
-        return out
+        """The run's epoch events, typed, in order (one its class refuses left out: a file's
+        is counted bad as it is read)."""
+        return _typed(self.events.of(ev.EPOCH), Epoch)
+
+    @property
+    def run_info_events(self) -> list[RunInfo]:
+        """The run's run_info events, typed, in order."""
+        return _typed(self.events.of(ev.RUN_INFO), RunInfo)
+
+    @property
+    def result_events(self) -> list[Result]:
+        """The run's result events, typed, in order."""
+        return _typed(self.events.of(ev.RESULT), Result)
 
     @property
     def cores(self) -> int:
@@ -195,13 +199,27 @@ class Run:
             self.end = End.parse(record)
 
 
+_T = TypeVar("_T", Epoch, RunInfo, Result)
+
+
+def _typed(records: list[dict[str, Any]], cls: type[_T]) -> list[_T]:
+    out = []
+    for record in records:
+        try:
+            out.append(cls.parse(record))
+        except RecordError:
+            continue
+    return out
+
+
 def _event_reads(record: dict[str, Any]) -> bool:
-    """The event is one its kind's record reads (an epoch event with its epoch), or of a kind
-    read as it is."""
-    if record["kind"] != ev.EPOCH:
+    """The event is one its kind's class reads (an epoch event with its epoch…), or of a kind
+    kept as it is."""
+    cls = READ_TYPED.get(record["kind"])
+    if cls is None:
         return True
     try:
-        Epoch.parse(record)
+        cls.parse(record)
     except RecordError:
         return False
     return True

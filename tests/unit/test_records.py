@@ -37,12 +37,17 @@ def test_every_phase_event_of_every_fixture_is_written_back_as_it_was_read(path)
 
 
 @pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.jsonl")), ids=lambda p: p.name)
-def test_every_epoch_event_of_every_fixture_is_written_back_byte_for_byte(path):
-    lines = [line for line in path.read_bytes().splitlines() if orjson.loads(line).get("kind") == "epoch"]
-    for line in lines:
-        assert orjson.dumps(records.Epoch.parse(orjson.loads(line)).to_json()) == line
+def test_every_event_read_typed_of_every_fixture_is_written_back_byte_for_byte(path):
+    lines = path.read_bytes().splitlines()
+    by_kind = {kind: [line for line in lines if orjson.loads(line).get("kind") == kind] for kind in records.READ_TYPED}
+    assert by_kind["run_info"]   # every fixture says what ran
+    for kind, cls in records.READ_TYPED.items():
+        for line in by_kind[kind]:
+            assert orjson.dumps(cls.parse(orjson.loads(line)).to_json()) == line
     # the run reads them typed, one each, in order
-    assert [e.to_json() for e in load(path).epoch_events] == [orjson.loads(line) for line in lines]
+    run = load(path)
+    for kind, typed in (("epoch", run.epoch_events), ("run_info", run.run_info_events), ("result", run.result_events)):
+        assert [e.to_json() for e in typed] == [orjson.loads(line) for line in by_kind[kind]]
 
 
 def test_an_epoch_event_is_told_apart_and_keeps_the_senders_fields_in_their_order():
@@ -64,6 +69,22 @@ def test_an_epoch_event_without_its_epoch_is_a_bad_line_not_a_traceback(tmp_path
         {"type": "event", "t": 1.0, "kind": "epoch", "epoch": "one", "metrics": {"loss": 1.0}},
         {"type": "event", "t": 2.0, "kind": "epoch", "epoch": 2, "metrics": {"loss": 0.5}}]))
     assert run.bad_lines == 1 and [(e.epoch, e.metrics.workload) for e in run.epoch_events] == [(2, {"loss": 0.5})]
+
+
+def test_run_info_and_results_are_read_typed_and_one_without_its_fields_is_a_bad_line(tmp_path):
+    run = load(write_run(tmp_path / "run.jsonl", [
+        {"type": "event", "t": 0.1, "kind": "run_info", "pid": 3, "info": {"framework": "torch", "epochs": 2}},
+        {"type": "event", "t": 0.2, "kind": "run_info"},                                  # no info: bad
+        {"type": "event", "t": 0.3, "kind": "run_info", "info": {"epochs": 3}},
+        {"type": "event", "t": 1.0, "kind": "result", "name": "im2row", "values": {"ms": 45.1}},
+        {"type": "event", "t": 1.1, "kind": "result", "values": {"ms": 9.0}}]))          # no name: bad
+    assert run.bad_lines == 2
+    assert [(e.info, e.extra) for e in run.run_info_events] == [({"framework": "torch", "epochs": 2}, {"pid": 3}),
+                                                                ({"epochs": 3}, {})]
+    assert [(e.name, e.values) for e in run.result_events] == [("im2row", {"ms": 45.1})]
+    from devicewatch import analysis
+    assert analysis.run_info(run) == {"framework": "torch", "epochs": 3}   # a later key wins
+    assert analysis.results(run) == [{"name": "im2row", "ms": 45.1}]
 
 
 def test_the_events_devicewatch_writes_itself_keep_their_own_fields_over_the_senders():
