@@ -25,11 +25,11 @@ from collections.abc import Callable
 
 import orjson
 
+from .. import events as ev
 from ..errors import RunFileError
 from . import columnar
 from .eventlog import Events
 from .header import CpuLimitsOverRun, Header, LimitsReading
-from .. import events as ev
 from .records import READ_TYPED, CpuLimitsRecord, End, Epoch, GpuStatus, LogLine, Notice, RecordError, Result, RunInfo
 from .samples import Samples
 from .schema import SAMPLE_PREFIX, valid_sample
