@@ -23,19 +23,22 @@ from ..probes.cpu_limits import CpuLimits
 
 RESERVED = ("type", "t", "kind")
 
+# An object as the file has it (a record, or one of its parts): what ``parse`` reads and ``to_json`` writes.
+JsonObject = dict[str, Any]
+
 
 class RecordError(ValueError):
     """A record that is not one of the file's records: a required field missing or of the wrong type."""
 
 
-def _time(record: dict[str, Any], what: str) -> float:
+def _time(record: JsonObject, what: str) -> float:
     t: Any = record.get("t")
     if type(t) not in (int, float) or not math.isfinite(t):
         raise RecordError(f"{what} record without a time")
     return float(t)
 
 
-def _text(record: dict[str, Any], key: str, what: str, default: str | None = None) -> str:
+def _text(record: JsonObject, key: str, what: str, default: str | None = None) -> str:
     value = record.get(key)
     value = default if value is None else value
     if not isinstance(value, str):
@@ -43,7 +46,7 @@ def _text(record: dict[str, Any], key: str, what: str, default: str | None = Non
     return value
 
 
-def _opt(record: dict[str, Any], key: str, kinds: Any) -> Any:
+def _opt(record: JsonObject, key: str, kinds: Any) -> Any:
     """An optional field: its value when it has one of KINDS (a bool is no number), else None."""
     value = record.get(key)
     return value if isinstance(value, kinds) and not isinstance(value, bool) else None
@@ -70,8 +73,8 @@ class Notice:
     dropped_to: float | None = None
     host: str | None = None              # a merged run's node
 
-    def to_json(self) -> dict[str, Any]:
-        record: dict[str, Any] = {"type": "notice", "t": self.t, "level": self.level, "message": self.message}
+    def to_json(self) -> JsonObject:
+        record: JsonObject = {"type": "notice", "t": self.t, "level": self.level, "message": self.message}
         for key in _NOTICE_EXTRAS:
             value = getattr(self, key)
             if value is not None:
@@ -79,7 +82,7 @@ class Notice:
         return record
 
     @classmethod
-    def parse(cls, record: dict[str, Any]) -> Notice:
+    def parse(cls, record: JsonObject) -> Notice:
         return cls(_time(record, "a notice"), _text(record, "message", "a notice"),
                    _text(record, "level", "a notice", "warning"),
                    _opt(record, "state", str), _opt(record, "outside_signal", str),
@@ -112,8 +115,8 @@ class LogLine:
     host: str | None = None          # a merged run's node, and the rank that printed it
     rank: int | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        record: dict[str, Any] = {"type": "log", "t": self.t, "stream": self.stream, "line": self.line}
+    def to_json(self) -> JsonObject:
+        record: JsonObject = {"type": "log", "t": self.t, "stream": self.stream, "line": self.line}
         if self.raw is not None:
             record["raw"] = self.raw
         if self.cut_from is not None:
@@ -127,7 +130,7 @@ class LogLine:
         return record
 
     @classmethod
-    def parse(cls, record: dict[str, Any]) -> LogLine:
+    def parse(cls, record: JsonObject) -> LogLine:
         t: Any = record.get("t")
         stream, line = record.get("stream"), record.get("line")
         if len(record) == 4 and type(stream) is str and type(line) is str and type(t) in _NUMBER \
@@ -145,7 +148,7 @@ class ClockPair:
     unix: float
     mono: float
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"unix": self.unix, "mono": self.mono}
 
     @classmethod
@@ -174,8 +177,8 @@ class End:
     instrument: dict[str, Any] | None = None   # what the zero-code instrumentation did (its summary)
     outside_signal: str | None = None    # the signal from outside that ended the run
 
-    def to_json(self) -> dict[str, Any]:
-        record: dict[str, Any] = {"type": "end", "t": self.t, "status": self.status, "exit_code": self.exit_code,
+    def to_json(self) -> JsonObject:
+        record: JsonObject = {"type": "end", "t": self.t, "status": self.status, "exit_code": self.exit_code,
                                   "signal": self.signal, "duration": self.duration, "reason": self.reason}
         if self.clock is not None:
             record["clock"] = self.clock.to_json()
@@ -186,7 +189,7 @@ class End:
         return record
 
     @classmethod
-    def parse(cls, record: dict[str, Any]) -> End:
+    def parse(cls, record: JsonObject) -> End:
         duration: Any = record.get("duration")
         return cls(_time(record, "an end"), _text(record, "status", "an end"), _opt(record, "exit_code", int),
                    _opt(record, "signal", str), float(duration) if type(duration) in _NUMBER else None,
@@ -207,8 +210,8 @@ class GpuStatus:
     util_period: tuple[float | None, ...] | None = None   # per GPU, the driver's sample period in seconds
     host: str | None = None                    # a merged run's node
 
-    def to_json(self) -> dict[str, Any]:
-        record: dict[str, Any] = {"type": "gpu_status", "t": self.t, "available": self.available,
+    def to_json(self) -> JsonObject:
+        record: JsonObject = {"type": "gpu_status", "t": self.t, "available": self.available,
                                   "reason": self.reason, "devices": self.devices}
         if self.gpm is not None:
             record["gpm"] = list(self.gpm)
@@ -219,7 +222,7 @@ class GpuStatus:
         return record
 
     @classmethod
-    def parse(cls, record: dict[str, Any]) -> GpuStatus:
+    def parse(cls, record: JsonObject) -> GpuStatus:
         available = record.get("available")
         if type(available) is not bool:
             raise RecordError("a gpu_status record without available")
@@ -244,11 +247,11 @@ class CpuLimitsRecord:
     pid: int | None
     limits: CpuLimits
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"type": "cpu_limits", "t": self.t, "pid": self.pid, **self.limits.to_json()}
 
     @classmethod
-    def parse(cls, record: dict[str, Any]) -> CpuLimitsRecord:
+    def parse(cls, record: JsonObject) -> CpuLimitsRecord:
         limits = CpuLimits.from_json(record)
         if limits is None:
             raise RecordError("a cpu_limits record without its limits")
@@ -265,7 +268,7 @@ class EpochMetrics:
     figures: UnitFigures | None
     workload: dict[str, Any]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {**self.workload, **(self.figures.to_json() if self.figures is not None else {})}
 
     @property
@@ -303,18 +306,18 @@ class EpochMetrics:
                    {k: v for k, v in metrics.items() if k not in FIGURES})
 
 
-def _event(t: float, kind: str, own: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+def _event(t: float, kind: str, own: dict[str, Any], extra: dict[str, Any]) -> JsonObject:
     """An event as the file stores it: its own fields, then the sender's others (none of which
     may replace the record's ``type``, ``t`` or ``kind``, nor its own fields)."""
     return {"type": "event", "t": t, "kind": kind, **own,
             **{k: v for k, v in extra.items() if k not in RESERVED and k not in own}}
 
 
-def _extra(record: dict[str, Any], own: tuple[str, ...]) -> dict[str, Any]:
+def _extra(record: JsonObject, own: tuple[str, ...]) -> dict[str, Any]:
     return {k: v for k, v in record.items() if k not in RESERVED and k not in own}
 
 
-def _as_read(record: dict[str, Any], own: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
+def _as_read(record: JsonObject, own: dict[str, Any], order: tuple[str, ...]) -> JsonObject:
     """RECORD as the file had it where it was read (ORDER: its fields in the file's order):
     those fields in that order, an own field the file lacked left out, then any field since
     added; as made (no ORDER), RECORD."""
@@ -340,11 +343,11 @@ class Phase:
     def kind(self) -> str:
         return events.PHASE_BEGIN if self.begin else events.PHASE_END
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return _event(self.t, self.kind, {"name": self.name, "epoch": self.epoch, "lane": self.lane}, self.extra)
 
     @classmethod
-    def parse(cls, record: dict[str, Any]) -> Phase:
+    def parse(cls, record: JsonObject) -> Phase:
         kind = record.get("kind")
         if kind not in (events.PHASE_BEGIN, events.PHASE_END):
             raise RecordError(f"a {kind} event is no phase")
@@ -362,11 +365,11 @@ class Marker:
     label: str
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return _event(self.t, events.MARKER, {"label": self.label}, self.extra)
 
     @classmethod
-    def parse(cls, record: dict[str, Any]) -> Marker:
+    def parse(cls, record: JsonObject) -> Marker:
         if record.get("kind") != events.MARKER:
             raise RecordError(f"a {record.get('kind')} event is no marker")
         return cls(_time(record, "a marker"), _text(record, "label", "a marker"), _extra(record, ("label",)))
@@ -387,14 +390,14 @@ class Epoch:
     extra: dict[str, Any] = field(default_factory=dict)
     order: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         own: dict[str, Any] = {"epoch": self.epoch, "metrics": self.metrics.to_json()}
         if self.unit is not None:
             own["unit"] = self.unit
         return _as_read(_event(self.t, events.EPOCH, own, self.extra), own, self.order)
 
     @classmethod
-    def parse(cls, record: dict[str, Any]) -> Epoch:
+    def parse(cls, record: JsonObject) -> Epoch:
         if record.get("kind") != events.EPOCH:
             raise RecordError(f"a {record.get('kind')} event is no epoch")
         epoch: Any = record.get("epoch")
@@ -415,12 +418,12 @@ class RunInfo:
     extra: dict[str, Any] = field(default_factory=dict)
     order: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         own = {"info": self.info}
         return _as_read(_event(self.t, events.RUN_INFO, own, self.extra), own, self.order)
 
     @classmethod
-    def parse(cls, record: dict[str, Any]) -> RunInfo:
+    def parse(cls, record: JsonObject) -> RunInfo:
         if record.get("kind") != events.RUN_INFO:
             raise RecordError(f"a {record.get('kind')} event is no run_info")
         info = record.get("info")
@@ -440,12 +443,12 @@ class Result:
     extra: dict[str, Any] = field(default_factory=dict)
     order: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         own = {"name": self.name, "values": self.values}
         return _as_read(_event(self.t, events.RESULT, own, self.extra), own, self.order)
 
     @classmethod
-    def parse(cls, record: dict[str, Any]) -> Result:
+    def parse(cls, record: JsonObject) -> Result:
         if record.get("kind") != events.RESULT:
             raise RecordError(f"a {record.get('kind')} event is no result")
         values = record.get("values")
@@ -478,7 +481,7 @@ def end(t: float, status: str, exit_code: int | None, signal: str | None, reason
     return End(t, status, exit_code, signal, t, reason, clock, instrument, outside_signal)
 
 
-def event(t: float, kind: str, /, **fields: Any) -> dict[str, Any]:
+def event(t: float, kind: str, /, **fields: Any) -> JsonObject:
     """An event as the run file stores it: the workload's fields under the recorder's time
     (a field of the workload's named ``type``, ``t`` or ``kind`` cannot replace the record's own)."""
     return {"type": "event", "t": t, "kind": kind, **{k: v for k, v in fields.items() if k not in RESERVED}}
@@ -497,4 +500,4 @@ def cpu_limits(t: float, pid: int, limits: CpuLimits) -> CpuLimitsRecord:
 
 
 Typed = Notice | LogLine | End | Phase | Marker | Epoch | RunInfo | Result | GpuStatus | CpuLimitsRecord
-Writable = dict[str, Any] | Typed   # what ``RunWriter.write`` takes: a typed record, or a sample, an event…
+Writable = JsonObject | Typed   # what ``RunWriter.write`` takes: a typed record, or a sample, an event…

@@ -30,7 +30,8 @@ from ..errors import RunFileError
 from . import columnar
 from .eventlog import Events
 from .header import CpuLimitsOverRun, Header, LimitsReading
-from .records import READ_TYPED, CpuLimitsRecord, End, Epoch, GpuStatus, LogLine, Notice, RecordError, Result, RunInfo
+from .records import (READ_TYPED, CpuLimitsRecord, End, Epoch, GpuStatus, JsonObject, LogLine, Notice, RecordError,
+                      Result, RunInfo)
 from .samples import Samples
 from .schema import SAMPLE_PREFIX, valid_sample
 
@@ -202,7 +203,7 @@ class Run:
 _T = TypeVar("_T", Epoch, RunInfo, Result)
 
 
-def _typed(records: list[dict[str, Any]], cls: type[_T]) -> list[_T]:
+def _typed(records: list[JsonObject], cls: type[_T]) -> list[_T]:
     out = []
     for record in records:
         try:
@@ -212,7 +213,7 @@ def _typed(records: list[dict[str, Any]], cls: type[_T]) -> list[_T]:
     return out
 
 
-def _event_reads(record: dict[str, Any]) -> bool:
+def _event_reads(record: JsonObject) -> bool:
     """The event is one its kind's class reads (an epoch event with its epoch…), or of a kind
     kept as it is."""
     cls = READ_TYPED.get(record["kind"])
