@@ -330,7 +330,7 @@ def _as_read(record: JsonObject, own: dict[str, Any], order: tuple[str, ...]) ->
 @dataclass(frozen=True, slots=True)
 class Phase:
     """A phase's begin or end (``phase_begin``, ``phase_end``); ``extra``: the sender's other
-    fields (its ``source``, pid, rank, an ``epochs`` count…)."""
+    fields (its ``source``, pid, rank, an ``epochs`` count…); ``order`` as ``Epoch``'s."""
 
     t: float
     begin: bool
@@ -338,13 +338,15 @@ class Phase:
     epoch: int | None = None
     lane: str = events.DEFAULT_LANE
     extra: dict[str, Any] = field(default_factory=dict)
+    order: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def kind(self) -> str:
         return events.PHASE_BEGIN if self.begin else events.PHASE_END
 
     def to_json(self) -> JsonObject:
-        return _event(self.t, self.kind, {"name": self.name, "epoch": self.epoch, "lane": self.lane}, self.extra)
+        own = {"name": self.name, "epoch": self.epoch, "lane": self.lane}
+        return _as_read(_event(self.t, self.kind, own, self.extra), own, self.order)
 
     @classmethod
     def parse(cls, record: JsonObject) -> Phase:
@@ -354,25 +356,29 @@ class Phase:
         epoch: Any = record.get("epoch")
         return cls(_time(record, "a phase"), kind == events.PHASE_BEGIN, _text(record, "name", "a phase"),
                    epoch if type(epoch) is int else None, _text(record, "lane", "a phase", events.DEFAULT_LANE),
-                   _extra(record, ("name", "epoch", "lane")))
+                   _extra(record, ("name", "epoch", "lane")), tuple(record))
 
 
 @dataclass(frozen=True, slots=True)
 class Marker:
-    """A free-form marker (``label``), from the workload or the dashboard (``source``)."""
+    """A free-form marker (``label``), from the workload or the dashboard (``source``);
+    ``order`` as ``Epoch``'s."""
 
     t: float
     label: str
     extra: dict[str, Any] = field(default_factory=dict)
+    order: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     def to_json(self) -> JsonObject:
-        return _event(self.t, events.MARKER, {"label": self.label}, self.extra)
+        own = {"label": self.label}
+        return _as_read(_event(self.t, events.MARKER, own, self.extra), own, self.order)
 
     @classmethod
     def parse(cls, record: JsonObject) -> Marker:
         if record.get("kind") != events.MARKER:
             raise RecordError(f"a {record.get('kind')} event is no marker")
-        return cls(_time(record, "a marker"), _text(record, "label", "a marker"), _extra(record, ("label",)))
+        return cls(_time(record, "a marker"), _text(record, "label", "a marker"), _extra(record, ("label",)),
+                   tuple(record))
 
 
 @dataclass(frozen=True, slots=True)
