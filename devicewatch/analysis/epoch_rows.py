@@ -155,13 +155,18 @@ def epochs(run: Run, all_phases: list[Phase] | None = None) -> list[EpochRow]:
     for p in all_phases:
         if p.epoch is not None:
             by_epoch.setdefault(p.epoch, []).append(p)
-    metrics: dict[int, dict[str, Any]] = {}   # an epoch's events' metrics, together (a later one's win)
+    metrics: dict[int, EpochMetrics] = {}
     units: dict[int, str] = {}
     for event in run.epoch_events:
-        metrics.setdefault(event.epoch, {}).update(event.metrics.to_json())
+        had = metrics.get(event.epoch)
+        metrics[event.epoch] = event.metrics if had is None else had.then(event.metrics)
         units[event.epoch] = SEGMENT_UNIT if event.unit == SEGMENT_UNIT else EPOCH_UNIT
-    return cut_by_end(run, [_epoch_row(epoch, by_epoch[epoch], EpochMetrics.of(metrics.get(epoch, {})), units.get(epoch))
+    return cut_by_end(run, [_epoch_row(epoch, by_epoch[epoch], metrics.get(epoch, NO_METRICS), units.get(epoch))
                             for epoch in sorted(by_epoch)])
+
+
+# An epoch without an epoch event (yet): no metrics.
+NO_METRICS = EpochMetrics(None, {})
 
 
 # How close to the run's end an epoch's last phase may end and still be one the end closed.

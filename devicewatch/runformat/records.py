@@ -284,6 +284,11 @@ class EpochMetrics:
             return self.figures.data_wait_s
         return self.workload.get(DATA_WAIT_FIGURE)
 
+    def then(self, later: EpochMetrics) -> EpochMetrics:
+        """These metrics with a later event's of the same unit over them (a name in both: the
+        later one's), told apart again."""
+        return EpochMetrics.of({**self.to_json(), **later.to_json()})
+
     def names(self) -> list[str]:
         """The names of the metrics the unit has, in the order ``to_json`` writes them."""
         return list(self.to_json())

@@ -195,6 +195,11 @@ def test_an_epoch_events_metrics_are_told_apart_into_the_loops_figures_and_the_w
     assert (own.steps, own.data_wait_s) == (None, 2.0)
     assert told.names() == ["loss", "accuracy", "steps", "data_wait_s", "steps_per_s"]
     assert (told.get("loss"), told.get("steps_per_s"), told.get("wait_s"), own.get("data_wait_s")) == (0.5, 12.5, None, 2.0)
+    # two events of one epoch: the workload's loss, then the loop's figures over a loss of its own
+    later = records.EpochMetrics.of({"steps": 60, "loss": 0.25})
+    merged = told.then(later)
+    assert merged.figures == UnitFigures(60, data_wait_s=1.0, steps_per_s=12.5)   # the loop's, one set
+    assert merged.workload == {"loss": 0.25, "accuracy": 0.9}
 
 
 def test_every_key_report_json_gives_for_an_epoch_row_is_declared_or_the_workloads_named_metric(tmp_path, capsys):
