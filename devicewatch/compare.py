@@ -14,6 +14,7 @@ from typing import Any
 
 from . import analysis
 from .analysis.contention import OTHERS_NOTABLE, cores_figure
+from .analysis.utilization import MeanP95, PhaseUtilization
 from .beside import Beside
 from .runformat.runfile import Run
 
@@ -32,7 +33,7 @@ class Side:
     status: str
     epochs: list[analysis.EpochRow]
     phases: list[analysis.Phase]
-    utilization: dict[str, dict[str, Any]]
+    utilization: dict[str, PhaseUtilization]
     devices: list[analysis.DeviceIdle]
     verdict: analysis.Verdict
     run_info: dict[str, Any]
@@ -159,7 +160,7 @@ class EpochPair:
     def steps(self, which: str) -> Any:
         """Run A's or B's optimizer steps in this epoch (its ``steps`` metric), or None."""
         row = getattr(self, which)
-        return None if row is None else row.metrics.get("steps")
+        return None if row is None else row.metrics.steps
 
     def change(self, figure: str = "total") -> float | None:
         """(B - A) / A: -0.2 means B took 20% less time."""
@@ -173,32 +174,32 @@ class PhasePair:
     """Mean utilization while one phase name is active, in both runs (``None`` where absent)."""
 
     name: str
-    a: dict[str, Any] | None
-    b: dict[str, Any] | None
+    a: PhaseUtilization | None
+    b: PhaseUtilization | None
+
+    def _side(self, which: str) -> PhaseUtilization | None:
+        side: PhaseUtilization | None = getattr(self, which)
+        return side
 
     @staticmethod
-    def _lookup(entry: dict[str, Any] | None, *path: Any) -> float | None:
-        value: Any = entry
-        for key in path:
-            if value is None:
-                return None
-            try:
-                value = value[key]
-            except (KeyError, IndexError, TypeError):
-                return None
-        return value.get("mean") if isinstance(value, dict) else value
+    def _mean(figures: tuple[MeanP95, ...], index: int) -> float | None:
+        return figures[index].mean if 0 <= index < len(figures) else None
 
     def seconds(self, which: str) -> float | None:
-        return self._lookup(getattr(self, which), "seconds")
+        side = self._side(which)
+        return None if side is None else side.seconds
 
     def cpu_total(self, which: str) -> float | None:
-        return self._lookup(getattr(self, which), "cpu_total")
+        side = self._side(which)
+        return None if side is None else side.cpu_total.mean
 
     def core(self, which: str, index: int) -> float | None:
-        return self._lookup(getattr(self, which), "cores", index)
+        side = self._side(which)
+        return None if side is None else self._mean(side.cores, index)
 
     def gpu(self, which: str, index: int) -> float | None:
-        return self._lookup(getattr(self, which), "gpus", index)
+        side = self._side(which)
+        return None if side is None else self._mean(side.gpus, index)
 
 
 @dataclass
@@ -637,6 +638,7 @@ def to_dict(c: Comparison) -> dict[str, Any]:
                     "data_wait_share": {w: _r(p.data_wait_share(w), 4) for w in "ab"},
                     "loop_wait_share": {w: _r(p.loop_wait_share(w), 4) for w in "ab"},
                     "change": _r(p.change(), 4)} for p in c.epochs],
-        "phases": [{"phase": p.name, "a": p.a, "b": p.b} for p in c.phases],
+        "phases": [{"phase": p.name, "a": None if p.a is None else p.a.to_json(),
+                    "b": None if p.b is None else p.b.to_json()} for p in c.phases],
         "per_core_comparable": c.per_core, "per_gpu_comparable": c.per_gpu, "idle_kind": c.idle_kind,
     }

@@ -268,7 +268,7 @@ def _others(node: Node, origin: float) -> Iterator[build.Writable]:
     for notice in run.notices:
         yield replace(notice, t=at(notice.t), host=node.label, message=f"{node.label}: {notice.message}")
     for status in run.gpu_status:
-        yield dict(status, t=at(status["t"]), host=node.label)
+        yield replace(status, t=at(status.t), host=node.label)
 
 
 def _time(record: build.Writable) -> float:

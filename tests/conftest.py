@@ -136,7 +136,7 @@ def merged_by_record(paths: list[str], out: str) -> str:
             records.append(record)
         records += [dict(notice.to_json(), t=at(notice.t), host=node.label, message=f"{node.label}: {notice.message}")
                     for notice in run.notices]
-        records += [dict(status, t=at(status["t"]), host=node.label) for status in run.gpu_status]
+        records += [dict(status.to_json(), t=at(status.t), host=node.label) for status in run.gpu_status]
     records.sort(key=lambda r: r["t"])
     records.append({"type": "notice", "t": 0.0, "level": "info",
                     "message": f"merged {len(merged.nodes)} nodes; alignment: {merged.alignment['text']}"})

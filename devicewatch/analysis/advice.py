@@ -217,7 +217,7 @@ def baseline(run: Run, s: Series, all_phases: list[Phase], rows: list[EpochRow],
         if isinstance(trial.get("teardown_s"), (int, float)) and trial.get("seconds"):
             teardown = min(1.0, float(trial["teardown_s"]) / float(trial["seconds"]))
     else:
-        steps = int(sum(r.metrics.get("steps", 0) for r in rows if isinstance(r.metrics.get("steps"), (int, float))))
+        steps = int(sum(n for r in rows if isinstance(n := r.metrics.steps, (int, float))))
         loop = sum(r.train_loop for r in rows)
         steps_per_s = steps / loop if steps and loop > 0 else None
         share = wait.share if wait is not None else None
@@ -262,14 +262,14 @@ def _loader_figures(rows: list[Any], share: float | None) -> tuple[float | None,
     """The part of the data wait SHARE spent in the DataLoader's ``__next__``, the new
     iterators a step, and what a batch took a worker to make, from the units that measured
     them (``loader_wait_s``, ``iterators``, ``worker_batch_s``)."""
-    measured = [r.metrics for r in rows if isinstance(r.metrics.get("loader_wait_s"), (int, float))]
+    measured = [f for r in rows if (f := r.metrics.figures) is not None and isinstance(f.loader_wait_s, (int, float))]
     if not measured or share is None:
         return None, None, None
-    made = [float(m["worker_batch_s"]) for m in measured if isinstance(m.get("worker_batch_s"), (int, float))]
-    loader = sum(float(m["loader_wait_s"]) for m in measured)
-    waited = sum(float(m.get("data_wait_s") or 0.0) for m in measured)
-    steps = sum(int(m.get("steps") or 0) for m in measured)
-    iterators = sum(int(m.get("iterators") or 0) for m in measured)
+    made = [float(m.worker_batch_s) for m in measured if isinstance(m.worker_batch_s, (int, float))]
+    loader = sum(float(m.loader_wait_s or 0.0) for m in measured)
+    waited = sum(float(m.data_wait_s or 0.0) for m in measured)
+    steps = sum(int(m.steps or 0) for m in measured)
+    iterators = sum(int(m.iterators or 0) for m in measured)
     return ((share * min(1.0, loader / waited) if waited > 0 else 0.0), (iterators / steps if steps else None),
             sum(made) / len(made) if made else None)
 

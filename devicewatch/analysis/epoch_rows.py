@@ -9,13 +9,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from collections.abc import Iterable
 
-from .. import events
+from ..loop_figures import DATA_WAIT_FIGURE, WORKINGS
+from ..runformat.records import EpochMetrics
 from ..runformat.runfile import Run
 from .pairing import AUTO_SOURCE, STDOUT_SOURCE, Phase, union_length
 
 # The per-epoch metric with the exact seconds the training loop was blocked in its DataLoader
 # (the zero-code instrumentation sends it; its visible waits are also ``data`` phases).
-DATA_WAIT_METRIC = "data_wait_s"
+DATA_WAIT_METRIC = DATA_WAIT_FIGURE
 
 
 # What an ``epoch`` event's unit is (its ``unit`` field): a pass over the data, or a segment, the
@@ -52,7 +53,7 @@ class EpochRow:
     train: float
     validate: float
     other: float
-    metrics: dict[str, Any]
+    metrics: EpochMetrics
     # Seconds in each named phase (data, train, copy, validate, …; lanes merged), in the order
     # the phases first appear: what the lanes draw, counted the same way.
     phases: dict[str, float] = field(default_factory=dict)
@@ -118,7 +119,7 @@ def _owned_spans(members: list[Phase]) -> list[tuple[Phase, float, float]]:
     return out
 
 
-def _epoch_row(epoch: int, members: list[Phase], metrics: dict[str, Any], unit: str | None = None) -> EpochRow:
+def _epoch_row(epoch: int, members: list[Phase], metrics: EpochMetrics, unit: str | None = None) -> EpochRow:
     start = min(p.start for p in members)
     end = max(p.end for p in members)
     owned = _owned_spans(members)
@@ -134,7 +135,7 @@ def _epoch_row(epoch: int, members: list[Phase], metrics: dict[str, Any], unit: 
     loop_lanes = {p.lane for p in members if p.kind == "train"}
     waits = [(a, b) for p, a, b in owned if p.kind == "data" and p.lane in loop_lanes]
     loop = union_length([(p.start, p.end) for p in members if p.kind == "train"] + waits)
-    measured = metrics.get(DATA_WAIT_METRIC)
+    measured = metrics.data_wait_s
     if isinstance(measured, (int, float)) and type(measured) is not bool and 0 <= measured < float("inf"):
         data_wait, source = float(measured), "metric"
     elif any(p.kind == "data" and p.lane in loop_lanes for p in members):
@@ -154,14 +155,18 @@ def epochs(run: Run, all_phases: list[Phase]) -> list[EpochRow]:
     for p in all_phases:
         if p.epoch is not None:
             by_epoch.setdefault(p.epoch, []).append(p)
-    metrics: dict[int, dict[str, Any]] = {}
+    metrics: dict[int, EpochMetrics] = {}
     units: dict[int, str] = {}
-    for event in run.events.of(events.EPOCH):
-        if event.get("kind") == events.EPOCH and isinstance(event.get("epoch"), int):
-            metrics.setdefault(event["epoch"], {}).update(event.get("metrics") or {})
-            units[event["epoch"]] = SEGMENT_UNIT if event.get("unit") == SEGMENT_UNIT else EPOCH_UNIT
-    return cut_by_end(run, [_epoch_row(epoch, by_epoch[epoch], metrics.get(epoch, {}), units.get(epoch))
+    for event in run.epoch_events:
+        had = metrics.get(event.epoch)
+        metrics[event.epoch] = event.metrics if had is None else had.then(event.metrics)
+        units[event.epoch] = SEGMENT_UNIT if event.unit == SEGMENT_UNIT else EPOCH_UNIT
+    return cut_by_end(run, [_epoch_row(epoch, by_epoch[epoch], metrics.get(epoch, NO_METRICS), units.get(epoch))
                             for epoch in sorted(by_epoch)])
+
+
+# An epoch without an epoch event (yet): no metrics.
+NO_METRICS = EpochMetrics(None, {})
 
 
 # How close to the run's end an epoch's last phase may end and still be one the end closed.
@@ -199,9 +204,8 @@ def units_text(unit_: str, count: int | None = None) -> str:
 # What the zero-code loop measures in each unit for the verdict and the advice, which say it in
 # words ("waited on its queue 95% of the time", "a worker made a batch in 20 ms"): beside the
 # table's data wait, a second wait in raw seconds would be two data figures on one row. They
-# stay in ``report --json`` and ``export``. The loop's ``UnitFigures`` names them too (a layer
-# above this one); a test keeps the two equal.
-LOOP_WORKINGS = frozenset({"wait_s", "loader_wait_s", "iterators", "waited_on", "worker_batch_s"})
+# stay in ``report --json`` and ``export``. The loop's ``UnitFigures`` declares which they are.
+LOOP_WORKINGS = frozenset(WORKINGS)
 
 
 def repeated_metrics(phase_names: Iterable[str], metric_names: Iterable[str]) -> set[str]:

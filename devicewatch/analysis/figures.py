@@ -17,7 +17,7 @@ from .epoch_rows import DataWait, EpochRow, Unmeasured, data_wait, data_wait_unm
 from .idle import DeviceIdle, device_idle
 from .pairing import Phase, phases
 from .stragglers import EpochStragglers, stragglers
-from .utilization import Series, phase_utilization, series, stats
+from .utilization import PhaseUtilization, Series, phase_utilization, series, stats
 from .verdicts import Verdict, verdict
 from .wording import Failure, failure
 
@@ -55,7 +55,7 @@ class RunFigures:
     unit: str
     data_wait: DataWait | None
     unmeasured: Unmeasured | None
-    utilization: dict[str, dict[str, Any]]
+    utilization: dict[str, PhaseUtilization]
     devices: list[DeviceIdle]
     verdict: Verdict
     hosts: list[HostFigures]

@@ -16,7 +16,7 @@ from .idle import DeviceIdle
 from .pairing import lane_overlap, lanes
 from .stragglers import EpochStragglers
 from .stragglers import text as straggler_text
-from .utilization import driver_sample_periods, stats
+from .utilization import PhaseUtilization, driver_sample_periods, stats
 from .verdicts import Verdict
 from .wording import Failure, instrumentation_text, results, run_info, status_text
 
@@ -72,7 +72,7 @@ class EpochFigures(_Figures):
         return cls(e.epoch, e.unit or unit_, round(e.start, 3), round(e.total, 3), round(e.train, 3),
                    round(e.validate, 3), round(e.other, 3), {k: round(v, 3) for k, v in e.phases.items()},
                    round(e.untracked, 3), _r(e.data_wait), _r(e.data_wait_share, 4), e.data_wait_source,
-                   round(e.train_loop, 3), _r(e.loop_wait_share, 4), EpochMetrics.of(e.metrics), e.partial)
+                   round(e.train_loop, 3), _r(e.loop_wait_share, 4), e.metrics, e.partial)
 
 
 @dataclass(frozen=True)
@@ -199,7 +199,7 @@ class Summary(_Figures):
     epochs: list[EpochFigures]
     data_wait: DataWaitFigures | None
     data_wait_unmeasured: UnmeasuredFigures | None
-    phases: dict[str, dict[str, Any]]
+    phases: dict[str, PhaseUtilization]
     devices: list[DeviceFigures]
     lanes: list[str]
     overlap: dict[str, float]
@@ -232,8 +232,8 @@ class Summary(_Figures):
             instrumentation=instrumentation_text(run),
             host=run.header.host.to_json(),
             run_info=run_info(run),
-            gpu=GpuState(bool(run.gpu_status and run.gpu_status[0].get("available")),
-                         run.gpu_status[0].get("reason") if run.gpu_status else None),
+            gpu=GpuState(bool(run.gpu_status and run.gpu_status[0].available),
+                         run.gpu_status[0].reason if run.gpu_status else None),
             samples=len(run.samples),
             unit=f.unit,
             epochs=[EpochFigures.of(e, f.unit) for e in f.epoch_rows],

@@ -167,7 +167,39 @@ def _stats_of_counts(counts: np.ndarray) -> list[dict[str, float | None]]:
             for count, m, p in zip(n, means, p95)]
 
 
-def phase_utilization(run: Run, s: Series, all_phases: list[Phase]) -> dict[str, dict[str, Any]]:
+@dataclass(frozen=True)
+class MeanP95:
+    """A figure's mean and 95th percentile over some samples (None where none was read)."""
+
+    mean: float | None
+    p95: float | None
+
+    @classmethod
+    def of(cls, figures: dict[str, float | None]) -> MeanP95:
+        return cls(figures["mean"], figures["p95"])
+
+    def to_json(self) -> dict[str, float | None]:
+        return {"mean": self.mean, "p95": self.p95}
+
+
+@dataclass(frozen=True)
+class PhaseUtilization:
+    """What the machine did while one phase name was active: its seconds (None for the time in
+    no phase of a run with phases), the samples taken, and the mean and p95 of total CPU, of
+    each core and of each GPU."""
+
+    seconds: float | None
+    samples: int
+    cpu_total: MeanP95
+    cores: tuple[MeanP95, ...]
+    gpus: tuple[MeanP95, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"seconds": self.seconds, "samples": self.samples, "cpu_total": self.cpu_total.to_json(),
+                "cores": [c.to_json() for c in self.cores], "gpus": [g.to_json() for g in self.gpus]}
+
+
+def phase_utilization(run: Run, s: Series, all_phases: list[Phase]) -> dict[str, PhaseUtilization]:
     """Mean and p95 of total CPU, each core and each GPU while each phase name is active.
 
     A sample counts for every phase name active at its time (overlapped lanes count for
@@ -176,7 +208,7 @@ def phase_utilization(run: Run, s: Series, all_phases: list[Phase]) -> dict[str,
     names: dict[str, list[tuple[float, float]]] = {}
     for p in all_phases:
         names.setdefault(p.name, []).append((p.start, p.end))
-    result: dict[str, dict[str, Any]] = {}
+    result: dict[str, PhaseUtilization] = {}
     any_phase = np.zeros(len(s.t), dtype=bool)
     gpu_any = [np.zeros(len(gt), dtype=bool) for gt in s.gpu_t]
     for name, intervals in names.items():
@@ -195,15 +227,12 @@ def phase_utilization(run: Run, s: Series, all_phases: list[Phase]) -> dict[str,
 
 
 def _utilization_entry(s: Series, mask: np.ndarray, gpu_masks: list[np.ndarray],
-                       seconds: float | None) -> dict[str, Any]:
-    return {
-        "seconds": round(seconds, 3) if seconds is not None else None,
-        "samples": int(mask.sum()),
-        "cpu_total": stats(s.cpu_total[mask]),
-        "cores": _stats_columns(s.cpu[mask]) if s.cpu_percent is None
-        else _stats_of_counts(_percent_counts(s.cpu_percent[mask])),
-        "gpus": [stats(s.gpu_util[g][m]) for g, m in enumerate(gpu_masks)],
-    }
+                       seconds: float | None) -> PhaseUtilization:
+    cores = _stats_columns(s.cpu[mask]) if s.cpu_percent is None \
+        else _stats_of_counts(_percent_counts(s.cpu_percent[mask]))
+    return PhaseUtilization(round(seconds, 3) if seconds is not None else None, int(mask.sum()),
+                            MeanP95.of(stats(s.cpu_total[mask])), tuple(MeanP95.of(c) for c in cores),
+                            tuple(MeanP95.of(stats(s.gpu_util[g][m])) for g, m in enumerate(gpu_masks)))
 
 
 def gpm_series(run: Run, name: str, gpu: int) -> tuple[np.ndarray, np.ndarray]:
@@ -236,11 +265,8 @@ def driver_sample_periods(run: Run) -> list[float | None]:
     """The driver's utilization sample period per GPU in seconds, as the recorder measured it."""
     periods: list[float | None] = [None] * len(run.gpu_names)
     for status in run.gpu_status:
-        measured = status.get("util_period")
-        if measured.__class__ is not list:
-            continue
-        for g, value in enumerate(measured):
-            if value.__class__ in (int, float) and value > 0:
+        for g, value in enumerate(status.util_period or ()):
+            if value is not None and value > 0:
                 if g >= len(periods):
                     periods += [None] * (g + 1 - len(periods))
                 periods[g] = float(value)

@@ -398,9 +398,9 @@ def input_name(run: Run) -> str:
     ``setup`` event): "DataLoader", "tf.data input", "input" where it read neither, and
     "DataLoader" for a run without one (a workload's own ``data_wait_s``, an older recording)."""
     spent: dict[str, float] = {}
-    for event in run.events.of(events.EPOCH):
-        metrics = event.get("metrics") or {}
-        what, seconds = metrics.get("waited_on"), metrics.get("data_wait_s")
+    for unit in run.epoch_events:
+        what = unit.metrics.figures.waited_on if unit.metrics.figures is not None else None
+        seconds = unit.metrics.data_wait_s
         if isinstance(what, str) and isinstance(seconds, (int, float)):
             spent[what] = spent.get(what, 0.0) + float(seconds)
     if spent:

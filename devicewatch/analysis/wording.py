@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .. import events
 from ..phase_kinds import kind_of
 from ..runformat.records import LogLine
 from ..runformat.runfile import NO_END_RECORD, Run
@@ -19,19 +18,14 @@ from ..safe_text import inert
 def run_info(run: Run) -> dict[str, Any]:
     """All run_info events merged, later keys winning: framework, device, params, data, …"""
     info: dict[str, Any] = {}
-    for event in run.events.of(events.RUN_INFO):
-        if event.get("kind") == events.RUN_INFO and isinstance(event.get("info"), dict):
-            info.update(event["info"])
+    for event in run.run_info_events:
+        info.update(event.info)
     return info
 
 
 def results(run: Run) -> list[dict[str, Any]]:
     """Each result event as one flat row: its name and its values."""
-    rows = []
-    for e in run.events.of(events.RESULT):
-        values = e.get("values")
-        rows.append({"name": e.get("name"), **(values if isinstance(values, dict) else {})})
-    return rows
+    return [{"name": e.name, **e.values} for e in run.result_events]
 
 
 def last_error_line(run: Run) -> str | None:

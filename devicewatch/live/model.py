@@ -33,7 +33,7 @@ from ..phase_kinds import KINDS
 from ..runformat.downsample import minmax_rows, minmax_rows_bytes
 from ..runformat.eventlog import Events
 from ..runformat.percent import MISSING_PERCENT, percent_to_float
-from ..runformat.records import LogLine
+from ..runformat.records import Epoch, LogLine, RecordError, RunInfo
 from ..runformat.runfile import Run
 from ..safe_text import inert, inert_keeping_colours
 
@@ -249,7 +249,7 @@ class RunModel:
         # Epoch rows by epoch, each with what it was computed from (its phases, its epoch events
         # so far): only an epoch whose phases or metrics changed is computed again.
         self._rows: dict[int, tuple[tuple[Any, ...], analysis.EpochRow]] = {}
-        self._epoch_events: dict[int, list[dict[str, Any]]] = {}
+        self._epoch_events: dict[int, list[Epoch]] = {}
         self._epochs_with_events: set[int] = set()   # epochs given epoch events since the last pairing
         # The pairer's ended phases as taken so far (``refresh_phases``): that list only grows at
         # its end while ``_ended_of`` stays, so each ended phase is looked at once.
@@ -359,13 +359,21 @@ class RunModel:
 
     def _event(self, e: dict[str, Any]) -> None:
         kind = e.get("kind")
-        if kind == events.RUN_INFO and isinstance(e.get("info"), dict):
-            self.run_info.update(e["info"])
+        if kind == events.RUN_INFO:
+            try:
+                self.run_info.update(RunInfo.parse(e).info)
+            except RecordError:   # counted bad as the run read it
+                pass
         elif kind == events.MARKER:
             self.markers.append((float(e.get("t", 0.0)), str(e.get("label", ""))))
-        elif kind == events.EPOCH and isinstance(e.get("epoch"), int):
-            self._epoch_events.setdefault(e["epoch"], []).append(e)
-            self._epochs_with_events.add(e["epoch"])
+        elif kind == events.EPOCH:
+            try:
+                epoch = Epoch.parse(e)
+            except RecordError:   # counted bad as the run read it
+                pass
+            else:
+                self._epoch_events.setdefault(epoch.epoch, []).append(epoch)
+                self._epochs_with_events.add(epoch.epoch)
         self.open_phases.take(e)
         self._pairer.take(e)
 
@@ -546,7 +554,7 @@ class RunModel:
             # The changed epochs' phases and epoch events, as a run of their own: analysis
             # reads the metrics from the run's events, and need not scan all of them.
             part = Run(self.run.path, self.run.header, self.run.samples,
-                       Events([e for epoch in changed for e in self._epoch_events.get(epoch, ())]))
+                       Events([e.to_json() for epoch in changed for e in self._epoch_events.get(epoch, ())]))
             for row in analysis.epochs(part, [p for epoch in changed for p in members_of[epoch][1]]):
                 before = self._rows.get(row.epoch)
                 any_change |= before is None or before[1] != row
@@ -653,8 +661,8 @@ class RunModel:
     def gpu_reason(self) -> str | None:
         """Why there is no GPU data: the latest gpu_status saying unavailable, or the header's."""
         for status in reversed(self.machine.gpu_status):
-            if not status.get("available"):
-                return str(status.get("reason") or "GPU sampling unavailable")
+            if not status.available:
+                return status.reason or "GPU sampling unavailable"
             return None
         return self.machine.header.host.gpu_reason or None
 

@@ -17,6 +17,7 @@ from rich.text import Text
 from .. import analysis
 from ..analysis import wording
 from ..compare import Comparison, load_lines
+from ..loop_figures import STEPS
 from ..safe_text import inert, inert_table
 from .fit import DEFAULT_WIDTH, PER_CORE_TEXT_LIMIT, Column, fit, output_width
 
@@ -177,9 +178,9 @@ def _epoch_sections(c: Comparison) -> dict[str, Section]:
     lines = [f"{s.label}: {s.unmeasured.text}" for s in (c.a, c.b) if s.unmeasured is not None]
     key = [Column(unit, [str(p.epoch) for p in pairs])]
     out = {"epochs": Section(f"{heading} ({explained})", key, columns, lines)}
-    metric_names = [m for p in pairs if p.a for m in p.a.metrics]
-    shown = list(dict.fromkeys(m for m in metric_names if any(p.b and m in p.b.metrics for p in pairs)))
-    repeated = analysis.repeated_metrics(names, shown) | ({"steps"} if steps else set())
+    metric_names = [m for p in pairs if p.a for m in p.a.metrics.names()]
+    shown = list(dict.fromkeys(m for m in metric_names if any(p.b and m in p.b.metrics.names() for p in pairs)))
+    repeated = analysis.repeated_metrics(names, shown) | ({STEPS} if steps else set())
     common = [m for m in shown if m not in repeated]
     if common:
         word = c.a.unit.capitalize() if c.a.unit == c.b.unit else "Epoch/segment"

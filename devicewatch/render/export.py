@@ -159,7 +159,7 @@ def _process(run: Run, all_phases: list[analysis.Phase], epoch_rows: list[analys
             trace.append({"name": f"epoch {e.epoch}", "cat": "epoch", "ph": "X", "pid": pid, "tid": tid + k,
                           "ts": start, "dur": max(0, _us(e.end) - start),
                           "args": {"train (s)": round(e.train, 3), "validate (s)": round(e.validate, 3),
-                                   "other (s)": round(e.other, 3), **e.metrics}})
+                                   "other (s)": round(e.other, 3), **e.metrics.to_json()}})
         tid += max(tracks) + 1
 
     instants = tid
@@ -252,7 +252,7 @@ def sample_rows(run: Run, all_phases: list[analysis.Phase]) -> tuple[list[str], 
 
 
 def epoch_rows(rows: list[analysis.EpochRow]) -> tuple[list[str], list[list[Any]]]:
-    metrics = list(dict.fromkeys(name for e in rows for name in e.metrics))
+    metrics = list(dict.fromkeys(name for e in rows for name in e.metrics.names()))
     header = ["epoch", "start", "end", "total", "train", "validate", "other", *metrics]
     return header, [[e.epoch, round(e.start, 6), round(e.end, 6), round(e.total, 6), round(e.train, 6),
                      round(e.validate, 6), round(e.other, 6), *[e.metrics.get(m) for m in metrics]]

@@ -18,7 +18,7 @@ from .. import analysis
 from ..analysis import advice, wording
 from ..analysis.stragglers import tally
 from ..analysis.contention import CONTENDED_WAIT, OTHERS_NOTABLE
-from ..analysis.utilization import active_mask
+from ..analysis.utilization import MeanP95, active_mask
 from ..runformat.downsample import minmax
 from ..runformat.runfile import Run
 from ..safe_text import inert
@@ -170,15 +170,15 @@ def tables(figures: analysis.RunFigures, width: int = DEFAULT_WIDTH) -> list[Any
     phases = summary.phases
     if phases:
         entries = list(phases.values())
-        cores = len(entries[0]["cores"])
-        gpus = len(entries[0]["gpus"])
-        def both(stats: dict[str, float]) -> str:
-            return f"{_pct(stats['mean'])} / {_pct(stats['p95'])}"
-        columns = [Column("time", [_secs(e["seconds"]) for e in entries]),
-                   Column("CPU total", [both(e["cpu_total"]) for e in entries])]
+        cores = len(entries[0].cores)
+        gpus = len(entries[0].gpus)
+        def both(stats: MeanP95) -> str:
+            return f"{_pct(stats.mean)} / {_pct(stats.p95)}"
+        columns = [Column("time", [_secs(e.seconds) for e in entries]),
+                   Column("CPU total", [both(e.cpu_total) for e in entries])]
         if cores <= PER_CORE_TEXT_LIMIT:
-            columns += [Column(f"core {c}", [both(e["cores"][c]) for e in entries]) for c in range(cores)]
-        columns += [Column(f"GPU {g}", [both(e["gpus"][g]) for e in entries]) for g in range(gpus)]
+            columns += [Column(f"core {c}", [both(e.cores[c]) for e in entries]) for c in range(cores)]
+        columns += [Column(f"GPU {g}", [both(e.gpus[g]) for e in entries]) for g in range(gpus)]
         clocks = phase_clocks(run, figures.phases, list(phases))
         if clocks is not None:
             columns.append(Column("clock MHz", clocks))

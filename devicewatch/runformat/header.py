@@ -104,11 +104,10 @@ class CpuLimitsOverRun:
     of_workload: bool = True
 
     @classmethod
-    def of(cls, records: Sequence[Mapping[str, Any]], host: Host) -> CpuLimitsOverRun | None:
-        """From a run's ``cpu_limits`` records (a damaged one is left out), else HOST's; None
-        where neither says (a file written before limits were recorded)."""
-        readings = [LimitsReading(float(r["t"]), limits) for r in records
-                    if (limits := CpuLimits.from_json(r)) is not None]
+    def of(cls, readings: Sequence[LimitsReading], host: Host) -> CpuLimitsOverRun | None:
+        """From a run's ``cpu_limits`` records' readings, else HOST's; None where neither says (a
+        file written before limits were recorded)."""
+        readings = list(readings)
         readings.sort(key=lambda reading: reading.t)
         if readings:
             return cls(tuple(readings))

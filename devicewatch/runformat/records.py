@@ -1,8 +1,8 @@
 """The run file's records other than the header and samples: one frozen dataclass per record
-type devicewatch writes itself (``Notice``, ``LogLine``, ``End``, and the ``Phase`` and ``Marker``
-events), each spelled once with its fields, and an epoch event's metrics told apart
-(``EpochMetrics``). The workload's own events, ``gpu_status`` and ``cpu_limits`` are still
-built as dicts here.
+type devicewatch writes itself (``Notice``, ``LogLine``, ``End``, ``GpuStatus``, ``CpuLimitsRecord``,
+and the ``Phase`` and ``Marker`` events), each spelled once with its fields, and the events
+read typed: ``Epoch`` (its metrics told apart: ``EpochMetrics``), ``RunInfo`` and ``Result``.
+The workload's other events are still built as dicts here.
 
 As austin-python's ``events.py`` types each record it reads, a record is parsed at the edge
 (``parse``: the reader, which counts a record it refuses as a bad line), passed inward as an
@@ -18,24 +18,27 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import events
-from ..loop_figures import FIGURES, UnitFigures
+from ..loop_figures import DATA_WAIT_FIGURE, FIGURES, STEPS, UnitFigures
 from ..probes.cpu_limits import CpuLimits
 
 RESERVED = ("type", "t", "kind")
+
+# An object as the file has it (a record, or one of its parts): what ``parse`` reads and ``to_json`` writes.
+JsonObject = dict[str, Any]
 
 
 class RecordError(ValueError):
     """A record that is not one of the file's records: a required field missing or of the wrong type."""
 
 
-def _time(record: dict[str, Any], what: str) -> float:
+def _time(record: JsonObject, what: str) -> float:
     t: Any = record.get("t")
     if type(t) not in (int, float) or not math.isfinite(t):
         raise RecordError(f"{what} record without a time")
     return float(t)
 
 
-def _text(record: dict[str, Any], key: str, what: str, default: str | None = None) -> str:
+def _text(record: JsonObject, key: str, what: str, default: str | None = None) -> str:
     value = record.get(key)
     value = default if value is None else value
     if not isinstance(value, str):
@@ -43,7 +46,7 @@ def _text(record: dict[str, Any], key: str, what: str, default: str | None = Non
     return value
 
 
-def _opt(record: dict[str, Any], key: str, kinds: Any) -> Any:
+def _opt(record: JsonObject, key: str, kinds: Any) -> Any:
     """An optional field: its value when it has one of KINDS (a bool is no number), else None."""
     value = record.get(key)
     return value if isinstance(value, kinds) and not isinstance(value, bool) else None
@@ -70,8 +73,8 @@ class Notice:
     dropped_to: float | None = None
     host: str | None = None              # a merged run's node
 
-    def to_json(self) -> dict[str, Any]:
-        record: dict[str, Any] = {"type": "notice", "t": self.t, "level": self.level, "message": self.message}
+    def to_json(self) -> JsonObject:
+        record: JsonObject = {"type": "notice", "t": self.t, "level": self.level, "message": self.message}
         for key in _NOTICE_EXTRAS:
             value = getattr(self, key)
             if value is not None:
@@ -79,7 +82,7 @@ class Notice:
         return record
 
     @classmethod
-    def parse(cls, record: dict[str, Any]) -> Notice:
+    def parse(cls, record: JsonObject) -> Notice:
         return cls(_time(record, "a notice"), _text(record, "message", "a notice"),
                    _text(record, "level", "a notice", "warning"),
                    _opt(record, "state", str), _opt(record, "outside_signal", str),
@@ -112,8 +115,8 @@ class LogLine:
     host: str | None = None          # a merged run's node, and the rank that printed it
     rank: int | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        record: dict[str, Any] = {"type": "log", "t": self.t, "stream": self.stream, "line": self.line}
+    def to_json(self) -> JsonObject:
+        record: JsonObject = {"type": "log", "t": self.t, "stream": self.stream, "line": self.line}
         if self.raw is not None:
             record["raw"] = self.raw
         if self.cut_from is not None:
@@ -127,7 +130,7 @@ class LogLine:
         return record
 
     @classmethod
-    def parse(cls, record: dict[str, Any]) -> LogLine:
+    def parse(cls, record: JsonObject) -> LogLine:
         t: Any = record.get("t")
         stream, line = record.get("stream"), record.get("line")
         if len(record) == 4 and type(stream) is str and type(line) is str and type(t) in _NUMBER \
@@ -145,7 +148,7 @@ class ClockPair:
     unix: float
     mono: float
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"unix": self.unix, "mono": self.mono}
 
     @classmethod
@@ -174,8 +177,8 @@ class End:
     instrument: dict[str, Any] | None = None   # what the zero-code instrumentation did (its summary)
     outside_signal: str | None = None    # the signal from outside that ended the run
 
-    def to_json(self) -> dict[str, Any]:
-        record: dict[str, Any] = {"type": "end", "t": self.t, "status": self.status, "exit_code": self.exit_code,
+    def to_json(self) -> JsonObject:
+        record: JsonObject = {"type": "end", "t": self.t, "status": self.status, "exit_code": self.exit_code,
                                   "signal": self.signal, "duration": self.duration, "reason": self.reason}
         if self.clock is not None:
             record["clock"] = self.clock.to_json()
@@ -186,12 +189,73 @@ class End:
         return record
 
     @classmethod
-    def parse(cls, record: dict[str, Any]) -> End:
+    def parse(cls, record: JsonObject) -> End:
         duration: Any = record.get("duration")
         return cls(_time(record, "an end"), _text(record, "status", "an end"), _opt(record, "exit_code", int),
                    _opt(record, "signal", str), float(duration) if type(duration) in _NUMBER else None,
                    _opt(record, "reason", str), ClockPair.parse(record.get("clock")),
                    _opt(record, "instrument", dict), _opt(record, "outside_signal", str))
+
+
+@dataclass(frozen=True, slots=True)
+class GpuStatus:
+    """Whether the GPUs can be sampled, and why not: at the start, then whenever that changes
+    (NVML lost mid-run, the driver's sample period measured)."""
+
+    t: float
+    available: bool
+    reason: str | None                         # why not, in words
+    devices: int
+    gpm: tuple[str | None, ...] | None = None  # per GPU, why its GPM metrics are not read (None: they are)
+    util_period: tuple[float | None, ...] | None = None   # per GPU, the driver's sample period in seconds
+    host: str | None = None                    # a merged run's node
+
+    def to_json(self) -> JsonObject:
+        record: JsonObject = {"type": "gpu_status", "t": self.t, "available": self.available,
+                                  "reason": self.reason, "devices": self.devices}
+        if self.gpm is not None:
+            record["gpm"] = list(self.gpm)
+        if self.util_period is not None:
+            record["util_period"] = list(self.util_period)
+        if self.host is not None:
+            record["host"] = self.host
+        return record
+
+    @classmethod
+    def parse(cls, record: JsonObject) -> GpuStatus:
+        available = record.get("available")
+        if type(available) is not bool:
+            raise RecordError("a gpu_status record without available")
+        devices: Any = record.get("devices")
+        return cls(_time(record, "a gpu_status"), available, _opt(record, "reason", str),
+                   devices if type(devices) is int else 0,
+                   _each(record.get("gpm"), str), _each(record.get("util_period"), _NUMBER), _opt(record, "host", str))
+
+
+def _each(value: Any, kinds: Any) -> tuple[Any, ...] | None:
+    """A per-GPU list: each entry of one of KINDS kept, any other None; None where VALUE is no list."""
+    if not isinstance(value, list):
+        return None
+    return tuple(v if isinstance(v, kinds) and not isinstance(v, bool) else None for v in value)
+
+
+@dataclass(frozen=True, slots=True)
+class CpuLimitsRecord:
+    """The cores the workload's root process may use, read at its launch and at each change."""
+
+    t: float
+    pid: int | None
+    limits: CpuLimits
+
+    def to_json(self) -> JsonObject:
+        return {"type": "cpu_limits", "t": self.t, "pid": self.pid, **self.limits.to_json()}
+
+    @classmethod
+    def parse(cls, record: JsonObject) -> CpuLimitsRecord:
+        limits = CpuLimits.from_json(record)
+        if limits is None:
+            raise RecordError("a cpu_limits record without its limits")
+        return cls(_time(record, "a cpu_limits"), _opt(record, "pid", int), limits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,35 +268,74 @@ class EpochMetrics:
     figures: UnitFigures | None
     workload: dict[str, Any]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {**self.workload, **(self.figures.to_json() if self.figures is not None else {})}
+
+    @property
+    def steps(self) -> int | None:
+        """The optimizer steps the loop counted in the unit (None: not instrumented)."""
+        return None if self.figures is None else self.figures.steps
+
+    @property
+    def data_wait_s(self) -> Any:
+        """The unit's measured input wait: the loop's figure, else the workload's own metric
+        of that name (as written: the reader checks it is a number)."""
+        if self.figures is not None:
+            return self.figures.data_wait_s
+        return self.workload.get(DATA_WAIT_FIGURE)
+
+    def then(self, later: EpochMetrics) -> EpochMetrics:
+        """These metrics with a later event's of the same unit over them (a name in both: the
+        later one's), told apart again."""
+        return EpochMetrics.of({**self.to_json(), **later.to_json()})
+
+    def names(self) -> list[str]:
+        """The names of the metrics the unit has, in the order ``to_json`` writes them."""
+        return list(self.to_json())
+
+    def get(self, name: str) -> Any:
+        """A metric by the name a view shows it under (a column of the workload's own): the
+        loop's figure of that name, else the workload's."""
+        if name in FIGURES and self.figures is not None:
+            return getattr(self.figures, name)
+        return self.workload.get(name)
 
     @classmethod
     def of(cls, metrics: dict[str, Any]) -> EpochMetrics:
         """METRICS split by ``FIGURES``' names: the instrumentation's figures always hold
         ``steps``; without it, every metric is the workload's (a script may say its own
         ``data_wait_s``)."""
-        if "steps" not in metrics:
+        if STEPS not in metrics:
             return cls(None, dict(metrics))
         return cls(UnitFigures(**{k: v for k, v in metrics.items() if k in FIGURES}),
                    {k: v for k, v in metrics.items() if k not in FIGURES})
 
 
-def _event(t: float, kind: str, own: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+def _event(t: float, kind: str, own: dict[str, Any], extra: dict[str, Any]) -> JsonObject:
     """An event as the file stores it: its own fields, then the sender's others (none of which
     may replace the record's ``type``, ``t`` or ``kind``, nor its own fields)."""
     return {"type": "event", "t": t, "kind": kind, **own,
             **{k: v for k, v in extra.items() if k not in RESERVED and k not in own}}
 
 
-def _extra(record: dict[str, Any], own: tuple[str, ...]) -> dict[str, Any]:
+def _extra(record: JsonObject, own: tuple[str, ...]) -> dict[str, Any]:
     return {k: v for k, v in record.items() if k not in RESERVED and k not in own}
+
+
+def _as_read(record: JsonObject, own: dict[str, Any], order: tuple[str, ...]) -> JsonObject:
+    """RECORD as the file had it where it was read (ORDER: its fields in the file's order):
+    those fields in that order, an own field the file lacked left out, then any field since
+    added; as made (no ORDER), RECORD."""
+    if not order:
+        return record
+    return {**{key: record[key] for key in order if key in record},
+            **{key: value for key, value in record.items() if key not in own}}
 
 
 @dataclass(frozen=True, slots=True)
 class Phase:
     """A phase's begin or end (``phase_begin``, ``phase_end``); ``extra``: the sender's other
-    fields (its ``source``, pid, rank, an ``epochs`` count…)."""
+    fields (its ``source``, pid, rank, an ``epochs`` count…); ``order`` as ``Epoch``'s."""
 
     t: float
     begin: bool
@@ -240,41 +343,133 @@ class Phase:
     epoch: int | None = None
     lane: str = events.DEFAULT_LANE
     extra: dict[str, Any] = field(default_factory=dict)
+    order: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def kind(self) -> str:
         return events.PHASE_BEGIN if self.begin else events.PHASE_END
 
-    def to_json(self) -> dict[str, Any]:
-        return _event(self.t, self.kind, {"name": self.name, "epoch": self.epoch, "lane": self.lane}, self.extra)
+    def to_json(self) -> JsonObject:
+        own = {"name": self.name, "epoch": self.epoch, "lane": self.lane}
+        return _as_read(_event(self.t, self.kind, own, self.extra), own, self.order)
 
     @classmethod
-    def parse(cls, record: dict[str, Any]) -> Phase:
+    def parse(cls, record: JsonObject) -> Phase:
         kind = record.get("kind")
         if kind not in (events.PHASE_BEGIN, events.PHASE_END):
             raise RecordError(f"a {kind} event is no phase")
         epoch: Any = record.get("epoch")
         return cls(_time(record, "a phase"), kind == events.PHASE_BEGIN, _text(record, "name", "a phase"),
                    epoch if type(epoch) is int else None, _text(record, "lane", "a phase", events.DEFAULT_LANE),
-                   _extra(record, ("name", "epoch", "lane")))
+                   _extra(record, ("name", "epoch", "lane")), tuple(record))
 
 
 @dataclass(frozen=True, slots=True)
 class Marker:
-    """A free-form marker (``label``), from the workload or the dashboard (``source``)."""
+    """A free-form marker (``label``), from the workload or the dashboard (``source``);
+    ``order`` as ``Epoch``'s."""
 
     t: float
     label: str
     extra: dict[str, Any] = field(default_factory=dict)
+    order: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
-    def to_json(self) -> dict[str, Any]:
-        return _event(self.t, events.MARKER, {"label": self.label}, self.extra)
+    def to_json(self) -> JsonObject:
+        own = {"label": self.label}
+        return _as_read(_event(self.t, events.MARKER, own, self.extra), own, self.order)
 
     @classmethod
-    def parse(cls, record: dict[str, Any]) -> Marker:
+    def parse(cls, record: JsonObject) -> Marker:
         if record.get("kind") != events.MARKER:
             raise RecordError(f"a {record.get('kind')} event is no marker")
-        return cls(_time(record, "a marker"), _text(record, "label", "a marker"), _extra(record, ("label",)))
+        return cls(_time(record, "a marker"), _text(record, "label", "a marker"), _extra(record, ("label",)),
+                   tuple(record))
+
+
+@dataclass(frozen=True, slots=True)
+class Epoch:
+    """An epoch's (or segment's) end as the workload or the zero-code loop says it: its number,
+    its metrics told apart (``EpochMetrics``) and what its unit is (``unit``: ``segment`` for
+    the training between two evaluations of a step-based loop; None, an epoch). ``extra``: the
+    sender's other fields (pid, thread, source…); ``order``: the fields in the order the file
+    has them, so that ``to_json`` writes the record back as it was read."""
+
+    t: float
+    epoch: int
+    metrics: EpochMetrics
+    unit: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    order: tuple[str, ...] = field(default=(), compare=False, repr=False)
+
+    def to_json(self) -> JsonObject:
+        own: dict[str, Any] = {"epoch": self.epoch, "metrics": self.metrics.to_json()}
+        if self.unit is not None:
+            own["unit"] = self.unit
+        return _as_read(_event(self.t, events.EPOCH, own, self.extra), own, self.order)
+
+    @classmethod
+    def parse(cls, record: JsonObject) -> Epoch:
+        if record.get("kind") != events.EPOCH:
+            raise RecordError(f"a {record.get('kind')} event is no epoch")
+        epoch: Any = record.get("epoch")
+        if type(epoch) is not int:
+            raise RecordError("an epoch record without epoch")
+        metrics: Any = record.get("metrics")
+        return cls(_time(record, "an epoch"), epoch, EpochMetrics.of(metrics if isinstance(metrics, dict) else {}),
+                   _opt(record, "unit", str), _extra(record, ("epoch", "metrics", "unit")), tuple(record))
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """What the workload says about itself (``info``: framework, device, parameters, data,
+    epochs…, by the names it gives them); ``extra`` and ``order`` as ``Epoch``'s."""
+
+    t: float
+    info: dict[str, Any]
+    extra: dict[str, Any] = field(default_factory=dict)
+    order: tuple[str, ...] = field(default=(), compare=False, repr=False)
+
+    def to_json(self) -> JsonObject:
+        own = {"info": self.info}
+        return _as_read(_event(self.t, events.RUN_INFO, own, self.extra), own, self.order)
+
+    @classmethod
+    def parse(cls, record: JsonObject) -> RunInfo:
+        if record.get("kind") != events.RUN_INFO:
+            raise RecordError(f"a {record.get('kind')} event is no run_info")
+        info = record.get("info")
+        if not isinstance(info, dict):
+            raise RecordError("a run_info record without info")
+        return cls(_time(record, "a run_info"), info, _extra(record, ("info",)), tuple(record))
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """One measured outcome (``name``, and its ``values`` by the workload's names: ms, gflops…);
+    ``extra`` and ``order`` as ``Epoch``'s."""
+
+    t: float
+    name: str
+    values: dict[str, Any]
+    extra: dict[str, Any] = field(default_factory=dict)
+    order: tuple[str, ...] = field(default=(), compare=False, repr=False)
+
+    def to_json(self) -> JsonObject:
+        own = {"name": self.name, "values": self.values}
+        return _as_read(_event(self.t, events.RESULT, own, self.extra), own, self.order)
+
+    @classmethod
+    def parse(cls, record: JsonObject) -> Result:
+        if record.get("kind") != events.RESULT:
+            raise RecordError(f"a {record.get('kind')} event is no result")
+        values = record.get("values")
+        return cls(_time(record, "a result"), _text(record, "name", "a result"),
+                   values if isinstance(values, dict) else {}, _extra(record, ("name", "values")), tuple(record))
+
+
+# The events read typed, by kind: ``Run.add`` refuses one its class refuses (a bad line).
+READ_TYPED: dict[str, type[Epoch] | type[RunInfo] | type[Result]] = {
+    events.EPOCH: Epoch, events.RUN_INFO: RunInfo, events.RESULT: Result}
 
 
 def notice(t: float, message: str, level: str = "warning", **extra: Any) -> Notice:
@@ -297,21 +492,23 @@ def end(t: float, status: str, exit_code: int | None, signal: str | None, reason
     return End(t, status, exit_code, signal, t, reason, clock, instrument, outside_signal)
 
 
-def event(t: float, kind: str, /, **fields: Any) -> dict[str, Any]:
+def event(t: float, kind: str, /, **fields: Any) -> JsonObject:
     """An event as the run file stores it: the workload's fields under the recorder's time
     (a field of the workload's named ``type``, ``t`` or ``kind`` cannot replace the record's own)."""
     return {"type": "event", "t": t, "kind": kind, **{k: v for k, v in fields.items() if k not in RESERVED}}
 
 
-def gpu_status(t: float, available: bool, reason: str | None, devices: int, **extra: Any) -> dict[str, Any]:
+def gpu_status(t: float, available: bool, reason: str | None, devices: int,
+               gpm: list[str | None] | None = None, util_period: list[float | None] | None = None) -> GpuStatus:
     """Whether the GPUs can be sampled (and why not), at the start and whenever that changes."""
-    return {"type": "gpu_status", "t": t, "available": available, "reason": reason, "devices": devices, **extra}
+    return GpuStatus(t, available, reason, devices, None if gpm is None else tuple(gpm),
+                     None if util_period is None else tuple(util_period))
 
 
-def cpu_limits(t: float, pid: int, limits: CpuLimits) -> dict[str, Any]:
+def cpu_limits(t: float, pid: int, limits: CpuLimits) -> CpuLimitsRecord:
     """The cores process PID (the workload's root) may use: at its launch and whenever that changes."""
-    return {"type": "cpu_limits", "t": t, "pid": pid, **limits.to_json()}
+    return CpuLimitsRecord(t, pid, limits)
 
 
-Typed = Notice | LogLine | End | Phase | Marker
-Writable = dict[str, Any] | Typed   # what ``RunWriter.write`` takes: a typed record, or a sample, an event…
+Typed = Notice | LogLine | End | Phase | Marker | Epoch | RunInfo | Result | GpuStatus | CpuLimitsRecord
+Writable = JsonObject | Typed   # what ``RunWriter.write`` takes: a typed record, or a sample, an event…

@@ -20,16 +20,18 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from collections.abc import Callable
 
 import orjson
 
+from .. import events as ev
 from ..errors import RunFileError
 from . import columnar
 from .eventlog import Events
-from .header import CpuLimitsOverRun, Header
-from .records import End, LogLine, Notice, RecordError
+from .header import CpuLimitsOverRun, Header, LimitsReading
+from .records import (READ_TYPED, CpuLimitsRecord, End, Epoch, GpuStatus, JsonObject, LogLine, Notice, RecordError,
+                      Result, RunInfo)
 from .samples import Samples
 from .schema import SAMPLE_PREFIX, valid_sample
 
@@ -54,7 +56,7 @@ class Run:
     events: Events = field(default_factory=Events)  # a sequence of dicts; a list given becomes one
     logs: list[LogLine] = field(default_factory=list)      # dicts given are parsed (tests, tools), as
     notices: list[Notice] = field(default_factory=list)    # are the notices and the end
-    gpu_status: list[dict[str, Any]] = field(default_factory=list)
+    gpu_status: list[GpuStatus] = field(default_factory=list)   # dicts given are parsed too
     end: End | None = None
     bad_lines: int = 0          # lines in the middle that were not valid records
     cut_last_line: bool = False  # the final line was incomplete (a crash mid-write)
@@ -62,7 +64,7 @@ class Run:
 
     keep: int | None = None     # samples kept (the newest); None keeps them all
     columnar: bool = False      # read from the columnar form beside the journal (``columnar.py``)
-    cpu_limit_records: list[dict[str, Any]] = field(default_factory=list)   # as written; read ``cpu_limits``
+    cpu_limit_records: list[CpuLimitsRecord] = field(default_factory=list)   # as written; read ``cpu_limits``
 
     def __post_init__(self) -> None:
         if not isinstance(self.header, Header):
@@ -71,6 +73,9 @@ class Run:
             self.events = Events(self.events)
         self.logs = [LogLine.parse(r) if isinstance(r, dict) else r for r in self.logs]
         self.notices = [Notice.parse(r) if isinstance(r, dict) else r for r in self.notices]
+        self.gpu_status = [GpuStatus.parse(r) if isinstance(r, dict) else r for r in self.gpu_status]
+        self.cpu_limit_records = [CpuLimitsRecord.parse(r) if isinstance(r, dict) else r
+                                  for r in self.cpu_limit_records]
         if isinstance(self.end, dict):
             self.end = End.parse(self.end)
         if self.samples is None:
@@ -97,6 +102,22 @@ class Run:
         return last
 
     @property
+    def epoch_events(self) -> list[Epoch]:
+        """The run's epoch events, typed, in order (one its class refuses left out: a file's
+        is counted bad as it is read)."""
+        return _typed(self.events.of(ev.EPOCH), Epoch)
+
+    @property
+    def run_info_events(self) -> list[RunInfo]:
+        """The run's run_info events, typed, in order."""
+        return _typed(self.events.of(ev.RUN_INFO), RunInfo)
+
+    @property
+    def result_events(self) -> list[Result]:
+        """The run's result events, typed, in order."""
+        return _typed(self.events.of(ev.RESULT), Result)
+
+    @property
     def cores(self) -> int:
         return self.header.host.cpu_count
 
@@ -104,7 +125,7 @@ class Run:
     def cpu_limits(self) -> CpuLimitsOverRun | None:
         """The cores the workload could use over the run: its readings (at launch, then each
         change), else the recorder's own from the header; None for a file older than both."""
-        return CpuLimitsOverRun.of(self.cpu_limit_records, self.header.host)
+        return CpuLimitsOverRun.of([LimitsReading(r.t, r.limits) for r in self.cpu_limit_records], self.header.host)
 
     @property
     def gpu_names(self) -> list[str]:
@@ -130,7 +151,7 @@ class Run:
         mine = lambda records: [r for r in records if r.get("host") == label]  # noqa: E731
         node = Run(self.path, self.header.for_node(node_entry), self.samples.of_host(label, node_entry.host),
                    Events(mine(self.events)), [r for r in self.logs if r.host == label],
-                   [r for r in self.notices if r.host == label], mine(self.gpu_status), self.end,
+                   [r for r in self.notices if r.host == label], [r for r in self.gpu_status if r.host == label], self.end,
                    self.bad_lines, self.cut_last_line)
         node.columnar = self.columnar
         return node
@@ -148,15 +169,11 @@ class Run:
                 return
             self.samples.add(record)
         elif kind == "event":
-            if not isinstance(record.get("kind"), str):
+            if not isinstance(record.get("kind"), str) or not _event_reads(record):
                 self.bad_lines += 1
                 return
             self.events.append(record, line)
-        elif kind == "gpu_status":
-            self.gpu_status.append(record)
-        elif kind == "cpu_limits":
-            self.cpu_limit_records.append(record)
-        elif kind in ("log", "notice", "end"):
+        elif kind in ("log", "notice", "end", "gpu_status", "cpu_limits"):
             try:
                 self._file_typed(kind, record)
             except RecordError:
@@ -175,8 +192,38 @@ class Run:
                     self.open_line = None
         elif kind == "notice":
             self.notices.append(Notice.parse(record))
+        elif kind == "gpu_status":
+            self.gpu_status.append(GpuStatus.parse(record))
+        elif kind == "cpu_limits":
+            self.cpu_limit_records.append(CpuLimitsRecord.parse(record))
         else:
             self.end = End.parse(record)
+
+
+_T = TypeVar("_T", Epoch, RunInfo, Result)
+
+
+def _typed(records: list[JsonObject], cls: type[_T]) -> list[_T]:
+    out = []
+    for record in records:
+        try:
+            out.append(cls.parse(record))
+        except RecordError:
+            continue
+    return out
+
+
+def _event_reads(record: JsonObject) -> bool:
+    """The event is one its kind's class reads (an epoch event with its epoch…), or of a kind
+    kept as it is."""
+    cls = READ_TYPED.get(record["kind"])
+    if cls is None:
+        return True
+    try:
+        cls.parse(record)
+    except RecordError:
+        return False
+    return True
 
 
 def read_header(path: str | os.PathLike[str]) -> Header | None:

@@ -210,7 +210,7 @@ def epoch_bars(rows: list[analysis.EpochRow], width: int, max_rows: int = 40,
         return text
     names = analysis.phase_names(rows)
     waits = any(r.data_wait is not None for r in rows)
-    steps = [r.metrics.get("steps") for r in rows]
+    steps = [r.metrics.steps for r in rows]
     steps_w = max((len(str(n)) for n in steps if n is not None), default=0)
     for i, name in enumerate(names):
         text.append(("  " if i else "") + "█ " + inert(name), style=PHASE_BAR.get(name, "cyan"))

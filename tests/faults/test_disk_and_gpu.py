@@ -114,8 +114,8 @@ def test_gpu_failing_mid_run_is_noted_and_the_rest_goes_on(tmp_path):
     assert code == 0
     run = runfile.load(out)
     assert run.header.host.gpus[0].name == "Fake GPU"
-    assert [s["available"] for s in run.gpu_status] == [True, False]
-    assert run.gpu_status[1]["reason"] == "NVML error: GPU is lost"
+    assert [s.available for s in run.gpu_status] == [True, False]
+    assert run.gpu_status[1].reason == "NVML error: GPU is lost"
     # Without the driver's buffer the average is read once per poll, and GPUs are polled
     # every 0.2 s (every fourth sample at 0.05 s): the five healthy polls, then none.
     samples = list(run.samples)
@@ -125,7 +125,7 @@ def test_gpu_failing_mid_run_is_noted_and_the_rest_goes_on(tmp_path):
     # A second of sampling at 0.05 s leaves well over five samples after the failure, all
     # with the CPU still in them.
     assert len(after) >= 5 and all("cpu" in s and "proc" in s for s in after)
-    assert run.gpu_status[1]["t"] >= samples[with_gpu[-1]]["t"]
+    assert run.gpu_status[1].t >= samples[with_gpu[-1]]["t"]
     assert run.end.status == "ok"
 
 

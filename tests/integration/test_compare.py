@@ -124,7 +124,7 @@ def test_epochs_are_aligned_with_deltas(pair):
     assert first.delta("train") == pytest.approx(-2.0)
     assert first.delta("validate") == pytest.approx(-0.5)
     assert first.change() == pytest.approx(-0.5)
-    assert first.a.metrics == {"loss": 2.0} and first.b.metrics == {"loss": 2.1}
+    assert first.a.metrics.to_json() == {"loss": 2.0} and first.b.metrics.to_json() == {"loss": 2.1}
 
 
 def test_phase_utilization_both_runs(pair):

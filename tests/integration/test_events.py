@@ -165,4 +165,4 @@ def test_keras_callback_reports_train_and_validate_phases(tmp_path):
     phases = [(p.name, p.epoch) for p in analysis.phases(run)]
     assert phases == [("train", 1), ("validate", 1), ("train", 2), ("validate", 2)]
     rows = analysis.epochs(run, analysis.phases(run))
-    assert {"loss", "val_loss", "accuracy"} <= set(rows[0].metrics)
+    assert {"loss", "val_loss", "accuracy"} <= set(rows[0].metrics.names())

@@ -98,7 +98,7 @@ async def test_replay_of_a_recorded_cpu_run_shows_every_panel():
         assert "FINISHED" in plain(app, "status")
         # No GPU in this recording: one line says why, in the recorder's own words, and the
         # GPU half gives its space to the CPU panel, which carries the phase lanes.
-        assert run.gpu_status[0]["reason"] in plain(app, "no-gpu")
+        assert run.gpu_status[0].reason in plain(app, "no-gpu")
         assert not screen.query_one("#gpu-panel").display
         assert screen.query_one("#cpu-lanes").display
         assert screen.query_one("#cpu-panel").size.width > SIZE[0] * 0.9

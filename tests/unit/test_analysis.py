@@ -62,7 +62,7 @@ def test_epoch_table(tmp_path):
     rows = analysis.run_figures(two_epoch_run(tmp_path)).epoch_rows
     assert [(r.epoch, r.total, r.train, r.validate, r.other) for r in rows] == [
         (1, 6, 4, 2, 0), (2, 5, 4, 1, 0)]
-    assert rows[1].metrics == {"loss": 0.5}
+    assert rows[1].metrics.to_json() == {"loss": 0.5}
 
 
 def test_epoch_other_time_is_what_no_train_or_validate_phase_covers(tmp_path):
@@ -78,14 +78,18 @@ def test_utilization_per_phase(tmp_path):
     util = analysis.run_figures(two_epoch_run(tmp_path)).utilization
     # Phases are half-open: train [0,4) and [6,10) hold samples t=0-3 and 6-9, where core 0
     # is 100 and core 1 is 0.
-    assert util["train"]["cores"][0]["mean"] == 100.0
-    assert util["train"]["cpu_total"]["mean"] == 50.0
-    assert util["train"]["seconds"] == 8
+    assert util["train"].cores[0].mean == 100.0
+    assert util["train"].cpu_total.mean == 50.0
+    assert util["train"].seconds == 8
     # validate [4,6) and [10,11) hold t=4, 5 and 10, where both cores are at 50.
-    assert util["validate"]["cores"][1]["mean"] == 50.0
-    assert util["validate"]["samples"] == 3
+    assert util["validate"].cores[1].mean == 50.0
+    assert util["validate"].samples == 3
     # t=11 and t=12 lie outside every phase
-    assert util[analysis.NO_PHASE]["samples"] == 2
+    assert util[analysis.NO_PHASE].samples == 2
+    # as report --json prints it: the figures in their order, each core's and GPU's mean and p95
+    assert util["validate"].to_json() == {"seconds": 3, "samples": 3, "cpu_total": {"mean": 50.0, "p95": 50.0},
+                                          "cores": [{"mean": 50.0, "p95": 50.0}, {"mean": 50.0, "p95": 50.0}],
+                                          "gpus": []}
 
 
 def test_gpu_dips_fall_in_the_phase_they_happen_in(tmp_path):
@@ -222,14 +226,18 @@ def test_the_loops_workings_are_said_by_the_verdict_not_shown_as_a_second_wait_c
         {"data_wait_s", "wait_s", "loader_wait_s", "iterators", "waited_on", "worker_batch_s"}
 
 
-def test_every_figure_the_loop_measures_is_either_a_column_or_one_of_its_workings():
-    # analysis cannot import the instrumentation (its layer is below), so the names are listed
-    # twice: a figure added to UnitFigures must be placed, as a table column or as a working
+def test_every_figure_the_loop_measures_is_placed_by_its_declaration():
+    # each field of UnitFigures says where a view puts it (a table column, the data wait, or one
+    # of the loop's workings); the analysis's names are read from there, never listed again
+    from devicewatch import loop_figures
     from devicewatch.analysis.epoch_rows import DATA_WAIT_METRIC, LOOP_WORKINGS
     from devicewatch.integrations.zero_code.loop import UnitFigures
 
-    shown = {"steps", "steps_per_s"}
-    assert {f.name for f in dataclasses.fields(UnitFigures)} == shown | {DATA_WAIT_METRIC} | LOOP_WORKINGS
+    roles = {f.name: f.metadata["role"] for f in dataclasses.fields(UnitFigures)}
+    assert set(roles.values()) == {loop_figures.COLUMN, loop_figures.DATA_WAIT, loop_figures.WORKING}
+    assert DATA_WAIT_METRIC == "data_wait_s" and LOOP_WORKINGS == {n for n, r in roles.items() if r == "working"}
+    # the epoch table shows the steps and their rate as the loop's columns, the rest elsewhere
+    assert analysis.repeated_metrics([], loop_figures.FIGURES) == set(roles) - {"steps", "steps_per_s"}
 
 
 def _swept_overlap(all_phases):

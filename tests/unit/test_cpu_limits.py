@@ -262,11 +262,11 @@ def test_the_header_limits_stand_for_a_run_without_the_workloads(tmp_path: Path)
 def test_the_workloads_readings_and_their_changes(tmp_path: Path) -> None:
     launch, narrowed, quota = CpuLimits(2, (0, 1), (0, 1)), CpuLimits(2, (0,), (0, 1)), CpuLimits(2, (0,), (0, 1), 0.5)
     run = write_run(tmp_path / "run.jsonl", {"cpu_count": 2, "cpu_limits": CpuLimits(2, (0, 1)).to_json()},
-                    records.cpu_limits(0.02, 77, launch),
+                    records.cpu_limits(0.02, 77, launch).to_json(),
                     {"type": "sample", "t": 0.1, "cpu": [10, 20]},
-                    records.cpu_limits(3.0, 77, narrowed),
+                    records.cpu_limits(3.0, 77, narrowed).to_json(),
                     {"type": "cpu_limits", "t": 4.0, "pid": 77, "host_cores": "two"},   # damaged: a bad line
-                    records.cpu_limits(5.0, 77, quota))
+                    records.cpu_limits(5.0, 77, quota).to_json())
     over = run.cpu_limits
     assert run.bad_lines == 1 and over is not None and over.of_workload
     assert (over.initial, over.latest, over.tightest) == (launch, quota, quota)
@@ -275,6 +275,6 @@ def test_the_workloads_readings_and_their_changes(tmp_path: Path) -> None:
 
 
 def test_a_limits_record_as_written() -> None:
-    assert records.cpu_limits(1.5, 9, CpuLimits(64, None, (0, 1, 2, 3), 2.5)) == {
+    assert records.cpu_limits(1.5, 9, CpuLimits(64, None, (0, 1, 2, 3), 2.5)).to_json() == {
         "type": "cpu_limits", "t": 1.5, "pid": 9, "host_cores": 64, "affinity": None, "cpuset": "0-3",
         "quota_cores": 2.5, "allowed": 2.5}

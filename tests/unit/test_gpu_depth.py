@@ -208,7 +208,7 @@ def test_the_gpm_fixture_replays_with_its_fields(tmp_path):
     assert run.bad_lines == 0 and run.end.status == "ok"
     # Made by bench/make_gpm_fixture.py: GPU 0 (H100) SMs 31% active, driver every 1/6 s;
     # GPU 1 (A100) without GPM, driver every 0.1 s.
-    assert run.gpu_status[0]["gpm"][0] is None and "needs Hopper" in run.gpu_status[0]["gpm"][1]
+    assert run.gpu_status[0].gpm[0] is None and "needs Hopper" in run.gpu_status[0].gpm[1]
     t, sm = analysis.gpm_series(run, "sm_active", 0)
     assert len(t) >= 5 and set(sm) == {31.0}
     assert analysis.gpm_series(run, "sm_active", 1)[0].size == 0
@@ -231,8 +231,8 @@ def test_the_recorder_writes_gpm_fields_periods_and_reasons(tmp_path):
     stranger = FakeProcess(pid=1, sm_util=99.0)  # not the workload's: never attributed to it
     nvml = FakeNVML([FakeGpu(processes=[stranger]), FakeGpu(name="Tesla T4", gpm=False, util_period=0.1)])
     run = record_with(tmp_path, nvml, seconds=2.0, interval=0.1)
-    assert run.gpu_status[0]["available"] and run.gpu_status[0]["gpm"] == [
-        None, "GPM not supported on Tesla T4 (needs Hopper or newer)"]
+    assert run.gpu_status[0].available and run.gpu_status[0].gpm == (
+        None, "GPM not supported on Tesla T4 (needs Hopper or newer)")
     with_gpm = [s["gpus"][0] for s in run.samples if s.get("gpus", [{}])[0].get("sm_active") is not None]
     assert with_gpm and all(g["sm_active"] == 31.0 and g["pcie_rx"] == 900 * MIB for g in with_gpm)
     assert all(s["gpus"][1].get(f) is None for f in GPM_FIELDS for s in run.samples if "gpus" in s)

@@ -86,7 +86,7 @@ def test_the_live_model_pairs_phases_as_analysis_does(tmp_path):
                      ("validate", "main", False), ("train", "main", True)]
     assert model.phases == analysis.phases(follower.run)
     assert model.epoch_rows == analysis.epochs(follower.run, analysis.phases(follower.run))
-    assert model.epoch_rows[0].metrics == {"loss": 0.5, "accuracy": 0.9}
+    assert model.epoch_rows[0].metrics.to_json() == {"loss": 0.5, "accuracy": 0.9}
     assert model.epochs_done == 0  # epoch 1's second data phase is still open, epoch 2's train too
 
 
