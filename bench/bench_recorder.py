@@ -12,18 +12,27 @@
 4. The recorder's CPU while the workload's tree holds 200 threads (four processes of 50, mostly
    waiting, a few waking every millisecond), beside the idle workload's figure of the same run:
    every thread's run-queue delay is read each sample (``--threads`` alone; budget 1%).
+5. Where one sample's time goes (``--profile``): the recorder run in this process on the idle
+   workload and on the 200 threads' (or one of them: ``--profile one``), each part of its
+   sampling loop timed in CPU microseconds of the sampling thread (``time.thread_time_ns``),
+   which a busy machine inflates less than a share of a core. Run with another checkout first
+   on ``PYTHONPATH`` to profile that code: a part it lacks is left out.
 
-    python -m bench.bench_recorder [--seconds 30] [--churn | --threads]
+    python -m bench.bench_recorder [--seconds 30] [--churn | --threads | --profile [one|many]]
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import functools
 import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from typing import Any
 
 import numpy as np
 import psutil
@@ -91,6 +100,78 @@ def record(workload: list[str], out: str, measure_from: float, measure_to: float
     return 100.0 * (cpu_end - cpu_start) / (wall_end - wall_start)
 
 
+# The parts of a sample timed by --profile: (module, class, method, label); a label's indent
+# says which part it is inside of. ``Recorder._sample`` is the probes, ``_write`` the run file.
+PARTS = (
+    ("devicewatch.recorder.recorder", "Recorder", "_sample", "probes (one sample)"),
+    ("devicewatch.probes.cpu", "CpuProbe", "sample", "  cores, memory, clocks"),
+    ("devicewatch.probes.procfs", "CoreTimes", "percent", "    cores (/proc/stat)"),
+    ("devicewatch.probes.procfs", "MemInfo", "read", "    memory (/proc/meminfo)"),
+    ("devicewatch.probes.cpu", "CoreClocks", "read", "    clocks (1/s)"),
+    ("devicewatch.probes.process", "ProcessTreeProbe", "sample", "  process tree"),
+    ("devicewatch.probes.procfs", "TaskStat", "read", "    members' /proc/PID/stat"),
+    ("devicewatch.probes.process", "ProcessTreeProbe", "_refresh", "    tree refresh (1/s)"),
+    ("devicewatch.probes.procfs", "ThreadDelays", "waited", "    threads' waits"),
+    ("devicewatch.probes.process", "SelfProbe", "sample", "  recorder's own CPU"),
+    ("devicewatch.recorder.recorder", "Recorder", "_write", "run file (every record)"),
+    ("devicewatch.runformat.schema", "Encoder", "encode", "  encode a sample"),
+    ("devicewatch.runformat.writer", "_Columns", "feed", "  columns"),
+    ("devicewatch.recorder.event_channel", "EventChannel", "read_ready", "events"),
+    ("devicewatch.recorder.workload", "Workload", "poll", "workload's exit"),
+    ("devicewatch.recorder.recorder", "Recorder", "_follow_state", "workload's state (2/s)"),
+    ("devicewatch.recorder.recorder", "Recorder", "_check_limits", "cores allowed (1/s)"),
+    ("devicewatch.recorder.recorder", "Recorder", "_pass_outside_signals", "signals from outside"),
+    ("devicewatch.recorder.recorder", "Recorder", "_sample_until_exit", "the whole loop, sleeps left out"),
+)
+
+
+def profile(workload: list[str]) -> tuple[int, dict[str, tuple[float, int]]]:
+    """Record WORKLOAD in this process with each of PARTS timed on the sampling thread; the
+    number of samples and, by label, (CPU µs a sample, calls)."""
+    import importlib
+
+    from devicewatch.recorder import recorder as recorder_module
+    from devicewatch.recorder.options import RecordOptions
+
+    spent: dict[str, int] = collections.defaultdict(int)
+    calls: collections.Counter[str] = collections.Counter()
+    sampler = threading.get_ident()
+    undo = []
+
+    def timed(function: Any, label: str) -> Any:
+        @functools.wraps(function)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if threading.get_ident() != sampler:
+                return function(*args, **kwargs)
+            began = time.thread_time_ns()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent[label] += time.thread_time_ns() - began
+                calls[label] += 1
+        return wrapper
+
+    labels = []
+    for module_name, class_name, method, label in PARTS:
+        owner = getattr(importlib.import_module(module_name), class_name, None)
+        if owner is None or method not in owner.__dict__:
+            continue   # not in the code profiled
+        original = owner.__dict__[method]
+        undo.append((owner, method, original))
+        setattr(owner, method, timed(original, label))
+        labels.append(label)
+    try:
+        with tempfile.TemporaryDirectory() as folder, open(os.devnull, "w") as devnull:
+            options = RecordOptions(output=os.path.join(folder, "profile.jsonl"), command=workload,
+                                    echo=False, status_line=False)
+            recorder_module.record(options, out=devnull, err=devnull)
+    finally:
+        for owner, method, original in undo:
+            setattr(owner, method, original)
+    samples = calls[PARTS[0][3]]
+    return samples, {label: (spent[label] / 1000 / samples, calls[label]) for label in labels if calls[label]}
+
+
 def interval_errors_ms(run) -> np.ndarray:
     """How far each gap between consecutive samples is from the interval, in milliseconds."""
     times = np.array([s["t"] for s in run.samples])
@@ -104,9 +185,25 @@ def main() -> None:
                         help="only the third: workers that come and go (a 60 s recording, measured over its last 25 s)")
     parser.add_argument("--threads", action="store_true",
                         help="only the fourth: 200 threads in the workload's tree, beside an idle workload")
+    parser.add_argument("--profile", nargs="?", const="both", choices=("one", "many", "both"),
+                        help="only the fifth: the CPU µs of each part of a sample, in this process "
+                             "(one thread, the 200 threads' workload, or both)")
     args = parser.parse_args()
     seconds = args.seconds
     folder = tempfile.mkdtemp()
+    if args.profile:
+        script = os.path.join(folder, "threads.py")
+        with open(script, "w") as f:
+            f.write(THREADS)
+        workloads = {"one": [sys.executable, "-c", f"import time; time.sleep({seconds})"],
+                     "many": [sys.executable, script, str(seconds)]}
+        for name in ("one", "many") if args.profile == "both" else (args.profile,):
+            samples, parts = profile(workloads[name])
+            print(f"{'one thread' if name == 'one' else '200 threads'}: CPU µs a sample on the sampling thread, "
+                  f"{samples} samples")
+            for label, (micros, count) in parts.items():
+                print(f"  {label:34s} {micros:8.1f}   ({count} calls)")
+        return
     if args.threads:
         script = os.path.join(folder, "threads.py")
         with open(script, "w") as f:
