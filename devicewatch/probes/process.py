@@ -53,14 +53,17 @@ PROC_SCALE = {"rss": 1 << 20}
 
 
 def descendants(root: int, window: dict[int, int] | None = None, skipped: list[int] | None = None,
-                opened: dict[tuple[int, str], procfs.ProcFile] | None = None) -> list[int]:
+                opened: dict[tuple[int, str], procfs.ProcFile] | None = None,
+                listed: dict[int, list[str]] | None = None) -> list[int]:
     """PIDs below ``root``, from /proc's children lists where the kernel offers them.
 
     With ``window`` (pid -> rotating offset), a process with more than MAX_TASKS_READ threads
     has only that many of its lists read, the next ones on the next call; the number of lists
     left unread is added to ``skipped[0]``. With ``opened``, each thread's list is kept open
     there between calls and read again in place (a tree of 200 threads is 200 opens a second
-    otherwise); the lists of threads no longer seen are closed.
+    otherwise); the lists of threads no longer seen are closed. With ``listed``, each process's
+    threads as listed here are put there (the threads' delays take them from it instead of
+    listing them a second time).
     """
     if not os.path.exists(f"/proc/{root}/task/{root}/children"):
         try:
@@ -76,6 +79,8 @@ def descendants(root: int, window: dict[int, int] | None = None, skipped: list[i
             tasks = os.listdir(f"/proc/{pid}/task")
         except OSError:
             continue
+        if listed is not None:
+            listed[pid] = tasks
         if window is not None and len(tasks) > MAX_TASKS_READ:
             start = window.get(pid, 0) % len(tasks)
             window[pid] = start + MAX_TASKS_READ - 1
@@ -214,7 +219,8 @@ class ProcessTreeProbe:
         self.walks += 1
         skipped = [0]
         left_out = False
-        found = descendants(self.root_pid, self._window, skipped, self._children)
+        listed: dict[int, list[str]] = {}
+        found = descendants(self.root_pid, self._window, skipped, self._children, listed)
         if self.adopter is not None:
             from ..lifeline import adopted_children, reap
 
@@ -239,8 +245,8 @@ class ProcessTreeProbe:
                 left_out = True
                 break
             self._track(pid)
-        for delays in self._delays.values():
-            delays.refresh()
+        for pid, delays in self._delays.items():
+            delays.refresh(listed.get(pid))
             left_out = left_out or delays.threads >= procfs.ThreadDelays.MAX_THREADS
         # Only a walk that left nothing out lets the next ones be skipped.
         whole = last_pid is not None and not skipped[0] and not left_out

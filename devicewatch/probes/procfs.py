@@ -195,14 +195,17 @@ class ThreadDelays:
         self.available = os.path.exists(f"/proc/{pid}/task/{pid}/schedstat")
         self.refresh()
 
-    def refresh(self) -> None:
+    def refresh(self, tids: list[str] | None = None) -> None:
+        """Open the files of threads not seen before; TIDS: this process's threads as just
+        listed by the caller, else listed here."""
         if not self.available:
             return
-        try:
-            tids = os.listdir(f"/proc/{self.pid}/task")[:self.MAX_THREADS]
-        except OSError:
-            return
-        for tid in tids:
+        if tids is None:
+            try:
+                tids = os.listdir(f"/proc/{self.pid}/task")
+            except OSError:
+                return
+        for tid in tids[:self.MAX_THREADS]:
             if tid not in self._fds:
                 try:
                     self._fds[tid] = os.open(f"/proc/{self.pid}/task/{tid}/schedstat", os.O_RDONLY | os.O_CLOEXEC)
