@@ -77,15 +77,20 @@ class CoreTimes:
     def percent(self) -> list[float]:
         cores: list[float] = []
         now: dict[bytes, tuple[int, int]] = {}
-        for line in self._stat.read().split(b"\n")[1:]:  # the first line sums all cores
+        last = self._last
+        data = self._stat.read()
+        end = data.find(b"\nintr")   # the cores' lines only: the interrupt counts after them are long
+        for line in (data if end < 0 else data[:end]).split(b"\n")[1:]:  # the first line sums all cores
             if not line.startswith(b"cpu"):
                 break
             name = line[:line.index(b" ")]
             busy, total = now[name] = _core_times(line)
-            last_busy, last_total = self._last.get(name, (busy, total))
+            last_busy, last_total = last.get(name, (busy, total))
             d_total = total - last_total
-            d_busy = min(max(busy - last_busy, 0), max(d_total, 0))
-            cores.append(round(100.0 * d_busy / d_total, 1) if d_total > 0 else 0.0)
+            if d_total > 0:
+                cores.append(round(100.0 * min(max(busy - last_busy, 0), d_total) / d_total, 1))
+            else:
+                cores.append(0.0)
         self._last = now
         return cores
 
