@@ -264,3 +264,9 @@ class ThreadDelays:
     def close(self) -> None:
         for tid in list(self._order):
             self._forget(tid)
+
+    def __del__(self) -> None:   # its descriptors are its own, as a ProcFile's are
+        try:
+            self.close()
+        except (AttributeError, OSError):   # a half-made object
+            pass
