@@ -365,10 +365,13 @@ def test_a_process_that_shares_its_core_with_another_spinner_waits_for_it_about_
 
 
 def test_threads_are_read_in_turn_each_once_and_an_ended_one_is_let_go():
+    # Five threads that end when a line comes on its stdin.
     child = subprocess.Popen([sys.executable, "-c",
                               "import sys, threading, time\n"
-                              "for _ in range(5): threading.Thread(target=time.sleep, args=(1.0,), daemon=True).start()\n"
-                              "print(flush=True); time.sleep(30)\n"], stdout=subprocess.PIPE)
+                              "done = threading.Event()\n"
+                              "for _ in range(5): threading.Thread(target=done.wait, daemon=True).start()\n"
+                              "print(flush=True); sys.stdin.readline(); done.set(); time.sleep(30)\n"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
         child.stdout.readline()   # its five threads have started
         delays = procfs.ThreadDelays(child.pid)
@@ -377,6 +380,8 @@ def test_threads_are_read_in_turn_each_once_and_an_ended_one_is_let_go():
         assert len(delays._last) == 4
         delays.waited(4)   # the last two, then the first two again
         assert len(delays._last) == 6
+        child.stdin.write(b"\n")
+        child.stdin.flush()
         _wait(lambda: psutil.Process(child.pid).num_threads() == 1, "the five threads to end")
         delays.waited()
         assert delays.threads == 1 and list(delays._last) == [str(child.pid)]
