@@ -1,8 +1,9 @@
 """What recording costs, and whether samples arrive on time when the machine is saturated.
 
 1. The recorder's CPU at the default 10 samples/s while the workload sleeps (budget: at most
-   1% of one core), measured from outside: the recorder process's CPU time between two
-   instants well after start-up, divided by the wall time between them.
+   0.6% of one core), measured from outside: the recorder process's CPU time between two
+   instants well after start-up (its threads' scheduler nanoseconds: ``cpu_seconds``),
+   divided by the wall time between them.
 2. Sample-interval error while the workload keeps every core busy (budget: p99 at most
    20 ms): the gaps between consecutive samples' times minus the interval.
 3. The recorder's CPU while the workload starts workers that end again (four an "epoch" of two
@@ -11,19 +12,28 @@
    does for every process it has seen must not grow with them (``--churn`` alone).
 4. The recorder's CPU while the workload's tree holds 200 threads (four processes of 50, mostly
    waiting, a few waking every millisecond), beside the idle workload's figure of the same run:
-   every thread's run-queue delay is read each sample (``--threads`` alone; budget 1%).
+   every thread's run-queue delay is read each sample (``--threads`` alone; budget 0.6%).
+5. Where one sample's time goes (``--profile``): the recorder run in this process on the idle
+   workload and on the 200 threads' (or one of them: ``--profile one``), each part of its
+   sampling loop timed in CPU microseconds of the sampling thread (``time.thread_time_ns``),
+   which a busy machine inflates less than a share of a core. Run with another checkout first
+   on ``PYTHONPATH`` to profile that code: a part it lacks is left out.
 
-    python -m bench.bench_recorder [--seconds 30] [--churn | --threads]
+    python -m bench.bench_recorder [--seconds 30] [--churn | --threads | --profile [one|many]]
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import functools
 import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from typing import Any
 
 import numpy as np
 import psutil
@@ -76,19 +86,110 @@ if len(sys.argv) == 2:
 """
 
 
+def cpu_seconds(pid: int) -> float:
+    """The CPU time PID's threads have run, in seconds: the scheduler's own nanoseconds of each
+    thread (``/proc/PID/task/TID/schedstat``) where the kernel keeps them, else the process's
+    user + system time, which comes in 10 ms ticks: 0.06% of a core over a 16 s window, as
+    large as a change worth measuring. The recorder's threads live as long as it does, so none
+    of their time is lost with an ended thread inside the window."""
+    try:
+        total = 0
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f:
+                total += int(f.read().split()[0])
+        return total / 1e9
+    except (OSError, ValueError, IndexError):
+        return sum(psutil.Process(pid).cpu_times()[:2])
+
+
 def record(workload: list[str], out: str, measure_from: float, measure_to: float,
            options: tuple[str, ...] = ()) -> float:
     """Record WORKLOAD; return the recorder's CPU (% of one core) between the two instants.
     OPTIONS: more of the recorder's (``--terminal 80x24``: the workload on a pseudo-terminal)."""
     recorder = subprocess.Popen([sys.executable, "-m", "devicewatch", "--record", out, "--quiet", *options,
                                  "--", *workload], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    proc = psutil.Process(recorder.pid)
     time.sleep(measure_from)
-    cpu_start, wall_start = sum(proc.cpu_times()[:2]), time.monotonic()
+    cpu_start, wall_start = cpu_seconds(recorder.pid), time.monotonic()
     time.sleep(measure_to - measure_from)
-    cpu_end, wall_end = sum(proc.cpu_times()[:2]), time.monotonic()
+    cpu_end, wall_end = cpu_seconds(recorder.pid), time.monotonic()
     recorder.wait()
     return 100.0 * (cpu_end - cpu_start) / (wall_end - wall_start)
+
+
+# The parts of a sample timed by --profile: (module, class or None for a module's function,
+# method, label); a label's indent says which part it is inside of. ``Recorder._sample`` is the
+# probes, ``_write`` the run file. A refresh that makes no walk (nothing new can have joined the
+# tree) shows as fewer calls of the walk than of the refresh.
+PARTS = (
+    ("devicewatch.recorder.recorder", "Recorder", "_sample", "probes (one sample)"),
+    ("devicewatch.probes.cpu", "CpuProbe", "sample", "  cores, memory, clocks"),
+    ("devicewatch.probes.procfs", "CoreTimes", "percent", "    cores (/proc/stat)"),
+    ("devicewatch.probes.procfs", "MemInfo", "read", "    memory (/proc/meminfo)"),
+    ("devicewatch.probes.cpu", "CoreClocks", "read", "    clocks (1/s)"),
+    ("devicewatch.probes.process", "ProcessTreeProbe", "sample", "  process tree"),
+    ("devicewatch.probes.procfs", "TaskStat", "read", "    members' /proc/PID/stat"),
+    ("devicewatch.probes.process", "ProcessTreeProbe", "_refresh", "    tree refresh (1/s)"),
+    ("devicewatch.probes.process", None, "descendants", "      the walk (calls: walks made)"),
+    ("devicewatch.probes.procfs", "ThreadDelays", "waited", "    threads' waits"),
+    ("devicewatch.probes.process", "SelfProbe", "sample", "  recorder's own CPU"),
+    ("devicewatch.recorder.recorder", "Recorder", "_write", "run file (every record)"),
+    ("devicewatch.runformat.schema", "Encoder", "encode", "  encode a sample"),
+    ("devicewatch.runformat.writer", "_Columns", "feed", "  columns"),
+    ("devicewatch.recorder.event_channel", "EventChannel", "read_ready", "events"),
+    ("devicewatch.recorder.workload", "Workload", "poll", "workload's exit"),
+    ("devicewatch.recorder.recorder", "Recorder", "_follow_state", "workload's state (2/s)"),
+    ("devicewatch.recorder.recorder", "Recorder", "_check_limits", "cores allowed (1/s)"),
+    ("devicewatch.recorder.recorder", "Recorder", "_pass_outside_signals", "signals from outside"),
+    ("devicewatch.recorder.recorder", "Recorder", "_sample_until_exit", "the whole loop, sleeps left out"),
+)
+
+
+def profile(workload: list[str]) -> tuple[int, dict[str, tuple[float, int]]]:
+    """Record WORKLOAD in this process with each of PARTS timed on the sampling thread; the
+    number of samples and, by label, (CPU µs a sample, calls)."""
+    import importlib
+
+    from devicewatch.recorder import recorder as recorder_module
+    from devicewatch.recorder.options import RecordOptions
+
+    spent: dict[str, int] = collections.defaultdict(int)
+    calls: collections.Counter[str] = collections.Counter()
+    sampler = threading.get_ident()
+    undo = []
+
+    def timed(function: Any, label: str) -> Any:
+        @functools.wraps(function)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if threading.get_ident() != sampler:
+                return function(*args, **kwargs)
+            began = time.thread_time_ns()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent[label] += time.thread_time_ns() - began
+                calls[label] += 1
+        return wrapper
+
+    labels = []
+    for module_name, class_name, method, label in PARTS:
+        module = importlib.import_module(module_name)
+        owner = module if class_name is None else getattr(module, class_name, None)
+        if owner is None or method not in owner.__dict__:
+            continue   # not in the code profiled
+        original = owner.__dict__[method]
+        undo.append((owner, method, original))
+        setattr(owner, method, timed(original, label))
+        labels.append(label)
+    try:
+        with tempfile.TemporaryDirectory() as folder, open(os.devnull, "w") as devnull:
+            options = RecordOptions(output=os.path.join(folder, "profile.jsonl"), command=workload,
+                                    echo=False, status_line=False)
+            recorder_module.record(options, out=devnull, err=devnull)
+    finally:
+        for owner, method, original in undo:
+            setattr(owner, method, original)
+    samples = calls[PARTS[0][3]]
+    return samples, {label: (spent[label] / 1000 / samples, calls[label]) for label in labels if calls[label]}
 
 
 def interval_errors_ms(run) -> np.ndarray:
@@ -104,9 +205,25 @@ def main() -> None:
                         help="only the third: workers that come and go (a 60 s recording, measured over its last 25 s)")
     parser.add_argument("--threads", action="store_true",
                         help="only the fourth: 200 threads in the workload's tree, beside an idle workload")
+    parser.add_argument("--profile", nargs="?", const="both", choices=("one", "many", "both"),
+                        help="only the fifth: the CPU µs of each part of a sample, in this process "
+                             "(one thread, the 200 threads' workload, or both)")
     args = parser.parse_args()
     seconds = args.seconds
     folder = tempfile.mkdtemp()
+    if args.profile:
+        script = os.path.join(folder, "threads.py")
+        with open(script, "w") as f:
+            f.write(THREADS)
+        workloads = {"one": [sys.executable, "-c", f"import time; time.sleep({seconds})"],
+                     "many": [sys.executable, script, str(seconds)]}
+        for name in ("one", "many") if args.profile == "both" else (args.profile,):
+            samples, parts = profile(workloads[name])
+            print(f"{'one thread' if name == 'one' else '200 threads'}: CPU µs a sample on the sampling thread, "
+                  f"{samples} samples")
+            for label, (micros, count) in parts.items():
+                print(f"  {label:34s} {micros:8.1f}   ({count} calls)")
+        return
     if args.threads:
         script = os.path.join(folder, "threads.py")
         with open(script, "w") as f:
@@ -119,7 +236,7 @@ def main() -> None:
         threads = np.nanmax(many.samples.proc("threads"))
         waited = many.samples.proc("cpu_wait")
         print(f"recorder CPU at 10 Hz: one thread {idle_cpu:.2f}%, {threads:.0f} threads in the tree "
-              f"{many_cpu:.2f}% of one core (budget 1%; their wait for a core read every sample, "
+              f"{many_cpu:.2f}% of one core (budget 0.6%; their wait for a core read every sample, "
               f"{np.count_nonzero(~np.isnan(waited))} of {len(waited)} samples)")
         return
     if args.churn:
@@ -136,7 +253,7 @@ def main() -> None:
     idle_cpu = record([sys.executable, "-c", f"import time; time.sleep({seconds})"], idle_out, 3.0, seconds - 1.0)
     idle = load(idle_out)
     print(f"recorder CPU at 10 Hz, idle workload: {idle_cpu:.2f}% of one core "
-          f"(budget 1%; {len(idle.samples)} samples in {idle.duration:.1f}s)")
+          f"(budget 0.6%; {len(idle.samples)} samples in {idle.duration:.1f}s)")
 
     script = os.path.join(folder, "saturate.py")
     with open(script, "w") as f:

@@ -15,9 +15,10 @@ kernel enforces each on its own:
 
 The cgroup files are found once from /proc/PID/cgroup and the mount table (v1, v2 or both, as
 a hybrid mounts them) and found again only when /proc/PID/cgroup changes (the process was
-moved); each reading re-reads the values, a handful of small files: cheap enough once a
-second. Standard library only, Linux only: elsewhere a reading has the affinity where the
-platform has it and no cgroup.
+moved); each reading re-reads the values, a handful of small files kept open between readings
+(``KeptFiles``: opening them anew was most of a reading's cost) and read again in place, so
+once a second costs little. Standard library only, Linux only: elsewhere a reading has the
+affinity where the platform has it and no cgroup.
 """
 
 from __future__ import annotations
@@ -277,20 +278,21 @@ class CgroupFiles:
                              (place(os.path.join(d, "cpu.cfs_quota_us")), place(os.path.join(d, "cpu.cfs_period_us"))))
         return cls(tuple(cpuset), tuple(quota))
 
-    def read_cpuset(self) -> tuple[int, ...] | None:
+    def read_cpuset(self, read: Callable[[str], str | None] | None = None) -> tuple[int, ...] | None:
+        """The nearest cpuset that reads; READ: how a file is read (``KeptFiles.read``)."""
         for path in self.cpuset:
-            text = _read(path)
+            text = (read or _read)(path)
             if text is not None and text.strip():
                 cores = parse_cpu_list(text)
                 if cores:
                     return cores
         return None
 
-    def read_quota(self) -> float | None:
+    def read_quota(self, read: Callable[[str], str | None] | None = None) -> float | None:
         """The smallest quota along the path, in cores; None where none is set."""
         smallest: float | None = None
         for first, second in self.quota:
-            cores = _quota_cores(first, second)
+            cores = _quota_cores(first, second, read or _read)
             if cores is not None and (smallest is None or cores < smallest):
                 smallest = cores
         return smallest
@@ -304,14 +306,57 @@ def _read(path: str) -> str | None:
         return None
 
 
-def _quota_cores(first: str, period_path: str | None) -> float | None:
+class KeptFiles:
+    """Small files kept open and read again in place (``pread`` from offset 0, which makes
+    cgroupfs and /proc generate them anew, and a regular file read as it is now). A file that
+    is not there is tried again at the next read (a controller enabled later adds its files);
+    one that fails to read (its cgroup removed) is closed and tried again likewise."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, int] = {}
+
+    def read(self, path: str) -> str | None:
+        fd = self._open.get(path)
+        if fd is None:
+            try:
+                fd = self._open[path] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                return None
+        try:
+            size = 4096
+            data = os.pread(fd, size, 0)
+            while len(data) == size:   # filled the buffer: the file may go on
+                size *= 2
+                data = os.pread(fd, size, 0)
+        except OSError:
+            self._forget(path)
+            return None
+        return data.decode("ascii", "replace")
+
+    def _forget(self, path: str) -> None:
+        fd = self._open.pop(path, None)
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        for path in list(self._open):
+            self._forget(path)
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def _quota_cores(first: str, period_path: str | None, read: Callable[[str], str | None] = _read) -> float | None:
     """One cgroup's quota in cores: v2 ``cpu.max`` ("max 100000", "400000 100000"), or v1's two files."""
     if period_path is None:
-        text = _read(first)
+        text = read(first)
         parts = text.split() if text else []
         quota, period = (parts[0], parts[1]) if len(parts) == 2 else ("max", "0")
     else:
-        quota, period = (_read(first) or "-1").strip(), (_read(period_path) or "0").strip()
+        quota, period = (read(first) or "-1").strip(), (read(period_path) or "0").strip()
     try:
         quota_us, period_us = int(quota), int(period)
     except ValueError:   # "max", or a file that is not there
@@ -339,32 +384,51 @@ class CpuLimitsProbe:
         self._root = root
         self._host_cores = host_cores or os.cpu_count() or 1
         self._affinity = affinity
-        self._membership: str | None = None
+        self._membership: bytes | None = None
         self._files = CgroupFiles()
+        self._kept = KeptFiles()
+        self._cgroup_path = os.path.join(proc, str(pid), "cgroup")
 
     def read(self) -> CpuLimits | None:
         """The limits now; None once the process is gone."""
-        try:
-            with open(os.path.join(self._proc, str(self.pid), "cgroup"), encoding="utf-8", errors="replace") as handle:
-                membership = handle.read()
+        try:   # opened each time: a file kept open would read on after a literal /proc's is removed
+            fd = os.open(self._cgroup_path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                membership = _read_whole(fd)
+            finally:
+                os.close(fd)
         except FileNotFoundError:
             if not os.path.exists(os.path.join(self._proc, str(self.pid))):
                 return None
-            membership = ""   # no cgroups here (not Linux, or a kernel without them)
+            membership = b""   # no cgroups here (not Linux, or a kernel without them)
         except OSError:
             return None
         if membership != self._membership:   # the first reading, or the process was moved
             self._membership = membership
+            self._kept.close()
             # Our mount table, not the process's: the paths are opened here.
             mountinfo = _read_text(os.path.join(self._proc, "self", "mountinfo")) if membership else ""
-            self._files = CgroupFiles.find(membership, mountinfo, self._root)
+            self._files = CgroupFiles.find(membership.decode("utf-8", "replace"), mountinfo, self._root)
         try:
             affinity = self._affinity(self.pid)
         except ProcessLookupError:
             return None
         except OSError:
             affinity = None
-        return CpuLimits(self._host_cores, affinity, self._files.read_cpuset(), self._files.read_quota())
+        return CpuLimits(self._host_cores, affinity, self._files.read_cpuset(self._kept.read),
+                         self._files.read_quota(self._kept.read))
+
+    def close(self) -> None:
+        """Close the cgroup files kept open (the next reading opens them again)."""
+        self._kept.close()
+        self._membership = None
+
+
+def _read_whole(fd: int) -> bytes:
+    parts = []
+    while chunk := os.read(fd, 4096):
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 def _read_text(path: str) -> str:

@@ -13,11 +13,21 @@ at most ``MAX_MEMBERS`` processes are read per sample (a fork storm of short-liv
 is counted, not each one read). What a bound left out is said once in a notice
 (``take_notices``), which the recorder writes to the run file.
 
+A refresh that could find nothing new is not made: every process and thread the workload
+starts takes a new PID, and the kernel says the last PID it handed out (``LastPid``: the fifth
+field of /proc/loadavg, one small read). While that has not moved since the last refresh that
+walked the whole tree, the members are the same and none is a zombie (whose children are
+handed to the subreaper), nothing can have joined the tree: the walk, a few hundred
+microseconds for one process and milliseconds for 200 threads, is left out.
+
 Each member is read from its own /proc/PID/stat, kept open (``procfs.TaskStat``: CPU, RSS and
 threads in one read), or through psutil where there is no such /proc. Where the kernel keeps
 scheduler statistics, each member's threads' run-queue delay is read too (``procfs.ThreadDelays``):
 the time they were ready to run and waited for a core, which is what other programs, a CPU
-quota or more threads than cores cost the workload.
+quota or more threads than cores cost the workload. Those are read ``THREADS_READ`` a sample
+in turn: each delay is a running total, so a thread read once a second adds all its waiting
+since, and the figure's readers (the contention verdict, over two seconds at least; the
+dashboard's chart, drawn a few times a second) need seconds, not tenths.
 """
 
 from __future__ import annotations
@@ -33,7 +43,7 @@ from . import procfs
 REFRESH_EVERY = 10
 MAX_TASKS_READ = 128    # threads' children lists read per process and refresh
 MAX_MEMBERS = 64        # processes read per sample
-THREADS_READ = 40       # threads' run-queue delays read per sample, in turn: 10 a core-ms at 10 Hz
+THREADS_READ = 20       # threads' run-queue delays read per sample, in turn: 200 threads each once a second
 
 # The workload tree's readings, in the order the run file stores them; RSS in MiB. ``cpu_wait``:
 # how long its threads waited for a core (run-queue delay), % of one core like ``cpu``: 100 is
@@ -43,14 +53,17 @@ PROC_SCALE = {"rss": 1 << 20}
 
 
 def descendants(root: int, window: dict[int, int] | None = None, skipped: list[int] | None = None,
-                opened: dict[tuple[int, str], procfs.ProcFile] | None = None) -> list[int]:
+                opened: dict[tuple[int, str], procfs.ProcFile] | None = None,
+                listed: dict[int, list[str]] | None = None) -> list[int]:
     """PIDs below ``root``, from /proc's children lists where the kernel offers them.
 
     With ``window`` (pid -> rotating offset), a process with more than MAX_TASKS_READ threads
     has only that many of its lists read, the next ones on the next call; the number of lists
     left unread is added to ``skipped[0]``. With ``opened``, each thread's list is kept open
     there between calls and read again in place (a tree of 200 threads is 200 opens a second
-    otherwise); the lists of threads no longer seen are closed.
+    otherwise); the lists of threads no longer seen are closed. With ``listed``, each process's
+    threads as listed here are put there (the threads' delays take them from it instead of
+    listing them a second time).
     """
     if not os.path.exists(f"/proc/{root}/task/{root}/children"):
         try:
@@ -66,6 +79,8 @@ def descendants(root: int, window: dict[int, int] | None = None, skipped: list[i
             tasks = os.listdir(f"/proc/{pid}/task")
         except OSError:
             continue
+        if listed is not None:
+            listed[pid] = tasks
         if window is not None and len(tasks) > MAX_TASKS_READ:
             start = window.get(pid, 0) % len(tasks)
             window[pid] = start + MAX_TASKS_READ - 1
@@ -122,6 +137,28 @@ def _member(pid: int) -> procfs.TaskStat | _PsutilMember:
     return _PsutilMember(pid)
 
 
+class LastPid:
+    """The last PID the kernel handed out in our PID namespace (which also numbers every process
+    of a namespace below it): it moves whenever a process or thread is created anywhere on the
+    machine. ``read`` gives None where the kernel does not say (no such /proc, a field that is
+    not a positive number): then every refresh walks the tree."""
+
+    def __init__(self, path: str = "/proc/loadavg"):
+        try:
+            self._file: procfs.ProcFile | None = procfs.ProcFile(path, 128)
+        except OSError:
+            self._file = None
+
+    def read(self) -> int | None:
+        if self._file is None:
+            return None
+        try:
+            pid = int(self._file.read().split()[4])
+        except (OSError, ValueError, IndexError):
+            return None
+        return pid if pid > 0 else None
+
+
 class ProcessTreeProbe:
     """The workload's tree; with ``adopter`` (a subreaper), also the orphans re-parented to it."""
 
@@ -137,6 +174,9 @@ class ProcessTreeProbe:
         self._children: dict[tuple[int, str], procfs.ProcFile] = {}   # each thread's children list, kept open
         self._notices: list[str] = []
         self._said: set[str] = set()
+        self._last_pid = LastPid()
+        self._walked: tuple[int, frozenset[int]] | None = None   # (last PID, members) after a whole walk
+        self.walks = 0   # refreshes that walked the tree
         self._root_seen = self._track(root_pid)
 
     def _track(self, pid: int) -> bool:
@@ -162,11 +202,25 @@ class ProcessTreeProbe:
         notices, self._notices = self._notices, []
         return notices
 
+    def _unchanged(self, last_pid: int | None) -> bool:
+        """Nothing can have joined the tree since the last whole walk: no PID handed out since,
+        the same members, none of them a zombie."""
+        if last_pid is None or self._walked is None or self._walked != (last_pid, frozenset(self._members)):
+            return False
+        return not any(isinstance(member, procfs.TaskStat) and member.state == b"Z"
+                       for member in self._members.values())
+
     def _refresh(self) -> None:
         if not self._root_seen:
             return
+        last_pid = self._last_pid.read()   # before the walk: a process started during it moves the next one
+        if self._unchanged(last_pid):
+            return
+        self.walks += 1
         skipped = [0]
-        found = descendants(self.root_pid, self._window, skipped, self._children)
+        left_out = False
+        listed: dict[int, list[str]] = {}
+        found = descendants(self.root_pid, self._window, skipped, self._children, listed)
         if self.adopter is not None:
             from ..lifeline import adopted_children, reap
 
@@ -188,10 +242,15 @@ class ProcessTreeProbe:
                 self._note("members", f"process tree: over {MAX_MEMBERS} processes at once; only "
                                       f"{MAX_MEMBERS} are read per sample, so proc.cpu, rss, threads and "
                                       "count leave the rest out")
+                left_out = True
                 break
             self._track(pid)
-        for delays in self._delays.values():
-            delays.refresh()
+        for pid, delays in self._delays.items():
+            delays.refresh(listed.get(pid))
+            left_out = left_out or delays.threads >= procfs.ThreadDelays.MAX_THREADS
+        # Only a walk that left nothing out lets the next ones be skipped.
+        whole = last_pid is not None and not skipped[0] and not left_out
+        self._walked = (last_pid, frozenset(self._members)) if whole and last_pid is not None else None
 
     def pids(self) -> list[int]:
         return list(self._members)

@@ -115,16 +115,28 @@ def proc_state_letter(pid: int) -> bytes:
 
 
 def test_own_cpu_counts_every_thread_of_this_process():
-    own = procfs.OwnCpu()
-    spinners = [threading.Thread(target=_spin, args=(0.4,)) for _ in range(2)]
+    ran: list[float] = []
+
+    def spin() -> None:
+        began = time.thread_time()
+        _spin(0.4)
+        ran.append(time.thread_time() - began)
+
+    own, started = procfs.OwnCpu(), time.monotonic()
+    spinners = [threading.Thread(target=spin) for _ in range(2)]
     for thread in spinners:
         thread.start()
     for thread in spinners:
         thread.join()
-    assert own.percent() > 40.0
+    percent, took = own.percent(), time.monotonic() - started
+    # At least what the two spinners ran, each by its own clock: whatever share of a core a busy
+    # machine gave them, the process's figure holds both threads (times() counts in 10 ms ticks).
+    assert len(ran) == 2 and percent >= 100.0 * (sum(ran) - 0.03) / took
 
 
-def _tree_readings(monkeypatch, on_proc: bool) -> tuple[dict, dict, float | None]:
+def _tree_readings(monkeypatch, on_proc: bool) -> tuple[dict, dict, float | None, float]:
+    """The tree's, the machine's and our own readings over 0.6 s of a workload and its child
+    spinning, and the CPU % the kernel says the two ran over the same interval."""
     if not on_proc:
         monkeypatch.setattr(procfs, "available", lambda: False)
     workload = subprocess.Popen([sys.executable, "-c",
@@ -136,10 +148,14 @@ def _tree_readings(monkeypatch, on_proc: bool) -> tuple[dict, dict, float | None
         while not psutil.Process(workload.pid).children() and time.monotonic() < deadline:
             time.sleep(0.05)
         tree = ProcessTreeProbe(workload.pid)
+        processes = [psutil.Process(workload.pid), *psutil.Process(workload.pid).children()]
         tree.sample()
+        ran, started = sum(sum(p.cpu_times()[:2]) for p in processes), time.monotonic()
         probe, me = cpu_probe.CpuProbe(), SelfProbe(os.getpid())
         time.sleep(0.6)
-        return tree.sample(), probe.sample(), me.sample()
+        proc = tree.sample()
+        ran, took = sum(sum(p.cpu_times()[:2]) for p in processes) - ran, time.monotonic() - started
+        return proc, probe.sample(), me.sample(), 100.0 * ran / took
     finally:
         for process in [*psutil.Process(workload.pid).children(recursive=True), workload]:
             process.kill()  # the spinning child too: nothing left behind
@@ -148,9 +164,11 @@ def _tree_readings(monkeypatch, on_proc: bool) -> tuple[dict, dict, float | None
 
 @pytest.mark.parametrize("on_proc", [True, False], ids=["proc", "psutil"])
 def test_probes_read_the_same_on_both_paths(monkeypatch, on_proc):
-    proc, system, me = _tree_readings(monkeypatch, on_proc)
+    proc, system, me, ran = _tree_readings(monkeypatch, on_proc)
     assert proc["count"] == 2 and proc["threads"] >= 2
-    assert proc["cpu"] > 100.0 / psutil.cpu_count() and proc["rss"] > 1 << 20
+    # What the kernel says the two spinners ran, whatever share a busy machine gave them: each
+    # process's time comes in 10 ms ticks, and the two reads are a few milliseconds apart.
+    assert proc["cpu"] > 0.0 and proc["cpu"] == pytest.approx(ran, abs=10.0) and proc["rss"] > 1 << 20
     assert len(system["cpu"]) == psutil.cpu_count()
     assert system["mem"]["total"] == psutil.virtual_memory().total
     assert 0 < system["mem"]["used"] < system["mem"]["total"]
@@ -208,3 +226,165 @@ def test_the_cpu_frequency_is_psutils_without_reading_it_twice(monkeypatch):
         return
     # Clocks move between two reads: within a tenth (a virtual machine's stay put).
     assert reading["freq_mhz"] == pytest.approx(freq.current, rel=0.1)
+
+
+# -- the tree's refresh, left out while nothing can have joined it -------------------------------
+
+# Waits for a file, then starts a grandchild that sleeps (or, with "exit", one that exits at once
+# and is never reaped: a zombie), and sleeps on.
+PARENT = """
+import os, subprocess, sys, time
+go, how = sys.argv[1], sys.argv[2]
+while not os.path.exists(go):
+    time.sleep(0.01)
+child = subprocess.Popen([sys.executable, "-c", "pass" if how == "exit" else "import time; time.sleep(30)"])
+open(go + ".started", "w").close()
+time.sleep(30)
+"""
+
+
+def _wait(condition, what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def _refreshes(tree: ProcessTreeProbe, times: int) -> dict:
+    """TIMES refreshes: each REFRESH_EVERY samples; the last sample's reading."""
+    from devicewatch.probes.process import REFRESH_EVERY
+
+    reading = None
+    for _ in range(times * REFRESH_EVERY):
+        reading = tree.sample()
+    assert reading is not None
+    return reading
+
+
+@pytest.fixture
+def parent(tmp_path):
+    go = tmp_path / "go"
+    processes = []
+
+    def start(how: str = "sleep") -> tuple[subprocess.Popen, object]:
+        process = subprocess.Popen([sys.executable, "-c", PARENT, str(go), how])
+        processes.append(process)
+        return process, go
+
+    yield start
+    for process in processes:
+        for child in psutil.Process(process.pid).children(recursive=True):
+            child.kill()
+        process.kill()
+        process.wait()
+
+
+class _FixedPid:
+    """A last PID that moves only when told to: as if nothing else on the machine started."""
+
+    def __init__(self) -> None:
+        self.pid = 1000
+
+    def read(self) -> int:
+        return self.pid
+
+
+def test_a_refresh_with_no_pid_handed_out_since_the_last_walk_is_left_out(parent):
+    process, go = parent()
+    tree = ProcessTreeProbe(process.pid)
+    tree._last_pid = fixed = _FixedPid()
+    assert _refreshes(tree, 1)["count"] == 1 and tree.walks == 1
+    go.touch()
+    _wait(lambda: os.path.exists(f"{go}.started"), "the grandchild")
+    # The kernel says no PID was handed out: the walk is left out, so the grandchild is not seen.
+    assert _refreshes(tree, 2)["count"] == 1 and tree.walks == 1
+    fixed.pid += 1
+    assert _refreshes(tree, 1)["count"] == 2 and tree.walks == 2
+
+
+def test_a_process_started_between_refreshes_is_found_at_the_next(parent):
+    process, go = parent()
+    tree = ProcessTreeProbe(process.pid)
+    assert tree._last_pid.read() is not None   # this kernel says its last PID: the walks may be left out
+    assert _refreshes(tree, 1)["count"] == 1
+    go.touch()
+    _wait(lambda: os.path.exists(f"{go}.started"), "the grandchild")
+    assert _refreshes(tree, 1)["count"] == 2
+
+
+def test_a_zombie_in_the_tree_keeps_the_walks_going(parent):
+    process, go = parent("exit")
+    tree = ProcessTreeProbe(process.pid)
+    tree._last_pid = _FixedPid()
+    go.touch()
+    _wait(lambda: os.path.exists(f"{go}.started"), "the grandchild")
+    [grandchild] = psutil.Process(process.pid).children()
+    _wait(lambda: grandchild.status() == psutil.STATUS_ZOMBIE, "the grandchild to exit")
+    _refreshes(tree, 1)
+    assert tree.states().get(grandchild.pid) == b"Z"
+    walks = tree.walks
+    # Its children would go to the subreaper: a zombie's tree is walked again however still the PIDs.
+    _refreshes(tree, 2)
+    assert tree.walks == walks + 2
+
+
+def test_the_last_pid_moves_with_a_new_process_and_none_where_the_kernel_does_not_say(tmp_path):
+    from devicewatch.probes.process import LastPid
+
+    last = LastPid()
+    before = last.read()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    after = last.read()
+    assert before is not None and after is not None and after != before
+    (tmp_path / "loadavg").write_text("0.00 0.00 0.00 1/100\n")   # no fifth field
+    assert LastPid(str(tmp_path / "loadavg")).read() is None
+    assert LastPid(str(tmp_path / "missing")).read() is None
+
+
+# -- threads' waits for a core ----------------------------------------------------------------
+
+def test_a_process_that_shares_its_core_with_another_spinner_waits_for_it_about_half_the_time():
+    core = min(os.sched_getaffinity(0))
+    pin = f"import os; os.sched_setaffinity(0, {{{core}}})\n"
+    spinners = [subprocess.Popen([sys.executable, "-c", pin + SPIN.format(seconds=4)]) for _ in range(2)]
+    try:
+        delays = procfs.ThreadDelays(spinners[0].pid)
+        assert delays.available and delays.threads == 1
+        time.sleep(0.5)   # both pinned and spinning
+        delays.waited()
+        started = time.monotonic()
+        time.sleep(1.0)
+        waited, took = delays.waited() / 1e9, time.monotonic() - started
+        # Two spinners on one core each run about half the time and wait the other half; other
+        # programs on that core only add to the wait, and one thread cannot wait longer than it took.
+        assert 0.3 * took < waited <= took + 0.05
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+
+
+def test_threads_are_read_in_turn_each_once_and_an_ended_one_is_let_go():
+    # Five threads that end when a line comes on its stdin.
+    child = subprocess.Popen([sys.executable, "-c",
+                              "import sys, threading, time\n"
+                              "done = threading.Event()\n"
+                              "for _ in range(5): threading.Thread(target=done.wait, daemon=True).start()\n"
+                              "print(flush=True); sys.stdin.readline(); done.set(); time.sleep(30)\n"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        child.stdout.readline()   # its five threads have started
+        delays = procfs.ThreadDelays(child.pid)
+        assert delays.threads == 6
+        delays.waited(4)
+        assert len(delays._last) == 4
+        delays.waited(4)   # the last two, then the first two again
+        assert len(delays._last) == 6
+        child.stdin.write(b"\n")
+        child.stdin.flush()
+        _wait(lambda: psutil.Process(child.pid).num_threads() == 1, "the five threads to end")
+        delays.waited()
+        assert delays.threads == 1 and list(delays._last) == [str(child.pid)]
+    finally:
+        child.kill()
+        child.wait()
