@@ -8,7 +8,6 @@ the same steps incrementally and hands them to ``verdict`` and ``advice.shown`` 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from ..runformat.runfile import Run
 from . import advice as advice_
