@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from devicewatch import merge
+from devicewatch import analysis, merge
 from devicewatch.probes import procfs
 from devicewatch.probes.cpu import CoreClocks, CpuProbe
 from devicewatch.render.report import phase_clocks
@@ -82,8 +82,9 @@ def test_the_clock_reads_the_same_by_every_path(tmp_path):
 def test_report_gives_each_phase_its_mean_clock(tmp_path):
     run = load(clock_run(tmp_path / "run.jsonl", READINGS))
     # train: the readings at 0.0 (mean 2500) and 0.5 (2500, one core); validate: at 1.0 (1000)
-    assert phase_clocks(run, ["train", "validate", "(no phase)"]) == ["2500", "1000", "-"]
-    assert phase_clocks(load(clock_run(tmp_path / "none.jsonl", {})), ["train"]) is None
+    assert phase_clocks(run, analysis.phases(run), ["train", "validate", "(no phase)"]) == ["2500", "1000", "-"]
+    none = load(clock_run(tmp_path / "none.jsonl", {}))
+    assert phase_clocks(none, analysis.phases(none), ["train"]) is None
 
 
 @pytest.mark.parametrize("block", [8192, 2])
