@@ -58,11 +58,12 @@ import sysconfig
 import threading
 import time
 import weakref
+from types import CodeType
 from typing import Any
 from collections.abc import Callable
 
 from . import copy_probe
-from .loop import Frame, spent_on
+from .waits import Frame, spent_on
 from .passes import Passes
 from .process_state import Process
 
@@ -95,7 +96,7 @@ def arm(torch: Any, process: Process) -> None:
     hooks.wrap(Module, "__setstate__", hooks.unpickled)
     hooks.wrap(Module, "load_state_dict", hooks.state_loaded)
     process.loop.loop_left = hooks.loop_left
-    process.loop.need_calls = functools.partial(hooks.wrap, Module, "__call__", hooks.timed_call)
+    process.loop.gap.need_calls = functools.partial(hooks.wrap, Module, "__call__", hooks.timed_call)
     process.loop.watch = hooks.start_watcher
     hooks.wrap(torch.autograd, "backward", hooks.counted_backward)
     distributed = getattr(torch, "distributed", None)
@@ -111,7 +112,7 @@ def arm(torch: Any, process: Process) -> None:
     process.threads = torch.get_num_threads
     if process.trial is not None and not process.knobs.vary:   # the variants' values timed after the window
         process.trial.threads = (torch.get_num_threads, torch.set_num_threads)
-        process.trial.loader = lambda: process.knobs.loader_of(process.loop.train_source or process.loop.last_train_source)
+        process.trial.loader = lambda: process.knobs.loader_of(process.loop.pass_.source or process.loop.pass_.last_source)
     atexit.register(hooks.at_exit)
 
 
@@ -135,6 +136,7 @@ class _Hooks:
         self.passes = Passes()
         self.passes_on = self.unpickled_on = self.state_loaded_on = True
         self.pass_check: Any = None        # the post-step hook checking a loop against the step, while one is
+        self.loop_code: CodeType | None = None   # the code of the frame that calls the trained model: the loop's
         self.trained_classes: set[type] = set()
         self.loaded: weakref.WeakSet[Any] = weakref.WeakSet()   # modules loaded back since training began, not yet told
         self.copies: weakref.WeakSet[Any] = weakref.WeakSet()   # ... and those that were: the trained model loaded back
@@ -235,10 +237,10 @@ class _Hooks:
         return train
 
     def timed_call(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        loop = self.loop
+        gap = self.loop.gap  # read on every module call: one attribute, bound once
 
         def __call__(module: Any, *args: Any, **kwargs: Any) -> Any:
-            if loop.gap_since is not None and self.timed_call_on:
+            if gap.since is not None and self.timed_call_on:
                 self.called(module)
             return original(module, *args, **kwargs)
         return __call__
@@ -256,12 +258,12 @@ class _Hooks:
                 trained = not self.trained_params or any(id(p) in self.trained_params for p in params)
                 if self.trained_params:  # known for good once an optimizer has stepped
                     self.trained_modules[id(module)] = trained
-                if trained and self.loop.loop_code is None:
-                    self.loop.loop_code = sys._getframe(2).f_code  # who called the model: the loop
+                if trained and self.loop_code is None:
+                    self.loop_code = sys._getframe(2).f_code  # who called the model: the loop
                     self.trained_classes.add(type(module))
             if trained:
                 self.loop.compute(_monotonic())
-                if self.loop.train_source is None and self.passes_on:
+                if self.loop.pass_.source is None and self.passes_on:
                     self.find_pass(sys._getframe(2))
         except Exception as exc:
             self.failed("timed_call", exc)
@@ -410,11 +412,11 @@ class _Hooks:
         threading.Thread(target=self.watch, name="devicewatch-wait-watcher", daemon=True).start()
 
     def watch(self) -> None:
-        loop, frames_now, main = self.loop, sys._current_frames, _MAIN or 0
+        loop, gap, frames_now, main = self.loop, self.loop.gap, sys._current_frames, _MAIN or 0
         try:
             while self.process.live and self.timed_call_on:
                 time.sleep(WATCH_INTERVAL)
-                if loop.gap_since is None:
+                if gap.since is None:
                     continue
                 frame = frames_now().get(main)
                 stack: list[Frame] = []
@@ -422,13 +424,13 @@ class _Hooks:
                 while frame is not None and len(stack) < STACK_DEPTH:
                     code = frame.f_code
                     path = code.co_filename
-                    if code is loop.loop_code and loop_at is None:
+                    if code is self.loop_code and loop_at is None:
                         loop_at = len(stack)
                     if not path.startswith(_OURS):
                         stack.append((path, code.co_name, frame.f_lineno, bool(code.co_flags & _GENERATOR),
                                       path.startswith(_LIBRARIES) or path.startswith("<")))
                     frame = frame.f_back
-                if loop.gap_since is not None and stack:  # still waiting: the sample is of the wait
+                if gap.since is not None and stack:  # still waiting: the sample is of the wait
                     loop.sampled(*spent_on(stack, loop_at))
         except Exception as exc:
             self.process.error("torch", "wait watcher", exc)
