@@ -58,9 +58,9 @@ import sysconfig
 import threading
 import time
 import weakref
-from types import CodeType
-from typing import Any
-from collections.abc import Callable
+from types import CodeType, ModuleType
+from typing import Any, Protocol
+from collections.abc import Callable, Iterator
 
 from . import copy_probe
 from .waits import Frame, spent_on
@@ -76,6 +76,24 @@ _LIBRARIES = tuple({sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib
 _OURS = __file__.rsplit("/", 3)[0]  # the devicewatch package: its frames are not the loop's
 WORKER_SLOTS = 64        # workers timed apart (a worker id beyond shares a slot: a lost count at worst)
 _SLOT = struct.Struct("dq")   # seconds making batches, batches made
+
+
+class TorchParameter(Protocol):
+    requires_grad: bool
+
+
+class TorchModule(Protocol):
+    """What the hooks read of an ``nn.Module``: typed, so that a read of anything else is caught."""
+
+    training: bool
+
+    def parameters(self) -> Iterator[TorchParameter]: ...
+
+
+class RemovableHandle(Protocol):
+    """A hook torch registered (``torch.utils.hooks.RemovableHandle``)."""
+
+    def remove(self) -> None: ...
 
 
 def on_import(framework: str, name: str, module: Any, process: Process) -> None:
@@ -118,7 +136,7 @@ def arm(torch: Any, process: Process) -> None:
 
 class _Hooks:
     def __init__(self, torch: Any, process: Process):
-        self.torch = torch
+        self.torch: ModuleType = torch
         self.process = process
         self.loop = process.loop
         self.is_grad_enabled: Callable[[], bool] = torch.is_grad_enabled
@@ -132,14 +150,14 @@ class _Hooks:
         self.trained_params: set[int] = set()
         self.optimizers: set[int] = set()
         self.train_depth = 0
-        self.step_handle: Any = None
+        self.step_handle: RemovableHandle | None = None
         self.passes = Passes()
         self.passes_on = self.unpickled_on = self.state_loaded_on = True
-        self.pass_check: Any = None        # the post-step hook checking a loop against the step, while one is
+        self.pass_check: RemovableHandle | None = None   # the post-step hook checking a loop against the step, while one is
         self.loop_code: CodeType | None = None   # the code of the frame that calls the trained model: the loop's
         self.trained_classes: set[type] = set()
-        self.loaded: weakref.WeakSet[Any] = weakref.WeakSet()   # modules loaded back since training began, not yet told
-        self.copies: weakref.WeakSet[Any] = weakref.WeakSet()   # ... and those that were: the trained model loaded back
+        self.loaded: weakref.WeakSet[TorchModule] = weakref.WeakSet()   # modules loaded back since training began, not yet told
+        self.copies: weakref.WeakSet[TorchModule] = weakref.WeakSet()   # ... and those that were: the trained model loaded back
         self.after_step = self.step_hook()
 
     def wrap(self, owner: Any, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
@@ -245,7 +263,7 @@ class _Hooks:
             return original(module, *args, **kwargs)
         return __call__
 
-    def called(self, module: Any) -> None:
+    def called(self, module: TorchModule) -> None:
         """A module is called while the loop waits between steps: the trained model's call
         (with gradients on, in training mode, on the main thread) begins the step's compute."""
         if get_ident() != _MAIN or not module.training or not self.is_grad_enabled() or not self.process.live:
@@ -332,7 +350,7 @@ class _Hooks:
             return result
         return load_state_dict
 
-    def note_loaded(self, module: Any) -> None:
+    def note_loaded(self, module: TorchModule) -> None:
         """MODULE's weights were loaded: after training began, on the training thread, it may
         be the trained model's checkpoint loaded back (``loaded_back``)."""
         if self.loop.confirmed and self.process.live and get_ident() == _MAIN:
@@ -341,7 +359,7 @@ class _Hooks:
             except TypeError:  # a module that cannot be hashed: not told apart
                 pass
 
-    def loaded_back(self, module: Any) -> bool:
+    def loaded_back(self, module: TorchModule) -> bool:
         """Whether MODULE, train()/eval() called on it, is the trained model loaded back: its
         class the trained model's, its weights loaded since training began, and this its first
         such call since (a frozen teacher is built and loaded before training begins)."""
@@ -498,7 +516,7 @@ class _Hooks:
         except Exception as exc:
             self.failed("at_exit", exc)
 
-    def is_trained(self, module: Any) -> bool:
+    def is_trained(self, module: TorchModule) -> bool:
         """Whether MODULE is a model being trained: before the first optimizer step any model
         may be but one whose parameters are all frozen (a teacher, ``requires_grad_(False)``);
         after it, one holding a parameter an optimizer steps (not a frozen teacher), or a copy
@@ -516,7 +534,7 @@ class _Hooks:
 _GENERATOR = 0x20  # inspect.CO_GENERATOR
 
 
-def _within(module: Any, modules: weakref.WeakSet[Any]) -> bool:
+def _within(module: TorchModule, modules: weakref.WeakSet[TorchModule]) -> bool:
     """MODULE in MODULES; a module that cannot be hashed (its class defines ``__eq__``
     alone) was never added."""
     try:

@@ -14,7 +14,6 @@ Nothing here reads a clock: the loop hands each part the times the hooks read.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from .loop_interface import DATALOADER, INPUT, LOADER, OWN, CallsWatch, Voice, WaitWatch
 
@@ -105,15 +104,14 @@ class Gap:
         return inputs / outside if outside else 0.0
 
 
-@dataclass(slots=True)
 class HeldWait:
-    """A wait not yet drawn: it may still join the next."""
+    """A wait not yet drawn: it may still join the next. (Slots by hand: ``dataclass(slots=True)``
+    needs Python 3.10, and the instrumentation loads on 3.9.)"""
 
-    start: float
-    end: float
-    waited: float
-    epoch: int | None
-    lane: str
+    __slots__ = ("end", "epoch", "lane", "start", "waited")
+
+    def __init__(self, start: float, end: float, waited: float, epoch: int | None, lane: str) -> None:
+        self.start, self.end, self.waited, self.epoch, self.lane = start, end, waited, epoch, lane
 
 
 class DataPhases:
