@@ -13,7 +13,7 @@
   attribute read a module call; the rest only while the loop waits between steps). Where
   that wait is more than a few per cent of the time outside a DataLoader, a watcher thread
   reads the loop's stack every WATCH_INTERVAL while it waits and names what it does
-  (``loop.spent_on``), as a sampling profiler does: only then, so a loop that does not wait
+  (``waits.spent_on``), as a sampling profiler does: only then, so a loop that does not wait
   pays nothing for it.
 - **A worker's batch**: a loop that starts its workers anew each step waits for them to start
   as much as for its batch; what a batch alone costs is timed in the workers themselves
