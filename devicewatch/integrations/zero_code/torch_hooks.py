@@ -13,7 +13,7 @@
   attribute read a module call; the rest only while the loop waits between steps). Where
   that wait is more than a few per cent of the time outside a DataLoader, a watcher thread
   reads the loop's stack every WATCH_INTERVAL while it waits and names what it does
-  (``loop.spent_on``), as a sampling profiler does: only then, so a loop that does not wait
+  (``waits.spent_on``), as a sampling profiler does: only then, so a loop that does not wait
   pays nothing for it.
 - **A worker's batch**: a loop that starts its workers anew each step waits for them to start
   as much as for its batch; what a batch alone costs is timed in the workers themselves
@@ -58,11 +58,12 @@ import sysconfig
 import threading
 import time
 import weakref
-from typing import Any
-from collections.abc import Callable
+from types import CodeType, ModuleType
+from typing import Any, Protocol
+from collections.abc import Callable, Iterator
 
 from . import copy_probe
-from .loop import Frame, spent_on
+from .waits import Frame, spent_on
 from .passes import Passes
 from .process_state import Process
 
@@ -75,6 +76,24 @@ _LIBRARIES = tuple({sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib
 _OURS = __file__.rsplit("/", 3)[0]  # the devicewatch package: its frames are not the loop's
 WORKER_SLOTS = 64        # workers timed apart (a worker id beyond shares a slot: a lost count at worst)
 _SLOT = struct.Struct("dq")   # seconds making batches, batches made
+
+
+class TorchParameter(Protocol):
+    requires_grad: bool
+
+
+class TorchModule(Protocol):
+    """What the hooks read of an ``nn.Module``: typed, so that a read of anything else is caught."""
+
+    training: bool
+
+    def parameters(self) -> Iterator[TorchParameter]: ...
+
+
+class RemovableHandle(Protocol):
+    """A hook torch registered (``torch.utils.hooks.RemovableHandle``)."""
+
+    def remove(self) -> None: ...
 
 
 def on_import(framework: str, name: str, module: Any, process: Process) -> None:
@@ -95,7 +114,7 @@ def arm(torch: Any, process: Process) -> None:
     hooks.wrap(Module, "__setstate__", hooks.unpickled)
     hooks.wrap(Module, "load_state_dict", hooks.state_loaded)
     process.loop.loop_left = hooks.loop_left
-    process.loop.need_calls = functools.partial(hooks.wrap, Module, "__call__", hooks.timed_call)
+    process.loop.gap.need_calls = functools.partial(hooks.wrap, Module, "__call__", hooks.timed_call)
     process.loop.watch = hooks.start_watcher
     hooks.wrap(torch.autograd, "backward", hooks.counted_backward)
     distributed = getattr(torch, "distributed", None)
@@ -111,13 +130,13 @@ def arm(torch: Any, process: Process) -> None:
     process.threads = torch.get_num_threads
     if process.trial is not None and not process.knobs.vary:   # the variants' values timed after the window
         process.trial.threads = (torch.get_num_threads, torch.set_num_threads)
-        process.trial.loader = lambda: process.knobs.loader_of(process.loop.train_source or process.loop.last_train_source)
+        process.trial.loader = lambda: process.knobs.loader_of(process.loop.pass_.source or process.loop.pass_.last_source)
     atexit.register(hooks.at_exit)
 
 
 class _Hooks:
     def __init__(self, torch: Any, process: Process):
-        self.torch = torch
+        self.torch: ModuleType = torch
         self.process = process
         self.loop = process.loop
         self.is_grad_enabled: Callable[[], bool] = torch.is_grad_enabled
@@ -131,13 +150,14 @@ class _Hooks:
         self.trained_params: set[int] = set()
         self.optimizers: set[int] = set()
         self.train_depth = 0
-        self.step_handle: Any = None
+        self.step_handle: RemovableHandle | None = None
         self.passes = Passes()
         self.passes_on = self.unpickled_on = self.state_loaded_on = True
-        self.pass_check: Any = None        # the post-step hook checking a loop against the step, while one is
+        self.pass_check: RemovableHandle | None = None   # the post-step hook checking a loop against the step, while one is
+        self.loop_code: CodeType | None = None   # the code of the frame that calls the trained model: the loop's
         self.trained_classes: set[type] = set()
-        self.loaded: weakref.WeakSet[Any] = weakref.WeakSet()   # modules loaded back since training began, not yet told
-        self.copies: weakref.WeakSet[Any] = weakref.WeakSet()   # ... and those that were: the trained model loaded back
+        self.loaded: weakref.WeakSet[TorchModule] = weakref.WeakSet()   # modules loaded back since training began, not yet told
+        self.copies: weakref.WeakSet[TorchModule] = weakref.WeakSet()   # ... and those that were: the trained model loaded back
         self.after_step = self.step_hook()
 
     def wrap(self, owner: Any, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
@@ -235,15 +255,15 @@ class _Hooks:
         return train
 
     def timed_call(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        loop = self.loop
+        gap = self.loop.gap  # read on every module call: one attribute, bound once
 
         def __call__(module: Any, *args: Any, **kwargs: Any) -> Any:
-            if loop.gap_since is not None and self.timed_call_on:
+            if gap.since is not None and self.timed_call_on:
                 self.called(module)
             return original(module, *args, **kwargs)
         return __call__
 
-    def called(self, module: Any) -> None:
+    def called(self, module: TorchModule) -> None:
         """A module is called while the loop waits between steps: the trained model's call
         (with gradients on, in training mode, on the main thread) begins the step's compute."""
         if get_ident() != _MAIN or not module.training or not self.is_grad_enabled() or not self.process.live:
@@ -256,12 +276,12 @@ class _Hooks:
                 trained = not self.trained_params or any(id(p) in self.trained_params for p in params)
                 if self.trained_params:  # known for good once an optimizer has stepped
                     self.trained_modules[id(module)] = trained
-                if trained and self.loop.loop_code is None:
-                    self.loop.loop_code = sys._getframe(2).f_code  # who called the model: the loop
+                if trained and self.loop_code is None:
+                    self.loop_code = sys._getframe(2).f_code  # who called the model: the loop
                     self.trained_classes.add(type(module))
             if trained:
                 self.loop.compute(_monotonic())
-                if self.loop.train_source is None and self.passes_on:
+                if self.loop.pass_.source is None and self.passes_on:
                     self.find_pass(sys._getframe(2))
         except Exception as exc:
             self.failed("timed_call", exc)
@@ -330,7 +350,7 @@ class _Hooks:
             return result
         return load_state_dict
 
-    def note_loaded(self, module: Any) -> None:
+    def note_loaded(self, module: TorchModule) -> None:
         """MODULE's weights were loaded: after training began, on the training thread, it may
         be the trained model's checkpoint loaded back (``loaded_back``)."""
         if self.loop.confirmed and self.process.live and get_ident() == _MAIN:
@@ -339,7 +359,7 @@ class _Hooks:
             except TypeError:  # a module that cannot be hashed: not told apart
                 pass
 
-    def loaded_back(self, module: Any) -> bool:
+    def loaded_back(self, module: TorchModule) -> bool:
         """Whether MODULE, train()/eval() called on it, is the trained model loaded back: its
         class the trained model's, its weights loaded since training began, and this its first
         such call since (a frozen teacher is built and loaded before training begins)."""
@@ -410,11 +430,11 @@ class _Hooks:
         threading.Thread(target=self.watch, name="devicewatch-wait-watcher", daemon=True).start()
 
     def watch(self) -> None:
-        loop, frames_now, main = self.loop, sys._current_frames, _MAIN or 0
+        loop, gap, frames_now, main = self.loop, self.loop.gap, sys._current_frames, _MAIN or 0
         try:
             while self.process.live and self.timed_call_on:
                 time.sleep(WATCH_INTERVAL)
-                if loop.gap_since is None:
+                if gap.since is None:
                     continue
                 frame = frames_now().get(main)
                 stack: list[Frame] = []
@@ -422,13 +442,13 @@ class _Hooks:
                 while frame is not None and len(stack) < STACK_DEPTH:
                     code = frame.f_code
                     path = code.co_filename
-                    if code is loop.loop_code and loop_at is None:
+                    if code is self.loop_code and loop_at is None:
                         loop_at = len(stack)
                     if not path.startswith(_OURS):
                         stack.append((path, code.co_name, frame.f_lineno, bool(code.co_flags & _GENERATOR),
                                       path.startswith(_LIBRARIES) or path.startswith("<")))
                     frame = frame.f_back
-                if loop.gap_since is not None and stack:  # still waiting: the sample is of the wait
+                if gap.since is not None and stack:  # still waiting: the sample is of the wait
                     loop.sampled(*spent_on(stack, loop_at))
         except Exception as exc:
             self.process.error("torch", "wait watcher", exc)
@@ -496,7 +516,7 @@ class _Hooks:
         except Exception as exc:
             self.failed("at_exit", exc)
 
-    def is_trained(self, module: Any) -> bool:
+    def is_trained(self, module: TorchModule) -> bool:
         """Whether MODULE is a model being trained: before the first optimizer step any model
         may be but one whose parameters are all frozen (a teacher, ``requires_grad_(False)``);
         after it, one holding a parameter an optimizer steps (not a frozen teacher), or a copy
@@ -514,7 +534,7 @@ class _Hooks:
 _GENERATOR = 0x20  # inspect.CO_GENERATOR
 
 
-def _within(module: Any, modules: weakref.WeakSet[Any]) -> bool:
+def _within(module: TorchModule, modules: weakref.WeakSet[TorchModule]) -> bool:
     """MODULE in MODULES; a module that cannot be hashed (its class defines ``__eq__``
     alone) was never added."""
     try:
