@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .procfs import close_quietly
+
 AFFINITY = "affinity"
 CPUSET = "cpuset"
 QUOTA = "CPU quota"
@@ -334,12 +336,7 @@ class KeptFiles:
         return data.decode("ascii", "replace")
 
     def _forget(self, path: str) -> None:
-        fd = self._open.pop(path, None)
-        if fd is not None:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        close_quietly(self._open.pop(path, None))
 
     def close(self) -> None:
         for path in list(self._open):

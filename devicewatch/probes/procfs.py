@@ -20,6 +20,16 @@ from __future__ import annotations
 import os
 import time
 
+
+def close_quietly(fd: int | None) -> None:
+    """Close a kept descriptor (None: none was open); one whose file is gone closes all the same."""
+    if fd is not None:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -248,12 +258,7 @@ class ThreadDelays:
         return total
 
     def _forget(self, tid: str) -> None:
-        fd = self._fds.pop(tid, None)
-        if fd is not None:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        close_quietly(self._fds.pop(tid, None))
         self._last.pop(tid, None)
         self._order.remove(tid)
 
