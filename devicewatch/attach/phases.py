@@ -27,6 +27,15 @@ from .stacks import Slice
 
 DATA_JOIN_GAP = 0.05   # seconds: data waits closer than this are drawn as one data phase
 SOURCE = "auto"        # analysis reads these phases as the zero-code instrumentation's
+# Seconds: a slice of another section than the slices either side of it, and shorter than this,
+# is theirs. A non-blocking sample may read a stack while it changes (evaluation's frames
+# without the script's own line under no_grad), and one such sample must not end a pass.
+GLITCH = 0.05
+
+
+def _section(kind: str) -> str:
+    """Which section a kind belongs to: a pass (data and train), evaluation, or neither."""
+    return "pass" if kind in (DATA, TRAIN) else kind
 
 
 @dataclass
@@ -55,6 +64,8 @@ class PhaseBuilder:
         self.data_open: tuple[float, float] | None = None   # the data wait being drawn: (start, end)
         self.loader: dict[str, Any] | None = None
         self.end = 0.0
+        self._held: tuple[Slice, str] | None = None   # the slice judged once the next one comes
+        self._before: str | None = None               # the kind of the slice taken last
         self.number: Callable[[], int | None] = lambda: None   # the script's epoch, where it can be read
 
     # -- events ---------------------------------------------------------------------------
@@ -70,7 +81,19 @@ class PhaseBuilder:
     # -- feeding --------------------------------------------------------------------------
 
     def feed(self, piece: Slice) -> None:
+        """Take PIECE, the next of the loop thread's slices; it is judged with the one after it
+        in hand (a glitch is judged by its neighbours)."""
         kind = self.classify.kind(piece.stack)
+        if self._held is not None:
+            held, held_kind = self._held
+            if self._before is not None and _section(self._before) == _section(kind) != _section(held_kind) \
+                    and held.end - held.start < GLITCH:
+                held_kind = self._before
+            self._take(held, held_kind)
+        self._held = (piece, kind)
+
+    def _take(self, piece: Slice, kind: str) -> None:
+        self._before = kind
         start, end = max(piece.start, self.end), piece.end
         if end <= start:
             return
@@ -166,6 +189,9 @@ class PhaseBuilder:
 
     def finish(self) -> None:
         """The process ended or was left: what is open ends where the last sample saw it."""
+        if self._held is not None:
+            self._take(*self._held)
+            self._held = None
         at = self.end
         if self.section == TRAIN:
             self._close_data()

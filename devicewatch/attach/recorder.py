@@ -145,7 +145,9 @@ class AttachedRecorder(Recorder):
         if options.control:
             from .. import control
 
-            control.follow(sys.stdin.fileno(), self._write, self._t, self.cancel)
+            # A signal the dashboard was sent is no signal for a process it did not start: a detach.
+            control.follow(sys.stdin.fileno(), self._write, self._t, self.cancel,
+                           pass_on=lambda _name: self.cancel(DETACHED))
         if self.gpu.available:
             self._gpu_every = gpu_poll_period(len(self.gpu.devices))
             self._gpu_sampler = GpuSampler(self.gpu, self.start_unix)

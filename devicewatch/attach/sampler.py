@@ -27,7 +27,7 @@ import psutil
 
 from .stacks import Slice, slices
 
-RATE = 50            # samples a second: ±2 points measured (docs/attach.md), ≤3% of a core
+RATE = 25            # samples a second: the accuracy and cost docs/attach.md measures
 WINDOW = 1           # seconds a py-spy run samples before its trace is read
 OVERLAP = 0.15       # seconds the next run starts before one ends: about what a run takes to start sampling
 POLL = 0.05          # seconds between looks at the runs under way

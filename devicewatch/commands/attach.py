@@ -140,4 +140,21 @@ def sampled_line(attached: Any) -> str:
 
 
 def dashboard(args: argparse.Namespace, target: AttachTarget) -> int:
-    raise UsageError("the attached dashboard is not built yet: pass --record FILE")
+    """The dashboard on TARGET, as ``run`` opens it on a launched run, recording into the runs
+    folder; on closing, where the recording is and its verdict, and the refusal if there was one."""
+    from ..live.source import AttachSource
+    from ..tui.app import launch_run
+    from .run import ENDING_WAIT, ending, settings
+
+    try:
+        os.makedirs(args.runs_dir, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create the runs folder {args.runs_dir}: {exc.strerror}") from None
+    source = AttachSource(args.runs_dir, target.pid, target.command, args.interval, args.gpu, args.rate)
+    closed = launch_run(settings(args), source)
+    for line in ending(source, closed.left_recording, wait=ENDING_WAIT):
+        print(line.replace("advice: ", "advice: " + NEXT_START, 1))
+    said = source.stderr_tail()
+    if said:
+        print(said, file=sys.stderr)
+    return REFUSED if "permission denied" in said else closed.code

@@ -131,6 +131,21 @@ def test_a_gap_between_windows_is_no_data_wait_and_an_overlap_is_taken_once() ->
                              (DATA, 1.2, 1.4),          # after 0.2 s nobody sampled
                              (VALIDATE, 1.4, 1.6)]:
         builder.feed(piece(kind, start, end))
+    builder.finish()
     (epoch,) = [r for r in written if r["kind"] == "epoch"]
     # Sampled: data 0.4 + 0.2 + 0.2, train 0.2, of 1.0 s; the pass lasted 1.2 s: 0.8 / 1.0 of it.
     assert epoch["metrics"]["data_wait_s"] == 0.96
+
+
+def test_one_stray_sample_in_an_evaluation_begins_no_pass() -> None:
+    """A non-blocking read of a stack as it changes: 4 ms of data amid evaluation, and 10 ms of
+    neither, stay evaluation; 60 ms of data after it is the next pass."""
+    written: list[dict[str, Any]] = []
+    builder = PhaseBuilder(written.append, pid=1, classifier=Kinds())
+    for kind, start, end in [(DATA, 0.0, 1.0), (VALIDATE, 1.0, 1.2), (DATA, 1.2, 1.204), (VALIDATE, 1.204, 1.3),
+                             (OTHER, 1.3, 1.31), (VALIDATE, 1.31, 1.4), (DATA, 1.4, 1.46), (TRAIN, 1.46, 1.5)]:
+        builder.feed(piece(kind, start, end))
+    builder.finish()
+    phases = [(r["kind"], r["name"], r["t"]) for r in written if r["kind"].startswith("phase") and r["name"] != "data"]
+    assert phases == [("phase_begin", "train", 0.0), ("phase_end", "train", 1.0), ("phase_begin", "validate", 1.0),
+                      ("phase_end", "validate", 1.4), ("phase_begin", "train", 1.4), ("phase_end", "train", 1.5)]
