@@ -31,6 +31,7 @@ SOURCE = "auto"        # analysis reads these phases as the zero-code instrument
 # is theirs. A non-blocking sample may read a stack while it changes (evaluation's frames
 # without the script's own line under no_grad), and one such sample must not end a pass.
 GLITCH = 0.05
+GAP = 0.1   # seconds without a sample that are a gap, not the time between two samples
 
 
 def _section(kind: str) -> str:
@@ -98,20 +99,23 @@ class PhaseBuilder:
         if end <= start:
             return
         self._loader_seen(piece, start)
+        # After a moment nobody sampled (between two py-spy runs, a stalled machine) a change of
+        # section is put halfway through it: the best guess, within half the gap either way.
+        at = (self.end + start) / 2 if self.end > 0 and start - self.end > GAP else start
         if kind == VALIDATE:
             if self.section == TRAIN:
-                self._close_pass(start)
+                self._close_pass(at)
             if self.section != VALIDATE:
-                self._phase(True, VALIDATE, start, self.current.epoch if self.current else None)
+                self._phase(True, VALIDATE, at, self.current.epoch if self.current else None)
                 self.section = VALIDATE
         elif kind in (DATA, TRAIN):
             restart = new_iterator(piece.stack) and self.current is not None and self.current.steps > 0
             if self.section == VALIDATE or restart:
-                self._open_pass(start, whole=True)
+                self._open_pass(at, whole=True)
             elif self.section is None:
-                self._open_pass(start, whole=self.after_pass)
+                self._open_pass(at, whole=self.after_pass)
         elif self.section == VALIDATE:   # evaluation over, the next pass not begun (a checkpoint saved, the end)
-            self._phase(False, VALIDATE, start, self.current.epoch if self.current else None)
+            self._phase(False, VALIDATE, at, self.current.epoch if self.current else None)
             self.section = None
         self._count(kind, start, end)
         self.last_kind = kind

@@ -149,3 +149,15 @@ def test_one_stray_sample_in_an_evaluation_begins_no_pass() -> None:
     phases = [(r["kind"], r["name"], r["t"]) for r in written if r["kind"].startswith("phase") and r["name"] != "data"]
     assert phases == [("phase_begin", "train", 0.0), ("phase_end", "train", 1.0), ("phase_begin", "validate", 1.0),
                       ("phase_end", "validate", 1.4), ("phase_begin", "train", 1.4), ("phase_end", "train", 1.5)]
+
+
+def test_a_change_of_section_in_a_gap_is_put_halfway_through_it() -> None:
+    written: list[dict[str, Any]] = []
+    builder = PhaseBuilder(written.append, pid=1, classifier=Kinds())
+    for kind, start, end in [(DATA, 0.0, 1.0), (VALIDATE, 1.4, 1.6), (DATA, 1.64, 1.8)]:
+        builder.feed(piece(kind, start, end))
+    builder.finish()
+    phases = [(r["kind"], r["name"], r["t"]) for r in written if r["kind"].startswith("phase") and r["name"] != "data"]
+    # 0.4 s unsampled between the pass and evaluation: the change at 1.2; 40 ms is no gap.
+    assert phases == [("phase_begin", "train", 0.0), ("phase_end", "train", 1.2), ("phase_begin", "validate", 1.2),
+                      ("phase_end", "validate", 1.64), ("phase_begin", "train", 1.64), ("phase_end", "train", 1.8)]
