@@ -18,11 +18,18 @@ DATA, TRAIN, VALIDATE, OTHER = "data", "train", "validate", "other"
 
 # Where a frame is input: torch's DataLoader and the readers frameworks feed from.
 DATA_PATHS = ("torch/utils/data/", "tensorflow/python/data/", "keras/src/trainers/data_adapters/",
-              "webdataset/", "datasets/arrow_dataset.py", "lightning/pytorch/loops/fetchers.py")
+              "webdataset/", "datasets/arrow_dataset.py", "lightning/pytorch/loops/fetchers.py",
+              "keras/src/trainers/epoch_iterator.py")
 # Evaluation loops by their function's name: a script's own, Keras's ``evaluate``, Lightning's.
 VALIDATE_FUNCTIONS = frozenset({"evaluate", "validate", "validation", "eval_epoch", "validate_epoch",
                                 "evaluation_loop", "validation_step", "test_step", "eval_step",
                                 "_run_evaluate", "run_evaluation", "test", "eval"})
+# Evaluation loops by their file: Lightning's (its ``_EvaluationLoop.run`` is named ``run``).
+VALIDATE_PATHS = ("lightning/pytorch/loops/evaluation_loop.py", "pytorch_lightning/loops/evaluation_loop.py")
+# Training loops by their file: the optimizer, Lightning's fit loop, Keras's fit on torch; a
+# stack under them that is neither evaluation nor input is training (the loop's own overhead too).
+TRAIN_PATHS = ("torch/optim/", "lightning/pytorch/loops/", "pytorch_lightning/loops/",
+               "keras/src/backend/torch/trainer.py")
 # Frames of training: autograd, the optimizer, the frameworks' steps.
 TRAIN_FUNCTIONS = frozenset({"backward", "_engine_run_backward", "zero_grad", "training_step", "train_step",
                              "optimizer_step", "train_epoch", "train_one_epoch"})
@@ -112,11 +119,13 @@ class Classifier:
     def kind(self, stack: tuple[Frame, ...]) -> str:
         own = [f for f in stack if f.file.endswith(".py") and not is_framework(f) and f.file.startswith("/")]
         if any(f.function in VALIDATE_FUNCTIONS and not f.file.endswith("nn/modules/module.py") for f in stack) \
+                or any(any(p in f.file for p in VALIDATE_PATHS) for f in stack) \
                 or any(self.source(f.file).in_no_grad(f.line) for f in own):
             return VALIDATE
         if any(any(p in f.file for p in DATA_PATHS) for f in stack):
             return DATA
-        if any(f.function in TRAIN_FUNCTIONS for f in stack) or any(self.source(f.file).in_training(f.line) for f in own):
+        if any(f.function in TRAIN_FUNCTIONS or any(p in f.file for p in TRAIN_PATHS) for f in stack) \
+                or any(self.source(f.file).in_training(f.line) for f in own):
             return TRAIN
         return OTHER
 

@@ -89,12 +89,77 @@ print("checksum", h.hexdigest(), flush=True)
 TRUTH = re.compile(r"\[truth\] epoch (\d+) total (\S+) data (\S+) train (\S+) validate (\S+) end (\S+)")
 
 
+# The same in Lightning's fit: a callback times each epoch and its validation (Lightning runs
+# the validation inside the training epoch, at its end). Its data and train are not told apart.
+LIGHTNING = '''
+import sys, time, warnings
+warnings.filterwarnings("ignore")
+import torch, lightning as L
+from torch.utils.data import DataLoader, Dataset
+
+EPOCHS, DELAY, WIDTH = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+
+
+class Slow(Dataset):
+    def __len__(self):
+        return 256
+
+    def __getitem__(self, i):
+        time.sleep(DELAY)
+        return torch.randn(WIDTH, generator=torch.Generator().manual_seed(i)), i % 10
+
+
+class Net(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Sequential(torch.nn.Linear(WIDTH, WIDTH), torch.nn.ReLU(), torch.nn.Linear(WIDTH, 10))
+
+    def training_step(self, batch, i):
+        x, y = batch
+        return torch.nn.functional.cross_entropy(self.net(x), y)
+
+    def validation_step(self, batch, i):
+        self.net(batch[0])
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.01)
+
+
+class Truth(L.Callback):
+    def on_train_epoch_start(self, trainer, module):
+        self.t0, self.v = time.monotonic(), 0.0
+
+    def on_validation_epoch_start(self, trainer, module):
+        self.v0 = time.monotonic()
+
+    def on_validation_epoch_end(self, trainer, module):
+        self.v += time.monotonic() - self.v0
+
+    def on_train_epoch_end(self, trainer, module):
+        now = time.monotonic()
+        print(f"[truth] epoch {trainer.current_epoch + 1} total {now - self.t0:.4f} validate {self.v:.4f} "
+              f"end {now:.4f}", flush=True)
+
+
+torch.manual_seed(0)
+torch.set_num_threads(1)
+print("ready", flush=True)
+trainer = L.Trainer(max_epochs=EPOCHS, accelerator="cpu", logger=False, enable_checkpointing=False,
+                    enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
+                    callbacks=[Truth()])
+small = torch.utils.data.Subset(Slow(), range(64))
+trainer.fit(Net(), DataLoader(Slow(), batch_size=16), DataLoader(small, batch_size=16))
+'''
+LIGHTNING_TRUTH = re.compile(r"\[truth\] epoch (\d+) total (\S+) validate (\S+) end (\S+)")
+
+
 class Loop:
     """The loop, started bare; its output read line by line as it comes."""
 
-    def __init__(self, folder: Path, epochs: int, delay: float, width: int, user: list[str] | None = None):
+    def __init__(self, folder: Path, epochs: int, delay: float, width: int, user: list[str] | None = None,
+                 text: str = LOOP):
         script = folder / "loop.py"
-        script.write_text(LOOP)
+        script.write_text(text)
         self.lines: list[str] = []
         self.process = subprocess.Popen([*(user or []), sys.executable, str(script), str(epochs), str(delay), str(width)],
                                         stdout=subprocess.PIPE, text=True, cwd=folder)
@@ -120,6 +185,11 @@ class Loop:
     def truths(self) -> list[dict[str, float]]:
         out = []
         for line in self.lines:
+            lit = LIGHTNING_TRUTH.search(line)
+            if lit:
+                epoch, total, validate, end = lit.groups()
+                out.append({"epoch": int(epoch), "total": float(total), "validate": float(validate),
+                            "start": float(end) - float(total)})
             m = TRUTH.search(line)
             if m:
                 epoch, total, data, train, validate, end = m.groups()
@@ -172,8 +242,9 @@ def shares(parts: dict[str, float]) -> dict[str, float]:
     return {k: 100 * parts[k] / total for k in ("data", "train", "validate")}
 
 
-def attached_run(tmp_path: Path, delay: float, width: int, epochs: int) -> tuple[Loop, list[dict[str, Any]], str]:
-    loop = Loop(tmp_path, epochs, delay, width)
+def attached_run(tmp_path: Path, delay: float, width: int, epochs: int,
+                 text: str = LOOP) -> tuple[Loop, list[dict[str, Any]], str]:
+    loop = Loop(tmp_path, epochs, delay, width, text=text)
     try:
         loop.wait_for("[truth] epoch 1 ")
         out = tmp_path / "attached.jsonl"
@@ -271,3 +342,16 @@ def test_another_users_process_is_refused_with_its_fix(tmp_path: Path) -> None:
     assert "permission denied" in said[0] and "CAP_SYS_PTRACE" in said[0] and "--cap-add SYS_PTRACE" in said[0]
     assert any(r.get("type") == "sample" for r in run)
     assert not any(r.get("type") == "event" and r.get("kind") == "phase_begin" for r in run)
+
+
+def test_lightning_fit_attached_after_its_first_epoch(tmp_path: Path) -> None:
+    pytest.importorskip("lightning")
+    loop, run, text = attached_run(tmp_path, delay=0.004, width=256, epochs=6, text=LIGHTNING)
+    truths = whole_after(loop, run)
+    sampled = passes(run)
+    assert len(sampled) == len(truths), (sorted(sampled), [t["epoch"] for t in truths])
+    validate = sum(p["validate"] for p in sampled.values())
+    total = sum(p["validate"] + p["train"] + p["data"] for p in sampled.values())
+    want = sum(t["validate"] for t in truths) / sum(t["total"] for t in truths)
+    assert abs(100 * validate / total - 100 * want) <= SHARE_POINTS, (validate / total, want)
+    assert "verdict: input-bound" in text
