@@ -150,6 +150,50 @@ trainer = L.Trainer(max_epochs=EPOCHS, accelerator="cpu", logger=False, enable_c
 small = torch.utils.data.Subset(Slow(), range(64))
 trainer.fit(Net(), DataLoader(Slow(), batch_size=16), DataLoader(small, batch_size=16))
 '''
+# Keras 3 on PyTorch: fit with a slow PyDataset, timed by a callback as Lightning's is.
+KERAS = '''
+import os, sys, time
+os.environ["KERAS_BACKEND"] = "torch"
+import numpy as np, keras
+
+EPOCHS, DELAY, WIDTH = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+
+
+class Slow(keras.utils.PyDataset):
+    def __init__(self, n, **kw):
+        super().__init__(**kw)
+        self.n = n
+
+    def __len__(self):
+        return self.n // 16
+
+    def __getitem__(self, i):
+        time.sleep(DELAY * 16)
+        r = np.random.default_rng(i)
+        return r.standard_normal((16, WIDTH)).astype("float32"), np.arange(16) % 10
+
+
+class Truth(keras.callbacks.Callback):
+    def on_epoch_begin(self, epoch, logs=None):
+        self.t0, self.v = time.monotonic(), 0.0
+
+    def on_test_begin(self, logs=None):
+        self.v0 = time.monotonic()
+
+    def on_test_end(self, logs=None):
+        self.v += time.monotonic() - self.v0
+
+    def on_epoch_end(self, epoch, logs=None):
+        now = time.monotonic()
+        print(f"[truth] epoch {epoch + 1} total {now - self.t0:.4f} validate {self.v:.4f} end {now:.4f}", flush=True)
+
+
+keras.utils.set_random_seed(0)
+model = keras.Sequential([keras.Input((WIDTH,)), keras.layers.Dense(WIDTH, activation="relu"), keras.layers.Dense(10)])
+model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+print("ready", flush=True)
+model.fit(Slow(256), validation_data=Slow(64), epochs=EPOCHS, verbose=0, callbacks=[Truth()])
+'''
 LIGHTNING_TRUTH = re.compile(r"\[truth\] epoch (\d+) total (\S+) validate (\S+) end (\S+)")
 
 
@@ -344,9 +388,10 @@ def test_another_users_process_is_refused_with_its_fix(tmp_path: Path) -> None:
     assert not any(r.get("type") == "event" and r.get("kind") == "phase_begin" for r in run)
 
 
-def test_lightning_fit_attached_after_its_first_epoch(tmp_path: Path) -> None:
-    pytest.importorskip("lightning")
-    loop, run, text = attached_run(tmp_path, delay=0.004, width=256, epochs=6, text=LIGHTNING)
+@pytest.mark.parametrize("framework, script", [("lightning", LIGHTNING), ("keras", KERAS)], ids=["lightning", "keras"])
+def test_a_framework_s_fit_attached_after_its_first_epoch(tmp_path: Path, framework: str, script: str) -> None:
+    pytest.importorskip(framework)
+    loop, run, text = attached_run(tmp_path, delay=0.004, width=256, epochs=6, text=script)
     truths = whole_after(loop, run)
     sampled = passes(run)
     assert len(sampled) == len(truths), (sorted(sampled), [t["epoch"] for t in truths])
