@@ -400,3 +400,24 @@ def test_a_framework_s_fit_attached_after_its_first_epoch(tmp_path: Path, framew
     want = sum(t["validate"] for t in truths) / sum(t["total"] for t in truths)
     assert abs(100 * validate / total - 100 * want) <= SHARE_POINTS, (validate / total, want)
     assert "verdict: input-bound" in text
+
+
+def test_a_recorder_killed_outright_leaves_the_process_running(tmp_path: Path) -> None:
+    """SIGKILL to devicewatch (no handler, no clean-up: its watchdog is what remains) ends
+    nothing of the process it watched."""
+    loop = Loop(tmp_path, 4, 0.002, 64)
+    try:
+        loop.wait_for("ready")
+        out = tmp_path / "killed.jsonl"
+        watcher = attach(loop.process.pid, out)
+        deadline = time.monotonic() + 60
+        while not (out.exists() and '"phase_begin"' in out.read_text()):
+            assert time.monotonic() < deadline and watcher.poll() is None
+            time.sleep(0.05)
+        watcher.kill()
+        watcher.communicate(timeout=60)
+        loop.finish()
+    finally:
+        loop.kill()
+    assert loop.process.returncode == 0
+    assert len(loop.truths()) == 4 and loop.checksum()
