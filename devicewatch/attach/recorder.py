@@ -129,6 +129,14 @@ class AttachedRecorder(Recorder):
             self.terminal.say(f"devicewatch: {message}")
             self._write(records.notice(self._t(), message))
 
+    def _stopped(self, why: str) -> None:
+        """The sampler stopped early (on its thread): refused, said as a refusal; else said once."""
+        if self.sampler is not None and self.sampler.refusal:
+            self._refused(why)
+        else:
+            self.terminal.say(f"devicewatch: {why}")
+            self._write(records.notice(self._t(), why))
+
     def _record(self, channel: EventChannel) -> int:
         options, pid = self.options, self.target.pid
         status: dict[str, Any] = {}
@@ -153,7 +161,7 @@ class AttachedRecorder(Recorder):
             self._gpu_every = gpu_poll_period(len(self.gpu.devices))
             self._gpu_sampler = GpuSampler(self.gpu, self.start_unix)
         self.builder = PhaseBuilder(self._write, pid, LOOP_THREAD, workers=self._workers)
-        self.sampler = sampler = StackSampler(pid, self.start_mono, self._slices, self.rate)
+        self.sampler = sampler = StackSampler(pid, self.start_mono, self._slices, self.rate, on_stop=self._stopped)
         sampler.start()
         if sampler.refusal:
             self._refused(sampler.refusal)

@@ -31,6 +31,7 @@ RATE = 25            # samples a second: the accuracy and cost docs/attach.md me
 WINDOW = 1           # seconds a py-spy run samples before its trace is read
 OVERLAP = 0.15       # seconds the next run starts before one ends: about what a run takes to start sampling
 POLL = 0.05          # seconds between looks at the runs under way
+GIVE_UP = 3          # py-spy runs that failed, none having read a stack, before sampling stops
 PY_SPY_VAR = "DEVICEWATCH_PY_SPY"
 CAP_SYS_PTRACE = 19
 
@@ -99,12 +100,13 @@ class StackSampler:
     recorder's clock (seconds from ORIGIN, a ``time.monotonic()``), to ON_SLICES."""
 
     def __init__(self, pid: int, origin: float, on_slices: Callable[[list[Slice]], None],
-                 rate: int = RATE, py_spy: str | None = None):
+                 rate: int = RATE, py_spy: str | None = None, on_stop: Callable[[str], None] = lambda _why: None):
         self.pid = pid
         self.origin = origin
         self.rate = rate
         self.py_spy = py_spy or find_py_spy()
         self._on_slices = on_slices
+        self._on_stop = on_stop            # told at once why sampling stopped early (a refusal, no Python)
         self._stop = threading.Event()
         self._processes: list[subprocess.Popen[bytes]] = []
         self._lock = threading.Lock()
@@ -113,6 +115,7 @@ class StackSampler:
         self.windows = 0
         self.failures = 0                  # windows py-spy could not sample
         self.last_error = [""]
+        self.gave_up: str | None = None    # why sampling stopped though allowed (not a Python py-spy reads)
         self.cpu_s = 0.0                   # py-spy's own CPU time, its windows together
 
     def check(self) -> str | None:
@@ -128,7 +131,7 @@ class StackSampler:
     def start(self) -> None:
         self.refusal = self.check()
         if self.refusal is None:
-            self._thread = threading.Thread(target=self._loop, name="stack-sampler", daemon=True)
+            self._thread = threading.Thread(target=self._sample, name="stack-sampler", daemon=True)
             self._thread.start()
 
     def stop(self) -> None:
@@ -140,6 +143,12 @@ class StackSampler:
                     process.kill()
         if self._thread is not None:
             self._thread.join(timeout=5)
+
+    def _sample(self) -> None:
+        self._loop()
+        why = self.refusal or self.gave_up
+        if why and not self._stop.is_set():
+            self._on_stop(why)
 
     def _loop(self) -> None:
         """py-spy runs back to back, each started OVERLAP before the one under way ends (a run
@@ -162,6 +171,10 @@ class StackSampler:
                     process, began, path = pending.pop(0)
                     found = self._read(process, began, path)
                     if found is None:
+                        return
+                    if self.failures >= GIVE_UP and self.windows == 0:   # no Python py-spy can read
+                        self.gave_up = (f"py-spy cannot read the stacks of process {self.pid} "
+                                        f"({self.last_error[0] or 'no reason given'}): recording without phases")
                         return
                     if found:
                         self._on_slices(found)
@@ -197,7 +210,9 @@ class StackSampler:
                                 f"{refusal_fix(self.pid)}; recording what /proc allows, without phases")
                 return None
             self.failures += 1
-            self.last_error = err.decode(errors="replace").strip().splitlines()[-1:] or [""]
+            said = [line.removeprefix("Error: ") for line in err.decode(errors="replace").splitlines()
+                    if line.startswith("Error: ")]   # py-spy's reason, without its backtrace
+            self.last_error = said[:1] or [""]
             return []
         self.windows += 1
         try:

@@ -128,13 +128,14 @@ def closing_text(run: Run) -> str:
 
     lines = [("advice: " + NEXT_START + line.removeprefix("advice: ")) if line.startswith("advice: ") else line
              for line in report_text(run).splitlines()]
-    return "\n".join([*lines, sampled_line(run.header.raw.get("attached"))]) + "\n"
+    windows = ((run.end.instrument or {}).get("sampled") or {}).get("windows") if run.end else None
+    return "\n".join([*lines, sampled_line(run.header.raw.get("attached"), windows)]) + "\n"
 
 
-def sampled_line(attached: Any) -> str:
+def sampled_line(attached: Any, windows: Any) -> str:
     sampler = attached.get("sampler") if isinstance(attached, dict) else None
-    if not isinstance(sampler, dict):
-        return "phases: none sampled"
+    if not isinstance(sampler, dict) or windows == 0:
+        return "phases: none sampled (the notices say why)"
     return (f"phases: sampled from outside by {sampler.get('tool')} at {sampler.get('rate')} a second, "
             f"±{sampler.get('error_points')} points")
 
