@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from ..safe_text import inert
-from . import add_dashboard_options, add_sampling_options
+from . import add_dashboard_options, add_sampling_options, wrap
 
 if TYPE_CHECKING:
     from ..attach.target import AttachTarget
@@ -124,10 +124,19 @@ def headless(args: argparse.Namespace, target: AttachTarget, output: str) -> int
 def closing_text(run: Run) -> str:
     """The report as for any run, its advice for a job that cannot be restarted now, and a line
     saying its phases were sampled and within how many points."""
+    from ..render.fit import output_width
     from ..render.report import report_text
 
-    lines = [("advice: " + NEXT_START + line.removeprefix("advice: ")) if line.startswith("advice: ") else line
-             for line in report_text(run).splitlines()]
+    lines = report_text(run).splitlines()
+    # The advice comes last, each wrapped from its "advice: " line on: wrapped again with the prefix.
+    first = next((n for n, line in enumerate(lines) if line.startswith("advice: ")), len(lines))
+    advice: list[str] = []
+    for line in lines[first:]:
+        if line.startswith("advice: "):
+            advice.append("advice: " + NEXT_START + line.removeprefix("advice: "))
+        elif advice:
+            advice[-1] += " " + line.strip()
+    lines = lines[:first] + [part for text in advice for part in wrap(text, output_width())]
     windows = ((run.end.instrument or {}).get("sampled") or {}).get("windows") if run.end else None
     return "\n".join([*lines, sampled_line(run.header.raw.get("attached"), windows)]) + "\n"
 
