@@ -27,9 +27,11 @@ from .stacks import Slice
 
 DATA_JOIN_GAP = 0.05   # seconds: data waits closer than this are drawn as one data phase
 SOURCE = "auto"        # analysis reads these phases as the zero-code instrumentation's
-# Seconds: a slice of another section than the slices either side of it, and shorter than this,
-# is theirs. A non-blocking sample may read a stack while it changes (evaluation's frames
-# without the script's own line under no_grad), and one such sample must not end a pass.
+# A slice of another section than the slices either side of it, shorter than this many sampling
+# periods (or GLITCH seconds, the longer), is theirs. A non-blocking sample may read a stack while
+# it changes (evaluation's frames without the script's own line under no_grad), and one such
+# sample, however late the next one comes on a busy machine, must not end a pass.
+GLITCH_PERIODS = 2.5
 GLITCH = 0.05
 GAP = 0.1   # seconds without a sample that are a gap, not the time between two samples
 
@@ -51,12 +53,14 @@ class Pass:
 
 class PhaseBuilder:
     def __init__(self, write: Callable[[dict[str, Any]], None], pid: int, thread: str = "MainThread",
-                 classifier: Classifier | None = None, workers: Callable[[], int] | None = None):
+                 classifier: Classifier | None = None, workers: Callable[[], int] | None = None,
+                 period: float = 0.0):
         self._write = write
         self._pid = pid
         self._thread = thread
         self.classify = classifier or Classifier()
         self._workers = workers or (lambda: 0)
+        self._glitch = max(GLITCH, GLITCH_PERIODS * period)   # period: seconds between two samples
         self.section: str | None = None        # train (a pass is open), validate, or None
         self.current: Pass | None = None
         self.passes = 0                        # whole passes begun
@@ -88,7 +92,7 @@ class PhaseBuilder:
         if self._held is not None:
             held, held_kind = self._held
             if self._before is not None and _section(self._before) == _section(kind) != _section(held_kind) \
-                    and held.end - held.start < GLITCH:
+                    and held.end - held.start < self._glitch:
                 held_kind = self._before
             self._take(held, held_kind)
         self._held = (piece, kind)

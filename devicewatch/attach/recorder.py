@@ -160,7 +160,7 @@ class AttachedRecorder(Recorder):
         if self.gpu.available:
             self._gpu_every = gpu_poll_period(len(self.gpu.devices))
             self._gpu_sampler = GpuSampler(self.gpu, self.start_unix)
-        self.builder = PhaseBuilder(self._write, pid, LOOP_THREAD, workers=self._workers)
+        self.builder = PhaseBuilder(self._write, pid, LOOP_THREAD, workers=self._workers, period=1 / self.rate)
         self.sampler = sampler = StackSampler(pid, self.start_mono, self._slices, self.rate, on_stop=self._stopped)
         sampler.start()
         if sampler.refusal:

@@ -161,3 +161,19 @@ def test_a_change_of_section_in_a_gap_is_put_halfway_through_it() -> None:
     # 0.4 s unsampled between the pass and evaluation: the change at 1.2; 40 ms is no gap.
     assert phases == [("phase_begin", "train", 0.0), ("phase_end", "train", 1.2), ("phase_begin", "validate", 1.2),
                       ("phase_end", "validate", 1.64), ("phase_begin", "train", 1.64), ("phase_end", "train", 1.8)]
+
+
+def test_a_stray_sample_is_judged_by_the_sampling_period() -> None:
+    """At 25 samples a second a stray sample's slice lasts 40 ms, and 80 ms when the next sample
+    comes late: under 2.5 periods (100 ms) it is the evaluation's; 120 ms of data is a pass."""
+    def passes(stray: float) -> int:
+        written: list[dict[str, Any]] = []
+        builder = PhaseBuilder(written.append, pid=1, classifier=Kinds(), period=0.04)
+        for kind, start, end in [(DATA, 0.0, 1.0), (VALIDATE, 1.0, 1.2), (DATA, 1.2, 1.2 + stray),
+                                 (VALIDATE, 1.2 + stray, 1.5)]:
+            builder.feed(piece(kind, start, end))
+        builder.finish()
+        return sum(1 for r in written if r["kind"] == "phase_begin" and r["name"] == "train")
+
+    assert passes(0.08) == 1
+    assert passes(0.12) == 2
