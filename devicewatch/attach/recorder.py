@@ -185,7 +185,8 @@ class AttachedRecorder(Recorder):
         end_unix, end_mono = time.time(), time.monotonic()
         assert self.sampler is not None
         summary = {**self.instrumentation.summary(), "sampled": {"windows": self.sampler.windows,
-                                                                  "sampler_cpu_s": round(self.sampler.cpu_s, 3)}}
+                                                                  "sampler_cpu_s": round(self.sampler.cpu_s, 3),
+                                                                  "unsampled_s": round(self.sampler.unsampled_s, 3)}}
         self._write(records.end(round(end_mono - self.start_mono, 4), "ok", None, None, reason,
                                 clock=records.ClockPair(end_unix, end_mono), instrument=summary))
 

@@ -30,6 +30,7 @@ from .stacks import Slice, slices
 RATE = 25            # samples a second: the accuracy and cost docs/attach.md measures
 WINDOW = 1           # seconds a py-spy run samples before its trace is read
 OVERLAP = 0.15       # seconds the next run starts before one ends: about what a run takes to start sampling
+MAX_OVERLAP = 0.6    # ... and at the most, on a machine so busy that a run takes that long to start
 POLL = 0.05          # seconds between looks at the runs under way
 GIVE_UP = 3          # py-spy runs that failed, none having read a stack, before sampling stops
 PY_SPY_VAR = "DEVICEWATCH_PY_SPY"
@@ -116,6 +117,9 @@ class StackSampler:
         self.failures = 0                  # windows py-spy could not sample
         self.last_error = [""]
         self.gave_up: str | None = None    # why sampling stopped though allowed (not a Python py-spy reads)
+        self.overlap = OVERLAP             # seconds the next window starts before this one ends
+        self.unsampled_s = 0.0             # seconds between windows that no window sampled
+        self._covered_to: float | None = None
         self.cpu_s = 0.0                   # py-spy's own CPU time, its windows together
 
     def check(self) -> str | None:
@@ -166,7 +170,7 @@ class StackSampler:
                     if launched is None:
                         break
                     pending.append((launched, now, path))
-                    due = now + WINDOW - OVERLAP
+                    due = now + WINDOW - self.overlap
                 while pending and pending[0][0].poll() is not None:
                     process, began, path = pending.pop(0)
                     found = self._read(process, began, path)
@@ -177,10 +181,25 @@ class StackSampler:
                                         f"({self.last_error[0] or 'no reason given'}): recording without phases")
                         return
                     if found:
+                        self._cover(found)
                         self._on_slices(found)
                 if not pending and not psutil.pid_exists(self.pid):
                     return
                 self._stop.wait(max(0.0, min(due - time.monotonic(), POLL)))
+
+    def _cover(self, found: list[Slice]) -> None:
+        """Adapt the overlap to what the windows covered: a gap between the last window's last
+        sample and this one's first (py-spy slow to start on a busy machine) widens it by the
+        gap; a wide overlap narrows back, OVERLAP at the least."""
+        first, last = min(s.start for s in found), max(s.end for s in found)
+        if self._covered_to is not None:
+            gap = first - self._covered_to
+            if gap > 0:
+                self.unsampled_s += gap
+                self.overlap = min(MAX_OVERLAP, self.overlap + gap + 0.05)
+            elif gap < -2 * OVERLAP:
+                self.overlap = max(OVERLAP, self.overlap - 0.05)
+        self._covered_to = max(last, self._covered_to or last)
 
     def _launch(self, path: str) -> subprocess.Popen[bytes] | None:
         argv = [str(self.py_spy), "record", "--nonblocking", "--idle", "--threads", "--rate", str(self.rate),
