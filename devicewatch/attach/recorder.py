@@ -38,9 +38,9 @@ DETACHED = "detached: the process runs on, untouched"
 ENDED = "the attached process ended"
 LOOP_THREAD = "MainThread"
 # How far a run's sampled shares were from the script's own timing, in percentage points:
-# bench/bench_attach.py against the [truth] lines of its loop, 1.9 at the most over a run on a
-# busy machine (one epoch alone: up to 9.6; docs/attach.md).
-ERROR_POINTS = 2
+# bench/bench_attach.py against the [truth] lines of its loop, 1.2 to 2.1 over a run in three
+# runs, busy machine and quieter (one epoch alone: up to 9.9; docs/attach.md).
+ERROR_POINTS = 3
 NOT_OFFERED = {"offered": False, "reason": "attached to a running process: phases sampled from outside"}
 ENDING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
