@@ -29,7 +29,7 @@ from .stacks import Slice, slices
 
 RATE = 25            # samples a second: the accuracy and cost docs/attach.md measures
 WINDOW = 2           # seconds a py-spy run samples before its trace is read (1 s: 3.6% of a core, 2 s: 2.1-2.4%)
-OVERLAP = 0.15       # seconds the next run starts before one ends: about what a run takes to start sampling
+OVERLAP = 0.3        # seconds the next run starts before one ends: more than a run takes to start sampling
 MAX_OVERLAP = 0.6    # ... and at the most, on a machine so busy that a run takes that long to start
 POLL = 0.05          # seconds between looks at the runs under way
 GIVE_UP = 3          # py-spy runs that failed, none having read a stack, before sampling stops
