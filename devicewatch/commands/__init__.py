@@ -21,7 +21,7 @@ from typing import NoReturn
 from ..errors import UsageError
 
 # In the order `devicewatch --help` lists them.
-SUBCOMMANDS = ("run", "demo", "replay", "runs", "compare", "report", "try", "merge", "export", "workloads")
+SUBCOMMANDS = ("run", "attach", "demo", "replay", "runs", "compare", "report", "try", "merge", "export", "workloads")
 # Commands whose module has another name than the command (``try`` is a Python keyword).
 MODULES = {"try": "trials"}
 

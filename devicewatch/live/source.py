@@ -12,6 +12,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from datetime import datetime
@@ -323,3 +324,20 @@ class LiveSource(Source):
             except OSError:
                 pass
         self._stderr.close()
+
+
+class AttachSource(LiveSource):
+    """``devicewatch attach``'s recorder on a process devicewatch did not start, followed as any
+    live run: its stop and the dashboard's going end the recording (a detach), never the process."""
+
+    def __init__(self, runs_dir: str, pid: int, command: list[str], interval: float = 0.1, gpu: bool = True,
+                 rate: int | None = None):
+        name = command[0].rsplit("/", 1)[-1] if command else "process"
+        super().__init__(runs_dir, Target(f"attach-{pid}-{name}", [], command), interval, gpu)
+        self.pid, self.rate = pid, rate
+
+    def recorder_argv(self, watcher_pid: int) -> list[str]:
+        argv = [sys.executable, "-m", "devicewatch", "--control", "--watcher-pid", str(watcher_pid),
+                "--interval", f"{self.interval:g}", "--gpu", "on" if self.gpu else "off",
+                "attach", str(self.pid), "--record", str(self.path)]
+        return argv + (["--rate", str(self.rate)] if self.rate else [])

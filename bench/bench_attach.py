@@ -1,0 +1,179 @@
+"""What ``devicewatch attach`` costs the job it watches, what its sampler costs, and how close
+its sampled shares come to the job's own timing.
+
+    PYTHONPATH=. python bench/bench_attach.py [--periods 6] [--period 8] [--epochs 10] [--only accuracy|slowdown]
+
+**Slowdown** (budget: the job's steps/s at most 2% lower while attached). One job runs
+throughout: a PyTorch loop on two threads (``torch.set_num_threads(2)``: OpenMP's threads are
+those a stopped thread stalls) that prints its steps and the monotonic time every quarter of a
+second. The bench attaches (``devicewatch attach PID --record``) for PERIOD seconds, detaches
+(SIGINT) and leaves it alone for PERIOD seconds, PERIODS times, so that the two kinds alternate
+and neighbouring periods see the same outside load (pyperf's way). Each attached period is
+paired with the bare one after it; the slowdown is the median over the pairs of
+bare steps/s over attached steps/s, minus one. An attached period is timed from the recorder's
+first sample (an interpreter importing devicewatch is no sampling), less its first half second;
+a bare one from a second after the detach.
+
+**The sampler's CPU** (budget: at most 3% of one core): py-spy's own CPU time over the attached
+periods, from each run's end record (``instrument.sampled.sampler_cpu_s``), and the recorder's
+own (its samples' ``recorder_cpu``).
+
+**Accuracy** (the "±N points" every sampled figure carries): the input-bound loop of
+tests/integration/test_attach_process.py, attached after its first epoch; for every whole pass
+the sampled data, train and validate shares against the loop's own ``[truth]`` timing of that
+epoch, and over the whole run: the worst and the mean error in percentage points.
+
+The machine this ran on is shared with other programs: say so beside any figure from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.integration.test_attach_process import LOOP, Loop, passes, records, shares, whole_after  # noqa: E402
+
+JOB = '''
+import sys, time
+import torch
+torch.manual_seed(0)
+torch.set_num_threads(2)
+model = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x, y = torch.randn(64, 512), torch.randint(0, 10, (64,))
+end = time.monotonic() + float(sys.argv[1])
+steps, mark = 0, time.monotonic()
+while time.monotonic() < end:
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    steps += 1
+    now = time.monotonic()
+    if now - mark >= 0.25:
+        print(f"{now:.4f} {steps}", flush=True)
+        mark = now
+'''
+
+
+def attach_argv(pid: int, output: Path) -> list[str]:
+    return [sys.executable, "-m", "devicewatch", "attach", str(pid), "--record", str(output)]
+
+
+def rate(marks: list[tuple[float, int]], start: float, end: float) -> float | None:
+    inside = [(t, n) for t, n in marks if start <= t <= end]
+    if len(inside) < 2:
+        return None
+    return (inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0])
+
+
+def slowdown(periods: int, period: float, folder: Path) -> None:
+    script = folder / "job.py"
+    script.write_text(JOB)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    job = subprocess.Popen([sys.executable, str(script), str(2 * periods * period + 10)], stdout=subprocess.PIPE,
+                           text=True)
+    marks: list[tuple[float, int]] = []
+
+    def read() -> None:
+        assert job.stdout is not None
+        for line in job.stdout:
+            t, n = line.split()
+            marks.append((float(t), int(n)))
+
+    threading.Thread(target=read, daemon=True).start()
+    time.sleep(3)   # torch imported, the loop going
+    spans: list[tuple[str, float, float]] = []
+    cpu: list[tuple[float, float, float]] = []
+    try:
+        for k in range(periods):
+            out = folder / f"attached-{k}.jsonl"
+            watcher = subprocess.Popen(attach_argv(job.pid, out), cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.PIPE)
+            deadline = time.monotonic() + 60
+            while not (out.exists() and b'"sample"' in out.read_bytes()):   # the recorder is under way
+                assert time.monotonic() < deadline and watcher.poll() is None, "the attach did not start"
+                time.sleep(0.05)
+            began = time.monotonic()
+            time.sleep(period)
+            watcher.send_signal(signal.SIGINT)
+            watcher.wait(timeout=60)
+            spans.append(("attached", began + 0.5, began + period))
+            run = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+            end = run[-1]
+            own = [r["recorder_cpu"] for r in run if r.get("type") == "sample" and r.get("recorder_cpu") is not None]
+            cpu.append((end["instrument"]["sampled"]["sampler_cpu_s"], end["duration"],
+                        statistics.fmean(own) if own else float("nan")))
+            began = time.monotonic()
+            time.sleep(period)
+            spans.append(("bare", began + 1.0, began + period))
+    finally:
+        job.kill()
+        job.wait()
+    ratios = []
+    for k in range(0, len(spans), 2):
+        attached, bare = rate(marks, *spans[k][1:]), rate(marks, *spans[k + 1][1:])
+        if attached and bare:
+            ratios.append(bare / attached - 1)
+            print(f"pair {k // 2 + 1}: bare {bare:.1f} steps/s, attached {attached:.1f} steps/s "
+                  f"({100 * (bare / attached - 1):+.1f}%)")
+    print(f"slowdown while attached: median {100 * statistics.median(ratios):+.1f}% over {len(ratios)} pairs "
+          "(budget <= 2%)")
+    sampler = sum(c for c, _, _ in cpu) / sum(d for _, d, _ in cpu)
+    print(f"sampler (py-spy): {100 * sampler:.1f}% of one core; recorder: "
+          f"{statistics.fmean(r for _, _, r in cpu):.1f}% of one core (budget: sampler <= 3%)")
+
+
+def accuracy(epochs: int, folder: Path) -> None:
+    loop = Loop(folder, epochs, 0.004, 256)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = folder / "accuracy.jsonl"
+    try:
+        loop.wait_for("[truth] epoch 1 ")
+        subprocess.run(attach_argv(loop.process.pid, out), cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                       check=True, timeout=600)
+        loop.finish()
+    finally:
+        loop.kill()
+    run = records(out)
+    truths, sampled = whole_after(loop, run), passes(run)
+    errors = [abs(shares(sampled[n])[k] - shares(t)[k])
+              for n, t in zip(sorted(sampled), truths) for k in ("data", "train", "validate")]
+    seen = {k: sum(sampled[n][k] for n in sampled) for k in ("data", "train", "validate")}
+    truth = {k: sum(t[k] for t in truths) for k in ("data", "train", "validate")}
+    whole = max(abs(shares(seen)[k] - shares(truth)[k]) for k in seen)
+    print(f"accuracy: {len(sampled)} whole passes sampled, {len(truths)} epochs whole after the attach; "
+          f"over the run: worst share off by {whole:.1f} points; per epoch: worst {max(errors):.1f}, "
+          f"mean {statistics.fmean(errors):.1f} points")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--periods", type=int, default=6, help="attached periods (each paired with a bare one)")
+    parser.add_argument("--period", type=float, default=8.0, help="seconds a period lasts")
+    parser.add_argument("--epochs", type=int, default=10, help="epochs of the accuracy loop")
+    parser.add_argument("--only", choices=("accuracy", "slowdown"), help="measure one of the two")
+    args = parser.parse_args()
+    assert "[truth]" in LOOP
+    with tempfile.TemporaryDirectory(prefix="bench-attach-") as folder:
+        print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
+        if args.only != "slowdown":
+            accuracy(args.epochs, Path(folder))
+        if args.only != "accuracy":
+            slowdown(args.periods, args.period, Path(folder))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,209 @@
+"""The training loop's sampled stacks as the run's phases, epochs and loop figures.
+
+Fed the loop thread's slices in time order (``feed``), it writes what the zero-code
+instrumentation writes for a launched run, in the same vocabulary (``events``): a ``train``
+phase per pass over the training data with ``data`` phases inside it, a ``validate`` phase,
+and at the end of each pass its epoch event with the loop's figures (``UnitFigures``). Every
+event it writes says ``sampled``: its times are those of the samples, within a sampling period.
+
+A pass ends where the stacks say so: evaluation begins, or a DataLoader's iterator is made anew.
+The pass under way when the sampler joined is partial: its phases have no epoch number and no
+epoch event, so no figure mixes a partial pass with whole ones. Passes are numbered from the
+attach (1 is the first whole pass seen), or by the script's own loop variable where it can be
+read (``number``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .. import events
+from ..loop_figures import UnitFigures
+from ..runformat import records
+from .classify import DATA, TRAIN, VALIDATE, Classifier, loader_workers, new_iterator
+from .stacks import Slice
+
+DATA_JOIN_GAP = 0.05   # seconds: data waits closer than this are drawn as one data phase
+SOURCE = "auto"        # analysis reads these phases as the zero-code instrumentation's
+# A slice of another section than the slices either side of it, shorter than this many sampling
+# periods (or GLITCH seconds, the longer), is theirs. A non-blocking sample may read a stack while
+# it changes (evaluation's frames without the script's own line under no_grad), and one such
+# sample, however late the next one comes on a busy machine, must not end a pass.
+GLITCH_PERIODS = 2.5
+GLITCH = 0.05
+GAP = 0.1   # seconds without a sample that are a gap, not the time between two samples
+
+
+def _section(kind: str) -> str:
+    """Which section a kind belongs to: a pass (data and train), evaluation, or neither."""
+    return "pass" if kind in (DATA, TRAIN) else kind
+
+
+@dataclass
+class Pass:
+    epoch: int | None        # None: the pass under way at the attach (partial)
+    start: float
+    data_s: float = 0.0
+    train_s: float = 0.0
+    other_s: float = 0.0
+    steps: int = 0
+
+
+class PhaseBuilder:
+    def __init__(self, write: Callable[[dict[str, Any]], None], pid: int, thread: str = "MainThread",
+                 classifier: Classifier | None = None, workers: Callable[[], int] | None = None,
+                 period: float = 0.0):
+        self._write = write
+        self._pid = pid
+        self._thread = thread
+        self.classify = classifier or Classifier()
+        self._workers = workers or (lambda: 0)
+        self._glitch = max(GLITCH, GLITCH_PERIODS * period)   # period: seconds between two samples
+        self.section: str | None = None        # train (a pass is open), validate, or None
+        self.current: Pass | None = None
+        self.passes = 0                        # whole passes begun
+        self.after_pass = False                # a pass has ended: the next one is seen whole
+        self.last_kind: str | None = None
+        self.data_open: tuple[float, float] | None = None   # the data wait being drawn: (start, end)
+        self.loader: dict[str, Any] | None = None
+        self.end = 0.0
+        self._held: tuple[Slice, str] | None = None   # the slice judged once the next one comes
+        self._before: str | None = None               # the kind of the slice taken last
+        self.number: Callable[[], int | None] = lambda: None   # the script's epoch, where it can be read
+
+    # -- events ---------------------------------------------------------------------------
+
+    def _event(self, t: float, kind: str, **fields: Any) -> None:
+        self._write(records.event(round(t, 4), kind, pid=self._pid, thread=self._thread, source=SOURCE,
+                                  sampled=True, **fields))
+
+    def _phase(self, begin: bool, name: str, t: float, epoch: int | None) -> None:
+        self._event(t, events.PHASE_BEGIN if begin else events.PHASE_END, name=name, epoch=epoch,
+                    lane=events.DEFAULT_LANE)
+
+    # -- feeding --------------------------------------------------------------------------
+
+    def feed(self, piece: Slice) -> None:
+        """Take PIECE, the next of the loop thread's slices; it is judged with the one after it
+        in hand (a glitch is judged by its neighbours)."""
+        kind = self.classify.kind(piece.stack)
+        if self._held is not None:
+            held, held_kind = self._held
+            if self._before is not None and _section(self._before) == _section(kind) != _section(held_kind) \
+                    and held.end - held.start < self._glitch:
+                held_kind = self._before
+            self._take(held, held_kind)
+        self._held = (piece, kind)
+
+    def _take(self, piece: Slice, kind: str) -> None:
+        self._before = kind
+        start, end = max(piece.start, self.end), piece.end
+        if end <= start:
+            return
+        self._loader_seen(piece, start)
+        # After a moment nobody sampled (between two py-spy runs, a stalled machine) a change of
+        # section is put halfway through it: the best guess, within half the gap either way.
+        at = (self.end + start) / 2 if self.end > 0 and start - self.end > GAP else start
+        if kind == VALIDATE:
+            if self.section == TRAIN:
+                self._close_pass(at)
+            if self.section != VALIDATE:
+                self._phase(True, VALIDATE, at, self.current.epoch if self.current else None)
+                self.section = VALIDATE
+        elif kind in (DATA, TRAIN):
+            restart = new_iterator(piece.stack) and self.current is not None and self.current.steps > 0
+            if self.section == VALIDATE or restart:
+                self._open_pass(at, whole=True)
+            elif self.section is None:
+                self._open_pass(at, whole=self.after_pass)
+        elif self.section == VALIDATE:   # evaluation over, the next pass not begun (a checkpoint saved, the end)
+            self._phase(False, VALIDATE, at, self.current.epoch if self.current else None)
+            self.section = None
+        self._count(kind, start, end)
+        self.last_kind = kind
+        self.end = end
+
+    def _loader_seen(self, piece: Slice, t: float) -> None:
+        """The training DataLoader's setup, said once known (as the zero-code ``setup`` event)."""
+        workers = loader_workers(piece.stack)
+        if workers is None or self.section == VALIDATE:
+            return
+        loader = {"num_workers": max(1, self._workers()) if workers else 0}
+        if loader != self.loader:
+            self.loader = loader
+            self._event(t, events.INSTRUMENT, state="setup", loader=loader)
+
+    def _count(self, kind: str, start: float, end: float) -> None:
+        p = self.current
+        if p is None or self.section != TRAIN:
+            return
+        if kind == DATA:
+            p.data_s += end - start
+            if self.data_open is not None and start - self.data_open[1] <= DATA_JOIN_GAP:
+                self.data_open = (self.data_open[0], end)
+            else:
+                self._close_data()
+                self.data_open = (start, end)
+        else:
+            if kind == TRAIN:
+                p.train_s += end - start
+                if self.last_kind == DATA:
+                    p.steps += 1
+            else:
+                p.other_s += end - start
+            if self.data_open is not None and start - self.data_open[1] > DATA_JOIN_GAP:
+                self._close_data()
+
+    def _close_data(self) -> None:
+        if self.data_open is not None and self.current is not None:
+            start, end = self.data_open
+            self._phase(True, DATA, start, self.current.epoch)
+            self._phase(False, DATA, end, self.current.epoch)
+        self.data_open = None
+
+    def _open_pass(self, t: float, whole: bool) -> None:
+        if self.section == VALIDATE:
+            self._phase(False, VALIDATE, t, self.current.epoch if self.current else None)
+            self.after_pass = True
+        elif self.section == TRAIN:
+            self._close_pass(t)
+        epoch = None
+        if whole:
+            self.passes += 1
+            epoch = self.number() or self.passes
+        self.current = Pass(epoch, t)
+        self.section = TRAIN
+        self._phase(True, TRAIN, t, epoch)
+
+    def _close_pass(self, t: float) -> None:
+        p = self.current
+        assert p is not None
+        self._close_data()
+        self._phase(False, TRAIN, t, p.epoch)
+        self.section = None
+        self.after_pass = True
+        if p.epoch is None:
+            return
+        # The samples cover the pass but for the moments between two py-spy runs: the data wait is
+        # its share of what was sampled, over the whole pass.
+        sampled, loop = p.data_s + p.train_s + p.other_s, t - p.start
+        data = round(p.data_s / sampled * loop, 4) if sampled > 0 else 0.0
+        figures = UnitFigures(steps=p.steps, data_wait_s=data, wait_s=data, loader_wait_s=data, iterators=1,
+                              waited_on="DataLoader" if data > 0 else None,
+                              steps_per_s=round(p.steps / loop, 3) if loop > 0 and p.steps else None)
+        self._event(t, events.EPOCH, epoch=p.epoch, metrics=figures.to_json())
+
+    def finish(self) -> None:
+        """The process ended or was left: what is open ends where the last sample saw it."""
+        if self._held is not None:
+            self._take(*self._held)
+            self._held = None
+        at = self.end
+        if self.section == TRAIN:
+            self._close_data()
+            self._phase(False, TRAIN, at, self.current.epoch if self.current else None)
+        elif self.section == VALIDATE:
+            self._phase(False, VALIDATE, at, self.current.epoch if self.current else None)
+        self.section = None

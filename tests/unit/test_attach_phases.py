@@ -1,0 +1,179 @@
+"""The attach's pure parts: py-spy's trace as slices, stacks as kinds, slices as phase events."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from devicewatch.attach.classify import DATA, OTHER, TRAIN, VALIDATE, Classifier, loader_workers, read_source
+from devicewatch.attach.phases import PhaseBuilder
+from devicewatch.attach.stacks import Frame, Slice, slices
+
+SCRIPT = """\
+import torch
+for epoch in range(3):
+    for x, y in train:
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+    with torch.no_grad():
+        for x, y in val:
+            model(x)
+save(model)
+
+
+@torch.inference_mode()
+def score(batch):
+    return model(batch)
+"""
+
+
+def test_the_source_says_which_lines_evaluate_and_which_train() -> None:
+    source = read_source(SCRIPT)
+    # The with block (lines 7-9) and the decorated function (its def on 14 to its end on 15).
+    assert sorted(source.no_grad) == [(7, 9), (14, 15)]
+    # The outer loop (2-9) and the inner one (3-6) both hold backward() in their bodies.
+    assert sorted(source.training) == [(2, 9), (3, 6)]
+    assert not source.in_training(10) and not source.in_no_grad(10)
+
+
+def test_a_script_that_does_not_parse_says_nothing() -> None:
+    assert read_source("for x in :\n") == read_source("")
+
+
+LOADER_NEXT = Frame("_BaseDataLoaderIter.__next__", "/v/torch/utils/data/dataloader.py", 733)
+SINGLE = Frame("_SingleProcessDataLoaderIter._next_data", "/v/torch/utils/data/dataloader.py", 789)
+BACKWARD = Frame("Tensor.backward", "/v/site-packages/torch/_tensor.py", 626)
+FORWARD = Frame("Module._call_impl", "/v/site-packages/torch/nn/modules/module.py", 1750)
+
+
+def frames(script: Path, line: int, *inner: Frame) -> tuple[Frame, ...]:
+    return (Frame("<module>", str(script), line), *inner)
+
+
+def test_stacks_are_told_apart_by_their_frames_and_the_script_s_lines(tmp_path: Path) -> None:
+    script = tmp_path / "loop.py"
+    script.write_text(SCRIPT)
+    kind = Classifier().kind
+    assert kind(frames(script, 3, LOADER_NEXT, SINGLE)) == DATA
+    assert kind(frames(script, 5, BACKWARD)) == TRAIN
+    assert kind(frames(script, 4, FORWARD)) == TRAIN           # the loop's body, by the source
+    assert kind(frames(script, 8, LOADER_NEXT, SINGLE)) == VALIDATE   # the evaluation's own loader
+    assert kind(frames(script, 9, FORWARD)) == VALIDATE
+    assert kind(frames(script, 10)) == OTHER                   # after the loop
+    assert kind((Frame("evaluate", "/elsewhere/keras/src/trainers/trainer.py", 1), FORWARD)) == VALIDATE
+    # model.eval() is Module.eval, no evaluation loop
+    assert kind(frames(script, 10, Frame("Module.eval", "/v/torch/nn/modules/module.py", 2800))) == OTHER
+
+
+def test_the_loader_s_iterator_says_whether_it_has_workers() -> None:
+    assert loader_workers((LOADER_NEXT, SINGLE)) is False
+    assert loader_workers((LOADER_NEXT, Frame("_MultiProcessingDataLoaderIter._next_data", "x", 1))) is True
+    assert loader_workers((BACKWARD,)) is None
+
+
+def test_a_trace_becomes_each_thread_s_slices() -> None:
+    def event(ph: str, name: str, ts: int, tid: int = 7, line: int = 1) -> dict[str, Any]:
+        return {"ph": ph, "name": name, "ts": ts, "tid": tid, "args": {"filename": "f.py", "line": line}}
+
+    trace = [event("B", "thread (7): MainThread", 100), event("B", "main", 100), event("B", "a", 100),
+             event("E", "a", 300), event("B", "b", 300),
+             event("E", "b", 700), event("E", "main", 700), event("E", "thread (7): MainThread", 700)]
+    got = slices(trace)
+    assert [(s.thread, s.start, s.end, tuple(f.name for f in s.stack)) for s in got] == [
+        ("MainThread", 100e-6, 300e-6, ("main", "a")), ("MainThread", 300e-6, 700e-6, ("main", "b"))]
+
+
+class Kinds(Classifier):
+    """Stacks named by their kind: the builder's input without a script."""
+
+    def kind(self, stack: tuple[Frame, ...]) -> str:
+        return stack[-1].name
+
+
+def piece(kind: str, start: float, end: float) -> Slice:
+    return Slice("MainThread", 1, start, end, (Frame(kind, "x.py", 1),))
+
+
+def test_passes_become_train_validate_and_data_phases_with_their_epoch_figures() -> None:
+    written: list[dict[str, Any]] = []
+    builder = PhaseBuilder(written.append, pid=42, classifier=Kinds())
+    # Joined mid-pass: a partial pass (no epoch), then one whole pass, then a second cut short.
+    timeline = [(TRAIN, 0.0, 0.5), (VALIDATE, 0.5, 1.0),
+                (DATA, 1.0, 1.6), (TRAIN, 1.6, 1.8), (DATA, 1.8, 2.4), (TRAIN, 2.4, 2.6), (VALIDATE, 2.6, 3.0),
+                (DATA, 3.0, 3.2)]
+    for kind, start, end in timeline:
+        builder.feed(piece(kind, start, end))
+    builder.finish()
+    phases = [(r["kind"], r["name"], r["t"], r["epoch"]) for r in written if r["kind"].startswith("phase")]
+    assert phases == [
+        ("phase_begin", "train", 0.0, None), ("phase_end", "train", 0.5, None),
+        ("phase_begin", "validate", 0.5, None), ("phase_end", "validate", 1.0, None),
+        ("phase_begin", "train", 1.0, 1),
+        ("phase_begin", "data", 1.0, 1), ("phase_end", "data", 1.6, 1),
+        ("phase_begin", "data", 1.8, 1), ("phase_end", "data", 2.4, 1),
+        ("phase_end", "train", 2.6, 1), ("phase_begin", "validate", 2.6, 1),
+        ("phase_end", "validate", 3.0, 1), ("phase_begin", "train", 3.0, 2),
+        ("phase_begin", "data", 3.0, 2), ("phase_end", "data", 3.2, 2), ("phase_end", "train", 3.2, 2)]
+    epochs = [r for r in written if r["kind"] == "epoch"]
+    # Only the whole pass: 1.2 s of its 1.6 s waited on data, two steps (data, then train) in 1.6 s.
+    assert [(r["epoch"], r["t"]) for r in epochs] == [(1, 2.6)]
+    assert epochs[0]["metrics"] == {"steps": 2, "data_wait_s": 1.2, "wait_s": 1.2, "loader_wait_s": 1.2,
+                                    "iterators": 1, "waited_on": "DataLoader", "steps_per_s": 1.25}
+    assert all(r["sampled"] and r["source"] == "auto" and r["pid"] == 42 for r in written)
+
+
+def test_a_gap_between_windows_is_no_data_wait_and_an_overlap_is_taken_once() -> None:
+    written: list[dict[str, Any]] = []
+    builder = PhaseBuilder(written.append, pid=1, classifier=Kinds())
+    for kind, start, end in [(VALIDATE, 0.0, 0.2), (DATA, 0.2, 0.6), (TRAIN, 0.6, 0.8),
+                             (DATA, 0.7, 1.0),          # the next window, begun before the last ended
+                             (DATA, 1.2, 1.4),          # after 0.2 s nobody sampled
+                             (VALIDATE, 1.4, 1.6)]:
+        builder.feed(piece(kind, start, end))
+    builder.finish()
+    (epoch,) = [r for r in written if r["kind"] == "epoch"]
+    # Sampled: data 0.4 + 0.2 + 0.2, train 0.2, of 1.0 s; the pass lasted 1.2 s: 0.8 / 1.0 of it.
+    assert epoch["metrics"]["data_wait_s"] == 0.96
+
+
+def test_one_stray_sample_in_an_evaluation_begins_no_pass() -> None:
+    """A non-blocking read of a stack as it changes: 4 ms of data amid evaluation, and 10 ms of
+    neither, stay evaluation; 60 ms of data after it is the next pass."""
+    written: list[dict[str, Any]] = []
+    builder = PhaseBuilder(written.append, pid=1, classifier=Kinds())
+    for kind, start, end in [(DATA, 0.0, 1.0), (VALIDATE, 1.0, 1.2), (DATA, 1.2, 1.204), (VALIDATE, 1.204, 1.3),
+                             (OTHER, 1.3, 1.31), (VALIDATE, 1.31, 1.4), (DATA, 1.4, 1.46), (TRAIN, 1.46, 1.5)]:
+        builder.feed(piece(kind, start, end))
+    builder.finish()
+    phases = [(r["kind"], r["name"], r["t"]) for r in written if r["kind"].startswith("phase") and r["name"] != "data"]
+    assert phases == [("phase_begin", "train", 0.0), ("phase_end", "train", 1.0), ("phase_begin", "validate", 1.0),
+                      ("phase_end", "validate", 1.4), ("phase_begin", "train", 1.4), ("phase_end", "train", 1.5)]
+
+
+def test_a_change_of_section_in_a_gap_is_put_halfway_through_it() -> None:
+    written: list[dict[str, Any]] = []
+    builder = PhaseBuilder(written.append, pid=1, classifier=Kinds())
+    for kind, start, end in [(DATA, 0.0, 1.0), (VALIDATE, 1.4, 1.6), (DATA, 1.64, 1.8)]:
+        builder.feed(piece(kind, start, end))
+    builder.finish()
+    phases = [(r["kind"], r["name"], r["t"]) for r in written if r["kind"].startswith("phase") and r["name"] != "data"]
+    # 0.4 s unsampled between the pass and evaluation: the change at 1.2; 40 ms is no gap.
+    assert phases == [("phase_begin", "train", 0.0), ("phase_end", "train", 1.2), ("phase_begin", "validate", 1.2),
+                      ("phase_end", "validate", 1.64), ("phase_begin", "train", 1.64), ("phase_end", "train", 1.8)]
+
+
+def test_a_stray_sample_is_judged_by_the_sampling_period() -> None:
+    """At 25 samples a second a stray sample's slice lasts 40 ms, and 80 ms when the next sample
+    comes late: under 2.5 periods (100 ms) it is the evaluation's; 120 ms of data is a pass."""
+    def passes(stray: float) -> int:
+        written: list[dict[str, Any]] = []
+        builder = PhaseBuilder(written.append, pid=1, classifier=Kinds(), period=0.04)
+        for kind, start, end in [(DATA, 0.0, 1.0), (VALIDATE, 1.0, 1.2), (DATA, 1.2, 1.2 + stray),
+                                 (VALIDATE, 1.2 + stray, 1.5)]:
+            builder.feed(piece(kind, start, end))
+        builder.finish()
+        return sum(1 for r in written if r["kind"] == "phase_begin" and r["name"] == "train")
+
+    assert passes(0.08) == 1
+    assert passes(0.12) == 2
