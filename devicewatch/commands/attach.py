@@ -124,10 +124,11 @@ def headless(args: argparse.Namespace, target: AttachTarget, output: str) -> int
 def closing_text(run: Run) -> str:
     """The report as for any run, its advice for a job that cannot be restarted now, and a line
     saying its phases were sampled and within how many points."""
+    from ..analysis import run_figures
     from ..render.fit import output_width
     from ..render.report import report_text
 
-    lines = report_text(run).splitlines()
+    lines = report_text(run_figures(run)).splitlines()
     # The advice comes last, each wrapped from its "advice: " line on: wrapped again with the prefix.
     first = next((n for n, line in enumerate(lines) if line.startswith("advice: ")), len(lines))
     advice: list[str] = []
