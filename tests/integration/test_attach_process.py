@@ -330,9 +330,10 @@ def test_an_input_bound_loop_attached_after_its_first_epoch(tmp_path: Path) -> N
 
 
 def test_a_compute_bound_loop_is_not_input_bound(tmp_path: Path) -> None:
-    # Wide layers and no delay: about 0.4 GFLOP a step; a validation of 768 samples, long enough
-    # (some 0.3 s) to be seen between two py-spy runs on a busy machine (docs/attach.md).
-    loop, run, text = attached_run(tmp_path, delay=0.0, width=2048, epochs=12, more=("768",))
+    # Wide layers and no delay: about 0.4 GFLOP a step; a validation of 1536 samples, long enough
+    # (some 0.6 s, twice the windows' overlap) to be seen between two py-spy runs on a busy
+    # machine (docs/attach.md: a shorter one can fall between them and join two passes).
+    loop, run, text = attached_run(tmp_path, delay=0.0, width=2048, epochs=12, more=("1536",))
     sampled = passes(run)
     assert len(sampled) == len(whole_after(loop, run)) > 0
     assert "verdict: input-bound" not in text
