@@ -36,7 +36,8 @@ from ..merge import MAX_RATE_ERROR, SAME_BOOT
 from ..phase_kinds import kind_of
 from ..runformat.header import Header
 from ..runformat.percent import MISSING_PERCENT
-from ..runformat.runfile import Follower, Run, load_columns, read_header
+from ..runformat.runfile import Run, load_columns, read_header
+from ..runformat.tail import TailFollower
 
 # A node whose file has not grown for this long, and has no end record, is silent: at the
 # default 10 samples/s a recorder writes every 0.1 s, so 5 s is fifty samples missing.
@@ -103,7 +104,7 @@ class NodeFeed:
     def __init__(self, path: Path, silent_after: float = SILENT_AFTER):
         self.path = path
         self.silent_after = silent_after
-        self.follower: Follower | None = None
+        self.follower: TailFollower | None = None
         self.run: Run | None = None
         self.error: str | None = None
         self.ranks: dict[int, Rank] = {}
@@ -197,7 +198,7 @@ class NodeFeed:
             if self.follower is None:
                 if self._size <= 0:
                     return False
-                self.follower = Follower(self.path, keep=KEEP)
+                self.follower = TailFollower(self.path, keep=KEEP)
             records = self.follower.poll(samples=False)
         except RunFileError as exc:
             self.error = str(exc)
