@@ -1,8 +1,9 @@
 """A job's nodes followed live as one run: every node's run file in a folder (or a list of files).
 
 Each node's recorder writes its own file (``--record runs/%j/%h.jsonl``); this follows all of
-them at once, each through the one reader (``runfile.Follower``, or a finished file's columnar
-form), and keeps what the job view draws:
+them at once, each through the one reader (a finished file's columnar form; a growing one's
+journal from its tail, ``runformat.tail``: its events whole, of its samples only the newest, as
+only a node's latest reading is drawn), and keeps what the job view draws:
 
 - each node: its machine (cores, GPUs) and their latest readings, its ranks, how it ended, when
   it joined, and since when its file has not grown (a node whose recorder was killed or whose
@@ -113,6 +114,7 @@ class NodeFeed:
         self.cpu: np.ndarray = np.zeros(0)      # the latest reading of each core, %
         self.gpu: np.ndarray = np.zeros(0)      # of each GPU, %
         self.grown_at: float | None = None      # the wall clock of the file's last growth (its mtime)
+        self.seen_at: float | None = None       # the wall clock when it was last looked at
         self._size = -1
         finished = load_columns(path)
         if finished is not None and finished.finished:
@@ -170,11 +172,14 @@ class NodeFeed:
         return self.run.end.status if self.run is not None and self.run.end else None
 
     def silent(self, now: float) -> bool:
-        """No end record, and the file has not grown for SILENT_AFTER (or ten intervals)."""
+        """No end record, and the file had not grown for SILENT_AFTER (or ten intervals) when it
+        was last looked at: a node read first of a job that takes seconds to open is not
+        silent for the time its later nodes took."""
         if self.finished or self.grown_at is None:
             return False
         interval = (self.run.header.interval if self.run else None) or 0.1
-        return now - self.grown_at > max(self.silent_after, 10 * interval)
+        seen = now if self.seen_at is None else min(now, self.seen_at)
+        return seen - self.grown_at > max(self.silent_after, 10 * interval)
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -186,6 +191,7 @@ class NodeFeed:
         grew = stat.st_size != self._size
         self._size = stat.st_size
         self.grown_at = stat.st_mtime
+        self.seen_at = time.time()
         return grew
 
     def poll(self) -> bool:

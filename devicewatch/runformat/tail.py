@@ -56,6 +56,8 @@ class _TailFirst:
         return self._whole(size)
 
     def _first(self) -> bytes:
+        """The file so far, its lines sorted as the class says; each read's lines are found in
+        place (no copy of a read but the line it shares with the one before)."""
         others: list[bytes] = []
         newest: deque[bytes] = deque(maxlen=self._keep)
         pending = b""
@@ -66,14 +68,16 @@ class _TailFirst:
                 chunk = b""
             if not chunk:
                 break
-            block = pending + chunk
-            cut = block.rfind(b"\n")
-            if cut < 0:
-                pending = block
+            first = chunk.find(b"\n")
+            if first < 0:
+                pending += chunk
                 continue
-            complete, pending = block[:cut], block[cut + 1:]
-            others.extend(_other_lines(complete))
-            newest.extend(_newest_samples(complete, self._keep))
+            cut = chunk.rfind(b"\n")
+            joined = pending + chunk[:first]   # the line the read before left unfinished
+            (newest if joined.startswith(SAMPLE_PREFIX) else others).append(joined)
+            others.extend(_other_lines(chunk, first + 1, cut))
+            newest.extend(_newest_samples(chunk, first + 1, cut, self._keep))
+            pending = chunk[cut + 1:]
         return b"".join(line + b"\n" for line in (*others, *newest)) + pending
 
 
@@ -82,25 +86,29 @@ class _TailFirst:
 _OTHER_LINE = re.compile(rb"\n(?!" + re.escape(SAMPLE_PREFIX) + rb")")
 
 
-def _other_lines(block: bytes) -> list[bytes]:
-    """The lines of BLOCK (complete lines, the last without its line break) that are not samples."""
-    starts = [m.end() for m in _OTHER_LINE.finditer(block)]
-    if not block.startswith(SAMPLE_PREFIX):
-        starts.insert(0, 0)
+def _other_lines(block: bytes, start: int, end: int) -> list[bytes]:
+    """The lines of ``block[start:end]`` (whole lines, the last without its line break) that
+    are not samples."""
+    if start >= end:
+        return [b""] if start == end else []
+    starts = [m.end() for m in _OTHER_LINE.finditer(block, start, end)]
+    if not block.startswith(SAMPLE_PREFIX, start, end):
+        starts.insert(0, start)
     lines = []
-    for start in starts:
-        end = block.find(b"\n", start)
-        lines.append(block[start:] if end < 0 else block[start:end])
+    for begin in starts:
+        stop = block.find(b"\n", begin, end)
+        lines.append(block[begin:end if stop < 0 else stop])
     return lines
 
 
-def _newest_samples(block: bytes, keep: int) -> list[bytes]:
-    """The last KEEP sample lines of BLOCK, in order, read backwards from its end."""
+def _newest_samples(block: bytes, start: int, end: int, keep: int) -> list[bytes]:
+    """The last KEEP sample lines of ``block[start:end]``, in order, read backwards from its end."""
     found: list[bytes] = []
-    end = len(block)
-    while len(found) < keep and end >= 0:
-        start = block.rfind(b"\n", 0, end) + 1
-        if block.startswith(SAMPLE_PREFIX, start):
-            found.append(block[start:end])
-        end = start - 1
+    stop = end
+    while len(found) < keep and stop >= start:
+        cut = block.rfind(b"\n", start, stop)
+        begin = start if cut < 0 else cut + 1
+        if block.startswith(SAMPLE_PREFIX, begin, stop):
+            found.append(block[begin:stop])
+        stop = begin - 1
     return found[::-1]

@@ -54,9 +54,10 @@ def test_then_it_follows_the_file_as_it_grows_the_half_line_included(tmp_path):
         assert [e["kind"] for e in follower.run.events][-1] == "phase_end"
 
 
-def test_a_line_cut_by_the_readers_chunks_is_read_whole(tmp_path, monkeypatch):
+@pytest.mark.parametrize("chunk", [1, 37, 1000])
+def test_a_line_cut_by_the_readers_chunks_is_read_whole(tmp_path, monkeypatch, chunk):
     path = grown(tmp_path / "node.jsonl")
-    monkeypatch.setattr(tail._TailFirst, "CHUNK", 37)   # shorter than any line: every line straddles reads
+    monkeypatch.setattr(tail._TailFirst, "CHUNK", chunk)   # 1 and 37: every line straddles reads
     with TailFollower(path, keep=5) as follower, Follower(path) as whole:
         follower.poll(samples=False)
         whole.poll(samples=False)
