@@ -20,10 +20,11 @@
    not give).
 3. **Opening a job live for an hour** (budget ≤ 5 s): the same 16 node files as their recorders
    left them an hour in, still writing: each journal without its end record, and no columnar
-   form (a recorder writes that when its run ends), every file's time of change now so that no
-   node reads as silent. The same fresh process as 2, its imports counted in the figure (the
-   wait from the command to the first frame); the epochs judged must name the stragglers the
-   finished job names (all but the last epoch, which no rank has left).
+   form (a recorder writes that when its run ends), every file's time of change a minute ahead
+   (files that go on growing while a busy machine reads them), so that no node reads as
+   silent. The same fresh process as 2, its imports counted in the figure (the wait from the
+   command to the first frame); the epochs judged must name the stragglers the finished job
+   names (all but the last epoch, which no rank has left).
 
 ``--against DIR``: another checkout's ``devicewatch`` (the code before a change) timed beside
 this one on the same files, the two alternated run by run, so that a busy machine's load
@@ -128,8 +129,9 @@ def follow(seconds: float, keep: Path | None) -> None:
 OPEN = """
 import os, sys, time
 folder, nodes, finished = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "finished"
-for name in os.listdir(folder):   # a live job's files all written to just now: no node silent
-    os.utime(os.path.join(folder, name))
+ahead = time.time() + 60   # a live job's files go on growing while they are read: none silent
+for name in os.listdir(folder):
+    os.utime(os.path.join(folder, name), (ahead, ahead))
 started = time.perf_counter()
 from devicewatch.live.job import JobModel
 from devicewatch.tui.job_screen import JobScreen
