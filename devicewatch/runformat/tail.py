@@ -53,6 +53,7 @@ class _TailFirst:
             piece = self._ready[self._at:self._at + size]
             self._at += len(piece)
             return piece
+        self._ready, self._at = b"", 0   # served: let it go
         return self._whole(size)
 
     def _first(self) -> bytes:
