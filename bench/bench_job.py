@@ -1,7 +1,7 @@
 """A job of 16 nodes × 8 GPUs × 64 cores followed live, and finished ones opened.
 
     flock /tmp/devicewatch-bench.lock python -m bench.bench_job [--seconds 60] [--hours 1]
-                                                              [--day] [--keep DIR]
+                                                              [--day] [--keep DIR] [--against DIR]
 
 1. **Following** (budget ≤ 10 % of one core): a writer process writes the 16 nodes' run files
    at the real rate, 10 samples a second each (64 cores, 8 GPUs with the driver's buffered
@@ -18,6 +18,17 @@
    at 200 columns. ``--day``: a node's day made once, the 16 nodes its 16 hard links (the same
    work per node; their pages shared in the page cache, which a cold cluster file system would
    not give).
+3. **Opening a job live for an hour** (budget ≤ 5 s): the same 16 node files as their recorders
+   left them an hour in, still writing: each journal without its end record, and no columnar
+   form (a recorder writes that when its run ends), every file's time of change a minute ahead
+   (files that go on growing while a busy machine reads them), so that no node reads as
+   silent. The same fresh process as 2, its imports counted in the figure (the wait from the
+   command to the first frame); the epochs judged must name the stragglers the finished job
+   names (all but the last epoch, which no rank has left).
+
+``--against DIR``: another checkout's ``devicewatch`` (the code before a change) timed beside
+this one on the same files, the two alternated run by run, so that a busy machine's load
+falls on both alike.
 """
 
 from __future__ import annotations
@@ -44,6 +55,7 @@ EPOCH = 20.0
 WARMUP = 10.0
 BUDGET_CORE = 0.10
 BUDGET_HOUR, BUDGET_DAY = 3.0, 20.0
+BUDGET_LIVE = 5.0
 
 
 # -- 1. following a live job ----------------------------------------------------------------
@@ -115,7 +127,11 @@ def follow(seconds: float, keep: Path | None) -> None:
 # -- 2. opening a finished job --------------------------------------------------------------
 
 OPEN = """
-import sys, time
+import os, sys, time
+folder, nodes, finished = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "finished"
+ahead = time.time() + 60   # a live job's files go on growing while they are read: none silent
+for name in os.listdir(folder):
+    os.utime(os.path.join(folder, name), (ahead, ahead))
 started = time.perf_counter()
 from devicewatch.live.job import JobModel
 from devicewatch.tui.job_screen import JobScreen
@@ -126,32 +142,75 @@ nodes = model.ordered()
 texts = [screen.title_text(nodes), screen.nodes_text(nodes, 198, time.time()), screen.epochs_text(198),
          screen.lanes_text(198)]
 done = time.perf_counter()
-assert len(nodes) == int(sys.argv[2]) and all(n.finished for n in nodes), [n.path for n in nodes]
-print(f"{done - imported:.3f} {imported - started:.3f} {len(model.ranks())} {len(model.stragglers)}")
+assert len(nodes) == int(sys.argv[2]) and all(n.finished == finished for n in nodes), [n.path for n in nodes]
+named = ",".join(f"{e}:{s.last_rank}" for e, s in sorted(model.stragglers.items()))
+print(f"{done - imported:.3f} {imported - started:.3f} {len(model.ranks())} {len(model.stragglers)} {named or '-'}")
 """
 
 
-def open_figure(folder: Path, label: str, budget: float, repeats: int = 3) -> None:
-    times = []
+def open_once(folder: Path, finished: bool, code: Path = ROOT) -> list[str]:
+    """One fresh process opening FOLDER's job with CODE's devicewatch (``-c`` puts its working
+    folder first on the path): its figures as printed."""
+    return subprocess.run([sys.executable, "-c", OPEN, str(folder), str(NODES), "finished" if finished else "live"],
+                          cwd=code, env=dict(os.environ, PYTHONPATH=str(code)), capture_output=True, text=True,
+                          check=True).stdout.split()
+
+
+def open_figure(folder: Path, label: str, budget: float, repeats: int = 3, finished: bool = True,
+                against: Path | None = None) -> list[str]:
+    """Best of REPEATS openings (alternated with AGAINST's code where given); the last one's
+    figures returned. A finished job's budget is the model and text's; a live job's counts its
+    imports too (the wait from the command to its first frame)."""
+    times: list[float] = []
+    before: list[float] = []
     for _ in range(repeats):
-        out = subprocess.run([sys.executable, "-c", OPEN, str(folder), str(NODES)], cwd=ROOT, env=dict(
-            os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, check=True).stdout.split()
-        times.append(float(out[0]))
+        out = open_once(folder, finished)
+        times.append(float(out[0]) + (0.0 if finished else float(out[1])))
+        if against is not None:
+            old = open_once(folder, finished, against)
+            before.append(float(old[0]) + (0.0 if finished else float(old[1])))
     best = min(times)
-    print(f"opening a finished {NODES}-node {label} (job model and its first frame's text): best {best:.2f} s of "
-          f"{repeats} ({', '.join(f'{t:.2f}' for t in times)}; imports {float(out[1]):.2f} s more); "
+    what = "job model and its first frame's text" + ("" if finished else ", imports included")
+    more = f"imports {float(out[1]):.2f} s more" if finished else f"of which imports {float(out[1]):.2f} s"
+    print(f"opening a {label} ({what}): best {best:.2f} s of "
+          f"{repeats} ({', '.join(f'{t:.2f}' for t in times)}; {more}); "
           f"{out[2]} ranks, {out[3]} epochs judged; budget ≤ {budget:g} s: {'met' if best <= budget else 'MISSED'}")
+    if before:
+        print(f"  the code in {against}, alternated with it: best {min(before):.2f} s "
+              f"({', '.join(f'{t:.2f}' for t in before)})")
+    return out
 
 
-def finished_hour(hours: float, keep: Path | None) -> None:
+def live_copy(finished: Path, live: Path) -> None:
+    """FINISHED's node files as their recorders left them before the end: no end record, no columnar form."""
+    for path in sorted(finished.glob("*.jsonl")):
+        with open(path, "rb") as source:
+            data = source.read()
+        last = data.rindex(b"\n", 0, len(data) - 1) + 1
+        assert b'"type":"end"' in data[last:], path
+        (live / path.name).write_bytes(data[:last])
+
+
+def finished_hour(hours: float, keep: Path | None, against: Path | None = None) -> None:
     folder = Path(tempfile.mkdtemp(prefix="bench-job-hour-", dir=keep))
+    live = Path(tempfile.mkdtemp(prefix="bench-job-live-", dir=keep))
     started = time.perf_counter()
     for node in range(NODES):
         generate_node(str(folder / f"gpu{node:03d}.jsonl"), node, NODES, CORES, GPUS, hours, ranks=RANKS)
+    live_copy(folder, live)
     print(f"(made {NODES} node files of {hours:g} h in {time.perf_counter() - started:.0f} s)", flush=True)
-    open_figure(folder, f"{hours:g} h", BUDGET_HOUR if hours <= 1 else BUDGET_DAY)
+    done = open_figure(folder, f"finished {NODES}-node {hours:g} h", BUDGET_HOUR if hours <= 1 else BUDGET_DAY,
+                       against=against)
+    going = open_figure(live, f"{NODES}-node job live for {hours:g} h", BUDGET_LIVE, finished=False, against=against)
+    judged = dict(pair.split(":") for pair in done[4].split(",")) if done[4] != "-" else {}
+    live_judged = dict(pair.split(":") for pair in going[4].split(",")) if going[4] != "-" else {}
+    same = all(judged.get(epoch) == rank for epoch, rank in live_judged.items())
+    verdict = "the finished job's" if same else "NOT the finished job's"
+    print(f"  the stragglers of the live job's {len(live_judged)} epochs judged: {verdict} (which judged "
+          f"{len(judged)}: its last epoch too, closed by its end)")
     if keep is None:
         shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(live, ignore_errors=True)
 
 
 def finished_day(keep: Path | None) -> None:
@@ -163,7 +222,7 @@ def finished_day(keep: Path | None) -> None:
         for suffix in ("", ".columns"):
             os.link(f"{first}{suffix}", folder / f"gpu{node:03d}.jsonl{suffix}")
     print(f"(made a node's day in {time.perf_counter() - started:.0f} s; the 16 nodes its hard links)", flush=True)
-    open_figure(folder, "day (16 links to one node's day)", BUDGET_DAY)
+    open_figure(folder, f"finished {NODES}-node day (16 links to one node's day)", BUDGET_DAY)
     if keep is None:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -176,6 +235,8 @@ def main() -> None:
     parser.add_argument("--skip-follow", action="store_true")
     parser.add_argument("--skip-open", action="store_true")
     parser.add_argument("--keep", type=Path, help="make the files in DIR and keep them")
+    parser.add_argument("--against", type=Path, metavar="DIR",
+                        help="another checkout (the code before) whose job model is timed alternately beside this one's")
     parser.add_argument("--write", type=Path, help=argparse.SUPPRESS)   # the writer process
     args = parser.parse_args()
     if args.write:
@@ -184,7 +245,7 @@ def main() -> None:
     if not args.skip_follow:
         follow(args.seconds, args.keep)
     if not args.skip_open:
-        finished_hour(args.hours, args.keep)
+        finished_hour(args.hours, args.keep, args.against)
     if args.day:
         finished_day(args.keep)
 

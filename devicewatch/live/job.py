@@ -1,8 +1,9 @@
 """A job's nodes followed live as one run: every node's run file in a folder (or a list of files).
 
 Each node's recorder writes its own file (``--record runs/%j/%h.jsonl``); this follows all of
-them at once, each through the one reader (``runfile.Follower``, or a finished file's columnar
-form), and keeps what the job view draws:
+them at once, each through the one reader (a finished file's columnar form; a growing one's
+journal from its tail, ``runformat.tail``: its events whole, of its samples only the newest, as
+only a node's latest reading is drawn), and keeps what the job view draws:
 
 - each node: its machine (cores, GPUs) and their latest readings, its ranks, how it ended, when
   it joined, and since when its file has not grown (a node whose recorder was killed or whose
@@ -36,7 +37,8 @@ from ..merge import MAX_RATE_ERROR, SAME_BOOT
 from ..phase_kinds import kind_of
 from ..runformat.header import Header
 from ..runformat.percent import MISSING_PERCENT
-from ..runformat.runfile import Follower, Run, load_columns, read_header
+from ..runformat.runfile import Run, load_columns, read_header
+from ..runformat.tail import TailFollower
 
 # A node whose file has not grown for this long, and has no end record, is silent: at the
 # default 10 samples/s a recorder writes every 0.1 s, so 5 s is fifty samples missing.
@@ -103,7 +105,7 @@ class NodeFeed:
     def __init__(self, path: Path, silent_after: float = SILENT_AFTER):
         self.path = path
         self.silent_after = silent_after
-        self.follower: Follower | None = None
+        self.follower: TailFollower | None = None
         self.run: Run | None = None
         self.error: str | None = None
         self.ranks: dict[int, Rank] = {}
@@ -112,6 +114,7 @@ class NodeFeed:
         self.cpu: np.ndarray = np.zeros(0)      # the latest reading of each core, %
         self.gpu: np.ndarray = np.zeros(0)      # of each GPU, %
         self.grown_at: float | None = None      # the wall clock of the file's last growth (its mtime)
+        self.seen_at: float | None = None       # the wall clock when it was last looked at
         self._size = -1
         finished = load_columns(path)
         if finished is not None and finished.finished:
@@ -169,11 +172,14 @@ class NodeFeed:
         return self.run.end.status if self.run is not None and self.run.end else None
 
     def silent(self, now: float) -> bool:
-        """No end record, and the file has not grown for SILENT_AFTER (or ten intervals)."""
+        """No end record, and the file had not grown for SILENT_AFTER (or ten intervals) when it
+        was last looked at: a node read first of a job that takes seconds to open is not
+        silent for the time its later nodes took."""
         if self.finished or self.grown_at is None:
             return False
         interval = (self.run.header.interval if self.run else None) or 0.1
-        return now - self.grown_at > max(self.silent_after, 10 * interval)
+        seen = now if self.seen_at is None else min(now, self.seen_at)
+        return seen - self.grown_at > max(self.silent_after, 10 * interval)
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -185,6 +191,7 @@ class NodeFeed:
         grew = stat.st_size != self._size
         self._size = stat.st_size
         self.grown_at = stat.st_mtime
+        self.seen_at = time.time()
         return grew
 
     def poll(self) -> bool:
@@ -197,7 +204,7 @@ class NodeFeed:
             if self.follower is None:
                 if self._size <= 0:
                     return False
-                self.follower = Follower(self.path, keep=KEEP)
+                self.follower = TailFollower(self.path, keep=KEEP)
             records = self.follower.poll(samples=False)
         except RunFileError as exc:
             self.error = str(exc)

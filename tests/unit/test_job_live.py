@@ -156,3 +156,52 @@ def test_a_phase_begun_again_inside_itself_pairs_as_report_pairs_it_and_both_nam
     reported = json.loads(capsys.readouterr().out)["stragglers"]
     assert reported[0]["epoch"] == 1 and reported[0]["last_rank"] == row.last_rank == 1
     assert reported[0]["waited"] == {"0": pytest.approx(0.3)}
+
+
+def test_a_node_an_hour_in_is_opened_from_its_tail_with_every_phase_and_its_latest_reading(tmp_path):
+    """A node's file as the one writer writes it, still growing, 5 × KEEP samples long: the
+    model reads its every phase and only its newest KEEP samples (their ``total``: none before
+    them decoded), the latest the one it draws; the straggler judged as from literal files."""
+    from devicewatch.live.job import KEEP
+    from devicewatch.runformat.writer import RunWriter
+
+    samples = 5 * KEEP
+    writers = []
+    for rank, unix in ((0, 1000.0), (1, 1000.0)):
+        header = {"interval": 0.1, "started_unix": unix, "clock": {"unix": unix, "mono": 50.0},
+                  "host": {"hostname": "box", "cpu_count": 2, "gpus": []}, "job": {"id": "4711", "from": "SLURM_JOB_ID"}}
+        writers.append(RunWriter(tmp_path / f"node{rank}.jsonl", header))
+    who = lambda rank: {"rank": rank, "local_rank": 0, "world_size": 2, "group_rank": rank, "pid": 100 + rank}  # noqa: E731
+    for i in range(1, samples + 1):
+        for rank, writer in enumerate(writers):
+            writer.write({"type": "sample", "t": i / 10, "cpu": [float(i), 10.0 * rank], "cpu_total": 1.0})
+            if i == 1:
+                writer.write({"type": "event", "t": 0.1, "kind": "phase_begin", "name": "train", "epoch": 1, **who(rank)})
+            if i == 20 + 10 * rank:   # rank 0's train ends at 2.0 s, rank 1's at 3.0 s
+                writer.write({"type": "event", "t": i / 10, "kind": "phase_end", "name": "train", "epoch": 1, **who(rank)})
+            if i == 40:
+                writer.write({"type": "event", "t": 4.0, "kind": "phase_begin", "name": "train", "epoch": 2, **who(rank)})
+    for writer in writers:
+        writer.close()
+    model = JobModel(folder=tmp_path)
+    node0, node1 = model.ordered()
+    assert (node0.label, node1.label) == ("node 0", "node 1") and not node0.finished
+    assert node0.run.samples.total == len(node0.run.samples) == KEEP
+    assert node0.cpu.tolist() == [samples, 0.0] and node1.cpu.tolist() == [samples, 10.0]
+    assert node0.last_seen == pytest.approx(samples / 10)
+    row = model.stragglers[1]
+    assert row.last_rank == 1 and row.waited == {0: pytest.approx(1.0)}
+    assert 2 not in model.stragglers          # both ranks still in epoch 2
+
+
+def test_a_node_is_silent_by_its_file_as_last_looked_at_not_by_the_time_its_job_took_to_open(tmp_path):
+    a = NodeWriter(tmp_path, 0, 1000.0, 50.0)
+    a.sample(0.1, [1, 2, 3, 4])
+    model = JobModel(folder=tmp_path)
+    node = model.ordered()[0]
+    later = time.time() + SILENT_AFTER + 3     # the other nodes' files took that long to read
+    assert not node.silent(later)
+    long_ago = time.time() - SILENT_AFTER - 10
+    os.utime(a.path, (long_ago, long_ago))
+    model.poll()                                # looked at again: it has not grown since long ago
+    assert node.silent(time.time())
