@@ -20,7 +20,8 @@
    on ``PYTHONPATH`` to profile that code: a part it lacks is left out.
 
    With ``--against CHECKOUT`` (``--threads`` only), the fourth alternates this checkout's
-   recorder with another's, pair by pair, and prints each pair's ratio and the medians.
+   recorder with another's, pair by pair, and prints each pair's ratio and the medians; with
+   ``--at-once``, each pair's four recorders run side by side, read over the same window.
 
     python -m bench.bench_recorder [--seconds 30] [--churn | --threads [--against DIR] | --profile [one|many]]
 """
@@ -205,16 +206,41 @@ def interval_errors_ms(run) -> np.ndarray:
     return np.abs(np.diff(times) - run.header.interval) * 1000
 
 
-def against(other: str, pairs: int, seconds: float, script: str, folder: str) -> None:
+def together(runs: dict[tuple[str, str], tuple[list[str], str, str]], measure_from: float,
+             measure_to: float) -> dict[tuple[str, str], float]:
+    """Each run's recorder (KEY: workload, checkout, output) started at once, each one's CPU (%
+    of one core) read over the same window: the machine's moment falls on all alike."""
+    recorders = {}
+    for key, (workload, code, out) in runs.items():
+        env = dict(os.environ, PYTHONPATH=code)
+        recorders[key] = subprocess.Popen([sys.executable, "-m", "devicewatch", "--record", out, "--quiet", "--",
+                                           *workload], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    time.sleep(measure_from)
+    start, wall_start = {key: cpu_seconds(r.pid) for key, r in recorders.items()}, time.monotonic()
+    time.sleep(measure_to - measure_from)
+    end, wall_end = {key: cpu_seconds(r.pid) for key, r in recorders.items()}, time.monotonic()
+    for recorder in recorders.values():
+        recorder.wait()
+    return {key: 100.0 * (end[key] - start[key]) / (wall_end - wall_start) for key in recorders}
+
+
+def against(other: str, pairs: int, seconds: float, script: str, folder: str, at_once: bool = False) -> None:
     """The recorder of this checkout (``new``) and of OTHER (``old``) on the one-thread and the
-    200-thread workloads, in turn, PAIRS times: a busy machine's drift falls on both alike."""
+    200-thread workloads, in turn, PAIRS times: a busy machine's drift falls on both alike.
+    AT_ONCE: the four recorders side by side at the same time, read from 8 s on (a start slowed
+    by a busy machine stays out of the window)."""
     mine = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     workloads = {"one thread": [sys.executable, "-c", f"import time; time.sleep({seconds})"],
                  "200 threads": [sys.executable, script, str(seconds)]}
     figures: dict[tuple[str, str], list[float]] = collections.defaultdict(list)
     for pair in range(pairs):
         order = [("old", other), ("new", mine)]
-        for label, code in order if pair % 2 == 0 else order[::-1]:
+        if at_once:
+            runs = {(label, name): (workload, code, os.path.join(folder, f"{label}-{pair}-{name[:3]}.jsonl"))
+                    for label, code in order for name, workload in workloads.items()}
+            for key, cpu in together(runs, 8.0, seconds - 1.0).items():
+                figures[key].append(cpu)
+        for label, code in (order if pair % 2 == 0 else order[::-1]) if not at_once else ():
             for name, workload in workloads.items():
                 out = os.path.join(folder, f"{label}-{pair}-{name[:3]}.jsonl")
                 figures[label, name].append(record(workload, out, 3.0, seconds - 1.0, code=code))
@@ -241,6 +267,8 @@ def main() -> None:
                         help="with --threads: this checkout's recorder and CHECKOUT's in turn, pair by pair "
                              "(the order swapped each pair), each pair's ratio and the medians")
     parser.add_argument("--pairs", type=int, default=3, help="with --against: how many pairs (default 3)")
+    parser.add_argument("--at-once", action="store_true",
+                        help="with --against: each pair's four recorders side by side at the same time")
     parser.add_argument("--profile", nargs="?", const="both", choices=("one", "many", "both"),
                         help="only the fifth: the CPU µs of each part of a sample, in this process "
                              "(one thread, the 200 threads' workload, or both)")
@@ -265,7 +293,7 @@ def main() -> None:
         with open(script, "w") as f:
             f.write(THREADS)
         if args.against:
-            against(args.against, args.pairs, seconds, script, folder)
+            against(args.against, args.pairs, seconds, script, folder, args.at_once)
             return
         idle_cpu = record([sys.executable, "-c", f"import time; time.sleep({seconds})"],
                           os.path.join(folder, "one.jsonl"), 3.0, seconds - 1.0)
