@@ -19,7 +19,11 @@
    which a busy machine inflates less than a share of a core. Run with another checkout first
    on ``PYTHONPATH`` to profile that code: a part it lacks is left out.
 
-    python -m bench.bench_recorder [--seconds 30] [--churn | --threads | --profile [one|many]]
+   With ``--against CHECKOUT`` (``--threads`` only), the fourth alternates this checkout's
+   recorder with another's, pair by pair, and prints each pair's ratio and the medians; with
+   ``--at-once``, each pair's four recorders run side by side, read over the same window.
+
+    python -m bench.bench_recorder [--seconds 30] [--churn | --threads [--against DIR] | --profile [one|many]]
 """
 
 from __future__ import annotations
@@ -103,11 +107,14 @@ def cpu_seconds(pid: int) -> float:
 
 
 def record(workload: list[str], out: str, measure_from: float, measure_to: float,
-           options: tuple[str, ...] = ()) -> float:
+           options: tuple[str, ...] = (), code: str | None = None) -> float:
     """Record WORKLOAD; return the recorder's CPU (% of one core) between the two instants.
-    OPTIONS: more of the recorder's (``--terminal 80x24``: the workload on a pseudo-terminal)."""
+    OPTIONS: more of the recorder's (``--terminal 80x24``: the workload on a pseudo-terminal).
+    CODE: the checkout whose recorder runs (first on ``PYTHONPATH``), else this process's."""
+    env = None if code is None else dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [code, *filter(None, [os.environ.get("PYTHONPATH")])]))
     recorder = subprocess.Popen([sys.executable, "-m", "devicewatch", "--record", out, "--quiet", *options,
-                                 "--", *workload], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                 "--", *workload], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     time.sleep(measure_from)
     cpu_start, wall_start = cpu_seconds(recorder.pid), time.monotonic()
     time.sleep(measure_to - measure_from)
@@ -134,6 +141,7 @@ PARTS = (
     ("devicewatch.probes.process", "SelfProbe", "sample", "  recorder's own CPU"),
     ("devicewatch.recorder.recorder", "Recorder", "_write", "run file (every record)"),
     ("devicewatch.runformat.schema", "Encoder", "encode", "  encode a sample"),
+    ("devicewatch.runformat.encode", "SampleEncoder", "encode", "  encode a sample"),
     ("devicewatch.runformat.writer", "_Columns", "feed", "  columns"),
     ("devicewatch.recorder.event_channel", "EventChannel", "read_ready", "events"),
     ("devicewatch.recorder.workload", "Workload", "poll", "workload's exit"),
@@ -198,6 +206,56 @@ def interval_errors_ms(run) -> np.ndarray:
     return np.abs(np.diff(times) - run.header.interval) * 1000
 
 
+def together(runs: dict[tuple[str, str], tuple[list[str], str, str]], measure_from: float,
+             measure_to: float) -> dict[tuple[str, str], float]:
+    """Each run's recorder (KEY: workload, checkout, output) started at once, each one's CPU (%
+    of one core) read over the same window: the machine's moment falls on all alike."""
+    recorders = {}
+    for key, (workload, code, out) in runs.items():
+        env = dict(os.environ, PYTHONPATH=code)
+        recorders[key] = subprocess.Popen([sys.executable, "-m", "devicewatch", "--record", out, "--quiet", "--",
+                                           *workload], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    time.sleep(measure_from)
+    start, wall_start = {key: cpu_seconds(r.pid) for key, r in recorders.items()}, time.monotonic()
+    time.sleep(measure_to - measure_from)
+    end, wall_end = {key: cpu_seconds(r.pid) for key, r in recorders.items()}, time.monotonic()
+    for recorder in recorders.values():
+        recorder.wait()
+    return {key: 100.0 * (end[key] - start[key]) / (wall_end - wall_start) for key in recorders}
+
+
+def against(other: str, pairs: int, seconds: float, script: str, folder: str, at_once: bool = False) -> None:
+    """The recorder of this checkout (``new``) and of OTHER (``old``) on the one-thread and the
+    200-thread workloads, in turn, PAIRS times: a busy machine's drift falls on both alike.
+    AT_ONCE: the four recorders side by side at the same time, read from 8 s on (a start slowed
+    by a busy machine stays out of the window)."""
+    mine = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    workloads = {"one thread": [sys.executable, "-c", f"import time; time.sleep({seconds})"],
+                 "200 threads": [sys.executable, script, str(seconds)]}
+    figures: dict[tuple[str, str], list[float]] = collections.defaultdict(list)
+    for pair in range(pairs):
+        order = [("old", other), ("new", mine)]
+        if at_once:
+            runs = {(label, name): (workload, code, os.path.join(folder, f"{label}-{pair}-{name[:3]}.jsonl"))
+                    for label, code in order for name, workload in workloads.items()}
+            for key, cpu in together(runs, 8.0, seconds - 1.0).items():
+                figures[key].append(cpu)
+        for label, code in (order if pair % 2 == 0 else order[::-1]) if not at_once else ():
+            for name, workload in workloads.items():
+                out = os.path.join(folder, f"{label}-{pair}-{name[:3]}.jsonl")
+                figures[label, name].append(record(workload, out, 3.0, seconds - 1.0, code=code))
+        load = os.getloadavg()[0]
+        print(f"pair {pair + 1} (load {load:.1f}): " + "; ".join(
+            f"{name} old {figures['old', name][-1]:.2f}% new {figures['new', name][-1]:.2f}% "
+            f"(new/old {figures['new', name][-1] / figures['old', name][-1]:.2f})" for name in workloads), flush=True)
+    for name in workloads:
+        old, new = figures["old", name], figures["new", name]
+        ratios = [b / a for a, b in zip(old, new)]
+        print(f"{name}: old median {np.median(old):.2f}% ({np.median(old) * 1000:.0f} CPU µs a sample at 10 Hz), "
+              f"new median {np.median(new):.2f}% ({np.median(new) * 1000:.0f} µs); new/old pair by pair "
+              f"{', '.join(f'{r:.2f}' for r in ratios)}, median {np.median(ratios):.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=30.0, help="length of each recording")
@@ -205,6 +263,12 @@ def main() -> None:
                         help="only the third: workers that come and go (a 60 s recording, measured over its last 25 s)")
     parser.add_argument("--threads", action="store_true",
                         help="only the fourth: 200 threads in the workload's tree, beside an idle workload")
+    parser.add_argument("--against", metavar="CHECKOUT",
+                        help="with --threads: this checkout's recorder and CHECKOUT's in turn, pair by pair "
+                             "(the order swapped each pair), each pair's ratio and the medians")
+    parser.add_argument("--pairs", type=int, default=3, help="with --against: how many pairs (default 3)")
+    parser.add_argument("--at-once", action="store_true",
+                        help="with --against: each pair's four recorders side by side at the same time")
     parser.add_argument("--profile", nargs="?", const="both", choices=("one", "many", "both"),
                         help="only the fifth: the CPU µs of each part of a sample, in this process "
                              "(one thread, the 200 threads' workload, or both)")
@@ -228,6 +292,9 @@ def main() -> None:
         script = os.path.join(folder, "threads.py")
         with open(script, "w") as f:
             f.write(THREADS)
+        if args.against:
+            against(args.against, args.pairs, seconds, script, folder, args.at_once)
+            return
         idle_cpu = record([sys.executable, "-c", f"import time; time.sleep({seconds})"],
                           os.path.join(folder, "one.jsonl"), 3.0, seconds - 1.0)
         many_out = os.path.join(folder, "many.jsonl")

@@ -24,10 +24,11 @@ Each member is read from its own /proc/PID/stat, kept open (``procfs.TaskStat``:
 threads in one read), or through psutil where there is no such /proc. Where the kernel keeps
 scheduler statistics, each member's threads' run-queue delay is read too (``procfs.ThreadDelays``):
 the time they were ready to run and waited for a core, which is what other programs, a CPU
-quota or more threads than cores cost the workload. Those are read ``THREADS_READ`` a sample
-in turn: each delay is a running total, so a thread read once a second adds all its waiting
-since, and the figure's readers (the contention verdict, over two seconds at least; the
-dashboard's chart, drawn a few times a second) need seconds, not tenths.
+quota or more threads than cores cost the workload. Those are read in turn, as few a sample as
+read every thread once in ``THREADS_COVER`` samples (two seconds at 10 Hz: 200 threads, ten a
+sample), ``THREADS_READ`` at most: each delay is a running total, so a thread read every two
+seconds adds all its waiting since, and the figure's readers (the contention verdict, over two
+seconds at least; the dashboard's chart, drawn a few times a second) need seconds, not tenths.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ from . import procfs
 REFRESH_EVERY = 10
 MAX_TASKS_READ = 128    # threads' children lists read per process and refresh
 MAX_MEMBERS = 64        # processes read per sample
-THREADS_READ = 20       # threads' run-queue delays read per sample, in turn: 200 threads each once a second
+THREADS_READ = 20       # threads' run-queue delays read per sample at most, in turn
+THREADS_COVER = 20      # samples in which every thread's delay is read, where THREADS_READ allows
 
 # The workload tree's readings, in the order the run file stores them; RSS in MiB. ``cpu_wait``:
 # how long its threads waited for a core (run-queue delay), % of one core like ``cpu``: 100 is
@@ -281,10 +283,11 @@ class ProcessTreeProbe:
             count += 1
         if count == 0:
             return None
-        # The threads' delays, THREADS_READ a sample, the processes taken in turn from a
-        # different one each sample so that none is left out however many there are.
-        budget = THREADS_READ
+        # The threads' delays, each once in THREADS_COVER samples (THREADS_READ a sample at
+        # most), the processes taken in turn from a different one each sample so that none is
+        # left out however many there are.
         readers = list(self._delays.values())
+        budget = min(THREADS_READ, -(-sum(delays.threads for delays in readers) // THREADS_COVER))
         start = self._tick % len(readers) if readers else 0
         for delays in readers[start:] + readers[:start]:
             if budget <= 0:

@@ -11,14 +11,153 @@ numbers as integers, as the encoder's values come out of ``orjson``.
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any
 
 import numpy as np
 import orjson
 
-from .schema import LINE_KEYS, MIG_KEY, NUMBER, PER_CORE, PLAIN, TIME, Chunk
+from .schema import (
+    BY_NAME,
+    LINE_KEYS,
+    MIG_KEY,
+    NUMBER,
+    PER_CORE,
+    PLAIN,
+    TIME,
+    Chunk,
+    Encoder,
+    compact,
+    flat,
+    trim_common_nulls,
+)
 
 PLAIN_BY_KEY = {column.wire: column for column in PLAIN}
+
+
+class SampleEncoder(Encoder):
+    """The sample table's ``Encoder`` made once for a run's field lists: each field's place in
+    the probe's record, its scale and decimals, and the line's key order worked out up front,
+    the common values (an int, a finite float) stored without a call. The recorder encodes
+    every sample on its sampling thread, ten a second: the table's encoder, which looks all
+    of that up again for each value, was the largest part of writing one. The records it
+    makes are the table's, key for key and value for value (``Encoder.encode``)."""
+
+    def __init__(self, fields: dict[str, list[str]], scale: dict[str, list[int]],
+                 digits: dict[str, list[int]] | None = None):
+        super().__init__(fields, scale, digits)
+        self._specs = {group: tuple(zip(names, self.scale[group], self.digits[group]))
+                       for group, names in fields.items()}
+        # A ``sys`` field is found where ``schema.flat`` finds it: ``mem_used`` in ``mem``.
+        self._sys = tuple((name, tuple((name[:i], name[i + 1:]) for i, c in enumerate(name) if c == "_"), s, d)
+                          for name, s, d in self._specs["sys"])
+        plain = {column.line_key: (column.probe_key, column.line_key, column.codec, column.digits, column.required)
+                 for column in PLAIN}
+        compound = ("sys", "proc", "gpu", "gpu_util", "gpu_procs", MIG_KEY)
+        cut = LINE_KEYS.index("sys")
+        head, tail = LINE_KEYS[:cut], tuple(key for key in LINE_KEYS[cut:] if key in plain)
+        # The line's keys in the order this encoder writes them: else the table's own encoder.
+        self._fast = LINE_KEYS == (*head, *compound, *tail, "host") and all(key in plain for key in head)
+        self._head = tuple(plain[key] for key in head if key in plain)
+        self._tail = tuple(plain[key] for key in tail)
+        self._proc_key = BY_NAME["proc"].probe_key
+        self._gpu_key = BY_NAME["gpu"].probe_key
+        self._host_key = BY_NAME["host"].probe_key
+
+    def _stored_row(self, values: dict[str, Any], specs: tuple[tuple[str, int, int], ...]) -> list[Any]:
+        """``Encoder._row``: each field's value as stored (``schema.compact``)."""
+        row = []
+        for name, scale, digits in specs:
+            value: Any = values.get(name)
+            kind = value.__class__
+            if kind is int:
+                row.append(value if scale == 1 else round(value / scale))
+            elif kind is float and scale == 1 and value - value == 0.0:  # finite
+                value = round(value, digits)
+                row.append(int(value) if value.is_integer() else value)
+            else:
+                row.append(compact(value, scale, digits))
+        return row
+
+    def _row(self, group: str, values: dict[str, Any]) -> list[Any]:
+        return self._stored_row(values, self._specs[group])
+
+    def _sys_row(self, record: dict[str, Any]) -> list[Any]:
+        """``sys`` as ``Encoder`` reads it from ``flat(record)``, without flattening the record:
+        a nested value wins over a top-level one, as there (two nested ones: flattened)."""
+        found: dict[str, Any] = {}
+        for name, splits, _, _ in self._sys:
+            hits = 0
+            for outer, inner in splits:
+                nested = record.get(outer)
+                if isinstance(nested, dict) and inner in nested:
+                    found[name] = nested[inner]
+                    hits += 1
+            if hits > 1:   # which wins depends on the record's key order: as ``flat`` decides
+                return self._row("sys", flat(record))
+            if not hits and name in record:
+                found[name] = record[name]
+        return self._stored_row(found, self._specs["sys"])
+
+    def encode(self, record: dict[str, Any]) -> dict[str, Any]:
+        """A sample as the probes return it, as ``Encoder.encode`` stores it."""
+        if not self._fast:
+            return super().encode(record)
+        t = record["t"]   # none: a KeyError, as from the table's encoder
+        out: dict[str, Any] = {"type": "sample"}
+        self._plain_values(record, self._head, out)
+        out["sys"] = self._sys_row(record)
+        proc = record.get(self._proc_key)
+        out["proc"] = self._stored_row(proc, self._specs["proc"]) if isinstance(proc, dict) else None
+        gpus = record.get(self._gpu_key)
+        if isinstance(gpus, list):
+            self._gpu_values(t, gpus, out)
+        self._plain_values(record, self._tail, out)
+        host = record.get(self._host_key)
+        if isinstance(host, str):  # a merged run: which node's machine this is
+            out["host"] = host
+        return out
+
+    @staticmethod
+    def _plain_values(record: dict[str, Any], columns: tuple[tuple[str, str, str, int | None, bool], ...],
+                      out: dict[str, Any]) -> None:
+        """The plain columns' values as ``schema.encode_plain`` stores them, a missing one left out."""
+        for probe_key, line_key, codec, digits, required in columns:
+            value = record.get(probe_key)
+            if codec == PER_CORE:
+                if not isinstance(value, list):
+                    if not required:
+                        continue
+                    value = []
+                else:
+                    value = [round(c) if c.__class__ is float and c - c == 0.0
+                             else round(c) if isinstance(c, (int, float)) and math.isfinite(c) else None
+                             for c in value]
+            elif value is None:
+                continue
+            elif digits is not None:
+                value = compact(value, 1, digits)
+                if value is None:
+                    continue
+            out[line_key] = value
+
+    def _gpu_values(self, t: Any, gpus: list[Any], values: dict[str, Any]) -> None:
+        """``gpu``, ``gpu_util``, ``gpu_procs`` and ``gpu_mig`` as ``Encoder.encode`` makes them."""
+        entries = [g if isinstance(g, dict) else {} for g in gpus]
+        gpu_specs, proc_specs = self._specs["gpu"], self._specs["gpu_proc"]
+        values["gpu"] = trim_common_nulls([self._stored_row(g, gpu_specs) for g in entries])
+        util = [x for g, e in enumerate(entries) for stamp, value in (e.get("util_samples") or ())
+                for x in (g, round((stamp - t) * 1000), compact(value, 1))]
+        if util:
+            values["gpu_util"] = util
+        procs = [x for g, e in enumerate(entries) for p in (e.get("procs") or ()) if isinstance(p, dict)
+                 for x in (g, *self._stored_row(p, proc_specs))]
+        if procs:
+            values["gpu_procs"] = procs
+        mig = [{"gpu": g, **instance} for g, e in enumerate(entries) for instance in (e.get("mig") or ())
+               if isinstance(instance, dict)]
+        if mig:
+            values[MIG_KEY] = mig
 
 
 def python_round(values: np.ndarray, digits: int) -> np.ndarray:

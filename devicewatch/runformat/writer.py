@@ -1,11 +1,11 @@
 """The run file's one writer, and the columnar form it builds while it writes.
 
 ``RunWriter`` appends records, one flushed line each, so a crash loses at most the line being
-written; samples given as the probes return them are encoded by the sample table's
-``Encoder``, and their columns are made from the encoded values as they go (``_Columns``),
-spilled a chunk at a time. ``compact``, called when a run ends, joins them into the columnar
-form beside the journal (``columnar.py``), or builds them by reading the journal when no
-writer in this process did.
+written; samples given as the probes return them are encoded as the sample table's
+``Encoder`` encodes them (``encode.SampleEncoder``), and their columns are made from the
+encoded values as they go (``_Columns``), spilled a chunk at a time. ``compact``, called
+when a run ends, joins them into the columnar form beside the journal (``columnar.py``), or
+builds them by reading the journal when no writer in this process did.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ from .runfile import (
     _open,
     _parse,
 )
+from .encode import SampleEncoder
 from .records import Typed
-from .schema import SAMPLE_PREFIX, Chunk, Encoder, fields_header, valid_sample
+from .schema import SAMPLE_PREFIX, Chunk, fields_header, valid_sample
 
 
 class _Columns:
@@ -219,7 +220,14 @@ class RunWriter:
 
     Samples given as the probes return them (named fields) are written in the compact schema-2
     layout whose field lists the header declares (``fields``: from the probes unless given).
+
+    Each record reaches the journal at once; the columns are made from ``FEED_EVERY`` records
+    at a time: made one record at a time, a tenth of a second apart, each found the code and
+    data it needs out of the processor's caches, and cost the recorder's sampling thread
+    several times what it does in a batch. They are read only once the writer has closed.
     """
+
+    FEED_EVERY = 128
 
     def __init__(self, path: str | os.PathLike[str], header: dict[str, Any],
                  fields: dict[str, Any] | None = None):
@@ -230,6 +238,7 @@ class RunWriter:
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o664)
         self.closed = False
         self._written = 0
+        self._unfed: list[Callable[[_Columns], None]] = []   # records written, not yet in the columns
         try:  # a new run at this path: the columns of the run it replaces are not its own
             os.unlink(columnar.path_for(self.path))
         except OSError:
@@ -239,7 +248,7 @@ class RunWriter:
         except OSError:  # no room for the spill: the run is recorded all the same
             self._columns = None
         declared = fields or probe_fields()
-        self._encoder = Encoder(declared["fields"], declared["scale"], declared.get("digits"))
+        self._encoder = SampleEncoder(declared["fields"], declared["scale"], declared.get("digits"))
         self.write({"type": "header", "format": FORMAT, "schema": SCHEMA, **header, **declared})
 
     def write(self, record: dict[str, Any] | Typed) -> None:
@@ -255,8 +264,8 @@ class RunWriter:
 
     def write_line(self, record: dict[str, Any]) -> None:
         """Write a record as it is (a sample already in the compact layout, say)."""
-        data = _dumps(record) + b"\n"
-        self._commit(data, lambda columns: columns.feed(data[:-1], record.get("type")))
+        data, kind = _dumps(record) + b"\n", record.get("type")
+        self._commit(data, lambda columns: columns.feed(data[:-1], kind))
 
     def write_records(self, records: Sequence[dict[str, Any] | Typed | bytes], chunk: Chunk | None = None) -> None:
         """Several records in file order, in one write; a record given as bytes is a sample line
@@ -295,25 +304,40 @@ class RunWriter:
         self._commit(b"\n".join(lines) + b"\n", feed)
 
     def _commit(self, data: bytes, feed: Callable[[_Columns], None]) -> None:
-        """Append DATA (whole lines) to the journal and FEED the columns being built from it."""
+        """Append DATA (whole lines) to the journal now, and FEED the columns being built from it
+        with the records after it (``FEED_EVERY``)."""
         with self._lock:
             if self.closed:
                 return
             self._append(data)
             if self._columns is not None:
-                try:
+                self._unfed.append(feed)
+                if len(self._unfed) >= self.FEED_EVERY:
+                    self._feed()
+
+    def _feed(self) -> None:
+        """The records written since the columns were last fed, into the columns in file order."""
+        unfed, self._unfed = self._unfed, []
+        if self._columns is not None:
+            try:
+                for feed in unfed:
                     feed(self._columns)
-                except Exception:
-                    self._drop_columns()
+            except Exception:
+                self._drop_columns()
 
     def _append(self, data: bytes) -> None:
-        view = memoryview(data)
+        written = os.write(self._fd, data)
+        self._written += written
+        if written == len(data):
+            return
+        view = memoryview(data)[written:]
         while view:
             written = os.write(self._fd, view)
             self._written += written
             view = view[written:]
 
     def _drop_columns(self) -> None:
+        self._unfed = []
         if self._columns is not None:
             self._columns.close()
             self._columns = None
@@ -324,6 +348,7 @@ class RunWriter:
             if not self.closed:
                 self.closed = True
                 os.close(self._fd)
+                self._feed()
                 if self._columns is not None:
                     try:
                         self._columns.finish()

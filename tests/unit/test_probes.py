@@ -15,6 +15,7 @@ import pytest
 
 from devicewatch.probes import cpu as cpu_probe
 from devicewatch.probes import procfs
+from devicewatch.probes import process as process_probe
 from devicewatch.probes.process import ProcessTreeProbe, SelfProbe
 
 pytestmark = pytest.mark.skipif(not procfs.available(), reason="Linux /proc")
@@ -388,3 +389,37 @@ def test_threads_are_read_in_turn_each_once_and_an_ended_one_is_let_go():
     finally:
         child.kill()
         child.wait()
+
+
+def test_each_thread_waits_are_read_once_in_two_seconds_of_samples_not_more_often(monkeypatch):
+    """46 threads (the main one and 45 waiting): ceil(46 / 20) = 3 read a sample, so that every
+    one is read within THREADS_COVER samples; one thread alone, one a sample."""
+    child = subprocess.Popen([sys.executable, "-c",
+                              "import sys, threading\n"
+                              "done = threading.Event()\n"
+                              "for _ in range(45): threading.Thread(target=done.wait, daemon=True).start()\n"
+                              "print(flush=True); sys.stdin.readline()\n"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    lone = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.readline()"], stdin=subprocess.PIPE)
+    asked: list[int | None] = []
+    original = procfs.ThreadDelays.waited
+
+    def counted(self, most=None):
+        asked.append(most)
+        return original(self, most)
+
+    try:
+        child.stdout.readline()   # its 45 threads have started
+        assert process_probe.THREADS_COVER == 20 and process_probe.THREADS_READ >= 3
+        monkeypatch.setattr(procfs.ThreadDelays, "waited", counted)
+        for pid, threads, each in ((child.pid, 46, 3), (lone.pid, 1, 1)):
+            tree = ProcessTreeProbe(pid)
+            asked.clear()
+            for _ in range(process_probe.THREADS_COVER):
+                tree.sample()
+            assert asked == [each] * process_probe.THREADS_COVER
+            assert tree._delays[pid].threads == threads   # read in turn: 60 reads of 46 threads read each
+    finally:
+        for proc in (child, lone):
+            proc.kill()
+            proc.wait()
