@@ -46,8 +46,9 @@ def _compile(root: Path) -> None:
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "devicewatch")], env=_env(root), check=True)
 
 
-def _child(args: list[str], root: Path = ROOT) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of a whole ``python ARGS`` process."""
+def _child(args: list[str], root: Path = ROOT) -> tuple[float, float, float]:
+    """Wall seconds, peak RSS (MB) and CPU seconds (user + system) of a whole ``python ARGS``
+    process. On a busy machine the wall time grows with the load; the CPU time much less."""
     started = time.perf_counter()
     # cwd: ``python -m`` looks in the working directory first, before PYTHONPATH
     proc = subprocess.Popen([sys.executable, *args], stdout=subprocess.DEVNULL, env=_env(root), cwd=root)
@@ -55,10 +56,10 @@ def _child(args: list[str], root: Path = ROOT) -> tuple[float, float]:
     wall = time.perf_counter() - started
     if status:
         raise SystemExit(f"python {' '.join(args)} failed ({status})")
-    return wall, usage.ru_maxrss / 1024
+    return wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
-def _child_run(argv: list[str], root: Path = ROOT) -> tuple[float, float]:
+def _child_run(argv: list[str], root: Path = ROOT) -> tuple[float, float, float]:
     """The same of a whole ``python -m devicewatch …`` process."""
     return _child(["-m", "devicewatch", *argv], root)
 
@@ -82,23 +83,26 @@ def _make(path: Path, hours: float, events: int = 0, nodes: int = 1) -> float:
     return path.stat().st_size / 1e6
 
 
-def _report(path: Path, repeats: int, baseline: Path | None, baseline_repeats: int = 1) -> dict[str, tuple[float, float]]:
-    """Best wall time and worst peak of ``report --json``, by this checkout and the baseline, alternating."""
-    runs: dict[str, list[tuple[float, float]]] = {"this": [], "baseline": []}
+def _report(path: Path, repeats: int, baseline: Path | None,
+            baseline_repeats: int = 1) -> dict[str, tuple[float, float, float]]:
+    """Best wall time, worst peak and best CPU time of ``report --json``, by this checkout and the
+    baseline, alternating."""
+    runs: dict[str, list[tuple[float, float, float]]] = {"this": [], "baseline": []}
     for i in range(repeats):
         runs["this"].append(_child_run(["report", "--json", str(path)]))
         if baseline is not None and i < baseline_repeats:
             runs["baseline"].append(_child_run(["report", "--json", str(path)], baseline))
-    return {who: (min(r[0] for r in rs), max(r[1] for r in rs)) for who, rs in runs.items() if rs}
+    return {who: (min(r[0] for r in rs), max(r[1] for r in rs), min(r[2] for r in rs)) for who, rs in runs.items() if rs}
 
 
-def _line(label: str, size: float, figures: dict[str, tuple[float, float]], repeats: int, budget: str) -> str:
-    wall, peak = figures["this"]
-    text = f"{label}: {size:.1f} MB; report --json {wall:.2f}s (best of {repeats}), peak {peak:.0f} MB ({budget})"
+def _line(label: str, size: float, figures: dict[str, tuple[float, float, float]], repeats: int, budget: str) -> str:
+    wall, peak, cpu = figures["this"]
+    text = (f"{label}: {size:.1f} MB; report --json {wall:.2f}s (best of {repeats}; CPU {cpu:.2f}s), "
+            f"peak {peak:.0f} MB ({budget})")
     if "baseline" in figures:
-        before, before_peak = figures["baseline"]
-        text += (f"; baseline {before:.2f}s, peak {before_peak:.0f} MB: {before / wall:.1f}x the time, "
-                 f"{before_peak / peak:.1f}x the memory")
+        before, before_peak, before_cpu = figures["baseline"]
+        text += (f"; baseline {before:.2f}s (CPU {before_cpu:.2f}s), peak {before_peak:.0f} MB: "
+                 f"{before / wall:.2f}x the time, {before_cpu / cpu:.2f}x the CPU, {before_peak / peak:.2f}x the memory")
     return text
 
 
@@ -138,7 +142,7 @@ def compact_figure(folder: Path) -> None:
     kept = columns.with_name(columns.name + ".kept")
     columns.rename(kept)
     try:
-        wall, peak = _child(["-c", f"from devicewatch.runformat.writer import compact; compact({str(path)!r})"])
+        wall, peak, _ = _child(["-c", f"from devicewatch.runformat.writer import compact; compact({str(path)!r})"])
     finally:
         kept.replace(columns)
     print(f"compacting a 1 h journal by reading it (an older recording): {wall:.2f}s, peak {peak:.0f} MB", flush=True)
@@ -147,7 +151,7 @@ def compact_figure(folder: Path) -> None:
 def events_figure(folder: Path, events: int) -> None:
     path = folder / f"scale-events-{events}.jsonl"
     size = _make(path, 1.0, events)
-    wall, peak = _child_run(["report", "--json", str(path)])
+    wall, peak, _ = _child_run(["report", "--json", str(path)])
     print(f"1 h with {events} extra events ({size:.0f} MB): report --json {wall:.2f}s, peak {peak:.0f} MB (budget 300)")
 
 
