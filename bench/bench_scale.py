@@ -1,7 +1,7 @@
 """Long runs at scale: 64 cores, 8 GPUs, 10 Hz, recordings made by ``bench.make_recording``.
 
     python -m bench.bench_scale [--hours 1 24] [--merged 4 6] [--events 1000000] [--follow-minutes 60]
-                                [--keep DIR] [--repeats 3] [--baseline CHECKOUT]
+                                [--keep DIR] [--repeats 3] [--baseline CHECKOUT] [--instructions]
 
 For each length: file size per hour (budget ≤ 30 MB), wall time and peak memory of the whole
 ``devicewatch report --json`` process, first open after the run ended (1 h: ≤ 0.3 s; 24 h:
@@ -15,7 +15,8 @@ their own, as an installed devicewatch does. Then a run with a million events: `
 memory (≤ 300 MB). Then the dashboard's model following a growing file (fast-forwarded: the
 file is written ahead of the follower, which polls every 0.25 s of run time): its memory and
 the CPU of a poll after 60 minutes against after 1 minute (within 10%). Peak memory is the
-child's maximum RSS (``ru_maxrss``).
+child's maximum RSS (``ru_maxrss``). ``--instructions``: the 1 h report's instructions counted by
+valgrind (this checkout's and the baseline's), which a busy machine does not change.
 """
 
 from __future__ import annotations
@@ -93,6 +94,36 @@ def _report(path: Path, repeats: int, baseline: Path | None,
         if baseline is not None and i < baseline_repeats:
             runs["baseline"].append(_child_run(["report", "--json", str(path)], baseline))
     return {who: (min(r[0] for r in rs), max(r[1] for r in rs), min(r[2] for r in rs)) for who, rs in runs.items() if rs}
+
+
+def instructions(argv: list[str], root: Path = ROOT) -> int | None:
+    """Instructions a whole ``python ARGV`` process executes (valgrind's count; None without
+    valgrind): a figure the machine's load does not move, where its wall and CPU times do."""
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        return None
+    out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                          sys.executable, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True, env=_env(root), cwd=root).stderr
+    found = re.findall(r"Collected : ([0-9]+)", out)
+    return int(found[-1]) if found else None
+
+
+def instructions_figure(folder: Path, baseline: Path | None) -> None:
+    """``report --json`` of the 1 h recording counted in instructions, and the baseline's."""
+    path = folder / "scale-1h.jsonl"
+    _make(path, 1.0)
+    argv = ["-m", "devicewatch", "report", "--json", str(path)]
+    this = instructions(argv)
+    if this is None:
+        print("instructions: valgrind is not installed", flush=True)
+        return
+    text = f"1 h: report --json executes {this / 1e9:.3f} G instructions"
+    before = instructions(argv, baseline) if baseline is not None else None
+    if before is not None:
+        text += f"; baseline {before / 1e9:.3f} G: {this / before - 1:+.1%}"
+    print(text, flush=True)
 
 
 def _line(label: str, size: float, figures: dict[str, tuple[float, float, float]], repeats: int, budget: str) -> str:
@@ -232,6 +263,8 @@ def main() -> None:
     parser.add_argument("--follow-minutes", type=float, default=60, help="0 skips the live-model run")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--keep", help="folder for the generated recordings (reused when there)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count the instructions of the 1 h report (valgrind), this checkout's and the baseline's")
     args = parser.parse_args()
     folder = Path(args.keep or tempfile.mkdtemp(prefix="devicewatch-scale-")).resolve()
     folder.mkdir(parents=True, exist_ok=True)
@@ -241,6 +274,8 @@ def main() -> None:
     baseline = args.baseline.resolve() if args.baseline is not None else None
     floor_figure(max(args.repeats, 5))
     report_figures(folder, args.hours, args.repeats, baseline, args.baseline_repeats)
+    if args.instructions:
+        instructions_figure(folder, baseline)
     if args.merged[0] > 1:
         merged_figure(folder, int(args.merged[0]), args.merged[1], args.repeats, baseline, args.baseline_repeats)
     compact_figure(folder)
