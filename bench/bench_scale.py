@@ -1,7 +1,7 @@
 """Long runs at scale: 64 cores, 8 GPUs, 10 Hz, recordings made by ``bench.make_recording``.
 
     python -m bench.bench_scale [--hours 1 24] [--merged 4 6] [--events 1000000] [--follow-minutes 60]
-                                [--keep DIR] [--repeats 3] [--baseline CHECKOUT]
+                                [--keep DIR] [--repeats 3] [--baseline CHECKOUT] [--instructions]
 
 For each length: file size per hour (budget ≤ 30 MB), wall time and peak memory of the whole
 ``devicewatch report --json`` process, first open after the run ended (1 h: ≤ 0.3 s; 24 h:
@@ -15,7 +15,8 @@ their own, as an installed devicewatch does. Then a run with a million events: `
 memory (≤ 300 MB). Then the dashboard's model following a growing file (fast-forwarded: the
 file is written ahead of the follower, which polls every 0.25 s of run time): its memory and
 the CPU of a poll after 60 minutes against after 1 minute (within 10%). Peak memory is the
-child's maximum RSS (``ru_maxrss``).
+child's maximum RSS (``ru_maxrss``). ``--instructions``: the 1 h report's instructions counted by
+valgrind (this checkout's and the baseline's), which a busy machine does not change.
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ def _compile(root: Path) -> None:
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "devicewatch")], env=_env(root), check=True)
 
 
-def _child(args: list[str], root: Path = ROOT) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of a whole ``python ARGS`` process."""
+def _child(args: list[str], root: Path = ROOT) -> tuple[float, float, float]:
+    """Wall seconds, peak RSS (MB) and CPU seconds (user + system) of a whole ``python ARGS``
+    process. On a busy machine the wall time grows with the load; the CPU time much less."""
     started = time.perf_counter()
     # cwd: ``python -m`` looks in the working directory first, before PYTHONPATH
     proc = subprocess.Popen([sys.executable, *args], stdout=subprocess.DEVNULL, env=_env(root), cwd=root)
@@ -55,10 +57,10 @@ def _child(args: list[str], root: Path = ROOT) -> tuple[float, float]:
     wall = time.perf_counter() - started
     if status:
         raise SystemExit(f"python {' '.join(args)} failed ({status})")
-    return wall, usage.ru_maxrss / 1024
+    return wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
-def _child_run(argv: list[str], root: Path = ROOT) -> tuple[float, float]:
+def _child_run(argv: list[str], root: Path = ROOT) -> tuple[float, float, float]:
     """The same of a whole ``python -m devicewatch …`` process."""
     return _child(["-m", "devicewatch", *argv], root)
 
@@ -82,23 +84,56 @@ def _make(path: Path, hours: float, events: int = 0, nodes: int = 1) -> float:
     return path.stat().st_size / 1e6
 
 
-def _report(path: Path, repeats: int, baseline: Path | None, baseline_repeats: int = 1) -> dict[str, tuple[float, float]]:
-    """Best wall time and worst peak of ``report --json``, by this checkout and the baseline, alternating."""
-    runs: dict[str, list[tuple[float, float]]] = {"this": [], "baseline": []}
+def _report(path: Path, repeats: int, baseline: Path | None,
+            baseline_repeats: int = 1) -> dict[str, tuple[float, float, float]]:
+    """Best wall time, worst peak and best CPU time of ``report --json``, by this checkout and the
+    baseline, alternating."""
+    runs: dict[str, list[tuple[float, float, float]]] = {"this": [], "baseline": []}
     for i in range(repeats):
         runs["this"].append(_child_run(["report", "--json", str(path)]))
         if baseline is not None and i < baseline_repeats:
             runs["baseline"].append(_child_run(["report", "--json", str(path)], baseline))
-    return {who: (min(r[0] for r in rs), max(r[1] for r in rs)) for who, rs in runs.items() if rs}
+    return {who: (min(r[0] for r in rs), max(r[1] for r in rs), min(r[2] for r in rs)) for who, rs in runs.items() if rs}
 
 
-def _line(label: str, size: float, figures: dict[str, tuple[float, float]], repeats: int, budget: str) -> str:
-    wall, peak = figures["this"]
-    text = f"{label}: {size:.1f} MB; report --json {wall:.2f}s (best of {repeats}), peak {peak:.0f} MB ({budget})"
+def instructions(argv: list[str], root: Path = ROOT) -> int | None:
+    """Instructions a whole ``python ARGV`` process executes (valgrind's count; None without
+    valgrind): a figure the machine's load does not move, where its wall and CPU times do."""
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        return None
+    out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                          sys.executable, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True, env=_env(root), cwd=root).stderr
+    found = re.findall(r"Collected : ([0-9]+)", out)
+    return int(found[-1]) if found else None
+
+
+def instructions_figure(folder: Path, baseline: Path | None) -> None:
+    """``report --json`` of the 1 h recording counted in instructions, and the baseline's."""
+    path = folder / "scale-1h.jsonl"
+    _make(path, 1.0)
+    argv = ["-m", "devicewatch", "report", "--json", str(path)]
+    this = instructions(argv)
+    if this is None:
+        print("instructions: valgrind is not installed", flush=True)
+        return
+    text = f"1 h: report --json executes {this / 1e9:.3f} G instructions"
+    before = instructions(argv, baseline) if baseline is not None else None
+    if before is not None:
+        text += f"; baseline {before / 1e9:.3f} G: {this / before - 1:+.1%}"
+    print(text, flush=True)
+
+
+def _line(label: str, size: float, figures: dict[str, tuple[float, float, float]], repeats: int, budget: str) -> str:
+    wall, peak, cpu = figures["this"]
+    text = (f"{label}: {size:.1f} MB; report --json {wall:.2f}s (best of {repeats}; CPU {cpu:.2f}s), "
+            f"peak {peak:.0f} MB ({budget})")
     if "baseline" in figures:
-        before, before_peak = figures["baseline"]
-        text += (f"; baseline {before:.2f}s, peak {before_peak:.0f} MB: {before / wall:.1f}x the time, "
-                 f"{before_peak / peak:.1f}x the memory")
+        before, before_peak, before_cpu = figures["baseline"]
+        text += (f"; baseline {before:.2f}s (CPU {before_cpu:.2f}s), peak {before_peak:.0f} MB: "
+                 f"{before / wall:.2f}x the time, {before_cpu / cpu:.2f}x the CPU, {before_peak / peak:.2f}x the memory")
     return text
 
 
@@ -138,7 +173,7 @@ def compact_figure(folder: Path) -> None:
     kept = columns.with_name(columns.name + ".kept")
     columns.rename(kept)
     try:
-        wall, peak = _child(["-c", f"from devicewatch.runformat.writer import compact; compact({str(path)!r})"])
+        wall, peak, _ = _child(["-c", f"from devicewatch.runformat.writer import compact; compact({str(path)!r})"])
     finally:
         kept.replace(columns)
     print(f"compacting a 1 h journal by reading it (an older recording): {wall:.2f}s, peak {peak:.0f} MB", flush=True)
@@ -147,7 +182,7 @@ def compact_figure(folder: Path) -> None:
 def events_figure(folder: Path, events: int) -> None:
     path = folder / f"scale-events-{events}.jsonl"
     size = _make(path, 1.0, events)
-    wall, peak = _child_run(["report", "--json", str(path)])
+    wall, peak, _ = _child_run(["report", "--json", str(path)])
     print(f"1 h with {events} extra events ({size:.0f} MB): report --json {wall:.2f}s, peak {peak:.0f} MB (budget 300)")
 
 
@@ -228,6 +263,8 @@ def main() -> None:
     parser.add_argument("--follow-minutes", type=float, default=60, help="0 skips the live-model run")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--keep", help="folder for the generated recordings (reused when there)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count the instructions of the 1 h report (valgrind), this checkout's and the baseline's")
     args = parser.parse_args()
     folder = Path(args.keep or tempfile.mkdtemp(prefix="devicewatch-scale-")).resolve()
     folder.mkdir(parents=True, exist_ok=True)
@@ -237,6 +274,8 @@ def main() -> None:
     baseline = args.baseline.resolve() if args.baseline is not None else None
     floor_figure(max(args.repeats, 5))
     report_figures(folder, args.hours, args.repeats, baseline, args.baseline_repeats)
+    if args.instructions:
+        instructions_figure(folder, baseline)
     if args.merged[0] > 1:
         merged_figure(folder, int(args.merged[0]), args.merged[1], args.repeats, baseline, args.baseline_repeats)
     compact_figure(folder)

@@ -24,6 +24,8 @@ MIN_DIP_SECONDS = 0.2  # shorter excursions are noise, not a dip
 
 @dataclass
 class Dip:
+    """A stretch below the dip threshold, with the phase(s) it fell in."""
+
     start: float
     end: float
     phase: str  # the phase(s) active in the middle of the dip
@@ -35,6 +37,8 @@ class Dip:
 
 @dataclass
 class DeviceIdle:
+    """One device's idle fraction, mean utilization and dips over the run."""
+
     device: str
     idle_fraction: float
     mean: float

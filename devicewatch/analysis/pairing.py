@@ -27,6 +27,8 @@ AUTO_SOURCE, STDOUT_SOURCE = "auto", phase_source.PRINTED  # phases of the zero-
 
 @dataclass(frozen=True)
 class Phase:
+    """A phase as paired: its name, lane and epoch, when it began and ended (or stood open)."""
+
     name: str
     lane: str
     epoch: int | None

@@ -12,7 +12,6 @@ ranks up to within a few hundredths of a second) the epoch has no straggler, who
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
@@ -97,12 +96,20 @@ def judge(epoch: int, phases: Iterable[RankPhase]) -> EpochStragglers | None:
     end = finished[last]
     phase, excess = None, 0.0
     for name, seconds in spent[last].items():
-        beyond = seconds - statistics.median(spent[r].get(name, 0.0) for r in spent if r != last)
+        beyond = seconds - _median([spent[r].get(name, 0.0) for r in spent if r != last])
         if phase is None or beyond > excess:
             phase, excess = name, beyond
     return EpochStragglers(epoch, last, dict(sorted(finished.items())),
                            {r: round(end - t, 6) for r, t in sorted(finished.items()) if r != last},
                            round(end - min(began.values()), 6), phase, round(max(excess, 0.0), 6))
+
+
+def _median(values: list[float]) -> float:
+    """The median as ``statistics.median`` takes it (the mean of the middle two of an even
+    count), without importing ``statistics``, its fractions and decimals, into every report."""
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def judge_all(phases: Iterable[RankPhase]) -> list[EpochStragglers]:

@@ -122,6 +122,8 @@ class DeviceFigures(_Figures):
 
 @dataclass(frozen=True)
 class VerdictFigures(_Figures):
+    """The verdict as printed."""
+
     label: str
     text: str
     figures: dict[str, Any]
@@ -169,6 +171,8 @@ class StragglerFigures(_Figures):
 
 @dataclass(frozen=True)
 class GpuState(_Figures):
+    """Whether the GPUs could be read, and why not."""
+
     available: bool
     reason: str | None
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .. import events
+from .. import events, nanmath
 from ..runformat.runfile import Run
 from ..runformat.percent import MISSING_PERCENT
 from .contention import CONTENDED_SHARE, CONTENDED_WAIT, Contention, contention
@@ -112,6 +112,8 @@ THRESHOLDS = Thresholds()
 
 @dataclass
 class Verdict:
+    """The bottleneck named (``label``), said (``text``) and the figures it was judged on."""
+
     label: str
     text: str
     figures: dict[str, float]
@@ -205,13 +207,16 @@ def _busiest_core_mean(s: Series, in_run: np.ndarray) -> float:
         return 0.0
     percent = s.cpu_percent
     if percent is None or len(percent) != len(s.t):
-        return float(np.nanmean(np.nanmax(s.cpu[in_run], axis=1))) if s.cpu.size else 0.0
+        return float(np.nanmean(nanmath.nanmax(s.cpu[in_run], axis=1))) if s.cpu.size else 0.0
     if not percent.size:
         return 0.0
+    # A copy, shifted in place so that a missing reading (the largest byte) wraps to 0, below every
+    # reading: one pass for the busiest core, and a sample of none read has 0 as its busiest.
+    shift = 256 - MISSING_PERCENT
     rows = percent[in_run]
-    read = rows != MISSING_PERCENT
-    busiest = np.where(read, rows, 0).max(axis=1).astype(float)
-    busiest[~read.any(axis=1)] = np.nan
+    np.add(rows, shift, out=rows)
+    busiest = rows.max(axis=1).astype(float) - shift
+    busiest[busiest < 0] = np.nan
     return float(np.nanmean(busiest))
 
 

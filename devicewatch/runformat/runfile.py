@@ -15,7 +15,6 @@ instead of the journal's JSON while they match it.
 
 from __future__ import annotations
 
-import gzip
 import math
 import os
 from dataclasses import dataclass, field
@@ -295,7 +294,11 @@ def _parse(line: bytes) -> dict[str, Any] | None:
 def _open(path: str) -> tuple[Any, Callable[[int], bytes]]:
     """A run file opened for reading (gzip too) and how to read from it; RunFileError if it cannot be."""
     packed = path.endswith(".gz")
-    opener: Callable[..., Any] = gzip.open if packed else open
+    opener: Callable[..., Any] = open
+    if packed:
+        import gzip  # here: a plain journal's report does not pay for its import
+
+        opener = gzip.open
     try:
         handle = opener(path, "rb")
     except FileNotFoundError:

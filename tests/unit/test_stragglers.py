@@ -99,6 +99,16 @@ def test_the_phase_it_lost_its_time_in_is_the_one_longer_than_the_other_ranks_me
     assert judge(2, phases + [work(0, 2, 3.0, 9.0)]) is None
 
 
+def test_of_an_odd_count_of_other_ranks_the_median_is_the_middle_one():
+    """Four ranks; rank 3's data phase took 1.0 s against 0.1, 0.5 and 0.2: the median is the
+    middle one, 0.2 (not their mean, 0.2667): 0.8 s beyond, in the order the ranks finished."""
+    phases = []
+    for rank, data in ((0, 0.1), (1, 0.5), (2, 0.2), (3, 1.0)):
+        phases += [work(rank, 1, 0.0, data, "data"), work(rank, 1, data, data + 2.0)]
+    row = judge(1, phases)
+    assert (row.last_rank, row.lost_in, row.phase_excess) == (3, "data", pytest.approx(0.8))
+
+
 def test_the_tally_counts_only_findings_and_names_where_it_lost_the_time():
     rows = judge_all([work(0, 1, 0, 1.0), work(1, 1, 0, 1.5),       # rank 1 by 0.5 s
                       work(0, 2, 2, 3.0), work(1, 2, 2, 3.02),      # noise

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
 import pytest
 
 from devicewatch import analysis
@@ -559,3 +560,21 @@ def test_a_stop_said_late_counts_from_when_the_tree_went_quiet(tmp_path: Path, s
     shape = Shape(2, 5.0, every_core(2, 100.0), [("train", 1, "main", 0.0, 5.0)],
                   workload=lambda t: 0.0 if 2.0 <= t < 4.0 else 200.0, stopped=[(said, 4.0)])
     assert analysis.run_figures(shape.run(tmp_path / "run.jsonl")).verdict.figures["workload_cores"] == workload
+
+
+def test_the_busiest_core_from_bytes_reads_as_from_floats_missing_readings_and_all():
+    """Each sample's busiest core, averaged: 30 of (10, -, 30); none of (-, -, -), left out;
+    0 of (0, -, -), a reading, not a missing one; 100 of (100, 99, -). Over all four: (30 + 0 +
+    100) / 3; without the last: 15. The per-core bytes (255: missing) and the floats agree."""
+    from devicewatch.analysis.verdicts import _busiest_core_mean
+    from devicewatch.runformat.percent import MISSING_PERCENT
+
+    nan = float("nan")
+    cpu = np.array([[10, nan, 30], [nan, nan, nan], [0, nan, nan], [100, 99, nan]])
+    percent = np.where(np.isnan(cpu), MISSING_PERCENT, np.nan_to_num(cpu)).astype(np.uint8)
+    none = np.zeros(0)
+    for bytes_ in (None, percent):
+        s = analysis.Series(np.arange(4.0), cpu, none, none, none, none, none, none, [], [], none, none, bytes_)
+        assert _busiest_core_mean(s, np.ones(4, bool)) == pytest.approx(130 / 3)
+        assert _busiest_core_mean(s, np.array([True, True, True, False])) == pytest.approx(15.0)
+    assert percent.tolist()[1] == [MISSING_PERCENT] * 3   # the bytes were read, not shifted in place
