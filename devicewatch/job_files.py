@@ -12,12 +12,10 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import merge
 from .errors import RunFileError
 from .runformat.header import Header
 from .runformat.runfile import Run, load, read_header
@@ -107,6 +105,8 @@ def _scratch() -> str:
     """A folder of this process for merged runs, gone when it exits."""
     global _merged_dir
     if _merged_dir is None:
+        import tempfile  # only a job folder needs it: a report of one file starts without it
+
         _merged_dir = tempfile.mkdtemp(prefix="devicewatch-job-")
         atexit.register(shutil.rmtree, _merged_dir, True)
     return _merged_dir
@@ -125,6 +125,8 @@ def load_run(path: str | os.PathLike[str], say: Callable[[str], None] | None = N
             say(f"{path}: left out {line}")
     if len(found.files) == 1:
         return load(found.files[0].path)
+    from . import merge  # the writer and re-encoder: only a folder of nodes is merged
+
     merged = merge.merge(found.paths)
     out = os.path.join(_scratch(), f"{abs(hash(os.path.realpath(path)))}-{len(os.listdir(_scratch()))}.jsonl")
     merge.write(merged, out)
