@@ -422,9 +422,8 @@ class TextPanel(KeptLines, KeptRows):
         and the number of lines it was last laid out in, or its text where that was not laid out
         (a panel hidden, or not yet drawn). A layout that measured the panel at a key need not
         measure it again while the key is equal."""
-        if self._lines_of is self.text:
-            return (self.outer_size, len(self._lines))
-        return (self.outer_size, self.text)
+        text = self.text
+        return (self.outer_size, len(self._lines) if self._lines_of is text else text)
 
     def _lay_out(self) -> None:
         width = self.size.width
