@@ -11,13 +11,13 @@ import pytest
 
 pytest.importorskip("textual")
 
-from rich.text import Text  # noqa: E402
+from rich.text import Text
 
-from devicewatch.live.source import open_replay  # noqa: E402
-from devicewatch.tui import run_screen  # noqa: E402
-from devicewatch.tui.app import DashboardApp, DashboardSettings  # noqa: E402
-from devicewatch.tui.run_parts import VERDICT, WRAPPED  # noqa: E402
-from tests.conftest import first_frame, until  # noqa: E402
+from devicewatch.live.source import open_replay
+from devicewatch.tui import run_screen
+from devicewatch.tui.app import DashboardApp, DashboardSettings
+from devicewatch.tui.run_parts import VERDICT, WRAPPED
+from tests.conftest import first_frame, until
 
 FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures"
 
