@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import textwrap
+from functools import cached_property
 from dataclasses import dataclass, field, replace
 from collections.abc import Hashable
 
@@ -192,8 +193,27 @@ def _adds_up(row: analysis.EpochRow, parts: list[float]) -> bool:
     return abs(sum(round(p, 1) for p in parts) - round(row.total, 1)) <= 0.05 * len(parts) + 1e-9
 
 
+@dataclass(frozen=True)
+class EpochLook:
+    """What every line of ``epoch_bars`` takes from all the rows, not only those shown: the
+    phases named (and the legend), whether there is a data wait, the steps' width and the
+    longest epoch the bars are scaled to. Worked out once per set of rows (``EpochRows.look``):
+    the panel fits its rows and the layout measures them, several ``epoch_bars`` a set."""
+
+    names: list[str]
+    waits: bool
+    steps_width: int
+    longest: float
+
+
+def epoch_look(rows: list[analysis.EpochRow]) -> EpochLook:
+    return EpochLook(analysis.phase_names(rows), any(r.data_wait is not None for r in rows),
+                     max((len(str(r.metrics.steps)) for r in rows if r.metrics.steps is not None), default=0),
+                     max((max(r.total, sum(r.phases.values())) for r in rows), default=0.0) or 1.0)
+
+
 def epoch_bars(rows: list[analysis.EpochRow], width: int, max_rows: int = 40,
-               unmeasured: str | None = None) -> Text:
+               unmeasured: str | None = None, look: EpochLook | None = None) -> Text:
     """One bar per epoch (or segment) with a segment per named phase (data, train, copy,
     validate, …, lanes merged) and the time in no phase, scaled to the longest; the newest
     ``max_rows`` of them. Each row's figures add up to its total (``=``; ``:`` only where lanes
@@ -203,15 +223,14 @@ def epoch_bars(rows: list[analysis.EpochRow], width: int, max_rows: int = 40,
     wait, seconds and share (``2.5s = 2.3 + 0.2 + 0.0  data wait 2.16s 96%``: one data figure a
     row, the verdict's share); where it has them, its ``steps``; an epoch the run ended inside,
     ``partial``.
-    ``unmeasured`` (``analysis.Unmeasured.text``) says once, last, why a data wait is missing."""
+    ``unmeasured`` (``analysis.Unmeasured.text``) says once, last, why a data wait is missing.
+    LOOK: ``epoch_look(rows)``, where the caller has it already."""
     text = Text()
     if not rows:
         text.append("no epochs yet", style="grey50")
         return text
-    names = analysis.phase_names(rows)
-    waits = any(r.data_wait is not None for r in rows)
-    steps = [r.metrics.steps for r in rows]
-    steps_w = max((len(str(n)) for n in steps if n is not None), default=0)
+    look = look or epoch_look(rows)
+    names, waits, steps_w = look.names, look.waits, look.steps_width
     for i, name in enumerate(names):
         text.append(("  " if i else "") + "█ " + inert(name), style=PHASE_BAR.get(name, "cyan"))
     text.append("  █ no phase", style=NO_PHASE)
@@ -220,14 +239,15 @@ def epoch_bars(rows: list[analysis.EpochRow], width: int, max_rows: int = 40,
     summed = [wording.LOOP] * waits + [inert(n) for n in figured] + ["no phase"]
     text.append("   (seconds" + (f": {' + '.join(summed)}; {wording.DATA_WAIT_LEGEND})\n" if waits else ")\n"),
                 style="grey50")
-    longest = max(max(r.total, sum(r.phases.values())) for r in rows) or 1.0
+    longest = look.longest
     # The legend and the note wrap in a narrow panel: the lines they take beyond the legend's
     # first come out of the rows shown, so the newest rows stay on screen.
     extra = -(-(text.cell_len - 1) // width) - 1 + (len(textwrap.wrap(unmeasured, width)) if unmeasured else 0)
     shown = max(1, max_rows - extra)
     # The figures of the rows shown only (a long run has thousands of rows), the bars as wide
     # as those figures leave.
-    rows, steps = rows[-shown:], steps[-shown:]
+    rows = rows[-shown:]
+    steps = [r.metrics.steps for r in rows]
     parts = [_parts(r, figured, waits) for r in rows]
     numbers = [(" = " if _adds_up(r, p) else ": ") + " + ".join(f"{x:.1f}" for x in p)
                + (_wait_text(r) if waits else "")
@@ -289,6 +309,10 @@ class EpochRows:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, EpochRows) and self.version == other.version
 
+    @cached_property
+    def look(self) -> EpochLook:
+        return epoch_look(self.rows)
+
     __hash__ = None  # type: ignore[assignment]  # mutable inputs compared by value are not hashable
 
 
@@ -332,8 +356,10 @@ class TextPanel(KeptLines, KeptRows):
         self._strips: list[Strip] = []
         self._cache: dict[tuple[object, ...], Strip] = {}
         self._wraps: dict[tuple[object, ...], list[Content]] = {}   # by source line and width
+        self._measured_wraps: dict[tuple[object, ...], list[Content]] = {}   # the same, of the text last measured only
         self._last_wrap: tuple[Text, tuple[int, int, int], list[Content]] | None = None   # text, (width, length, spans), lines
         self._segment_styles: dict[tuple[VisualStyle, VisualStyle, int], tuple[Style, bool]] = {}   # ``_left_aligned``'s
+        self._lines_of: Text | None = None   # the text ``_lines`` were wrapped from
 
     def update(self, text: Text | str) -> None:
         self.text = Text(text) if isinstance(text, str) else text
@@ -348,21 +374,23 @@ class TextPanel(KeptLines, KeptRows):
         super().notify_style_update()
         self._cache.clear()
         self._wraps.clear()
+        self._measured_wraps.clear()
         self._segment_styles.clear()
         self._last_wrap = None
-        self._lines = []
+        self._lines, self._lines_of = [], None
         if self.is_mounted:
             self._lay_out()
 
     def _wrapped(self, width: int) -> list[Content]:
         return self._wrap(self.text, width)
 
-    def _wrap(self, text: Text, width: int) -> list[Content]:
+    def _wrap(self, text: Text, width: int, keep: bool = True) -> list[Content]:
         # Wrapped line by line (what wrapping the whole text gives), each line's wrap kept while
         # it is shown: an update re-wraps only the lines that changed (the epochs panel gains a
         # row, or changes its newest, on a text of forty). The same text at the same width is
         # asked for again (the epochs panel measures what it sets, a layout its height): its
-        # lines as given before, unless it grew since.
+        # lines as given before, unless it grew since. Not KEEP: a text measured, not shown
+        # (what the layout asks of the epochs panel), leaves the shown text's wraps kept.
         width = max(width, 1)
         last = self._last_wrap
         if last is not None and last[0] is text and last[1] == (width, len(text), len(text.spans)):
@@ -371,7 +399,7 @@ class TextPanel(KeptLines, KeptRows):
         kept: dict[tuple[object, ...], list[Content]] = {}
         for line in text.split("\n", allow_blank=True) if "\n" in text.plain else [text]:
             key = (line.plain, tuple(line.spans), line.style, line.justify, line.overflow, line.no_wrap, width)
-            found = kept.get(key) or self._wraps.get(key)
+            found = kept.get(key) or self._wraps.get(key) or (None if keep else self._measured_wraps.get(key))
             if found is None:
                 content = Content.from_rich_text(line, self.app.console)
                 # A line that fits is its own wrap (Textual would look for breaks and find none).
@@ -379,12 +407,23 @@ class TextPanel(KeptLines, KeptRows):
                 found = [content] if fits else content.wrap(width)
             kept[key] = found
             wrapped += found
-        self._wraps = kept
-        self._last_wrap = (text, (width, len(text), len(text.spans)), wrapped)
+        if keep:
+            self._wraps = kept
+            self._last_wrap = (text, (width, len(text), len(text.spans)), wrapped)
+        else:
+            self._measured_wraps = kept
         return wrapped
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return len(self._wrapped(width))
+
+    def rows_key(self) -> tuple[object, ...]:
+        """What the rows the panel's text takes follow, read without wrapping it: its outer size
+        and the number of lines it was last laid out in, or its text where that was not laid out
+        (a panel hidden, or not yet drawn). A layout that measured the panel at a key need not
+        measure it again while the key is equal."""
+        text = self.text
+        return (self.outer_size, len(self._lines) if self._lines_of is text else text)
 
     def _lay_out(self) -> None:
         width = self.size.width
@@ -402,6 +441,7 @@ class TextPanel(KeptLines, KeptRows):
         if len(self._cache) > 4 * len(lines) + 64:  # epochs scroll through: keep only what is shown
             self._cache = {(line, width, style): strip for line, strip in zip(lines, strips)}
         before, self._lines, self._strips = self._lines, lines, strips
+        self._lines_of = self.text
         if len(before) != len(lines):
             self.refresh(layout=self.styles.height is None or self.styles.height.is_auto)
             return
@@ -469,8 +509,18 @@ class LinesPanel(TextPanel):
     MAX_ROWS = 3
 
     def _wrapped(self, width: int) -> list[Content]:
-        content = Content.from_rich_text(self.text, self.app.console)
+        # The same text at the same width is asked for again (its layout, the screen's fit
+        # each second): wrapped once.
         width = max(width, 1)
+        last = self._last_wrap
+        if last is not None and last[0] is self.text and last[1] == (width, len(self.text), len(self.text.spans)):
+            return last[2]
+        out = self._wrap_rows(width)
+        self._last_wrap = (self.text, (width, len(self.text), len(self.text.spans)), out)
+        return out
+
+    def _wrap_rows(self, width: int) -> list[Content]:
+        content = Content.from_rich_text(self.text, self.app.console)
         out: list[Content] = []
         for line in content.split("\n", allow_blank=True):
             rows = line.wrap(width)
@@ -585,7 +635,7 @@ class EpochBars(TextPanel):
         given = fitted[1] if fitted is not None and fitted[0] == (width, height) else most
 
         def bars(lines_given: int) -> tuple[Text, int]:
-            text = epoch_bars(epochs.rows, max(30, width), lines_given, epochs.unmeasured)
+            text = epoch_bars(epochs.rows, max(30, width), lines_given, epochs.unmeasured, epochs.look)
             return text, self._shown_lines(text, width)
 
         def per_row(lines: int) -> int:   # lines a row takes, the legend's shared out among them
@@ -604,9 +654,10 @@ class EpochBars(TextPanel):
         self._fitted = ((width, height), given)
         self.text = text
 
-    def _shown_lines(self, text: Text, width: int) -> int:
-        """The lines ``text`` takes in the panel at ``width``, the blank ones after it left out."""
-        lines = self._wrap(text, width)
+    def _shown_lines(self, text: Text, width: int, keep: bool = True) -> int:
+        """The lines ``text`` takes in the panel at ``width``, the blank ones after it left out
+        (not KEEP: a text measured only, whose wraps are not kept)."""
+        lines = self._wrap(text, width, keep)
         count = len(lines)
         while count and not lines[count - 1].plain.strip():
             count -= 1

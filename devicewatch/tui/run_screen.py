@@ -25,6 +25,7 @@ import numpy as np
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import var
 from textual.widget import Widget
@@ -156,8 +157,11 @@ class RunScreen(RedrawOnce):
         self._applied: layout.Plan | None = None   # and what it gave the widgets then
         self._half_shown: tuple[bool, str | None] | None = None   # the GPU half's displays as last set
         self._epochs_columns = 0
+        self._epochs_sized: tuple[tuple[object, ...], tuple[int, int]] | None = None   # what ``_epochs_size`` gave last, for what
         self._log_closed = False   # ``l`` closed the output panel
         self._widths: dict[str, int] = {}   # each text panel's width when last shown
+        self._rows_measured: dict[str, tuple[tuple[object, ...], int]] = {}   # ``_text_rows_kept``'s
+        self._fitted_to: tuple[object, ...] | None = None   # what the parts' sizes followed at the last fit
         self._announcement = ""   # what the app says of this run's next step (``announce``)
         self._failure: analysis.Failure | None = None   # why the run failed, once its end is read
 
@@ -190,24 +194,29 @@ class RunScreen(RedrawOnce):
     def _fit_layout(self) -> None:
         """Show what the terminal holds whole (``run_parts.LAYOUT``): the text lines' rows as they wrap
         at this width, the GPUs' charts this run has, the epochs panel as wide as its rows."""
-        width, height = self.size
+        size = self.size
+        width, height = size
         if not width or not height:
             return
         no_gpu = self.has_class("-no-gpu")
         gpus = [c for c in self.gpu_charts if c.display]
         lanes = max(1, len(self.model.lanes)) if self.model is not None else 1
+        # What the parts' sizes follow, read without measuring them: the same as at the last
+        # fit, nothing can have changed size (a fit each second finds so nearly always).
+        bars = self._find(EPOCHS)
+        rows_keys = [self._find(piece).rows_key() for piece in WRAPPED]
+        inputs = (size, self.presenter, no_gpu, len(gpus), sum(c.display for c in self.sm_charts), lanes,
+                  self._log_closed, self._applied is None, bars.epochs.version, bars.outer_size, *rows_keys)
+        if inputs == self._fitted_to:
+            return
+        self._fitted_to = inputs
         measured: dict[str, int | tuple[int | None, int | None]] = {
-            piece.id: self._text_rows(piece) for piece in WRAPPED}
+            piece.id: self._text_rows_kept(piece, key, size) for piece, key in zip(WRAPPED, rows_keys)}
         measured.update({GPU_UTILS.id: 4 * len(gpus) + 5 * sum(c.display for c in self.sm_charts),
                          LANES.id: lanes, CPU_LANES.id: lanes})
-        bars = self._find(EPOCHS)
-        if bars.epochs.rows:   # one epoch a line, and room for the legend, the newest and its note
-            # as wide as the widest epoch so far: a width that moved with each epoch's figures
-            # laid the bottom row out again at every epoch
-            columns = self._epochs_columns = max(self._epochs_columns, panels.epoch_bars_width(bars.epochs.rows))
-            least = panels.epoch_bars(bars.epochs.rows, columns, 1, bars.epochs.unmeasured)
-            measured[EPOCHS.id] = (2 + bars._shown_lines(least, bars.size.width - 2 if bars.size.width > 2 else columns),
-                                  columns + 4)
+        epochs = self._epochs_size(bars)
+        if epochs is not None:
+            measured[EPOCHS.id] = epochs
         absent = {GPU_PANEL.id, LANES.id} if no_gpu else {NO_GPU.id, CPU_LANES.id}
         if not self.gpu_charts:
             absent.add(GPU_MEM_POWER.id)
@@ -230,15 +239,45 @@ class RunScreen(RedrawOnce):
             # shown or hidden changes its neighbours' widths, and with them how their text wraps.
             self.call_after_refresh(self._fit_layout)
 
+    def _epochs_size(self, bars: panels.EpochBars) -> tuple[int, int] | None:
+        """The rows and columns the epochs panel asks of the layout: one epoch a line, and room
+        for the legend, the newest and its note; as wide as the widest epoch so far (a width that
+        moved with each epoch's figures laid the bottom row out again at every epoch). Worked out
+        again only when its rows or its width change, not at each second's fit."""
+        if not bars.epochs.rows:
+            return None
+        width = bars.size.width
+        key = (bars.epochs.version, width, self._epochs_columns)
+        if self._epochs_sized is not None and self._epochs_sized[0] == key:
+            return self._epochs_sized[1]
+        columns = self._epochs_columns = max(self._epochs_columns, panels.epoch_bars_width(bars.epochs.rows))
+        least = panels.epoch_bars(bars.epochs.rows, columns, 1, bars.epochs.unmeasured, bars.epochs.look)
+        size = (2 + bars._shown_lines(least, width - 2 if width > 2 else columns, keep=False), columns + 4)
+        self._epochs_sized = ((bars.epochs.version, width, columns), size)
+        return size
+
+    def _text_rows_kept(self, piece: Piece[panels.TextPanel], rows_key: tuple[object, ...], size: Size) -> int:
+        """``_text_rows``, measured again only when what they follow changed (the panel's
+        ``rows_key``, the screen's size): the status and progress lines change their text every
+        second but seldom their rows."""
+        key = (rows_key, size)
+        kept = self._rows_measured.get(piece.id)
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        rows = self._text_rows(piece)
+        self._rows_measured[piece.id] = (key, rows)
+        return rows
+
     def _text_rows(self, piece: Piece[panels.TextPanel]) -> int:
         """The rows a text panel of the screen takes at its width: the width it has, or had when
         last shown (a hidden panel measured at its own width, the layout would show it again),
         or its share of the screen before it was ever laid out."""
         panel = self._find(piece)
-        width = panel.size.width or self._widths.get(piece.id) or \
+        shown = panel.size.width
+        width = shown or self._widths.get(piece.id) or \
             (self.size.width * 2 // 7 if piece is COST else self.size.width) - panel.styles.gutter.width
-        if panel.size.width:
-            self._widths[piece.id] = panel.size.width
+        if shown:
+            self._widths[piece.id] = shown
         return len(panel._wrapped(max(1, width)))
 
     # -- state: every change (``REDRAWN_BY``) redraws once ------------------------------------
