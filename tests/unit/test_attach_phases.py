@@ -177,3 +177,34 @@ def test_a_stray_sample_is_judged_by_the_sampling_period() -> None:
 
     assert passes(0.08) == 1
     assert passes(0.12) == 2
+
+
+def test_a_misread_evaluation_amid_a_pass_on_a_busy_machine_splits_no_epoch() -> None:
+    """At 25 samples a second (a glitch: 0.1 s) a busy machine holds a misread sample until a
+    late next one: 0.16 s of evaluation amid a pass, longer than a glitch. It is shorter than
+    the evaluations seen whole (0.3 s), and comes before the pass has run its course: the pass
+    goes on. An evaluation of 0.2 s where the pass has lasted as long as the last one (1.5 s)
+    is the epoch's, shorter or not."""
+    written: list[dict[str, Any]] = []
+    builder = PhaseBuilder(written.append, pid=1, classifier=Kinds(), period=0.04)
+    timeline = [(DATA, 0.0, 0.9), (TRAIN, 0.9, 1.0), (VALIDATE, 1.0, 1.3),                # partial pass
+                (DATA, 1.3, 1.8), (TRAIN, 1.8, 1.84), (VALIDATE, 1.84, 2.0),             # pass 1, a misread
+                (DATA, 2.0, 2.5), (TRAIN, 2.5, 2.54), (DATA, 2.54, 2.8), (VALIDATE, 2.8, 3.1),
+                (DATA, 3.1, 3.6), (TRAIN, 3.6, 3.64), (VALIDATE, 3.64, 3.8),             # pass 2, a misread
+                (DATA, 3.8, 4.56), (TRAIN, 4.56, 4.6), (VALIDATE, 4.6, 4.8),             # a short evaluation
+                (DATA, 4.8, 5.0)]
+    for kind, start, end in timeline:
+        builder.feed(piece(kind, start, end))
+    builder.finish()
+    spans: dict[tuple[str, Any], list[float]] = {}
+    for r in written:
+        if r["kind"].startswith("phase") and r["name"] != "data":
+            spans.setdefault((r["name"], r["epoch"]), []).append(round(r["t"], 4))
+    assert spans == {("train", None): [0.0, 1.0], ("validate", None): [1.0, 1.3],
+                     ("train", 1): [1.3, 2.8], ("validate", 1): [2.8, 3.1],
+                     ("train", 2): [3.1, 4.6], ("validate", 2): [4.6, 4.8], ("train", 3): [4.8, 5.0]}
+    epochs = {r["epoch"]: r["metrics"] for r in written if r["kind"] == "epoch"}
+    # Each whole pass: 1.5 s, two steps, 1.26 s of data sampled of its 1.5 s (the misread's 0.16 s
+    # is neither data nor train: the pass's, not the evaluation's).
+    assert sorted(epochs) == [1, 2]
+    assert all(m["steps"] == 2 and m["data_wait_s"] == 1.26 for m in epochs.values()), epochs
