@@ -247,9 +247,11 @@ class PhaseBuilder:
         # its share of what was sampled, over the whole pass.
         sampled, loop = p.data_s + p.train_s + p.other_s, t - p.start
         data = round(p.data_s / sampled * loop, 4) if sampled > 0 else 0.0
+        # The steps are those seen (a data wait, then training): a step shorter than the time
+        # between two samples goes unseen, so the count is a lower bound, and no steps a second
+        # are made of it.
         figures = UnitFigures(steps=p.steps, data_wait_s=data, wait_s=data, loader_wait_s=data, iterators=1,
-                              waited_on="DataLoader" if data > 0 else None,
-                              steps_per_s=round(p.steps / loop, 3) if loop > 0 and p.steps else None)
+                              waited_on="DataLoader" if data > 0 else None, steps_sampled=True)
         self._event(t, events.EPOCH, epoch=p.epoch, metrics=figures.to_json())
 
     def finish(self) -> None:

@@ -147,7 +147,8 @@ def sampled_line(attached: Any, windows: Any) -> str:
     if not isinstance(sampler, dict) or windows == 0:
         return "phases: none sampled (the notices say why)"
     return (f"phases: sampled from outside by {sampler.get('tool')} at {sampler.get('rate')} a second, "
-            f"±{sampler.get('error_points')} points")
+            f"±{sampler.get('error_points')} points; steps: those seen, at least (a step shorter than "
+            "the time between two samples goes unseen)")
 
 
 def dashboard(args: argparse.Namespace, target: AttachTarget) -> int:

@@ -210,8 +210,11 @@ def epoch_bars(rows: list[analysis.EpochRow], width: int, max_rows: int = 40,
         return text
     names = analysis.phase_names(rows)
     waits = any(r.data_wait is not None for r in rows)
-    steps = [r.metrics.steps for r in rows]
-    steps_w = max((len(str(n)) for n in steps if n is not None), default=0)
+    # Steps counted from stack samples (an attached run's) are a lower bound: ``≥12 steps (sampled)``.
+    steps = [r.metrics.figures.steps_text() if r.metrics.figures is not None else None for r in rows]
+    steps_w = max((len(n) for n in steps if n is not None), default=0)
+    steps_word = "steps (sampled)" if any(r.metrics.figures and r.metrics.figures.steps_sampled for r in rows) \
+        else "steps"
     for i, name in enumerate(names):
         text.append(("  " if i else "") + "█ " + inert(name), style=PHASE_BAR.get(name, "cyan"))
     text.append("  █ no phase", style=NO_PHASE)
@@ -231,7 +234,7 @@ def epoch_bars(rows: list[analysis.EpochRow], width: int, max_rows: int = 40,
     parts = [_parts(r, figured, waits) for r in rows]
     numbers = [(" = " if _adds_up(r, p) else ": ") + " + ".join(f"{x:.1f}" for x in p)
                + (_wait_text(r) if waits else "")
-               + (f"  {inert(str(n)) if n is not None else '-':>{steps_w}} steps" if steps_w else "")
+               + (f"  {inert(n) if n is not None else '-':>{steps_w}} {steps_word}" if steps_w else "")
                + (f"  {PARTIAL}" if r.partial else "")
                for r, p, n in zip(rows, parts, steps)]
     bar_w = max(8, width - 12 - max(len(n) for n in numbers))

@@ -119,7 +119,7 @@ def test_passes_become_train_validate_and_data_phases_with_their_epoch_figures()
     # Only the whole pass: 1.2 s of its 1.6 s waited on data, two steps (data, then train) in 1.6 s.
     assert [(r["epoch"], r["t"]) for r in epochs] == [(1, 2.6)]
     assert epochs[0]["metrics"] == {"steps": 2, "data_wait_s": 1.2, "wait_s": 1.2, "loader_wait_s": 1.2,
-                                    "iterators": 1, "waited_on": "DataLoader", "steps_per_s": 1.25}
+                                    "iterators": 1, "waited_on": "DataLoader", "steps_sampled": True}
     assert all(r["sampled"] and r["source"] == "auto" and r["pid"] == 42 for r in written)
 
 
