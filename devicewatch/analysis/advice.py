@@ -577,6 +577,16 @@ def _word(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
+# Advice for a job devicewatch attached to: it runs on as it was started, so a knob takes effect
+# when it is started again.
+NEXT_START = "on the next start: "
+
+
+def attached_run(run: Run) -> bool:
+    """Whether RUN recorded a process devicewatch attached to (``devicewatch attach``)."""
+    return isinstance(run.header.raw.get("attached"), dict)
+
+
 def text(advice: Advice) -> str:
     """One line: ``try num_workers=2: the DataLoader has … (predicted 2.6× the steps/s)``."""
     if advice.knob is None:

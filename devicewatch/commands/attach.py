@@ -20,7 +20,6 @@ NAME = "attach"
 HELP = "dashboard on a job already running (PID), its phases sampled from outside"
 REFUSED = 2   # the exit status when the stacks could not be read (the run holds what /proc allows)
 RATE_RANGE = (1, 200)
-NEXT_START = "on the next start: "   # advice for a job that runs on: a knob takes effect when it starts again
 
 
 def _rate(value: str) -> int:
@@ -125,6 +124,7 @@ def closing_text(run: Run) -> str:
     """The report as for any run, its advice for a job that cannot be restarted now, and a line
     saying its phases were sampled and within how many points."""
     from ..analysis import run_figures
+    from ..analysis.advice import NEXT_START
     from ..render.fit import output_width
     from ..render.report import report_text
 
@@ -164,6 +164,8 @@ def dashboard(args: argparse.Namespace, target: AttachTarget) -> int:
         raise UsageError(f"cannot create the runs folder {args.runs_dir}: {exc.strerror}") from None
     source = AttachSource(args.runs_dir, target.pid, target.command, args.interval, args.gpu, args.rate)
     closed = launch_run(settings(args), source)
+    from ..analysis.advice import NEXT_START
+
     for line in ending(source, closed.left_recording, wait=ENDING_WAIT):
         print(line.replace("advice: ", "advice: " + NEXT_START, 1))
     said = source.stderr_tail()

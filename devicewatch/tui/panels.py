@@ -143,9 +143,10 @@ def verdict_text(model: RunModel, try_key: bool = False, failure: wording.Failur
     text.append(inert(model.verdict.text))
     if not model.run.finished:
         text.append("  (so far)", style="grey50")
+    later = advice.NEXT_START if advice.attached_run(model.run) else ""   # a job attached to runs on as started
     for item in model.advice:
         text.append("\nadvice: ", style="bold")
-        text.append(inert(advice.text(item)), style="not bold")
+        text.append(later + inert(advice.text(item)), style="not bold")
     if try_key:
         text.append("  (t: try it)", style="grey50 not bold")
     return text
