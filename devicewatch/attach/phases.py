@@ -40,9 +40,9 @@ GAP = 0.1   # seconds without a sample that are a gap, not the time between two 
 # Evaluation amid a pass ends it (``_real``) when it lasts FIRST glitches before any evaluation
 # was seen whole; later, FULL of the shortest evaluation seen, or PART of it once the pass has
 # lasted COURSE of the shortest pass seen. A busy machine stretches an evaluation (0.26 s quiet,
-# 0.6 s beside two busy programs in the attach tests): PART is below their ratio.
+# 0.44-0.6 s beside two busy programs in the attach tests): FULL and PART are below such ratios.
 FIRST = 1.5
-FULL = 0.75
+FULL = 0.5
 PART = 0.4
 COURSE = 0.8
 

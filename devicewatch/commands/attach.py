@@ -48,10 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Watch a job that is already running: its cores, threads and GPUs from /proc and NVML, "
         "its train, validate and data-wait phases sampled from outside by py-spy "
-        f"(non-blocking: the job is never stopped). q or Ctrl-C detaches; the job runs on, untouched. "
-        "Reading another process's stacks needs the right to trace it: the same user with "
-        "kernel.yama.ptrace_scope 0, or CAP_SYS_PTRACE (docs/attach.md). Sampled figures are within "
-        f"a few points of the job's own timing (default {RATE} samples a second).")
+        f"(non-blocking: the job is never stopped). s, q or Ctrl-C detaches; the job runs on, untouched, "
+        "its output not captured. Reading another process's stacks needs the right to trace it: the "
+        "same user with kernel.yama.ptrace_scope 0, or CAP_SYS_PTRACE (docs/attach.md). Sampled shares "
+        f"are within a few points of the job's own timing (default {RATE} samples a second); steps are "
+        "those seen, a lower bound; epochs are numbered by the script's loop variable where py-spy "
+        "can read it (a loop inside a function), else from the attach. Advice is for the next start.")
     parser.add_argument("pid", nargs="?", type=_pid, metavar="PID",
                         help="the process to watch (none: pick from the busiest Python processes)")
     parser.add_argument("--record", metavar="FILE", default=argparse.SUPPRESS,
@@ -138,8 +140,11 @@ def closing_text(run: Run) -> str:
         elif advice:
             advice[-1] += " " + line.strip()
     lines = lines[:first] + [part for text in advice for part in wrap(text, output_width())]
-    windows = ((run.end.instrument or {}).get("sampled") or {}).get("windows") if run.end else None
-    return "\n".join([*lines, sampled_line(run.header.raw.get("attached"), windows)]) + "\n"
+    sampled = ((run.end.instrument or {}).get("sampled") or {}) if run.end else {}
+    said = [sampled_line(run.header.raw.get("attached"), sampled.get("windows"))]
+    if sampled.get("windows") and isinstance(sampled.get("epochs_from"), str):
+        said.append(f"epochs: {sampled['epochs_from']}")
+    return "\n".join([*lines, *(part for text in said for part in wrap(text, output_width()))]) + "\n"
 
 
 def sampled_line(attached: Any, windows: Any) -> str:

@@ -10,15 +10,15 @@ import pytest
 
 pytest.importorskip("textual")
 
-from textual.app import App  # noqa: E402
+from textual.app import App
 
-from devicewatch.live.source import open_replay  # noqa: E402
-from devicewatch.runformat import runfile  # noqa: E402
-from devicewatch.tui.app import DashboardApp, DashboardSettings  # noqa: E402
-from devicewatch.tui.dialogs import QuitDuringRun  # noqa: E402
-from devicewatch.tui.run_screen import NOT_CAPTURED  # noqa: E402
-from tests.conftest import first_frame, until  # noqa: E402
-from tests.unit.test_attach_steps import loader_run  # noqa: E402
+from devicewatch.live.source import open_replay
+from devicewatch.runformat import runfile
+from devicewatch.tui.app import DashboardApp, DashboardSettings
+from devicewatch.tui.dialogs import QuitDuringRun
+from devicewatch.tui.run_screen import NOT_CAPTURED
+from tests.conftest import first_frame, until
+from tests.unit.test_attach_steps import loader_run
 
 SIZE = (160, 50)
 

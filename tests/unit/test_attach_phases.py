@@ -181,18 +181,19 @@ def test_a_stray_sample_is_judged_by_the_sampling_period() -> None:
 
 def test_a_misread_evaluation_amid_a_pass_on_a_busy_machine_splits_no_epoch() -> None:
     """At 25 samples a second (a glitch: 0.1 s) a busy machine holds a misread sample until a
-    late next one: 0.16 s of evaluation amid a pass, longer than a glitch. It is shorter than
-    the evaluations seen whole (0.3 s), and comes before the pass has run its course: the pass
-    goes on. An evaluation of 0.2 s where the pass has lasted as long as the last one (1.5 s)
-    is the epoch's, shorter or not."""
+    late next one: 0.15 s of evaluation amid a pass, longer than a glitch. It is under half the
+    evaluations seen whole (0.4 s), and comes before the pass has run its course: the pass goes
+    on. An evaluation of 0.25 s, shorter than those before it but over half of them, is the
+    epoch's; then one of 0.18 s, over half the shortest seen (0.25 s)."""
     written: list[dict[str, Any]] = []
     builder = PhaseBuilder(written.append, pid=1, classifier=Kinds(), period=0.04)
-    timeline = [(DATA, 0.0, 0.9), (TRAIN, 0.9, 1.0), (VALIDATE, 1.0, 1.3),                # partial pass
-                (DATA, 1.3, 1.8), (TRAIN, 1.8, 1.84), (VALIDATE, 1.84, 2.0),             # pass 1, a misread
-                (DATA, 2.0, 2.5), (TRAIN, 2.5, 2.54), (DATA, 2.54, 2.8), (VALIDATE, 2.8, 3.1),
-                (DATA, 3.1, 3.6), (TRAIN, 3.6, 3.64), (VALIDATE, 3.64, 3.8),             # pass 2, a misread
-                (DATA, 3.8, 4.56), (TRAIN, 4.56, 4.6), (VALIDATE, 4.6, 4.8),             # a short evaluation
-                (DATA, 4.8, 5.0)]
+    timeline = [(DATA, 0.0, 0.9), (TRAIN, 0.9, 1.0), (VALIDATE, 1.0, 1.4),                # partial pass
+                (DATA, 1.4, 1.8), (TRAIN, 1.8, 1.84), (VALIDATE, 1.84, 1.99),            # pass 1, a misread
+                (DATA, 1.99, 2.5), (TRAIN, 2.5, 2.54), (DATA, 2.54, 2.9), (VALIDATE, 2.9, 3.3),
+                (DATA, 3.3, 3.8), (TRAIN, 3.8, 3.84), (VALIDATE, 3.84, 3.99),            # pass 2, a misread
+                (DATA, 3.99, 4.76), (TRAIN, 4.76, 4.8), (VALIDATE, 4.8, 5.05),           # shorter, over half
+                (DATA, 5.05, 6.51), (TRAIN, 6.51, 6.55), (VALIDATE, 6.55, 6.73),         # under half, at the end
+                (DATA, 6.73, 7.0)]
     for kind, start, end in timeline:
         builder.feed(piece(kind, start, end))
     builder.finish()
@@ -200,11 +201,32 @@ def test_a_misread_evaluation_amid_a_pass_on_a_busy_machine_splits_no_epoch() ->
     for r in written:
         if r["kind"].startswith("phase") and r["name"] != "data":
             spans.setdefault((r["name"], r["epoch"]), []).append(round(r["t"], 4))
-    assert spans == {("train", None): [0.0, 1.0], ("validate", None): [1.0, 1.3],
-                     ("train", 1): [1.3, 2.8], ("validate", 1): [2.8, 3.1],
-                     ("train", 2): [3.1, 4.6], ("validate", 2): [4.6, 4.8], ("train", 3): [4.8, 5.0]}
+    assert spans == {("train", None): [0.0, 1.0], ("validate", None): [1.0, 1.4],
+                     ("train", 1): [1.4, 2.9], ("validate", 1): [2.9, 3.3],
+                     ("train", 2): [3.3, 4.8], ("validate", 2): [4.8, 5.05],
+                     ("train", 3): [5.05, 6.55], ("validate", 3): [6.55, 6.73], ("train", 4): [6.73, 7.0]}
     epochs = {r["epoch"]: r["metrics"] for r in written if r["kind"] == "epoch"}
-    # Each whole pass: 1.5 s, two steps, 1.26 s of data sampled of its 1.5 s (the misread's 0.16 s
-    # is neither data nor train: the pass's, not the evaluation's).
-    assert sorted(epochs) == [1, 2]
-    assert all(m["steps"] == 2 and m["data_wait_s"] == 1.26 for m in epochs.values()), epochs
+    # Passes 1 and 2: 1.5 s, two steps, 1.5 - 0.08 train - 0.15 misread = 1.27 s of data sampled
+    # (the misread's seconds are neither data nor train: the pass's, not the evaluation's).
+    assert sorted(epochs) == [1, 2, 3]
+    assert [(epochs[n]["steps"], epochs[n]["data_wait_s"]) for n in (1, 2, 3)] == [(2, 1.27), (2, 1.27), (1, 1.46)]
+
+
+def test_the_epoch_under_way_is_read_from_the_script_s_own_loop_variable() -> None:
+    from devicewatch.attach.loop_variable import epoch_in
+
+    def frame(name: str, file: str, **local: str) -> dict[str, Any]:
+        return {"name": name, "filename": file, "locals": [{"name": k, "repr": v} for k, v in local.items()]}
+
+    keras = frame("fit", "/v/site-packages/keras/src/backend/torch/trainer.py", epoch="0")   # 0-based, not the script's
+    main = frame("main", "/home/u/train.py", epoch="7", loss="0.25")
+    dump = [{"thread_name": "pt_autograd_0", "frames": [frame("run", "/home/u/train.py", epoch="99")]},
+            {"thread_name": "MainThread", "frames": [keras, frame("fit_one", "/home/u/train.py", batch="3"), main,
+                                                     frame("<module>", "/home/u/train.py")]}]
+    assert epoch_in(dump) == ("epoch", 7)
+    # Named for the epoch but no whole number, or only a framework's: none.
+    assert epoch_in([{"thread_name": "MainThread", "frames": [frame("main", "/h/t.py", epoch="<object at 0x1>"),
+                                                              keras]}]) is None
+    assert epoch_in([{"thread_name": "MainThread", "frames": [frame("main", "/h/t.py", current_epoch="3")]}]) \
+        == ("current_epoch", 3)
+    assert epoch_in("not a dump") is None
