@@ -7,10 +7,10 @@ and at the end of each pass its epoch event with the loop's figures (``UnitFigur
 event it writes says ``sampled``: its times are those of the samples, within a sampling period.
 
 A pass ends where the stacks say so: a DataLoader's iterator is made anew, or an evaluation has
-run its course. Evaluation seen amid a pass is held until it is judged (``_real``): as long as an
-evaluation already seen, or, the pass having run its course, a good part of one; else it was a
-misread sample on a busy machine (a non-blocking read of a stack as it changes, held until a late
-next sample) and its time stays the pass's. The pass under way when the sampler joined is
+run its course. Evaluation seen amid a pass is held until it is judged (``_real``): half as long
+as the shortest evaluation seen, or, the pass having run its course, a good part of one; else it
+was a misread sample on a busy machine (a non-blocking read of a stack as it changes, held until
+a late next sample) and its time stays the pass's. The pass under way when the sampler joined is
 partial: its phases have no epoch number and no epoch event, so no figure mixes a partial pass
 with whole ones. Passes are numbered from the attach (1 is the first whole pass seen), or by the
 script's own loop variable where it can be read (``number``).
