@@ -18,6 +18,7 @@ from .classify import is_framework
 from .stacks import Frame
 
 TIMEOUT = 10   # seconds a dump may take on a busy machine
+TRIES = 3
 LOOP_THREAD = "MainThread"
 
 
@@ -48,11 +49,16 @@ def epoch_in(dump: Any) -> tuple[str, int] | None:
     return None
 
 
-def read_epoch(py_spy: str, pid: int) -> tuple[str, int] | None:
-    """The epoch under way in PID by its loop variable, or None (none found, or not readable)."""
-    try:
-        done = subprocess.run([py_spy, "dump", "--nonblocking", "--locals", "--json", "--pid", str(pid)],
-                              stdin=subprocess.DEVNULL, capture_output=True, timeout=TIMEOUT)
-        return epoch_in(json.loads(done.stdout)) if done.returncode == 0 else None
-    except (OSError, subprocess.SubprocessError, ValueError):
-        return None
+def read_epoch(py_spy: str, pid: int, tries: int = TRIES) -> tuple[str, int] | None:
+    """The epoch under way in PID by its loop variable, or None (none found, or not readable).
+    A non-blocking read may catch a stack as it changes: it is read again, TRIES times at most."""
+    for _ in range(tries):
+        try:
+            done = subprocess.run([py_spy, "dump", "--nonblocking", "--locals", "--json", "--pid", str(pid)],
+                                  stdin=subprocess.DEVNULL, capture_output=True, timeout=TIMEOUT)
+            found = epoch_in(json.loads(done.stdout)) if done.returncode == 0 else None
+        except (OSError, subprocess.SubprocessError, ValueError):
+            found = None
+        if found is not None:
+            return found
+    return None

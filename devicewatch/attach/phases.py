@@ -83,7 +83,8 @@ class PhaseBuilder:
         self._held: tuple[Slice, str] | None = None   # the slice judged once the next one comes
         self._before: str | None = None               # the kind of the slice taken last
         self.number: Callable[[], int | None] = lambda: None   # the script's epoch, where it can be read
-        self.pending: list[float] | None = None       # evaluation amid a pass, not yet judged: [at, seconds]
+        # Evaluation amid a pass, not yet judged: [at, its seconds, the pass's seconds since it was last seen].
+        self.pending: list[float] | None = None
         self.validate_from: float | None = None       # when the evaluation now open began after a pass
         self.shortest_validate: float | None = None   # the epoch's shape: its shortest evaluation seen whole
         self.shortest_pass: float | None = None       # ... and its shortest whole pass
@@ -124,7 +125,8 @@ class PhaseBuilder:
         if kind == VALIDATE:
             if self.section == TRAIN:
                 if self.pending is None:
-                    self.pending = [at, 0.0]
+                    self.pending = [at, 0.0, 0.0]
+                self.pending[2] = 0.0
                 if self._real(self.pending[1] + end - start, self.pending[0]):
                     self._confirm()   # this slice not yet counted as the pass's: the evaluation's
                 else:
@@ -137,8 +139,13 @@ class PhaseBuilder:
             if self.pending is not None:
                 if restart:
                     self._confirm()
-                else:   # a misread: the pass went on; its seconds stay the pass's (other)
-                    self.pending = None
+                else:
+                    # An evaluation's own moments of another kind (a framework's hook, a half-read
+                    # stack) are shorter than what it has run; once the pass has gone on longer
+                    # than that, it was a misread: its seconds stay the pass's (other).
+                    self.pending[2] += end - start
+                    if self.pending[2] > max(self._glitch, self.pending[1]):
+                        self.pending = None
             if self.section == VALIDATE or restart:
                 self._open_pass(at, whole=True)
             elif self.section is None:
@@ -165,7 +172,7 @@ class PhaseBuilder:
     def _confirm(self) -> None:
         """The evaluation held (``pending``) was one: the pass ends where it began."""
         assert self.pending is not None and self.current is not None
-        at, seconds = self.pending
+        at, seconds, _ = self.pending
         self.pending = None
         self.current.other_s = max(0.0, self.current.other_s - seconds)   # counted as the pass's while held
         self._close_pass(at)
