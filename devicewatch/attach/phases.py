@@ -137,7 +137,10 @@ class PhaseBuilder:
         elif kind in (DATA, TRAIN):
             restart = new_iterator(piece.stack) and self.current is not None and self.current.steps > 0
             if self.pending is not None:
-                if restart:
+                # After a moment nobody sampled (between two py-spy runs) the evaluation may have
+                # gone on into it: up to halfway through it, as a change of section is put.
+                unseen = (start - self.end) / 2 if start - self.end > GAP else 0.0
+                if restart or (unseen and self._real(self.pending[1] + unseen, self.pending[0])):
                     self._confirm()
                 else:
                     # An evaluation's own moments of another kind (a framework's hook, a half-read

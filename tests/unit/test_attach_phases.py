@@ -230,3 +230,22 @@ def test_the_epoch_under_way_is_read_from_the_script_s_own_loop_variable() -> No
     assert epoch_in([{"thread_name": "MainThread", "frames": [frame("main", "/h/t.py", current_epoch="3")]}]) \
         == ("current_epoch", 3)
     assert epoch_in("not a dump") is None
+
+
+def test_an_evaluation_cut_by_a_moment_nobody_sampled_still_ends_its_pass() -> None:
+    """Evaluations of 0.4 s seen whole; the next one seen for 0.1 s before 0.4 s nobody sampled
+    (between two py-spy runs): up to halfway through the gap it may have gone on, 0.3 s in all,
+    over half of 0.4 s: the pass ends where it began, and the next begins halfway through the gap."""
+    written: list[dict[str, Any]] = []
+    builder = PhaseBuilder(written.append, pid=1, classifier=Kinds(), period=0.04)
+    for kind, start, end in [(DATA, 0.0, 1.0), (VALIDATE, 1.0, 1.4), (DATA, 1.4, 2.9), (VALIDATE, 2.9, 3.0),
+                             (DATA, 3.4, 4.0)]:
+        builder.feed(piece(kind, start, end))
+    builder.finish()
+    spans = [(r["kind"], r["name"], round(r["t"], 4), r["epoch"]) for r in written
+             if r["kind"].startswith("phase") and r["name"] != "data"]
+    assert spans == [("phase_begin", "train", 0.0, None), ("phase_end", "train", 1.0, None),
+                     ("phase_begin", "validate", 1.0, None), ("phase_end", "validate", 1.4, None),
+                     ("phase_begin", "train", 1.4, 1), ("phase_end", "train", 2.9, 1),
+                     ("phase_begin", "validate", 2.9, 1), ("phase_end", "validate", 3.2, 1),
+                     ("phase_begin", "train", 3.2, 2), ("phase_end", "train", 4.0, 2)]
