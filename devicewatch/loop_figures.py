@@ -33,9 +33,15 @@ class UnitFigures:
     waited_on: str | None = _figure(WORKING)         # what most of the input wait was spent on
     steps_per_s: float | None = _figure(COLUMN)
     worker_batch_s: float | None = _figure(WORKING)  # what one batch took a loader worker to make
+    steps_sampled: bool | None = _figure(WORKING)    # counted from stack samples: at least this many
 
     def to_json(self) -> dict[str, Any]:
         return {name: value for name, value in self.__dict__.items() if value is not None}
+
+    def steps_text(self) -> str:
+        """The steps as a view says them: ``≥12`` where counted from stack samples (a step
+        shorter than the time between two samples may go unseen: a lower bound), else ``12``."""
+        return f"≥{self.steps}" if self.steps_sampled else str(self.steps)
 
 
 def _named(role: str) -> tuple[str, ...]:

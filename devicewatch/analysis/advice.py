@@ -219,7 +219,9 @@ def baseline(run: Run, s: Series, all_phases: list[Phase], rows: list[EpochRow],
     else:
         steps = int(sum(n for r in rows if isinstance(n := r.metrics.steps, (int, float))))
         loop = sum(r.train_loop for r in rows)
-        steps_per_s = steps / loop if steps and loop > 0 else None
+        # Steps counted from stack samples (an attached run's) are a lower bound: no rate to predict from.
+        sampled = any(r.metrics.figures is not None and r.metrics.figures.steps_sampled for r in rows)
+        steps_per_s = steps / loop if steps and loop > 0 and not sampled else None
         share = wait.share if wait is not None else None
     loader_share, restarts, worker_batch = _loader_figures(rows, share)
     setup = setup_of(run)
@@ -573,6 +575,16 @@ def _ms(seconds: Any) -> str:
 
 def _word(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+# Advice for a job devicewatch attached to: it runs on as it was started, so a knob takes effect
+# when it is started again.
+NEXT_START = "on the next start: "
+
+
+def attached_run(run: Run) -> bool:
+    """Whether RUN recorded a process devicewatch attached to (``devicewatch attach``)."""
+    return isinstance(run.header.raw.get("attached"), dict)
 
 
 def text(advice: Advice) -> str:

@@ -29,6 +29,7 @@ from ..probes.cpu_limits import CpuLimits, CpuLimitsProbe
 from ..probes.process import ProcessTreeProbe, SelfProbe
 from ..recorder.event_channel import EventChannel
 from ..recorder.gpu_sampler import GpuSampler, gpu_poll_period
+from .loop_variable import read_epoch
 from .phases import PhaseBuilder
 from .sampler import RATE, StackSampler
 from .stacks import Slice
@@ -41,6 +42,7 @@ LOOP_THREAD = "MainThread"
 # bench/bench_attach.py against the [truth] lines of its loop, 1.2 to 2.1 over a run in three
 # runs, busy machine and quieter (one epoch alone: up to 9.9; docs/attach.md).
 ERROR_POINTS = 3
+EPOCHS_COUNTED = "counted from the attach (1: the first pass seen whole)"
 NOT_OFFERED = {"offered": False, "reason": "attached to a running process: phases sampled from outside"}
 ENDING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
@@ -101,6 +103,7 @@ class AttachedRecorder(Recorder):
         self.sampler: StackSampler | None = None
         self.builder: PhaseBuilder | None = None
         self.refusal: str | None = None
+        self.epochs_from = EPOCHS_COUNTED   # how the passes are numbered
 
     def _header(self) -> dict[str, Any]:
         header = super()._header()
@@ -162,6 +165,8 @@ class AttachedRecorder(Recorder):
             self._gpu_sampler = GpuSampler(self.gpu, self.start_unix)
         self.builder = PhaseBuilder(self._write, pid, LOOP_THREAD, workers=self._workers, period=1 / self.rate)
         self.sampler = sampler = StackSampler(pid, self.start_mono, self._slices, self.rate, on_stop=self._stopped)
+        if sampler.check() is None and sampler.py_spy:
+            self._number_epochs(read_epoch(sampler.py_spy, pid))
         sampler.start()
         if sampler.refusal:
             self._refused(sampler.refusal)
@@ -179,6 +184,17 @@ class AttachedRecorder(Recorder):
         self._finish_attached(workload)
         return exit_code
 
+    def _number_epochs(self, found: tuple[str, int] | None) -> None:
+        """Passes numbered on from the script's loop variable where it was read, else from the attach."""
+        builder = self.builder
+        assert builder is not None
+        if found is None:
+            self.epochs_from = EPOCHS_COUNTED
+            return
+        name, under_way = found
+        builder.number = lambda: under_way + builder.passes
+        self.epochs_from = f"the script's loop variable {name} ({under_way} when devicewatch joined)"
+
     def _finish_attached(self, workload: AttachedWorkload) -> None:
         reason = DETACHED if workload.detached or not workload.ended else ENDED
         self.terminal.clear_status()
@@ -186,7 +202,8 @@ class AttachedRecorder(Recorder):
         assert self.sampler is not None
         summary = {**self.instrumentation.summary(), "sampled": {"windows": self.sampler.windows,
                                                                   "sampler_cpu_s": round(self.sampler.cpu_s, 3),
-                                                                  "unsampled_s": round(self.sampler.unsampled_s, 3)}}
+                                                                  "unsampled_s": round(self.sampler.unsampled_s, 3),
+                                                                  "epochs_from": self.epochs_from}}
         self._write(records.end(round(end_mono - self.start_mono, 4), "ok", None, None, reason,
                                 clock=records.ClockPair(end_unix, end_mono), instrument=summary))
 

@@ -20,7 +20,6 @@ NAME = "attach"
 HELP = "dashboard on a job already running (PID), its phases sampled from outside"
 REFUSED = 2   # the exit status when the stacks could not be read (the run holds what /proc allows)
 RATE_RANGE = (1, 200)
-NEXT_START = "on the next start: "   # advice for a job that runs on: a knob takes effect when it starts again
 
 
 def _rate(value: str) -> int:
@@ -49,10 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Watch a job that is already running: its cores, threads and GPUs from /proc and NVML, "
         "its train, validate and data-wait phases sampled from outside by py-spy "
-        f"(non-blocking: the job is never stopped). q or Ctrl-C detaches; the job runs on, untouched. "
-        "Reading another process's stacks needs the right to trace it: the same user with "
-        "kernel.yama.ptrace_scope 0, or CAP_SYS_PTRACE (docs/attach.md). Sampled figures are within "
-        f"a few points of the job's own timing (default {RATE} samples a second).")
+        f"(non-blocking: the job is never stopped). s, q or Ctrl-C detaches; the job runs on, untouched, "
+        "its output not captured. Reading another process's stacks needs the right to trace it: the "
+        "same user with kernel.yama.ptrace_scope 0, or CAP_SYS_PTRACE (docs/attach.md). Sampled shares "
+        f"are within a few points of the job's own timing (default {RATE} samples a second); steps are "
+        "those seen, a lower bound; epochs are numbered by the script's loop variable where py-spy "
+        "can read it (a loop inside a function), else from the attach. Advice is for the next start.")
     parser.add_argument("pid", nargs="?", type=_pid, metavar="PID",
                         help="the process to watch (none: pick from the busiest Python processes)")
     parser.add_argument("--record", metavar="FILE", default=argparse.SUPPRESS,
@@ -125,6 +126,7 @@ def closing_text(run: Run) -> str:
     """The report as for any run, its advice for a job that cannot be restarted now, and a line
     saying its phases were sampled and within how many points."""
     from ..analysis import run_figures
+    from ..analysis.advice import NEXT_START
     from ..render.fit import output_width
     from ..render.report import report_text
 
@@ -138,8 +140,11 @@ def closing_text(run: Run) -> str:
         elif advice:
             advice[-1] += " " + line.strip()
     lines = lines[:first] + [part for text in advice for part in wrap(text, output_width())]
-    windows = ((run.end.instrument or {}).get("sampled") or {}).get("windows") if run.end else None
-    return "\n".join([*lines, sampled_line(run.header.raw.get("attached"), windows)]) + "\n"
+    sampled = ((run.end.instrument or {}).get("sampled") or {}) if run.end else {}
+    said = [sampled_line(run.header.raw.get("attached"), sampled.get("windows"))]
+    if sampled.get("windows") and isinstance(sampled.get("epochs_from"), str):
+        said.append(f"epochs: {sampled['epochs_from']}")
+    return "\n".join([*lines, *(part for text in said for part in wrap(text, output_width()))]) + "\n"
 
 
 def sampled_line(attached: Any, windows: Any) -> str:
@@ -147,7 +152,8 @@ def sampled_line(attached: Any, windows: Any) -> str:
     if not isinstance(sampler, dict) or windows == 0:
         return "phases: none sampled (the notices say why)"
     return (f"phases: sampled from outside by {sampler.get('tool')} at {sampler.get('rate')} a second, "
-            f"±{sampler.get('error_points')} points")
+            f"±{sampler.get('error_points')} points; steps: those seen, at least (a step shorter than "
+            "the time between two samples goes unseen)")
 
 
 def dashboard(args: argparse.Namespace, target: AttachTarget) -> int:
@@ -163,6 +169,8 @@ def dashboard(args: argparse.Namespace, target: AttachTarget) -> int:
         raise UsageError(f"cannot create the runs folder {args.runs_dir}: {exc.strerror}") from None
     source = AttachSource(args.runs_dir, target.pid, target.command, args.interval, args.gpu, args.rate)
     closed = launch_run(settings(args), source)
+    from ..analysis.advice import NEXT_START
+
     for line in ending(source, closed.left_recording, wait=ENDING_WAIT):
         print(line.replace("advice: ", "advice: " + NEXT_START, 1))
     said = source.stderr_tail()

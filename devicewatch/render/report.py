@@ -19,6 +19,7 @@ from ..analysis import advice, wording
 from ..analysis.stragglers import tally
 from ..analysis.contention import CONTENDED_WAIT, OTHERS_NOTABLE
 from ..analysis.utilization import MeanP95, active_mask
+from ..loop_figures import STEPS
 from ..runformat.downsample import minmax
 from ..runformat.runfile import Run
 from ..safe_text import inert
@@ -68,6 +69,9 @@ def epoch_tables(summary: analysis.Summary, width: int) -> list[Any]:
                 for n in wording.shown_phases(names, waits)]
     columns.append(Column("no phase", [_secs(row.untracked) for row in rows]))
     columns += [Column(m, [_cell(row.get(m)) for row in metrics]) for m in metric_names if m not in repeated]
+    if any(row.metrics.figures and row.metrics.figures.steps_sampled for row in rows):   # a lower bound
+        columns = [Column("steps (sampled)", [row.metrics.figures.steps_text() if row.metrics.figures else "-"
+                                              for row in rows]) if c.header == STEPS else c for c in columns]
     return fit(title, [Column(unit, [epoch_label(row.epoch, row.partial) for row in rows])], columns, width)
 
 

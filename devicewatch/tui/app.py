@@ -30,7 +30,7 @@ from textual.screen import Screen
 from .. import trials
 from ..errors import UsageError
 from ..live.job import JobModel
-from ..live.source import LiveSource, Source, open_replay, previous_run
+from ..live.source import AttachSource, LiveSource, Source, open_replay, previous_run
 from ..recorder.recorder import OUTSIDE_GRACE
 from ..registry import Target
 from ..runformat.runfile import Run, RunFileError, load
@@ -329,7 +329,8 @@ class DashboardApp(App[int]):
                 assert isinstance(screen.source, LiveSource)
                 screen.source.stop()
                 self._quit_when_finished = screen
-                self.notify("stopping the run; the dashboard closes when the file is finished")
+                self.notify("detaching: the process runs on; the dashboard closes when the file is finished"
+                            if attached else "stopping the run; the dashboard closes when the file is finished")
             elif choice == "leave":
                 if isinstance(screen.source, LiveSource):  # it is: only a live source runs
                     screen.source.detach()
@@ -337,7 +338,8 @@ class DashboardApp(App[int]):
                 self._close_sources()
                 self.exit(0)
 
-        self.push_screen(QuitDuringRun(), chosen)
+        attached = isinstance(screen.source, AttachSource)
+        self.push_screen(QuitDuringRun(attached), chosen)
 
     def _close_sources(self) -> None:
         for screen in self.screen_stack:

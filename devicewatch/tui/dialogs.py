@@ -14,22 +14,36 @@ class QuitDuringRun(ModalScreen[str]):
     """Quit while recording: stop the run, or leave the recorder to finish it alone.
 
     Either way the run file is finished by the recorder; the dialog only decides whether the
-    workload goes on.
+    workload goes on. A process devicewatch attached to always goes on (``attached``): the
+    choice is whether the recording ends now (a detach) or when the process ends.
     """
 
     BINDINGS = [Binding("escape", "choose('cancel')", "Keep watching"),
                 Binding("s", "choose('stop')", "Stop and quit"),
                 Binding("k", "choose('leave')", "Quit, keep recording")]
 
+    def __init__(self, attached: bool = False):
+        super().__init__()
+        self.attached = attached
+
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Static("A run is still recording. Quit the dashboard?", id="question")
-            yield Static("[b]Stop and quit[/b]: cancel the workload; the recorder finishes the file.\n"
-                         "[b]Quit, keep recording[/b]: the recorder runs on without a window and "
-                         "finishes the file when the workload ends; `devicewatch runs` (or the home "
-                         "screen) lists it, to follow or stop.", id="explain")
+            if self.attached:
+                yield Static("The attached process is still being recorded. Quit the dashboard?", id="question")
+                yield Static("[b]Detach and quit[/b]: the recording ends now; the process runs on, untouched.\n"
+                             "[b]Quit, keep recording[/b]: the recorder runs on without a window and "
+                             "finishes the file when the process ends; `devicewatch runs` (or the home "
+                             "screen) lists it, to follow or detach.", id="explain")
+                stop = "Detach and quit (s)"
+            else:
+                yield Static("A run is still recording. Quit the dashboard?", id="question")
+                yield Static("[b]Stop and quit[/b]: cancel the workload; the recorder finishes the file.\n"
+                             "[b]Quit, keep recording[/b]: the recorder runs on without a window and "
+                             "finishes the file when the workload ends; `devicewatch runs` (or the home "
+                             "screen) lists it, to follow or stop.", id="explain")
+                stop = "Stop and quit (s)"
             with Horizontal(id="choices"):
-                yield Button("Stop and quit (s)", id="stop", variant="error")
+                yield Button(stop, id="stop", variant="warning" if self.attached else "error")
                 yield Button("Quit, keep recording (k)", id="leave", variant="warning")
                 yield Button("Keep watching (esc)", id="cancel", variant="primary")
 

@@ -144,9 +144,10 @@ def verdict_text(model: RunModel, try_key: bool = False, failure: wording.Failur
     text.append(inert(model.verdict.text))
     if not model.run.finished:
         text.append("  (so far)", style="grey50")
+    later = advice.NEXT_START if advice.attached_run(model.run) else ""   # a job attached to runs on as started
     for item in model.advice:
         text.append("\nadvice: ", style="bold")
-        text.append(inert(advice.text(item)), style="not bold")
+        text.append(later + inert(advice.text(item)), style="not bold")
     if try_key:
         text.append("  (t: try it)", style="grey50 not bold")
     return text
@@ -203,12 +204,20 @@ class EpochLook:
     names: list[str]
     waits: bool
     steps_width: int
+    steps_word: str   # "steps (sampled)" where counted from stack samples: a lower bound
     longest: float
 
 
+def _steps_text(row: analysis.EpochRow) -> str | None:
+    """An epoch's steps as shown: ``≥12`` where counted from stack samples (an attached run's)."""
+    return None if row.metrics.figures is None else row.metrics.figures.steps_text()
+
+
 def epoch_look(rows: list[analysis.EpochRow]) -> EpochLook:
+    sampled = any(r.metrics.figures is not None and r.metrics.figures.steps_sampled for r in rows)
     return EpochLook(analysis.phase_names(rows), any(r.data_wait is not None for r in rows),
-                     max((len(str(r.metrics.steps)) for r in rows if r.metrics.steps is not None), default=0),
+                     max((len(n) for n in map(_steps_text, rows) if n is not None), default=0),
+                     "steps (sampled)" if sampled else "steps",
                      max((max(r.total, sum(r.phases.values())) for r in rows), default=0.0) or 1.0)
 
 
@@ -230,7 +239,7 @@ def epoch_bars(rows: list[analysis.EpochRow], width: int, max_rows: int = 40,
         text.append("no epochs yet", style="grey50")
         return text
     look = look or epoch_look(rows)
-    names, waits, steps_w = look.names, look.waits, look.steps_width
+    names, waits, steps_w, steps_word = look.names, look.waits, look.steps_width, look.steps_word
     for i, name in enumerate(names):
         text.append(("  " if i else "") + "█ " + inert(name), style=PHASE_BAR.get(name, "cyan"))
     text.append("  █ no phase", style=NO_PHASE)
@@ -247,11 +256,11 @@ def epoch_bars(rows: list[analysis.EpochRow], width: int, max_rows: int = 40,
     # The figures of the rows shown only (a long run has thousands of rows), the bars as wide
     # as those figures leave.
     rows = rows[-shown:]
-    steps = [r.metrics.steps for r in rows]
+    steps = [_steps_text(r) for r in rows]
     parts = [_parts(r, figured, waits) for r in rows]
     numbers = [(" = " if _adds_up(r, p) else ": ") + " + ".join(f"{x:.1f}" for x in p)
                + (_wait_text(r) if waits else "")
-               + (f"  {inert(str(n)) if n is not None else '-':>{steps_w}} steps" if steps_w else "")
+               + (f"  {inert(n) if n is not None else '-':>{steps_w}} {steps_word}" if steps_w else "")
                + (f"  {PARTIAL}" if r.partial else "")
                for r, p, n in zip(rows, parts, steps)]
     bar_w = max(8, width - 12 - max(len(n) for n in numbers))

@@ -18,6 +18,8 @@ and its redraw belong to the class; what can be pure is elsewhere (``run_parts``
 
 from __future__ import annotations
 
+import os
+import shlex
 import time
 from typing import Any, TypeVar
 
@@ -33,9 +35,10 @@ from textual.widget import Widget
 from .. import analysis
 from ..analysis.advice import Advice
 from ..live.model import RunModel
-from ..live.source import LiveSource, Source
+from ..live.source import AttachSource, LiveSource, Source
 from ..render.palette import NORMAL, PRESENTER, Palette
 from ..runformat.runfile import RunFileError
+from ..safe_text import markup
 from . import layout, panels
 from .charts import AreaChart, Chart, LineChart
 from .chart_cells import heat_legend
@@ -53,6 +56,8 @@ WidgetT = TypeVar("WidgetT", bound=Widget)
 TICK = 0.5  # seconds between poll-and-redraw ticks (2 Hz)
 SLOW_EVERY = 1.0  # seconds between redraws of the status, progress and verdict lines while live
 BOTTOM_EVERY = 2.0  # seconds between redraws of the bottom row (workload charts, cost, epochs) while live
+# An attached process's output goes where it was sent when it started: devicewatch never takes it.
+NOT_CAPTURED = "output of an attached process is not captured: it goes where the process sends it"
 LOG_EVERY = 2.0  # seconds between appends to the workload-output panel while a run is live
 # The state whose every change redraws the screen once.
 REDRAWN_BY = ("window", "pan_offset", "fixed_y", "core_clock", "paused", "presenter")
@@ -76,12 +81,20 @@ def tryable(model: RunModel | None) -> tuple[list[str], list[Advice]] | None:
     return list(workload.command), advised
 
 
+def attached_folder(model: RunModel | None) -> str | None:
+    """The folder of the process an attached run recorded (its header's ``attached.cwd``), or None."""
+    attached = model.run.header.raw.get("attached") if model is not None else None
+    folder = attached.get("cwd") if isinstance(attached, dict) else None
+    return folder if isinstance(folder, str) else None
+
+
 class RunScreen(RedrawOnce):
     BINDINGS = [
         # Quit first: the footer shows a screen's keys before the app's, and cuts what does not
         # fit, so the way out stays on screen at 80 columns.
         Binding("q", "app.quit", "Quit"),
         Binding("s", "stop", "Stop run"),
+        Binding("s", "detach", "Detach"),   # an attached process runs on: the recording ends
         Binding("m", "marker", "Marker"),
         Binding("space", "toggle('paused')", "Pause"),
         Binding("plus,equals_sign", "zoom(-1)", "Zoom in", key_display="+"),
@@ -150,6 +163,7 @@ class RunScreen(RedrawOnce):
         self._error_noted = False
         self._saw_finished = False
         self._try_offered = False
+        self._output_said = False   # an attached run's output panel has said why it stays empty
         self._found: dict[str, Widget] = {}
         self._legend_of: tuple[Palette, str] | None = None   # what the heat legend shows was made for
         self._gpu_half_of: tuple[bool, str | None] | None = None   # what the GPU half shows without GPUs
@@ -346,8 +360,10 @@ class RunScreen(RedrawOnce):
             self.post_message(self.Finished(self, None))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("stop", "type_into"):  # only a run that is still recording can be stopped, or typed into
-            return isinstance(self.source, LiveSource) and self.source.running
+        if action in ("stop", "detach", "type_into"):  # only a run still recording can be stopped, or typed into
+            # An attached process is detached from, never stopped, and its input is not ours.
+            return isinstance(self.source, LiveSource) and self.source.running and \
+                self.attached == (action == "detach")
         if action == "next_host":  # a merged run's charts show one node at a time
             return self.model is not None and len(self.model.run.host_labels) > 1
         if action == "try_advice":  # a run of a command whose advice names a knob
@@ -437,6 +453,9 @@ class RunScreen(RedrawOnce):
                 bars.epochs = rows
                 bars.border_title = f"{analysis.units_text(analysis.unit(rows.rows))}: time per phase"
         log = self._find(LOG)
+        if self.attached and not self._output_said:   # nothing will come: say why once
+            self._output_said = True
+            log.write_lines([NOT_CAPTURED], None)
         self._new_lines += model.take_logs()
         now = time.monotonic()
         open_line = model.open_line()
@@ -551,13 +570,24 @@ class RunScreen(RedrawOnce):
 
     # -- actions -----------------------------------------------------------------------------
 
+    @property
+    def attached(self) -> bool:
+        """Whether the run is of a process devicewatch attached to (now, or in a replay): it is
+        watched, never stopped, and its output is its own."""
+        return isinstance(self.source, AttachSource) or \
+            (self.model is not None and analysis.advice.attached_run(self.model.run))
+
     def action_stop(self) -> None:
         if isinstance(self.source, LiveSource) and self.source.running:
             self.source.stop()
-            self.notify("stopping: the recorder cancels the workload and finishes the file")
+            self.notify("detaching: the recording ends; the process runs on, untouched" if self.attached
+                        else "stopping: the recorder cancels the workload and finishes the file")
             self._redraw_soon()
         else:
             self.notify("no run to stop")
+
+    def action_detach(self) -> None:
+        self.action_stop()
 
     def action_type_into(self) -> None:
         """The output panel becomes the workload's terminal: keys go to the workload until Escape."""
@@ -616,6 +646,14 @@ class RunScreen(RedrawOnce):
             return
         if self.source.running:
             self.notify("the run is still recording: try its advice when it has finished", severity="warning")
+            return
+        folder = attached_folder(self.model)
+        if folder is not None and folder != os.getcwd():
+            # The trials run here, and the attached process's command line is relative to its own folder.
+            command = " ".join(shlex.quote(part) for part in wanted[0])
+            self.notify(markup(f"the attached process ran in {folder}, the trials would run here: "
+                               f"cd {shlex.quote(folder)} && devicewatch try -- {command}"), severity="warning",
+                        timeout=20)
             return
         self.post_message(self.TryWanted(self, *wanted))
 

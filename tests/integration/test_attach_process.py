@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -280,7 +281,9 @@ def passes(run: list[dict[str, Any]]) -> dict[int, dict[str, float]]:
     for parts in out.values():   # the train phase holds its data waits: train alone is the rest
         if "train" in parts and "data" in parts:
             parts["train"] -= parts["data"]
-    return out
+    # A pass without its epoch event never ended: the run ended inside it (the loop's last lines
+    # after its last evaluation), as the loop printed no [truth] line for it.
+    return {n: parts for n, parts in out.items() if "data" in parts}
 
 
 def shares(parts: dict[str, float]) -> dict[str, float]:
@@ -327,6 +330,18 @@ def test_an_input_bound_loop_attached_after_its_first_epoch(tmp_path: Path) -> N
     assert run[-1]["reason"] == "the attached process ended"
     assert "verdict: input-bound" in text
     assert re.search(r"advice: on the next start: try num_workers=\d", text), text
+
+
+# The same loop inside a function: its loop variable is a local, which py-spy reads.
+IN_A_FUNCTION = "def main():\n" + textwrap.indent(LOOP, "    ") + "\n\nmain()\n"
+
+
+def test_a_loop_in_a_function_is_numbered_by_its_own_loop_variable(tmp_path: Path) -> None:
+    loop, run, text = attached_run(tmp_path, delay=0.004, width=256, epochs=6, text=IN_A_FUNCTION)
+    truths = whole_after(loop, run)
+    # The passes seen whole carry the script's own epoch numbers, not 1, 2, … from the attach.
+    assert sorted(passes(run)) == [t["epoch"] for t in truths] and truths[0]["epoch"] >= 2
+    assert "epochs: the script's loop variable epoch" in " ".join(text.split()), text
 
 
 def test_a_compute_bound_loop_is_not_input_bound(tmp_path: Path) -> None:

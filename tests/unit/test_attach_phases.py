@@ -119,7 +119,7 @@ def test_passes_become_train_validate_and_data_phases_with_their_epoch_figures()
     # Only the whole pass: 1.2 s of its 1.6 s waited on data, two steps (data, then train) in 1.6 s.
     assert [(r["epoch"], r["t"]) for r in epochs] == [(1, 2.6)]
     assert epochs[0]["metrics"] == {"steps": 2, "data_wait_s": 1.2, "wait_s": 1.2, "loader_wait_s": 1.2,
-                                    "iterators": 1, "waited_on": "DataLoader", "steps_per_s": 1.25}
+                                    "iterators": 1, "waited_on": "DataLoader", "steps_sampled": True}
     assert all(r["sampled"] and r["source"] == "auto" and r["pid"] == 42 for r in written)
 
 
@@ -177,3 +177,75 @@ def test_a_stray_sample_is_judged_by_the_sampling_period() -> None:
 
     assert passes(0.08) == 1
     assert passes(0.12) == 2
+
+
+def test_a_misread_evaluation_amid_a_pass_on_a_busy_machine_splits_no_epoch() -> None:
+    """At 25 samples a second (a glitch: 0.1 s) a busy machine holds a misread sample until a
+    late next one: 0.15 s of evaluation amid a pass, longer than a glitch. It is under half the
+    evaluations seen whole (0.4 s), and comes before the pass has run its course: the pass goes
+    on. An evaluation of 0.25 s, shorter than those before it but over half of them, is the
+    epoch's; then one of 0.18 s, over half the shortest seen (0.25 s)."""
+    written: list[dict[str, Any]] = []
+    builder = PhaseBuilder(written.append, pid=1, classifier=Kinds(), period=0.04)
+    timeline = [(DATA, 0.0, 0.9), (TRAIN, 0.9, 1.0), (VALIDATE, 1.0, 1.4),                # partial pass
+                (DATA, 1.4, 1.8), (TRAIN, 1.8, 1.84), (VALIDATE, 1.84, 1.99),            # pass 1, a misread
+                (DATA, 1.99, 2.5), (TRAIN, 2.5, 2.54), (DATA, 2.54, 2.9), (VALIDATE, 2.9, 3.3),
+                (DATA, 3.3, 3.8), (TRAIN, 3.8, 3.84), (VALIDATE, 3.84, 3.99),            # pass 2, a misread
+                (DATA, 3.99, 4.76), (TRAIN, 4.76, 4.8), (VALIDATE, 4.8, 5.05),           # shorter, over half
+                (DATA, 5.05, 6.51), (TRAIN, 6.51, 6.55), (VALIDATE, 6.55, 6.73),         # under half, at the end
+                (DATA, 6.73, 7.0)]
+    for kind, start, end in timeline:
+        builder.feed(piece(kind, start, end))
+    builder.finish()
+    spans: dict[tuple[str, Any], list[float]] = {}
+    for r in written:
+        if r["kind"].startswith("phase") and r["name"] != "data":
+            spans.setdefault((r["name"], r["epoch"]), []).append(round(r["t"], 4))
+    assert spans == {("train", None): [0.0, 1.0], ("validate", None): [1.0, 1.4],
+                     ("train", 1): [1.4, 2.9], ("validate", 1): [2.9, 3.3],
+                     ("train", 2): [3.3, 4.8], ("validate", 2): [4.8, 5.05],
+                     ("train", 3): [5.05, 6.55], ("validate", 3): [6.55, 6.73], ("train", 4): [6.73, 7.0]}
+    epochs = {r["epoch"]: r["metrics"] for r in written if r["kind"] == "epoch"}
+    # Passes 1 and 2: 1.5 s, two steps, 1.5 - 0.08 train - 0.15 misread = 1.27 s of data sampled
+    # (the misread's seconds are neither data nor train: the pass's, not the evaluation's).
+    assert sorted(epochs) == [1, 2, 3]
+    assert [(epochs[n]["steps"], epochs[n]["data_wait_s"]) for n in (1, 2, 3)] == [(2, 1.27), (2, 1.27), (1, 1.46)]
+
+
+def test_the_epoch_under_way_is_read_from_the_script_s_own_loop_variable() -> None:
+    from devicewatch.attach.loop_variable import epoch_in
+
+    def frame(name: str, file: str, **local: str) -> dict[str, Any]:
+        return {"name": name, "filename": file, "locals": [{"name": k, "repr": v} for k, v in local.items()]}
+
+    keras = frame("fit", "/v/site-packages/keras/src/backend/torch/trainer.py", epoch="0")   # 0-based, not the script's
+    main = frame("main", "/home/u/train.py", epoch="7", loss="0.25")
+    dump = [{"thread_name": "pt_autograd_0", "frames": [frame("run", "/home/u/train.py", epoch="99")]},
+            {"thread_name": "MainThread", "frames": [keras, frame("fit_one", "/home/u/train.py", batch="3"), main,
+                                                     frame("<module>", "/home/u/train.py")]}]
+    assert epoch_in(dump) == ("epoch", 7)
+    # Named for the epoch but no whole number, or only a framework's: none.
+    assert epoch_in([{"thread_name": "MainThread", "frames": [frame("main", "/h/t.py", epoch="<object at 0x1>"),
+                                                              keras]}]) is None
+    assert epoch_in([{"thread_name": "MainThread", "frames": [frame("main", "/h/t.py", current_epoch="3")]}]) \
+        == ("current_epoch", 3)
+    assert epoch_in("not a dump") is None
+
+
+def test_an_evaluation_cut_by_a_moment_nobody_sampled_still_ends_its_pass() -> None:
+    """Evaluations of 0.4 s seen whole; the next one seen for 0.1 s before 0.4 s nobody sampled
+    (between two py-spy runs): up to halfway through the gap it may have gone on, 0.3 s in all,
+    over half of 0.4 s: the pass ends where it began, and the next begins halfway through the gap."""
+    written: list[dict[str, Any]] = []
+    builder = PhaseBuilder(written.append, pid=1, classifier=Kinds(), period=0.04)
+    for kind, start, end in [(DATA, 0.0, 1.0), (VALIDATE, 1.0, 1.4), (DATA, 1.4, 2.9), (VALIDATE, 2.9, 3.0),
+                             (DATA, 3.4, 4.0)]:
+        builder.feed(piece(kind, start, end))
+    builder.finish()
+    spans = [(r["kind"], r["name"], round(r["t"], 4), r["epoch"]) for r in written
+             if r["kind"].startswith("phase") and r["name"] != "data"]
+    assert spans == [("phase_begin", "train", 0.0, None), ("phase_end", "train", 1.0, None),
+                     ("phase_begin", "validate", 1.0, None), ("phase_end", "validate", 1.4, None),
+                     ("phase_begin", "train", 1.4, 1), ("phase_end", "train", 2.9, 1),
+                     ("phase_begin", "validate", 2.9, 1), ("phase_end", "validate", 3.2, 1),
+                     ("phase_begin", "train", 3.2, 2), ("phase_end", "train", 4.0, 2)]
