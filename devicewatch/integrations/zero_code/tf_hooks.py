@@ -375,8 +375,9 @@ class _Hooks:
     def keras2_fetch(self, original: Callable[..., Any]) -> Callable[..., Any]:
         """Keras 2's ``make_train_function``, whose function then takes each batch in eager
         Python. Keras 2 has no path for a batch given as data: its step's own Python
-        (``next(iterator)``, then the step) is compiled once more as a ``tf.function`` of the
-        batch, handed the batch as the iterator it takes it from (``_Taken``)."""
+        (``next(iterator)``, then the step) is compiled once more, as a function of the batch's
+        flat tensors (``keras2_flat``; else of the batch, ``keras2_fed``), handed the batch as
+        the iterator it takes it from (``_Taken``)."""
         process = self.process
 
         def make_train_function(model: Any, *args: Any, **kwargs: Any) -> Any:
