@@ -40,7 +40,12 @@ per-step hook pays. The DataLoader's hook alone is not a clean figure: in its "o
 loop sees steps and no batches, so it starts watching the model's calls (as for a loop that
 reads no DataLoader), and that hook is then in both kinds of burst.
 
-    python -m bench.bench_zero_code [--runs 3] [--steps 2000] [--epochs 5] [--layers 8] [--per-hook]
+**Keras 2** (``tf_keras``): the same alternation over a ``fit`` of a tiny model
+(``bench_keras2_fetch``, whose docstring says how), run after the loop's runs; ``--keras2-runs
+0`` leaves it out, and it is left out with a line where ``tf_keras`` is not installed.
+Budget: at most 5% slower.
+
+    python -m bench.bench_zero_code [--runs 3] [--steps 2000] [--epochs 5] [--layers 8] [--per-hook] [--keras2-runs N]
 """
 
 from __future__ import annotations
@@ -224,10 +229,18 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=0,
                         help="hidden layers that lengthen each step (default 0: the 4-input linear model; 8 makes a "
                              "loop of about 2,000 steps/s here, the budget's rate)")
+    parser.add_argument("--keras2-runs", type=int, default=None,
+                        help="alternating runs of Keras 2's fit (default: as many as --runs; 0: none)")
     parser.add_argument("--per-hook", action="store_true",
                         help="also each hook's own share: runs that take out only the DataLoader's or only the "
                              "optimizer's hook")
     args = parser.parse_args()
+    from bench import bench_keras2_fetch
+
+    keras2_runs = args.runs if args.keras2_runs is None else args.keras2_runs
+    if keras2_runs and not bench_keras2_fetch.installed():
+        print("Keras 2 (tf_keras) is not installed: its fit is not measured (`make setup` installs it)")
+        keras2_runs = 0
     with tempfile.TemporaryDirectory(prefix="bench-zero-code-") as tmp:
         folder = Path(tmp)
         script = folder / "loop.py"
@@ -247,6 +260,7 @@ def main() -> None:
                 per_hook.setdefault(hook, []).append(
                     alternation(record(script, folder / f"{hook}-{run}.jsonl", args.steps, args.epochs, hook, args.layers)))
                 print(f"{HOOK_NAMES[hook]} {run + 1}: {line(per_hook[hook][-1])}", flush=True)
+        keras2 = bench_keras2_fetch.runs(keras2_runs, 4) if keras2_runs else None
         whole = folder / "whole.jsonl"
         (rate,) = record(script, whole, args.steps, args.epochs, layers=args.layers)
         whole_events = event_rates(whole)
@@ -259,6 +273,10 @@ def main() -> None:
     print(summary("control (hooked both ways: what the method reads when there is nothing to find)", controls))
     for hook, figures in per_hook.items():
         print(summary(HOOK_NAMES[hook], figures))
+    if keras2 is not None:
+        print(f"slowdown of Keras 2's fit (a tiny model), {keras2_runs} runs alternating every 50 steps (budget +5%):")
+        print(summary("hooked", keras2[0]))
+        print(summary("control (hooked both ways)", keras2[1]))
     print(f"events, {args.steps}-step epochs ({rate:.0f} steps/s fully instrumented): {whole_events[0]} in the run, "
           f"{whole_events[1]:.1f}/s over it, {whole_events[2]} in the busiest second (budget 50/s)")
     print(f"events, 20-step epochs (300 epochs): {stress_events[0]} in the run, {stress_events[1]:.1f}/s over it, "

@@ -76,6 +76,16 @@ def test_the_script_prints_the_same_losses_and_weights_byte_for_byte(tmp_path):
     assert [f["steps"] for f in figures] == [STEPS] * EPOCHS and all("data_wait_s" in f for f in figures), figures
 
 
+def test_the_step_is_handed_its_batch_as_the_flat_tensors_of_the_iterator_op(tmp_path):
+    """Under the hooks fit calls the step that takes the op's tensors (``keras2_flat``), not the
+    slower one of a batch taken by ``next`` (``fetching``), whose figures would be the same."""
+    completed, sent = run_instrumented(tmp_path, [sys.executable, str(SCRIPT), "--step-function"], ENV)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert b"train function _Hooks.keras2_flat.<locals>.train_function" in completed.stdout, completed.stdout
+    figures = [e["metrics"] for e in sent if e["kind"] == "epoch"]
+    assert [f["steps"] for f in figures] == [STEPS] * EPOCHS and all("data_wait_s" in f for f in figures), figures
+
+
 def test_a_tf_keras_fit_waiting_on_a_slow_tf_data_map_is_input_bound(tmp_path):
     """``scripts/tf_keras_fit.py`` as Keras 3's test has it, fitted by Keras 2: each of the 24
     batches of an epoch takes 0.2 s to make, one after the other; a step takes a few ms."""

@@ -175,37 +175,42 @@ class _Hooks:
     # -- data wait ------------------------------------------------------------------------------
 
     def timed_next(self, original: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        process, fetch, exhausted = self.process, self.loop.fetch, self.loop.exhausted
+        timed = self.timed
 
         def __next__(iterator: Any) -> Any:
-            if not (self.timed_next_on and process.live and get_ident() == _MAIN):
-                return original(iterator)
-            first = False
-            if self.last() is not iterator:
-                try:
-                    first = self.yielding(iterator)
-                except Exception as exc:
-                    self.failed("timed_next", exc)
-                    return original(iterator)
-            if not self.last_eager:
-                return original(iterator)
-            start = _monotonic()
+            return timed(iterator, original)
+        return __next__
+
+    def timed(self, iterator: Any, take: Callable[[Any], Any]) -> Any:
+        """What TAKE gives from ITERATOR (its next batch, or StopIteration), the loop's wait for
+        it timed: ``OwnedIterator.__next__``, or Keras 2's step taking its batch flat."""
+        if not (self.timed_next_on and self.process.live and get_ident() == _MAIN):
+            return take(iterator)
+        first = False
+        if self.last() is not iterator:
             try:
-                batch = original(iterator)
-            except StopIteration:
-                end = _monotonic()
-                try:
-                    exhausted(self.last_source, end)
-                except Exception as exc:
-                    self.failed("timed_next", exc)
-                raise
-            end = _monotonic()
-            try:
-                fetch(self.last_source, True, first, start, end)
+                first = self.yielding(iterator)
             except Exception as exc:
                 self.failed("timed_next", exc)
-            return batch
-        return __next__
+                return take(iterator)
+        if not self.last_eager:
+            return take(iterator)
+        start = _monotonic()
+        try:
+            batch = take(iterator)
+        except StopIteration:
+            end = _monotonic()
+            try:
+                self.loop.exhausted(self.last_source, end)
+            except Exception as exc:
+                self.failed("timed_next", exc)
+            raise
+        end = _monotonic()
+        try:
+            self.loop.fetch(self.last_source, True, first, start, end)
+        except Exception as exc:
+            self.failed("timed_next", exc)
+        return batch
 
     def yielding(self, iterator: Any) -> bool:
         """ITERATOR yields now, not the last one: whether this is its first batch."""
@@ -370,8 +375,9 @@ class _Hooks:
     def keras2_fetch(self, original: Callable[..., Any]) -> Callable[..., Any]:
         """Keras 2's ``make_train_function``, whose function then takes each batch in eager
         Python. Keras 2 has no path for a batch given as data: its step's own Python
-        (``next(iterator)``, then the step) is compiled once more as a ``tf.function`` of the
-        batch, handed the batch as the iterator it takes it from (``_Taken``)."""
+        (``next(iterator)``, then the step) is compiled once more, as a function of the batch's
+        flat tensors (``keras2_flat``; else of the batch, ``keras2_fed``), handed the batch as
+        the iterator it takes it from (``_Taken``)."""
         process = self.process
 
         def make_train_function(model: Any, *args: Any, **kwargs: Any) -> Any:
@@ -381,8 +387,11 @@ class _Hooks:
             try:
                 function = model.train_function
                 if function is not None and not getattr(function, "_devicewatch_eager_fetch", False):
-                    fed = self.keras2_fed(model, function)
-                    if fed is not None:
+                    flat = self.keras2_flat(function, _one_step(model))
+                    fed = self.keras2_fed(model, function) if flat is None else None
+                    if flat is not None:
+                        model.train_function = result = flat
+                    elif fed is not None:
                         model.train_function = result = self.fetching(function, fed, _one_step(model))
             except Exception as exc:
                 self.failed("eager_fetch", exc)
@@ -398,6 +407,83 @@ class _Hooks:
                 return None
             return lambda batch: function(_Taken(batch))
         return self.compile_function(lambda batch: step(_Taken(batch)), reduce_retracing=True)
+
+    def keras2_flat(self, function: Any, one_step: bool) -> Callable[[Any], Any] | None:
+        """Keras 2's compiled train FUNCTION, handed each batch as the flat tensors of the
+        iterator's own ``IteratorGetNext`` op, run eagerly and timed (``timed``); or None where
+        this TensorFlow lacks what it calls (then ``keras2_fed``).
+
+        Why not ``next(iterator)`` and a ``tf.function`` of the batch: on a tiny model those two
+        cost more than the step (the eager ``next`` packs the batch's structure inside an
+        execution-mode scope; the ``tf.function`` binds its arguments and looks up its trace),
+        where the op alone and the step's concrete function, traced once for the data set's
+        element spec (the shapes the compiled step's own ``IteratorGetNext`` has), take a
+        fraction of it. Each call of that concrete function is a step as a call of a marked
+        ``tf.function`` is (``counted_call``)."""
+        step = getattr(function, "python_function", None)
+        try:
+            from tensorflow.python.data.util import structure
+            from tensorflow.python.eager import context
+            from tensorflow.python.eager.polymorphic_function.concrete_function import ConcreteFunction
+            from tensorflow.python.framework.errors import OutOfRangeError
+            from tensorflow.python.ops.gen_dataset_ops import iterator_get_next
+        except ImportError:
+            return None
+        if step is None or not hasattr(ConcreteFunction, "_call_flat"):
+            return None
+        process, iterator_type, marked = self.process, self.iterator_type, self.marked
+        executing_eagerly, context_now, SYNC = self.executing_eagerly, context.context, context.SYNC
+        traced: dict[Any, tuple[Any, Any]] = {}   # element spec -> (its tf.function, its concrete function)
+        last: list[Any] = [None, None, None]     # the latest iterator's element spec, and its two
+
+        def take(iterator: Any) -> Any:
+            try:
+                return iterator_get_next(iterator._iterator_resource, output_types=iterator._flat_output_types,
+                                         output_shapes=iterator._flat_output_shapes)
+            except OutOfRangeError:
+                raise StopIteration from None
+
+        def trace(spec: Any) -> tuple[Any, Any]:
+            compiled = self.compile_function(
+                lambda *flat: step(_Taken(structure.from_compatible_tensor_list(spec, flat))))
+            self.calling = compiled   # what the step's optimizer marks while it is traced (``mark``)
+            try:
+                concrete = compiled.get_concrete_function(*structure.get_flat_tensor_specs(spec))
+            finally:
+                self.calling = None
+            return compiled, concrete
+
+        def train_function(iterator: Any) -> Any:
+            if not (one_step and type(iterator) is iterator_type and self.eager_fetch_on and process.live
+                    and not self.batch_given and get_ident() == _MAIN and executing_eagerly()
+                    and context_now().execution_mode == SYNC):
+                self.fit_measured = False
+                return function(iterator)
+            try:
+                flat = self.timed(iterator, take)
+            except StopIteration:
+                return function(iterator)
+            spec = iterator._element_spec
+            if spec is last[0]:
+                compiled, concrete = last[1], last[2]
+            else:
+                compiled, concrete = traced.get(spec) or traced.setdefault(spec, trace(spec))
+                last[:] = spec, compiled, concrete
+            self.fit_measured = self.timed_next_on and self.counted_call_on
+            result = concrete._call_flat(flat, concrete.captured_inputs)
+            kind = marked.get(id(compiled))
+            if kind is not None and self.counted_call_on:
+                try:
+                    if kind == STEP:
+                        self.stepped(_monotonic())
+                    else:
+                        self.loop.backward(_monotonic())
+                except Exception as exc:
+                    self.failed("counted_call", exc)
+            return result
+
+        train_function._devicewatch_eager_fetch = True  # type: ignore[attr-defined]  # a mark on Keras's function: wrapped once
+        return train_function
 
     def unfetched(self, original: Callable[..., Any]) -> Callable[..., Any]:
         """Keras 2's ``train_on_batch``: its batch is given as data, in a new one-batch data

@@ -2,7 +2,7 @@
 validation, so 450 / 32 = 15 training steps an epoch (the last of 2 samples), 3 epochs, one
 validation each. Keras 2 is
 ``tf_keras``, or ``tf.keras`` where TF_USE_LEGACY_KERAS=1 (--tf-keras). Prints its losses and a
-digest of its weights."""
+digest of its weights (and, with --step-function, the train function fit called)."""
 
 import argparse
 import hashlib
@@ -12,6 +12,7 @@ import numpy as np
 parser = argparse.ArgumentParser()
 parser.add_argument("--tf-keras", action="store_true", help="import Keras as tf.keras")
 parser.add_argument("--own-callback", action="store_true", help="pass devicewatch's Keras 2 callback by hand")
+parser.add_argument("--step-function", action="store_true", help="print the train function fit called last")
 args = parser.parse_args()
 if args.tf_keras:
     import tensorflow as tf
@@ -36,4 +37,6 @@ history = model.fit(x, y, batch_size=32, epochs=3, validation_split=0.25, verbos
 print("model", keras.Model.__module__)
 for name, values in sorted(history.history.items()):
     print(name, " ".join(repr(v) for v in values))
+if args.step_function:
+    print("train function", model.train_function.__qualname__)
 print("weights", hashlib.sha256(b"".join(w.tobytes() for w in model.get_weights())).hexdigest())
