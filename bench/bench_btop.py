@@ -1,5 +1,6 @@
 """Watching a live run against btop at its fastest update: devicewatch's dashboard and recorder
-must cost no more CPU than btop redrawing every 100 ms, side by side on the same machine.
+must cost at most 0.7 of the CPU btop takes redrawing every 100 ms, side by side on the same
+machine.
 
 For each live workload, the dashboard (``python -m devicewatch run WORKLOAD …``, which starts
 the recorder and through it the workload) and btop start at the same moment, each in a 200×50
@@ -39,6 +40,8 @@ import psutil
 
 from bench.bench_dashboard import COLUMNS, ROWS, PtyDashboard, finished, newest_run, stop_and_quit, wait_for
 from devicewatch.runformat import runfile
+
+BUDGET = 0.7   # dashboard + recorder over btop at 100 ms: at most 0.7 of its CPU
 
 WORKLOADS = {"pipeline": ["pipeline", "--epochs", "60"], "demo": ["demo", "--epochs", "200"]}
 BTOP_UPDATE_MS = 100
@@ -172,8 +175,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| `{' '.join(WORKLOADS[name])}` | {len(windows)} × {args.window_seconds:.0f} s | "
               f"{spread([w.devicewatch for w in windows])} | {spread([w.recorder for w in windows])} | "
               f"{spread([w.btop for w in windows])} | {spread(ratios)} | {rate:.1f} |")
-    met = all(0 < m <= 1.0 for m in medians)
-    print(f"\nbudget, median ratio ≤ 1.0 for every workload: {'met' if met else 'missed'} "
+    met = all(0 < m <= BUDGET for m in medians)
+    print(f"\nbudget, median ratio ≤ {BUDGET} for every workload: {'met' if met else 'missed'} "
           f"(medians {', '.join(f'{m:.2f}' for m in medians)}; highest single window {worst:.2f})")
     return 0
 
