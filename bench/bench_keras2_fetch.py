@@ -96,7 +96,7 @@ print(*figures)
 
 def record(script: Path, out: Path, epochs: int, mode: str) -> dict[str, tuple[float, float]]:
     """One recorded run: {clock: (slowdown, bare steps/s)} (``bench_zero_code.alternation``)."""
-    from bench.bench_zero_code import alternation
+    from bench.paired_bursts import alternation
 
     env = {k: v for k, v in os.environ.items() if k not in ("DEVICEWATCH_EVENTS", "DEVICEWATCH_INSTRUMENT")}
     env.update(PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="2")
@@ -113,7 +113,7 @@ def record(script: Path, out: Path, epochs: int, mode: str) -> dict[str, tuple[f
 
 def runs(count: int, epochs: int) -> tuple[list[dict[str, tuple[float, float]]], list[dict[str, tuple[float, float]]]]:
     """COUNT alternating runs and their controls, each line printed as it comes."""
-    from bench.bench_zero_code import line
+    from bench.paired_bursts import line
 
     with tempfile.TemporaryDirectory(prefix="bench-keras2-") as tmp:
         folder = Path(tmp)
@@ -133,7 +133,7 @@ def installed() -> bool:
 
 
 def main() -> None:
-    from bench.bench_zero_code import summary
+    from bench.paired_bursts import summary
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3, help="alternating runs (default 3)")
