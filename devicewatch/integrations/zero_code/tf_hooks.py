@@ -239,17 +239,21 @@ class _Hooks:
             finally:
                 self.calling = None
             kind = marked.get(id(function))
-            if kind is not None:
-                try:
-                    if self.executing_eagerly():
-                        if kind == STEP:
-                            self.stepped(_monotonic())
-                        else:
-                            self.loop.backward(_monotonic())
-                except Exception as exc:
-                    self.failed("counted_call", exc)
+            if kind is not None and self.executing_eagerly():
+                self.counted(kind)
             return result
         return __call__
+
+    def counted(self, kind: int) -> None:
+        """A call of a marked function, now: an optimizer's step (STEP), else the backward pass
+        a step of its own stands for."""
+        try:
+            if kind == STEP:
+                self.stepped(_monotonic())
+            else:
+                self.loop.backward(_monotonic())
+        except Exception as exc:
+            self.failed("counted_call", exc)
 
     def mark(self, kind: int) -> None:
         """A gradient (BACKWARD) or an optimizer step (STEP) is being traced: its calls count."""
@@ -473,13 +477,7 @@ class _Hooks:
             result = concrete._call_flat(flat, concrete.captured_inputs)
             kind = marked.get(id(compiled))
             if kind is not None and self.counted_call_on:
-                try:
-                    if kind == STEP:
-                        self.stepped(_monotonic())
-                    else:
-                        self.loop.backward(_monotonic())
-                except Exception as exc:
-                    self.failed("counted_call", exc)
+                self.counted(kind)
             return result
 
         train_function._devicewatch_eager_fetch = True  # type: ignore[attr-defined]  # a mark on Keras's function: wrapped once
