@@ -179,8 +179,11 @@ def first_frame(app: Any) -> bool:
     from devicewatch.tui.compare import CompareScreen
 
     strips = list(app.screen.query(HeatStrip))
-    if isinstance(app.screen, CompareScreen) and app.screen.comparison is None:
-        return False
+    if isinstance(app.screen, CompareScreen):
+        # The figures' tables are mounted when the comparison arrives and laid out a refresh later.
+        tables = [t for t in app.screen.query(".cmp-table") if t.display]
+        if app.screen.comparison is None or not tables or any(t.size.height == 0 for t in tables):
+            return False
     return bool(strips) and all(strip.rebuilds >= 1 for strip in strips)
 
 
