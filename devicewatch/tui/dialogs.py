@@ -27,21 +27,20 @@ class QuitDuringRun(ModalScreen[str]):
         self.attached = attached
 
     def compose(self) -> ComposeResult:
+        # An attached process is only watched: the stop is a detach, and it ends on its own.
+        ended, stop_word = ("the process", "detach") if self.attached else ("the workload", "stop")
         with Vertical(id="dialog"):
             if self.attached:
                 yield Static("The attached process is still being recorded. Quit the dashboard?", id="question")
-                yield Static("[b]Detach and quit[/b]: the recording ends now; the process runs on, untouched.\n"
-                             "[b]Quit, keep recording[/b]: the recorder runs on without a window and "
-                             "finishes the file when the process ends; `devicewatch runs` (or the home "
-                             "screen) lists it, to follow or detach.", id="explain")
+                stop_line = "[b]Detach and quit[/b]: the recording ends now; the process runs on, untouched."
                 stop = "Detach and quit (s)"
             else:
                 yield Static("A run is still recording. Quit the dashboard?", id="question")
-                yield Static("[b]Stop and quit[/b]: cancel the workload; the recorder finishes the file.\n"
-                             "[b]Quit, keep recording[/b]: the recorder runs on without a window and "
-                             "finishes the file when the workload ends; `devicewatch runs` (or the home "
-                             "screen) lists it, to follow or stop.", id="explain")
+                stop_line = "[b]Stop and quit[/b]: cancel the workload; the recorder finishes the file."
                 stop = "Stop and quit (s)"
+            yield Static(f"{stop_line}\n[b]Quit, keep recording[/b]: the recorder runs on without a window and "
+                         f"finishes the file when {ended} ends; `devicewatch runs` (or the home "
+                         f"screen) lists it, to follow or {stop_word}.", id="explain")
             with Horizontal(id="choices"):
                 yield Button(stop, id="stop", variant="warning" if self.attached else "error")
                 yield Button("Quit, keep recording (k)", id="leave", variant="warning")
