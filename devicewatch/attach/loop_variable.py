@@ -11,7 +11,10 @@ passes are counted from the attach (1: the first seen whole), and the run says s
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
+import sys
 from typing import Any
 
 from .classify import is_framework
@@ -20,6 +23,18 @@ from .stacks import Frame
 TIMEOUT = 10   # seconds a dump may take on a busy machine
 TRIES = 3
 LOOP_THREAD = "MainThread"
+PY_SPY_VAR = "DEVICEWATCH_PY_SPY"
+
+
+def find_py_spy() -> str | None:
+    """py-spy: named in DEVICEWATCH_PY_SPY, beside this Python (its virtual environment), or on PATH."""
+    named = os.environ.get(PY_SPY_VAR)
+    if named:
+        return named if os.access(named, os.X_OK) else None
+    beside = os.path.join(os.path.dirname(sys.executable), "py-spy")
+    if os.access(beside, os.X_OK):
+        return beside
+    return shutil.which("py-spy")
 
 
 def _named_for_epoch(name: str) -> bool:

@@ -29,7 +29,7 @@ from ..probes.cpu_limits import CpuLimits, CpuLimitsProbe
 from ..probes.process import ProcessTreeProbe, SelfProbe
 from ..recorder.event_channel import EventChannel
 from ..recorder.gpu_sampler import GpuSampler, gpu_poll_period
-from .loop_variable import read_epoch
+from .loop_variable import find_py_spy, read_epoch
 from .phases import PhaseBuilder
 from .sampler import RATE, StackSampler
 from .stacks import Slice
@@ -110,7 +110,7 @@ class AttachedRecorder(Recorder):
         when = datetime.fromtimestamp(self.start_unix, UTC).isoformat(timespec="seconds")
         header["workload"] = {"name": None, "args": [], "command": self.target.command}
         header["attached"] = {**self.target.to_json(when),
-                              "sampler": {"tool": "py-spy", "nonblocking": True, "rate": self.rate,
+                              "sampler": {"tool": "austin", "nonblocking": True, "rate": self.rate,
                                           "error_points": ERROR_POINTS}}
         return header
 
@@ -165,8 +165,9 @@ class AttachedRecorder(Recorder):
             self._gpu_sampler = GpuSampler(self.gpu, self.start_unix)
         self.builder = PhaseBuilder(self._write, pid, LOOP_THREAD, workers=self._workers, period=1 / self.rate)
         self.sampler = sampler = StackSampler(pid, self.start_mono, self._slices, self.rate, on_stop=self._stopped)
-        if sampler.check() is None and sampler.py_spy:
-            self._number_epochs(read_epoch(sampler.py_spy, pid))
+        py_spy = find_py_spy()
+        if sampler.check() is None and py_spy:
+            self._number_epochs(read_epoch(py_spy, pid))
         sampler.start()
         if sampler.refusal:
             self._refused(sampler.refusal)
@@ -200,7 +201,8 @@ class AttachedRecorder(Recorder):
         self.terminal.clear_status()
         end_unix, end_mono = time.time(), time.monotonic()
         assert self.sampler is not None
-        summary = {**self.instrumentation.summary(), "sampled": {"windows": self.sampler.windows,
+        summary = {**self.instrumentation.summary(), "sampled": {"samples": self.sampler.samples,
+                                                                  "invalid": self.sampler.invalid,
                                                                   "sampler_cpu_s": round(self.sampler.cpu_s, 3),
                                                                   "unsampled_s": round(self.sampler.unsampled_s, 3),
                                                                   "epochs_from": self.epochs_from}}

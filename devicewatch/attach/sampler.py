@@ -1,11 +1,11 @@
-"""py-spy, non-blocking, window after window, on a thread of its own.
+"""austin, on a thread of its own, its samples read as it writes them.
 
-py-spy writes its trace when a window ends, so the sampler runs one ``py-spy record`` a window
-(``WINDOW`` seconds) and hands each window's slices on, stamped on the recorder's clock: the
-phases follow the job about a window late. ``--nonblocking`` always: py-spy's default stops the
-target's threads for every sample (with PyTorch's OpenMP threads waiting on the stopped one,
-epochs took 15.7% longer), and devicewatch never stops what it watches. ``--idle`` keeps the
-threads that wait (a Dataset reading a file, a queue's ``get``): a data wait is one.
+One ``austin -P`` run samples the process for as long as it is watched and writes each sample as
+it takes it (no window to wait for, no moment between two runs unsampled): the phases follow
+the job within a sampling period. austin never stops the process (it reads its memory with
+``process_vm_readv``); a stack it reads while it changes it marks invalid, and that sample is left
+out. Wall-clock mode keeps the threads that wait (a Dataset reading a file, a queue's ``get``):
+a data wait is one.
 
 Refused (ptrace scope, capabilities, another user's process), the sampler stops with one line
 naming the fix (``refusal``); the recorder then records what /proc allows, without phases.
@@ -13,39 +13,35 @@ naming the fix (``refusal``); the recorder then records what /proc allows, witho
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
 
 import psutil
 
-from .stacks import Slice, slices
+from .stacks import SampleReader, Slice, Slicer
 
 RATE = 25            # samples a second: the accuracy and cost docs/attach.md measures
-WINDOW = 2           # seconds a py-spy run samples before its trace is read (1 s: 3.6% of a core, 2 s: 2.1-2.4%)
-OVERLAP = 0.3        # seconds the next run starts before one ends: more than a run takes to start sampling
-MAX_OVERLAP = 0.6    # ... and at the most, on a machine so busy that a run takes that long to start
-POLL = 0.05          # seconds between looks at the runs under way
-GIVE_UP = 3          # py-spy runs that failed, none having read a stack, before sampling stops
-PY_SPY_VAR = "DEVICEWATCH_PY_SPY"
+START_WAIT = "2s"    # austin's wait for the process's interpreter to be found (a busy machine is slow)
+BATCH = 0.2          # seconds of slices handed on together (the builder's writes, not one a sample)
+GIVE_UP = 3          # austin runs that ended, none having read a stack, before sampling stops
+AUSTIN_VAR = "DEVICEWATCH_AUSTIN"
 CAP_SYS_PTRACE = 19
 
 
-def find_py_spy() -> str | None:
-    """py-spy: named in DEVICEWATCH_PY_SPY, beside this Python (its virtual environment), or on PATH."""
-    named = os.environ.get(PY_SPY_VAR)
+def find_austin() -> str | None:
+    """austin: named in DEVICEWATCH_AUSTIN, beside this Python (its virtual environment), or on PATH."""
+    named = os.environ.get(AUSTIN_VAR)
     if named:
         return named if os.access(named, os.X_OK) else None
-    beside = os.path.join(os.path.dirname(sys.executable), "py-spy")
+    beside = os.path.join(os.path.dirname(sys.executable), "austin")
     if os.access(beside, os.X_OK):
         return beside
-    return shutil.which("py-spy")
+    return shutil.which("austin")
 
 
 def _has_ptrace_capability() -> bool:
@@ -97,36 +93,35 @@ def may_read(pid: int) -> bool:
 
 
 class StackSampler:
-    """Runs py-spy on PID until stopped or PID ends, handing each window's slices, on the
-    recorder's clock (seconds from ORIGIN, a ``time.monotonic()``), to ON_SLICES."""
+    """Runs austin on PID until stopped or PID ends, handing its slices, on the recorder's clock
+    (seconds from ORIGIN, a ``time.monotonic()``), to ON_SLICES, a batch every BATCH seconds."""
 
     def __init__(self, pid: int, origin: float, on_slices: Callable[[list[Slice]], None],
-                 rate: int = RATE, py_spy: str | None = None, on_stop: Callable[[str], None] = lambda _why: None):
+                 rate: int = RATE, austin: str | None = None, on_stop: Callable[[str], None] = lambda _why: None):
         self.pid = pid
         self.origin = origin
         self.rate = rate
-        self.py_spy = py_spy or find_py_spy()
+        self.austin = austin or find_austin()
         self._on_slices = on_slices
         self._on_stop = on_stop            # told at once why sampling stopped early (a refusal, no Python)
         self._stop = threading.Event()
-        self._processes: list[subprocess.Popen[bytes]] = []
+        self._process: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self.refusal: str | None = None    # why the stacks cannot be read, with its fix
-        self.windows = 0
-        self.failures = 0                  # windows py-spy could not sample
-        self.last_error = [""]
-        self.gave_up: str | None = None    # why sampling stopped though allowed (not a Python py-spy reads)
-        self.overlap = OVERLAP             # seconds the next window starts before this one ends
-        self.unsampled_s = 0.0             # seconds between windows that no window sampled
-        self._covered_to: float | None = None
-        self.cpu_s = 0.0                   # py-spy's own CPU time, its windows together
+        self.samples = 0                   # stacks read whole
+        self.invalid = 0                   # stacks austin read as they changed: left out
+        self.failures = 0                  # austin runs that read no stack
+        self.last_error = ""               # austin's reason for its last run that read nothing
+        self.gave_up: str | None = None    # why sampling stopped though allowed (not a Python austin reads)
+        self.unsampled_s = 0.0             # seconds between two austin runs, none sampling
+        self.cpu_s = 0.0                   # austin's own CPU time, its runs together
 
     def check(self) -> str | None:
-        """Why sampling cannot start, or None: said before the first window."""
-        if self.py_spy is None:
-            return ("py-spy is not installed (pip install py-spy==0.4.3, or name it in "
-                    f"{PY_SPY_VAR}): recording what /proc allows, without phases")
+        """Why sampling cannot start, or None: said before the first sample."""
+        if self.austin is None:
+            return ("austin is not installed (pip install 'austin-dist>=3.7,<4', or name it in "
+                    f"{AUSTIN_VAR}): recording what /proc allows, without phases")
         if not may_read(self.pid):
             return (f"cannot read the stacks of process {self.pid} (permission denied): {refusal_fix(self.pid)}; "
                     "recording what /proc allows, without phases")
@@ -139,12 +134,12 @@ class StackSampler:
             self._thread.start()
 
     def stop(self) -> None:
-        """Stop: the window under way is left unread (a detach must not wait a window)."""
+        """Stop at once: austin is ended, and what it wrote before is still read and handed on
+        (on a busy machine this reader may be a second or more behind austin)."""
         self._stop.set()
         with self._lock:
-            for process in self._processes:
-                if process.poll() is None:
-                    process.kill()
+            if self._process is not None and self._process.poll() is None:
+                self._process.kill()
         if self._thread is not None:
             self._thread.join(timeout=5)
 
@@ -155,101 +150,77 @@ class StackSampler:
             self._on_stop(why)
 
     def _loop(self) -> None:
-        """py-spy runs back to back, each started OVERLAP before the one under way ends (a run
-        takes a moment to start sampling), read in the order they began; what two runs both
-        sampled is taken once (``PhaseBuilder.feed`` skips what it has seen)."""
-        with tempfile.TemporaryDirectory(prefix="devicewatch-attach-") as folder:
-            pending: list[tuple[subprocess.Popen[bytes], float, str]] = []
-            due, count = time.monotonic(), 0
-            while not self._stop.is_set():
-                now = time.monotonic()
-                if now >= due and psutil.pid_exists(self.pid):
-                    count += 1
-                    path = os.path.join(folder, f"window-{count}.json")
-                    launched = self._launch(path)
-                    if launched is None:
-                        break
-                    pending.append((launched, now, path))
-                    due = now + WINDOW - self.overlap
-                while pending and pending[0][0].poll() is not None:
-                    process, began, path = pending.pop(0)
-                    found = self._read(process, began, path)
-                    if found is None:
-                        return
-                    if self.failures >= GIVE_UP and self.windows == 0:   # no Python py-spy can read
-                        self.gave_up = (f"py-spy cannot read the stacks of process {self.pid} "
-                                        f"({self.last_error[0] or 'no reason given'}): recording without phases")
-                        return
-                    if found:
-                        self._cover(found)
-                        self._on_slices(found)
-                if not pending and not psutil.pid_exists(self.pid):
+        """austin runs until the process ends; one that ends while the process runs on (it lost
+        the interpreter for a moment) is started again, GIVE_UP times at most without a stack read."""
+        slicer, reader = Slicer(), SampleReader()
+        ended: float | None = None
+        while not self._stop.is_set() and psutil.pid_exists(self.pid):
+            began = time.monotonic()
+            if ended is not None:
+                self.unsampled_s += began - ended
+            read = self._run(reader, slicer)
+            ended = time.monotonic()
+            slicer.forget()
+            if read is None or self._stop.is_set():
+                return
+            if read == 0:
+                self.failures += 1
+                if self.failures >= GIVE_UP:
+                    self.gave_up = (f"austin cannot read the stacks of process {self.pid} "
+                                    f"({self.last_error or 'no reason given'}): recording without phases")
                     return
-                self._stop.wait(max(0.0, min(due - time.monotonic(), POLL)))
+                self._stop.wait(0.5)
+            else:
+                self.failures = 0
 
-    def _cover(self, found: list[Slice]) -> None:
-        """Adapt the overlap to what the windows covered: a gap between the last window's last
-        sample and this one's first (py-spy slow to start on a busy machine) widens it by the
-        gap; a wide overlap narrows back, OVERLAP at the least."""
-        first, last = min(s.start for s in found), max(s.end for s in found)
-        if self._covered_to is not None:
-            gap = first - self._covered_to
-            if gap > 0:
-                self.unsampled_s += gap
-                self.overlap = min(MAX_OVERLAP, self.overlap + gap + 0.05)
-            elif gap < -2 * OVERLAP:
-                self.overlap = max(OVERLAP, self.overlap - 0.05)
-        self._covered_to = max(last, self._covered_to or last)
-
-    def _launch(self, path: str) -> subprocess.Popen[bytes] | None:
-        argv = [str(self.py_spy), "record", "--nonblocking", "--idle", "--threads", "--rate", str(self.rate),
-                "--duration", str(WINDOW), "--format", "chrometrace", "--output", path, "--pid", str(self.pid)]
+    def _run(self, reader: SampleReader, slicer: Slicer) -> int | None:
+        """One austin run to its end: the stacks it read, or None once sampling must stop."""
+        argv = [str(self.austin), "-P", "-t", START_WAIT, "-i", f"{max(1, round(1e6 / self.rate))}us",
+                "-p", str(self.pid)]
         with self._lock:
             if self._stop.is_set():
                 return None
-            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                       stderr=subprocess.PIPE)
-            self._processes.append(process)
-            return process
-
-    def _read(self, process: subprocess.Popen[bytes], began: float, path: str) -> list[Slice] | None:
-        """One window's slices ([] when it read nothing), or None once sampling must stop."""
-        _, err = process.communicate()
-        with self._lock:
-            self._processes.remove(process)
+            self._process = process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                                       stderr=subprocess.PIPE)
+        assert process.stdout is not None
+        read, due = 0, time.monotonic() + BATCH
+        for raw in process.stdout:
+            now = time.monotonic()
+            sample = reader.read(raw.decode(errors="replace"))
+            if sample is None:
+                self.invalid += raw.startswith(b"P")
+                continue
+            read += 1
+            slicer.add(sample, now - self.origin)
+            if now >= due:
+                self._hand_on(slicer.ready())
+                due = now + BATCH
+        self._hand_on(slicer.flush())
+        err = process.stderr.read() if process.stderr else b""
+        process.wait()
+        self.samples += read
         self.cpu_s += _children_cpu()
         if self._stop.is_set():
             return None
-        if process.returncode != 0:
-            if not psutil.pid_exists(self.pid):
-                return None
-            text = err.decode(errors="replace").lower()
-            if "permission" in text or "operation not permitted" in text:
+        if read == 0 and process.returncode != 0:
+            if not may_read(self.pid):
                 self.refusal = (f"cannot read the stacks of process {self.pid} (permission denied): "
                                 f"{refusal_fix(self.pid)}; recording what /proc allows, without phases")
                 return None
-            self.failures += 1
-            said = [line.removeprefix("Error: ") for line in err.decode(errors="replace").splitlines()
-                    if line.startswith("Error: ")]   # py-spy's reason, without its backtrace
-            self.last_error = said[:1] or [""]
-            return []
-        self.windows += 1
-        try:
-            with open(path, "rb") as f:
-                trace = json.load(f)
-            os.unlink(path)
-        except (OSError, ValueError):
-            return []
-        offset = began - self.origin
-        return [Slice(s.thread, s.tid, s.start + offset, s.end + offset, s.stack)
-                for s in slices(trace if isinstance(trace, list) else [])]
+            said = " ".join(err.decode(errors="replace").replace("\n", " ").split())
+            self.last_error = said.lstrip("\U0001f47e\U0001f6d1 ").strip()[:200]
+        return read
+
+    def _hand_on(self, batch: list[Slice]) -> None:
+        if batch:
+            self._on_slices(batch)
 
 
 _seen_children_cpu = 0.0
 
 
 def _children_cpu() -> float:
-    """The CPU time of this process's ended children since the last call (its py-spy runs)."""
+    """The CPU time of this process's ended children since the last call (its austin runs)."""
     global _seen_children_cpu
     times = os.times()
     total = times.children_user + times.children_system

@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.description = (
         "Watch a job that is already running: its cores, threads and GPUs from /proc and NVML, "
-        "its train, validate and data-wait phases sampled from outside by py-spy "
+        "its train, validate and data-wait phases sampled from outside by austin "
         f"(non-blocking: the job is never stopped). s, q or Ctrl-C detaches; the job runs on, untouched, "
         "its output not captured. Reading another process's stacks needs the right to trace it: the "
         "same user with kernel.yama.ptrace_scope 0, or CAP_SYS_PTRACE (docs/attach.md). Sampled shares "
@@ -141,15 +141,16 @@ def closing_text(run: Run) -> str:
             advice[-1] += " " + line.strip()
     lines = lines[:first] + [part for text in advice for part in wrap(text, output_width())]
     sampled = ((run.end.instrument or {}).get("sampled") or {}) if run.end else {}
-    said = [sampled_line(run.header.raw.get("attached"), sampled.get("windows"))]
-    if sampled.get("windows") and isinstance(sampled.get("epochs_from"), str):
+    read = sampled.get("samples", sampled.get("windows"))   # recordings before austin counted py-spy's windows
+    said = [sampled_line(run.header.raw.get("attached"), read)]
+    if read and isinstance(sampled.get("epochs_from"), str):
         said.append(f"epochs: {sampled['epochs_from']}")
     return "\n".join([*lines, *(part for text in said for part in wrap(text, output_width()))]) + "\n"
 
 
-def sampled_line(attached: Any, windows: Any) -> str:
+def sampled_line(attached: Any, samples: Any) -> str:
     sampler = attached.get("sampler") if isinstance(attached, dict) else None
-    if not isinstance(sampler, dict) or windows == 0:
+    if not isinstance(sampler, dict) or not samples:
         return "phases: none sampled (the notices say why)"
     return (f"phases: sampled from outside by {sampler.get('tool')} at {sampler.get('rate')} a second, "
             f"±{sampler.get('error_points')} points; steps: those seen, at least (a step shorter than "

@@ -1,4 +1,4 @@
-"""The attach's pure parts: py-spy's trace as slices, stacks as kinds, slices as phase events."""
+"""The attach's pure parts: austin's samples as slices, stacks as kinds, slices as phase events."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from devicewatch.attach.classify import DATA, OTHER, TRAIN, VALIDATE, Classifier, loader_workers, read_source
 from devicewatch.attach.phases import PhaseBuilder
-from devicewatch.attach.stacks import Frame, Slice, slices
+from devicewatch.attach.stacks import Frame, SampleReader, Slice, Slicer
 
 SCRIPT = """\
 import torch
@@ -72,16 +72,57 @@ def test_the_loader_s_iterator_says_whether_it_has_workers() -> None:
     assert loader_workers((BACKWARD,)) is None
 
 
-def test_a_trace_becomes_each_thread_s_slices() -> None:
-    def event(ph: str, name: str, ts: int, tid: int = 7, line: int = 1) -> dict[str, Any]:
-        return {"ph": ph, "name": name, "ts": ts, "tid": tid, "args": {"filename": "f.py", "line": line}}
+# Lines as austin 3.7 writes them (-P, wall-clock mode), taken from a run on the loop of
+# tests/integration/test_attach_process.py.
+LINES = [
+    "# austin: 3.7.0\n",
+    "P300;T0:300;/s/loop.py:<module>:37;/v/torch/utils/data/dataloader.py:_BaseDataLoaderIter.__next__:725 40116\n",
+    "P300;T0:300;:INVALID: 40130\n",
+    "P300;T0:301;/v/threading.py:Thread._bootstrap:995 40120\n",
+    "P300;T0:300;/s/loop.py:<module>:41;/v/torch/nn/functional.py:relu:1771 40388\n",
+    "P300;T0:300;/s/loop.py:<module>:41;/v/torch/nn/functional.py:relu:1771 40000\n",
+    "# errors: 1/4\n",
+]
 
-    trace = [event("B", "thread (7): MainThread", 100), event("B", "main", 100), event("B", "a", 100),
-             event("E", "a", 300), event("B", "b", 300),
-             event("E", "b", 700), event("E", "main", 700), event("E", "thread (7): MainThread", 700)]
-    got = slices(trace)
-    assert [(s.thread, s.start, s.end, tuple(f.name for f in s.stack)) for s in got] == [
-        ("MainThread", 100e-6, 300e-6, ("main", "a")), ("MainThread", 300e-6, 700e-6, ("main", "b"))]
+
+def test_austin_s_lines_become_samples_and_an_unreadable_stack_none() -> None:
+    reader = SampleReader()
+    got = [reader.read(line) for line in LINES]
+    assert [g is None for g in got] == [True, False, True, False, False, False, True]
+    first = got[1]
+    assert first is not None and (first.pid, first.tid, first.delta) == (300, 300, 0.040116)
+    assert first.stack == (Frame("<module>", "/s/loop.py", 37),
+                           Frame("_BaseDataLoaderIter.__next__", "/v/torch/utils/data/dataloader.py", 725))
+    assert first.stack[1].function == "__next__"
+    assert got[4] is not None and got[5] is not None and got[4].stack is got[5].stack   # parsed once
+
+
+def test_a_thread_s_stack_holds_until_its_next_sample_a_late_burst_spread_back_by_austin_s_intervals() -> None:
+    reader, slicer = SampleReader(), Slicer()
+    main_1, other, main_2, main_3 = (s for s in (reader.read(line) for line in LINES) if s is not None)
+    slicer.add(main_1, 10.0)
+    slicer.add(other, 10.01)
+    assert slicer.ready() == []   # each thread's first sample closes nothing
+    # Came 0.5 s after the one before, though austin took it 40 ms after: this reader was kept
+    # waiting (a busy machine): timed by austin's interval; the next likewise.
+    slicer.add(main_2, 10.5)
+    slicer.add(main_3, 10.8)
+    assert slicer.ready() == [Slice("MainThread", 300, 10.0, 10.040388, main_1.stack)]   # main_3: held
+    assert slicer.flush() == [Slice("MainThread", 300, 10.040388, 10.080388, main_2.stack)]
+    slicer.forget()   # a new austin run: nothing spans the moment between two
+
+
+def test_a_burst_read_late_at_the_start_is_timed_back_from_its_last_sample() -> None:
+    """Seven samples austin took 40 ms apart, read together 0.3 s late: spread over the 0.24 s
+    they were taken in, ending when the last came, not squeezed into the moment they were read."""
+    reader, slicer = SampleReader(), Slicer()
+    sample = reader.read(LINES[1])
+    assert sample is not None
+    for n in range(7):
+        slicer.add(sample, 5.3 + n * 0.001)
+    got = slicer.flush()
+    assert [round(s.start, 4) for s in got] == [round(5.306 - 0.040116 * (6 - n), 4) for n in range(6)]
+    assert got[-1].end == 5.306
 
 
 class Kinds(Classifier):
