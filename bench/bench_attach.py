@@ -66,7 +66,7 @@ while time.monotonic() < end:
     steps += 1
     now = time.monotonic()
     if now - mark >= 0.25:
-        print(f"{now:.4f} {steps}", flush=True)
+        print(f"{now:.4f} {steps} {time.process_time():.4f}", flush=True)
         mark = now
 '''
 
@@ -75,11 +75,13 @@ def attach_argv(pid: int, output: Path) -> list[str]:
     return [sys.executable, "-m", "devicewatch", "attach", str(pid), "--record", str(output)]
 
 
-def rate(marks: list[tuple[float, int]], start: float, end: float) -> float | None:
-    inside = [(t, n) for t, n in marks if start <= t <= end]
+def rate(marks: list[tuple[float, int, float]], start: float, end: float, per_cpu: bool = False) -> float | None:
+    """Steps a second from START to END, or with PER_CPU steps a second of the job's own CPU time."""
+    inside = [m for m in marks if start <= m[0] <= end]
     if len(inside) < 2:
         return None
-    return (inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0])
+    spent = inside[-1][2] - inside[0][2] if per_cpu else inside[-1][0] - inside[0][0]
+    return (inside[-1][1] - inside[0][1]) / spent if spent > 0 else None
 
 
 def slowdown(periods: int, period: float, threads: int, folder: Path) -> None:
@@ -88,13 +90,13 @@ def slowdown(periods: int, period: float, threads: int, folder: Path) -> None:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     job = subprocess.Popen([sys.executable, str(script), str(2 * periods * period + 10), str(threads)], stdout=subprocess.PIPE,
                            text=True)
-    marks: list[tuple[float, int]] = []
+    marks: list[tuple[float, int, float]] = []
 
     def read() -> None:
         assert job.stdout is not None
         for line in job.stdout:
-            t, n = line.split()
-            marks.append((float(t), int(n)))
+            t, n, cpu = line.split()
+            marks.append((float(t), int(n), float(cpu)))
 
     threading.Thread(target=read, daemon=True).start()
     time.sleep(3)   # torch imported, the loop going
@@ -125,16 +127,16 @@ def slowdown(periods: int, period: float, threads: int, folder: Path) -> None:
     finally:
         job.kill()
         job.wait()
-    ratios = []
-    for k in range(0, len(spans), 2):
-        attached, bare = rate(marks, *spans[k][1:]), rate(marks, *spans[k + 1][1:])
-        if attached and bare:
-            ratios.append(bare / attached - 1)
-            print(f"pair {k // 2 + 1}: bare {bare:.1f} steps/s, attached {attached:.1f} steps/s "
-                  f"({100 * (bare / attached - 1):+.1f}%)")
-    print(f"slowdown while attached ({threads} job thread(s) on {os.cpu_count()} cores): median "
-          f"{100 * statistics.median(ratios):+.1f}% over {len(ratios)} pairs, each {100 * min(ratios):+.1f}% to "
-          f"{100 * max(ratios):+.1f}% (budget <= 2%)")
+    for per_cpu, unit in ((False, "steps/s"), (True, "steps per CPU-second")):
+        ratios = []
+        for k in range(0, len(spans), 2):
+            attached, bare = rate(marks, *spans[k][1:], per_cpu), rate(marks, *spans[k + 1][1:], per_cpu)
+            if attached and bare:
+                ratios.append(bare / attached - 1)
+                print(f"pair {k // 2 + 1}: bare {bare:.1f} {unit}, attached {attached:.1f} ({100 * (bare / attached - 1):+.1f}%)")
+        print(f"slowdown while attached, in {unit} ({threads} job thread(s) on {os.cpu_count()} cores): median "
+              f"{100 * statistics.median(ratios):+.1f}% over {len(ratios)} pairs, each {100 * min(ratios):+.1f}% to "
+              f"{100 * max(ratios):+.1f}% (budget <= 2%)")
     sampler = sum(c for c, _, _ in cpu) / sum(d for _, d, _ in cpu)
     print(f"sampler (austin): {100 * sampler:.1f}% of one core; recorder: "
           f"{statistics.fmean(r for _, _, r in cpu):.1f}% of one core (budget: sampler <= 3%)")

@@ -129,6 +129,7 @@ class StackSampler:
 
     def start(self) -> None:
         self.refusal = self.check()
+        _children_cpu()   # what ended before (the loop variable's read) is not the sampler's
         if self.refusal is None:
             self._thread = threading.Thread(target=self._sample, name="stack-sampler", daemon=True)
             self._thread.start()
