@@ -168,6 +168,11 @@ def accuracy(epochs: int, folder: Path) -> None:
     print(f"accuracy: {len(sampled)} whole passes sampled, {len(truths)} epochs whole after the attach; "
           f"over the run: worst share off by {whole:.1f} points; per epoch: worst {max(errors):.1f}, "
           f"mean {statistics.fmean(errors):.1f} points")
+    end = run[-1]
+    print(f"sampler (austin) over this {end['duration']:.0f} s attach: "
+          f"{100 * end['instrument']['sampled']['sampler_cpu_s'] / end['duration']:.2f}% of one core; "
+          f"{end['instrument']['sampled']['invalid']} of "
+          f"{end['instrument']['sampled']['invalid'] + end['instrument']['sampled']['samples']} stacks read as they changed")
 
 
 def main() -> None:
