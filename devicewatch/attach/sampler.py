@@ -92,6 +92,26 @@ def may_read(pid: int) -> bool:
         return True   # gone, or no such file here: py-spy's own run will say
 
 
+def not_python(pid: int) -> str:
+    """Why a process austin finds no Python in is not the one to attach to, and which is: a
+    launcher (a shell, tmux, torchrun's agent) whose Python children run the training."""
+    try:
+        process = psutil.Process(pid)
+        name = process.name()
+        children = [c for c in process.children(recursive=True) if "python" in c.name().lower()]
+    except psutil.Error:
+        return "austin finds no Python in it"
+    if not children:
+        return f"{name} runs no Python that austin can read"
+    first = children[0]
+    try:
+        command = " ".join(first.cmdline())[:60]
+    except psutil.Error:
+        command = first.name()
+    more = f" (and {len(children) - 1} more)" if len(children) > 1 else ""
+    return f"it is {name}, not Python; its Python child is {first.pid} ({command}){more}: devicewatch attach {first.pid}"
+
+
 class StackSampler:
     """Runs austin on PID until stopped or PID ends, handing its slices, on the recorder's clock
     (seconds from ORIGIN, a ``time.monotonic()``), to ON_SLICES, a batch every BATCH seconds."""
@@ -167,8 +187,8 @@ class StackSampler:
             if read == 0:
                 self.failures += 1
                 if self.failures >= GIVE_UP:
-                    self.gave_up = (f"austin cannot read the stacks of process {self.pid} "
-                                    f"({self.last_error or 'no reason given'}): recording without phases")
+                    self.gave_up = (f"cannot read the stacks of process {self.pid}: "
+                                    f"{self.last_error or 'austin gave no reason'}; recording without phases")
                     return
                 self._stop.wait(0.5)
             else:
@@ -208,8 +228,9 @@ class StackSampler:
                 self.refusal = (f"cannot read the stacks of process {self.pid} (permission denied): "
                                 f"{refusal_fix(self.pid)}; recording what /proc allows, without phases")
                 return None
-            said = " ".join(err.decode(errors="replace").replace("\n", " ").split())
-            self.last_error = said.lstrip("\U0001f47e\U0001f6d1 ").strip()[:200]
+            said = " ".join(err.decode(errors="replace").split())
+            self.last_error = not_python(self.pid) if "not a Python process" in said else \
+                said.lstrip("\U0001f47e\U0001f6d1 ").strip()[:200]
         return read
 
     def _hand_on(self, batch: list[Slice]) -> None:

@@ -52,8 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "its output not captured. Reading another process's stacks needs the right to trace it: the "
         "same user with kernel.yama.ptrace_scope 0, or CAP_SYS_PTRACE (docs/attach.md). Sampled shares "
         f"are within a few points of the job's own timing (default {RATE} samples a second); steps are "
-        "those seen, a lower bound; epochs are numbered by the script's loop variable where py-spy "
-        "can read it (a loop inside a function), else from the attach. Advice is for the next start.")
+        "those seen, a lower bound; epochs are numbered by the script's loop variable where it "
+        "can be read (a loop inside a function), else from the attach. Advice is for the next start.")
     parser.add_argument("pid", nargs="?", type=_pid, metavar="PID",
                         help="the process to watch (none: pick from the busiest Python processes)")
     parser.add_argument("--record", metavar="FILE", default=argparse.SUPPRESS,

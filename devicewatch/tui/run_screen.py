@@ -38,7 +38,7 @@ from ..live.model import RunModel
 from ..live.source import AttachSource, LiveSource, Source
 from ..render.palette import NORMAL, PRESENTER, Palette
 from ..runformat.runfile import RunFileError
-from ..safe_text import markup
+from ..safe_text import inert, markup
 from . import layout, panels
 from .charts import AreaChart, Chart, LineChart
 from .chart_cells import heat_legend
@@ -164,6 +164,7 @@ class RunScreen(RedrawOnce):
         self._saw_finished = False
         self._try_offered = False
         self._output_said = False   # an attached run's output panel has said why it stays empty
+        self._notices_said = 0      # ... and the recorder's notices it has shown there (why no phases)
         self._found: dict[str, Widget] = {}
         self._legend_of: tuple[Palette, str] | None = None   # what the heat legend shows was made for
         self._gpu_half_of: tuple[bool, str | None] | None = None   # what the GPU half shows without GPUs
@@ -456,6 +457,14 @@ class RunScreen(RedrawOnce):
         if self.attached and not self._output_said:   # nothing will come: say why once
             self._output_said = True
             log.write_lines([NOT_CAPTURED], None)
+        if self.attached and len(model.run.notices) > self._notices_said:
+            # The panel the process's output would fill says what the recorder found: why no
+            # phases come (a refusal, a process that is not Python), else said nowhere on screen.
+            said = [f"devicewatch: {inert(n.message)}" for n in model.run.notices[self._notices_said:]
+                    if n.level != "info" and n.state is None]
+            self._notices_said = len(model.run.notices)
+            if said:
+                log.write_lines(said, None)
         self._new_lines += model.take_logs()
         now = time.monotonic()
         open_line = model.open_line()

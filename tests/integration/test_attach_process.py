@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from devicewatch.attach.loop_variable import find_py_spy
@@ -460,3 +461,32 @@ def test_a_recorder_killed_outright_leaves_the_process_running(tmp_path: Path) -
         loop.kill()
     assert loop.process.returncode == 0
     assert len(loop.truths()) == 4 and loop.checksum()
+
+
+def test_a_launcher_that_is_not_python_names_its_python_child(tmp_path: Path) -> None:
+    """Attached to the shell that started the training (a launcher, tmux, a job script), not to
+    the training itself: the run says which process to attach to instead."""
+    launcher = subprocess.Popen(["bash", "-c", f"{sys.executable} -c 'import time; time.sleep(120)'; true"])
+    try:
+        deadline = time.monotonic() + 60
+        while not psutil.Process(launcher.pid).children():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        child = psutil.Process(launcher.pid).children()[0].pid
+        out = tmp_path / "launcher.jsonl"
+        watcher = attach(launcher.pid, out)
+        deadline = time.monotonic() + 120
+        while not (out.exists() and '"notice"' in out.read_text()):
+            assert time.monotonic() < deadline and watcher.poll() is None, "nothing said of the launcher"
+            time.sleep(0.1)
+        watcher.send_signal(signal.SIGINT)
+        _, err = watcher.communicate(timeout=60)
+    finally:
+        for p in psutil.Process(launcher.pid).children(recursive=True):
+            p.kill()
+        launcher.kill()
+        launcher.wait()
+    (notice,) = [r for r in records(out) if r.get("type") == "notice"]
+    assert f"it is bash, not Python; its Python child is {child} " in notice["message"], notice
+    assert notice["message"].endswith(f"devicewatch attach {child}; recording without phases")
+    assert err.count("not Python") == 1 and "Traceback" not in err

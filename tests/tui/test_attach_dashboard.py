@@ -72,3 +72,20 @@ async def test_a_replay_of_an_attached_run_says_how_it_differs(tmp_path: Path) -
     assert NOT_CAPTURED in " ".join(log.split())   # wrapped to the panel
     # The trials would run here, and the process's command line is relative to its own folder.
     assert notes and f"cd {tmp_path / 'elsewhere'} && devicewatch try -- python loop.py" in notes[0]
+
+
+@pytest.mark.asyncio
+async def test_why_an_attached_run_has_no_phases_is_said_in_its_output_panel(tmp_path: Path) -> None:
+    path = attached_run(tmp_path / "a.jsonl", str(tmp_path))
+    lines = path.read_text().splitlines(keepends=True)
+    why = "cannot read the stacks of process 4321: it is bash, not Python; recording without phases"
+    notices = [{"type": "notice", "t": 0.5, "level": "warning", "message": why},
+               {"type": "notice", "t": 0.6, "level": "info", "message": "an aside"}]
+    import json
+
+    path.write_text("".join(lines[:-1]) + "".join(json.dumps(n) + "\n" for n in notices) + lines[-1])
+    app = DashboardApp(DashboardSettings(), open_replay(str(path)))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: first_frame(app) and "bash" in "".join(map(str, app.screen.query_one("#log").lines)))
+        log = " ".join(" ".join(str(line) for line in app.screen.query_one("#log").lines).split())
+    assert f"devicewatch: {why}" in log and "an aside" not in log
