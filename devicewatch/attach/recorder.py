@@ -39,8 +39,8 @@ DETACHED = "detached: the process runs on, untouched"
 ENDED = "the attached process ended"
 LOOP_THREAD = "MainThread"
 # How far a run's sampled shares were from the script's own timing, in percentage points:
-# bench/bench_attach.py against the [truth] lines of its loop, 1.2 to 2.1 over a run in three
-# runs, busy machine and quieter (one epoch alone: up to 9.9; docs/attach.md).
+# bench/bench_attach.py against the [truth] lines of its loop, 0.2 to 1.9 over a run sampled by
+# austin, quiet and beside a busy program (one epoch alone: up to 4.8; docs/attach.md).
 ERROR_POINTS = 3
 EPOCHS_COUNTED = "counted from the attach (1: the first pass seen whole)"
 NOT_OFFERED = {"offered": False, "reason": "attached to a running process: phases sampled from outside"}
