@@ -11,13 +11,11 @@ passes are counted from the attach (1: the first seen whole), and the run says s
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
-import sys
 from typing import Any
 
 from .classify import is_framework
+from .sampler import find_tool
 from .stacks import Frame
 
 TIMEOUT = 10   # seconds a dump may take on a busy machine
@@ -27,14 +25,7 @@ PY_SPY_VAR = "DEVICEWATCH_PY_SPY"
 
 
 def find_py_spy() -> str | None:
-    """py-spy: named in DEVICEWATCH_PY_SPY, beside this Python (its virtual environment), or on PATH."""
-    named = os.environ.get(PY_SPY_VAR)
-    if named:
-        return named if os.access(named, os.X_OK) else None
-    beside = os.path.join(os.path.dirname(sys.executable), "py-spy")
-    if os.access(beside, os.X_OK):
-        return beside
-    return shutil.which("py-spy")
+    return find_tool("py-spy", PY_SPY_VAR)
 
 
 def _named_for_epoch(name: str) -> bool:

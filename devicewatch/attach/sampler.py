@@ -33,15 +33,20 @@ AUSTIN_VAR = "DEVICEWATCH_AUSTIN"
 CAP_SYS_PTRACE = 19
 
 
-def find_austin() -> str | None:
-    """austin: named in DEVICEWATCH_AUSTIN, beside this Python (its virtual environment), or on PATH."""
-    named = os.environ.get(AUSTIN_VAR)
+def find_tool(name: str, variable: str) -> str | None:
+    """The program NAME: named in the environment VARIABLE, beside this Python (its virtual
+    environment, where pip put it), or on PATH."""
+    named = os.environ.get(variable)
     if named:
         return named if os.access(named, os.X_OK) else None
-    beside = os.path.join(os.path.dirname(sys.executable), "austin")
+    beside = os.path.join(os.path.dirname(sys.executable), name)
     if os.access(beside, os.X_OK):
         return beside
-    return shutil.which("austin")
+    return shutil.which(name)
+
+
+def find_austin() -> str | None:
+    return find_tool("austin", AUSTIN_VAR)
 
 
 def _has_ptrace_capability() -> bool:
