@@ -119,7 +119,7 @@ class PhaseBuilder:
         if end <= start:
             return
         self._loader_seen(piece, start)
-        # After a moment nobody sampled (between two py-spy runs, a stalled machine) a change of
+        # After a moment nobody sampled (austin started again, a stalled machine) a change of
         # section is put halfway through it: the best guess, within half the gap either way.
         at = (self.end + start) / 2 if self.end > 0 and start - self.end > GAP else start
         if kind == VALIDATE:
@@ -137,7 +137,7 @@ class PhaseBuilder:
         elif kind in (DATA, TRAIN):
             restart = new_iterator(piece.stack) and self.current is not None and self.current.steps > 0
             if self.pending is not None:
-                # After a moment nobody sampled (between two py-spy runs) the evaluation may have
+                # After a moment nobody sampled (austin started again) the evaluation may have
                 # gone on into it: up to halfway through it, as a change of section is put.
                 unseen = (start - self.end) / 2 if start - self.end > GAP else 0.0
                 if restart or (unseen and self._real(self.pending[1] + unseen, self.pending[0])):
@@ -253,7 +253,7 @@ class PhaseBuilder:
         if p.epoch is None:
             return
         self.shortest_pass = min(t - p.start, self.shortest_pass or t - p.start)
-        # The samples cover the pass but for the moments between two py-spy runs: the data wait is
+        # The samples cover the pass but for the moments no austin run sampled: the data wait is
         # its share of what was sampled, over the whole pass.
         sampled, loop = p.data_s + p.train_s + p.other_s, t - p.start
         data = round(p.data_s / sampled * loop, 4) if sampled > 0 else 0.0

@@ -87,14 +87,14 @@ def refusal_fix(pid: int) -> str:
 
 
 def may_read(pid: int) -> bool:
-    """Whether this process may read PID's memory (the right py-spy needs): /proc/PID/mem opens."""
+    """Whether this process may read PID's memory (the right austin needs): /proc/PID/mem opens."""
     try:
         os.close(os.open(f"/proc/{pid}/mem", os.O_RDONLY))
         return True
     except PermissionError:
         return False
     except OSError:
-        return True   # gone, or no such file here: py-spy's own run will say
+        return True   # gone, or no such file here: austin's own run will say
 
 
 def not_python(pid: int) -> str:
