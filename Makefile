@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test bench screenshots gpu-proof gpu-proof-rehearsal gpu-wheels clean
+.PHONY: setup demo test bench screenshots gpu-proof gpu-proof-rehearsal gpu-wheels python314 clean
 
 setup: $(STAMP)
 
@@ -52,6 +52,11 @@ gpu-wheels:
 	$(PYTHON) -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 		--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
 		--platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d .whl -r bench/gpu_wheels.txt
+
+# A Python 3.14 with PyTorch, from Debian's packages, for the attach tests that need
+# sys.remote_exec (they are skipped without it): into .python314/, nothing installed.
+python314:
+	$(PYTHON) -m bench.python314 --into .python314
 
 clean:
 	rm -rf $(VENV) build *.egg-info

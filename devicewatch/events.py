@@ -59,6 +59,9 @@ _stream: Any = None
 _disabled = False
 _pid = 0
 _identity: dict[str, Any] | None = None
+# A launched workload waits for a full FIFO (its recorder reads it in time); a process joined
+# mid-run by ``devicewatch attach`` never does: an event the FIFO has no room for is dropped.
+_blocking = True
 
 
 def enabled() -> bool:
@@ -108,7 +111,7 @@ def _open_stream() -> Any:
         return None
     try:
         fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        os.set_blocking(fd, True)  # non-blocking only to fail fast when no reader exists
+        os.set_blocking(fd, _blocking)  # non-blocking to fail fast when no reader exists
         _stream = os.fdopen(fd, "wb", buffering=0)
         _pid = os.getpid()
     except OSError:
@@ -161,9 +164,33 @@ def emit(kind: str, **fields: Any) -> None:
             return
         try:
             stream.write(data)
+        except BlockingIOError:  # the FIFO is full and this process may not wait (``never_wait``)
+            pass
         except OSError:  # the recorder is gone: carry on without it
             _disabled = True
             _stream = None
+
+
+def never_wait() -> None:
+    """From now on an event the FIFO has no room for is dropped, not waited for: for a process
+    devicewatch joined mid-run, which must never be held up by it."""
+    global _blocking, _stream
+    with _lock:
+        _blocking = False
+        if _stream is not None:
+            os.set_blocking(_stream.fileno(), False)
+
+
+def close() -> None:
+    """Stop speaking: the stream closed, and nothing more sent until the variable names a FIFO anew."""
+    global _stream
+    with _lock:
+        if _stream is not None:
+            try:
+                _stream.close()
+            except OSError:
+                pass
+        _stream = None
 
 
 def run_info(**info: Any) -> None:

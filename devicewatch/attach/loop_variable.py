@@ -14,6 +14,7 @@ import json
 import subprocess
 from typing import Any
 
+from ..integrations.zero_code.epoch_variable import named_for_epoch
 from .classify import is_framework
 from .sampler import find_tool
 from .stacks import Frame
@@ -26,10 +27,6 @@ PY_SPY_VAR = "DEVICEWATCH_PY_SPY"
 
 def find_py_spy() -> str | None:
     return find_tool("py-spy", PY_SPY_VAR)
-
-
-def _named_for_epoch(name: str) -> bool:
-    return name == "ep" or name.startswith("epoch") or name.endswith("epoch")
 
 
 def epoch_in(dump: Any) -> tuple[str, int] | None:
@@ -47,7 +44,7 @@ def epoch_in(dump: Any) -> tuple[str, int] | None:
             if is_framework(where) or not where.file.endswith(".py") or not where.file.startswith("/"):
                 continue
             for local in frame.get("locals") or []:
-                if not isinstance(local, dict) or not _named_for_epoch(str(local.get("name", ""))):
+                if not isinstance(local, dict) or not named_for_epoch(str(local.get("name", ""))):
                     continue
                 text = str(local.get("repr", ""))
                 if text.lstrip("-").isdigit():

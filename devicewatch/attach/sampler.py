@@ -106,6 +106,8 @@ def not_python(pid: int) -> str:
         children = [c for c in process.children(recursive=True) if "python" in c.name().lower()]
     except psutil.Error:
         return "austin finds no Python in it"
+    if name.startswith("python"):
+        return f"austin cannot read the stacks of this {name} (a Python newer than austin knows, or one it cannot parse)"
     if not children:
         return f"{name} runs no Python that austin can read"
     first = children[0]

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ..runformat.runfile import Run
 
 NAME = "attach"
-HELP = "dashboard on a job already running (PID), its phases sampled from outside"
+HELP = "dashboard on a job already running (PID), with its phases: hooked on Python 3.14+, else sampled"
 REFUSED = 2   # the exit status when the stacks could not be read (the run holds what /proc allows)
 RATE_RANGE = (1, 200)
 
@@ -46,20 +46,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..attach.sampler import RATE
 
     parser.description = (
-        "Watch a job that is already running: its cores, threads and GPUs from /proc and NVML, "
-        "its train, validate and data-wait phases sampled from outside by austin "
-        f"(non-blocking: the job is never stopped). s, q or Ctrl-C detaches; the job runs on, untouched, "
-        "its output not captured. Reading another process's stacks needs the right to trace it: the "
-        "same user with kernel.yama.ptrace_scope 0, or CAP_SYS_PTRACE (docs/attach.md). Sampled shares "
-        f"are within a few points of the job's own timing (default {RATE} samples a second); steps are "
-        "those seen, a lower bound; epochs are numbered by the script's loop variable where it "
-        "can be read (a loop inside a function), else from the attach. Advice is for the next start.")
+        "Watch a job that is already running: its cores, threads and GPUs from /proc and NVML, and "
+        "its train, validate and data-wait phases. On Python 3.14 or newer the phases come from "
+        "devicewatch's own hooks, put into the job by sys.remote_exec and taken out again at the "
+        "detach, exact as in a launched run. On an older Python (or with --sample) they are sampled "
+        "from outside by austin (non-blocking: the job is never stopped): shares within a few points "
+        f"of the job's own timing (default {RATE} samples a second), steps those seen, a lower bound. "
+        "s, q or Ctrl-C detaches; the job runs on, its output not captured. Either way needs the right "
+        "to trace the job: the same user with kernel.yama.ptrace_scope 0, or CAP_SYS_PTRACE "
+        "(docs/attach.md). Epochs are numbered by the script's loop variable where it can be read, "
+        "else from the attach. Advice is for the next start.")
     parser.add_argument("pid", nargs="?", type=_pid, metavar="PID",
                         help="the process to watch (none: pick from the busiest Python processes)")
     parser.add_argument("--record", metavar="FILE", default=argparse.SUPPRESS,
                         help="headless: record to FILE without the dashboard, print a summary")
     parser.add_argument("--rate", type=_rate, metavar="HZ", default=RATE,
                         help=f"stack samples a second (default {RATE})")
+    parser.add_argument("--sample", action="store_true", default=argparse.SUPPRESS,
+                        help="sample the phases from outside even where the hooks could go in")
     add_sampling_options(parser, default=argparse.SUPPRESS)
     parser.add_argument("--overwrite", action="store_true", default=argparse.SUPPRESS,
                         help="headless: replace FILE if it already holds a recording")
@@ -114,7 +118,7 @@ def headless(args: argparse.Namespace, target: AttachTarget, output: str) -> int
     options = RecordOptions(output=output, command=target.command, interval=args.interval, gpu=args.gpu,
                             echo=False, watcher_pid=args.watcher_pid, control=args.control,
                             overwrite=bool(getattr(args, "overwrite", False)), instrument=False)
-    recorder = attach(options, target, args.rate)
+    recorder = attach(options, target, args.rate, hooks=not getattr(args, "sample", False))
     try:
         print(closing_text(load(output)), end="", flush=True)
     except OSError:
@@ -140,12 +144,25 @@ def closing_text(run: Run) -> str:
         elif advice:
             advice[-1] += " " + line.strip()
     lines = lines[:first] + [part for text in advice for part in wrap(text, output_width())]
-    sampled = ((run.end.instrument or {}).get("sampled") or {}) if run.end else {}
+    said = phases_lines(run)
+    return "\n".join([*lines, *(part for text in said for part in wrap(text, output_width()))]) + "\n"
+
+
+def phases_lines(run: Run) -> list[str]:
+    """Where the attached run's phases came from: the hooks, or the sampler and how closely."""
+    instrument = (run.end.instrument or {}) if run.end else {}
+    hooked = instrument.get("hooked")
+    if isinstance(hooked, dict):
+        out = " and taken out at the detach" if hooked.get("taken_out") else " until the process ended"
+        return [f"phases: from devicewatch's hooks, put into the process by sys.remote_exec (Python "
+                f"{hooked.get('python')}){out}; measured as in a launched run, not sampled",
+                f"epochs: {hooked.get('epochs_from')}; a pass under way at the join is partial and has no epoch"]
+    sampled = instrument.get("sampled") or {}
     read = sampled.get("samples", sampled.get("windows"))   # recordings before austin counted py-spy's windows
     said = [sampled_line(run.header.raw.get("attached"), read)]
     if read and isinstance(sampled.get("epochs_from"), str):
         said.append(f"epochs: {sampled['epochs_from']}")
-    return "\n".join([*lines, *(part for text in said for part in wrap(text, output_width()))]) + "\n"
+    return said
 
 
 def sampled_line(attached: Any, samples: Any) -> str:
@@ -168,7 +185,8 @@ def dashboard(args: argparse.Namespace, target: AttachTarget) -> int:
         os.makedirs(args.runs_dir, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot create the runs folder {args.runs_dir}: {exc.strerror}") from None
-    source = AttachSource(args.runs_dir, target.pid, target.command, args.interval, args.gpu, args.rate)
+    source = AttachSource(args.runs_dir, target.pid, target.command, args.interval, args.gpu, args.rate,
+                          sample=bool(getattr(args, "sample", False)))
     closed = launch_run(settings(args), source)
     from ..analysis.advice import NEXT_START
 

@@ -331,13 +331,13 @@ class AttachSource(LiveSource):
     live run: its stop and the dashboard's going end the recording (a detach), never the process."""
 
     def __init__(self, runs_dir: str, pid: int, command: list[str], interval: float = 0.1, gpu: bool = True,
-                 rate: int | None = None):
+                 rate: int | None = None, sample: bool = False):
         name = command[0].rsplit("/", 1)[-1] if command else "process"
         super().__init__(runs_dir, Target(f"attach-{pid}-{name}", [], command), interval, gpu)
-        self.pid, self.rate = pid, rate
+        self.pid, self.rate, self.sample = pid, rate, sample
 
     def recorder_argv(self, watcher_pid: int) -> list[str]:
         argv = [sys.executable, "-m", "devicewatch", "--control", "--watcher-pid", str(watcher_pid),
                 "--interval", f"{self.interval:g}", "--gpu", "on" if self.gpu else "off",
                 "attach", str(self.pid), "--record", str(self.path)]
-        return argv + (["--rate", str(self.rate)] if self.rate else [])
+        return argv + (["--rate", str(self.rate)] if self.rate else []) + (["--sample"] if self.sample else [])

@@ -283,7 +283,7 @@ def test_a_variant_that_is_the_scripts_own_value_is_said_as_not_applied_not_as_a
     monkeypatch.setenv("OMP_NUM_THREADS", "")
     said: list[dict] = []
     knobs = Knobs({"threads": 1, "num_workers": 0}, say=lambda kind, **f: said.append(f))
-    knobs.set_threads(FakeTorch(1))                                   # taskset -c 0: PyTorch runs 1 already
+    knobs.set_threads(FakeTorch(1), setattr)                                 # taskset -c 0: PyTorch runs 1 already
     knobs.loader_made({"dataset": object(), "num_workers": 0, "pin_memory": False})
     assert not [f for f in said if f["state"] == "varied"]            # no "threads 1 → 1"
     knobs.at_exit()
@@ -292,6 +292,6 @@ def test_a_variant_that_is_the_scripts_own_value_is_said_as_not_applied_not_as_a
     # a value that differs is a change, said once
     said.clear()
     changed = Knobs({"threads": 1}, say=lambda kind, **f: said.append(f))
-    changed.set_threads(FakeTorch(2))
+    changed.set_threads(FakeTorch(2), setattr)
     changed.at_exit()
     assert [(f["state"], f.get("was"), f.get("now")) for f in said] == [("varied", 2, 1)]

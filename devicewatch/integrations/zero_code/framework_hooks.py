@@ -52,7 +52,7 @@ def _wrap(process: Process, framework: str, owner: type, method: str,
                 process.error(framework, method, exc)
         return original(self, *args, **kwargs)
 
-    setattr(owner, method, wrapper)
+    process.replace(owner, method, wrapper)
 
 
 def _announce(framework: str) -> None:

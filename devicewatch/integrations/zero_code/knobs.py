@@ -56,7 +56,7 @@ class Knobs:
 
     # -- DataLoader -------------------------------------------------------------------------
 
-    def wrap_dataloader(self, loader_class: type) -> None:
+    def wrap_dataloader(self, loader_class: type, replace: Callable[[Any, str, Any], None]) -> None:
         original = loader_class.__init__  # type: ignore[misc]  # the class's own constructor, wrapped in place
         signature = inspect.signature(original)
         knobs = self
@@ -78,7 +78,7 @@ class Knobs:
 
         __init__.__wrapped__ = original  # type: ignore[attr-defined]  # functools.wraps without its copying
         __init__.__doc__ = original.__doc__
-        loader_class.__init__ = __init__  # type: ignore[misc]  # replaced on the class for the process's life
+        replace(loader_class, "__init__", __init__)   # on the class, until the hooks are taken out
 
     def loader_made(self, arguments: dict[str, Any]) -> None:
         """A DataLoader is being made with ARGUMENTS (changed in place to the variant's)."""
@@ -109,6 +109,17 @@ class Knobs:
         if dataset is not None:
             self.loader_setup[id(dataset)] = {k: _plain(arguments.get(k)) for k in SETUP_KEYS}
 
+    def iterator_seen(self, iterator: Any) -> None:
+        """The setup of a DataLoader made before the hooks went in (a process joined mid-run),
+        read off an iterator over it: its own copies of the loader's arguments."""
+        key = id(iterator._dataset)
+        if key not in self.loader_setup:
+            self.loader_setup[key] = {
+                "num_workers": iterator._num_workers, "pin_memory": iterator._pin_memory,
+                "persistent_workers": iterator._persistent_workers,
+                "prefetch_factor": getattr(iterator, "_prefetch_factor", None),
+                "batch_size": _plain(getattr(iterator._index_sampler, "batch_size", None))}
+
     def loader_of(self, source: Hashable | None) -> Any:
         """The DataLoader last made over the data set SOURCE (``id(dataset)``), while it lives."""
         found = self.loaders.get(source) if source is not None else None
@@ -116,7 +127,7 @@ class Knobs:
 
     # -- threads ----------------------------------------------------------------------------
 
-    def set_threads(self, torch: Any) -> None:
+    def set_threads(self, torch: Any, replace: Callable[[Any, str, Any], None]) -> None:
         """PyTorch's operator threads to the variant's, now and whenever the script sets them."""
         if THREADS not in self.vary:
             return
@@ -139,7 +150,7 @@ class Knobs:
                 self.say(events.INSTRUMENT, state="varied", knob=THREADS, was=n, now=want, by="the script")
             original(want)
 
-        torch.set_num_threads = set_num_threads
+        replace(torch, "set_num_threads", set_num_threads)
 
     # -- TensorFlow -------------------------------------------------------------------------
 

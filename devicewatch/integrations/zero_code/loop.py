@@ -88,6 +88,12 @@ __all__ = [  # the loop's words, where its callers and tests have always found t
     "DataPhases", "EpochCounts", "Frame", "Loop", "UnitFigures", "Voice", "spent_on"]
 
 
+# Joined mid-run (``devicewatch attach``), the hooks may see the end of a step (its backward
+# pass and optimizer step) before any batch: training is confirmed with the loop's DataLoader
+# once its first batch comes, or as reading none after this many of them with no batch.
+JOINED_STEPS = 3
+
+
 class Loop:
     def __init__(self, voice: Voice, lane: str = LANE):
         # What every batch and step reads first, so that they lie together in the instance's memory
@@ -117,6 +123,7 @@ class Loop:
         self.declared = Declared(self.data)
         self.worker_batches: WorkerBatches | None = None   # the loader's workers' batches so far (the hooks')
         self.workers_counted = (0.0, 0)    # ... when the last unit was sent
+        self.joined_steps: int | None = None   # joined mid-run: backward passes and steps seen before any batch
 
     # -- what the hooks hand the loop (``loop_interface``) ----------------------------------
 
@@ -360,6 +367,13 @@ class Loop:
             self._close_training(now)
         self._end(now)
 
+    def leave(self, now: float) -> None:
+        """The hooks are being taken out of a process that runs on (a detach): close what is
+        open; the unit under way sends no figures, since it is not over."""
+        self.gap.since = None
+        self.data.flush()
+        self._end(now)
+
     def wait_parts(self) -> tuple[float, float, float] | None:
         """The loop's wait so far, over every unit: (the DataLoader's, the rest of it, the share
         of the rest the samples so far found input), so that a window's data wait is its
@@ -416,6 +430,9 @@ class Loop:
             return
         pass_ = self.pass_
         if not self.confirmed:
+            if self.joined_steps is not None and pass_.last_source is None and self.joined_steps < JOINED_STEPS:
+                self.joined_steps += 1   # the step under way at a join: the loop's batches are yet to be seen
+                return
             if self.pending.source is None and pass_.last_source is not None:
                 self.pending.source = pass_.last_source
             self._confirm(now)

@@ -2,6 +2,10 @@
 what it has said, and the one way it speaks (``Voice``: every event it sends carries
 ``source: "auto"`` and stays within EVENT_RATE a second).
 
+The hooks change attributes of the frameworks only through ``Process.replace``, which notes
+how to put each one back: an attached process (``devicewatch attach`` on Python 3.14 or newer,
+by ``sys.remote_exec``) has them all taken out again at the detach (``Process.disarm``).
+
 A process says it is instrumented (``instrument`` events: loaded, then armed per framework)
 only when it first has something to say, so that processes which import torch without
 training (the torchrun agent, DataLoader workers, a helper run by the script) send nothing. A
@@ -28,6 +32,7 @@ from collections.abc import Callable
 from ... import events
 from ...loop_figures import UnitFigures
 from . import knobs, trial
+from .epoch_variable import epoch_in_frames
 from .frameworks import BY_NAME, FIT, LOOP
 from .loop import EPOCH, LANE, Loop
 
@@ -56,6 +61,16 @@ class Voice:
         self._refilled = clock()
         self._left_out: set[tuple[str, Any, str]] = set()
         self.dropped = 0
+        # The loop's epoch numbers as sent: its own, but in a process joined mid-run (``number_from``).
+        self.number: Callable[[int | None], int | None] = lambda epoch: epoch
+
+    def number_from(self, first: int | None, whole: bool) -> None:
+        """The hooks went into a process mid-run, and the loop's first epoch is the pass seen
+        first: WHOLE, or partial (begun before the join: None, so no epoch and no epoch event).
+        Numbered on from FIRST, the script's own epoch of that pass where its loop variable was
+        read; else from the join (1: the first pass seen whole)."""
+        base = first if first is not None else (1 if whole else 0)
+        self.number = lambda epoch: None if epoch is None or (epoch < 2 and not whole) else base + epoch - 1
 
     def _take(self, n: float, keep: float = 0.0) -> bool:
         now = self._clock()
@@ -79,6 +94,7 @@ class Voice:
         self._emit(kind, source=SOURCE, **fields)
 
     def phase(self, kind: str, name: str, epoch: int | None, lane: str, at: float) -> None:
+        epoch = self.number(epoch)
         key = (name, epoch, lane)
         if kind == "begin":
             if not self._take(1):
@@ -95,6 +111,7 @@ class Voice:
     def data_phase(self, start: float, end: float, epoch: int | None, lane: str) -> bool:
         if not self._take(2, keep=RESERVED):
             return False
+        epoch = self.number(epoch)
         self._send(events.PHASE_BEGIN, name="data", epoch=epoch, lane=lane, mono=start)
         self._send(events.PHASE_END, name="data", epoch=epoch, lane=lane, mono=end)
         return True
@@ -112,7 +129,12 @@ class Voice:
 
     def epoch(self, epoch: int, figures: UnitFigures, unit: str = EPOCH) -> None:
         """A unit's figures as its epoch event's metrics: only ``UnitFigures`` is sent, and it
-        refuses a figure it does not declare where it is made, so none reaches the run file unnamed."""
+        refuses a figure it does not declare where it is made, so none reaches the run file unnamed.
+        A partial pass (numbered None) has no epoch event: its figures are not an epoch's."""
+        number = self.number(epoch)
+        if number is None:
+            return
+        epoch = number
         if self._take(1):
             if unit == EPOCH:
                 self._send(events.EPOCH, epoch=epoch, metrics=figures.to_json())
@@ -139,6 +161,68 @@ class Process:
         spec = trial.requested()
         self.trial = trial.Trial(spec, self.loop.wait_parts, before_done=self.trial_over) if spec else None
         self.loop.trial = self.trial
+        self.put_back: list[Callable[[], None]] = []   # undoes each change the hooks made, in order made
+        self.joining = False   # joined mid-run, its first training batch not yet seen (``first_batch``)
+
+    def replace(self, owner: Any, name: str, new: Any) -> None:
+        """Set OWNER.NAME (a class's or a module's) to NEW, noting how to put back what it was:
+        the same object, or nothing where NAME was inherited. Put back only while NEW is still
+        there, so that what the script set over it stays."""
+        own = vars(owner)
+        had, before = name in own, own.get(name)
+        setattr(owner, name, new)
+
+        def put_back() -> None:
+            if vars(owner).get(name) is not new:
+                return
+            if had:
+                setattr(owner, name, before)
+            else:
+                delattr(owner, name)
+        self.put_back.append(put_back)
+
+    def joined(self) -> None:
+        """The hooks went into a process mid-run: until its first training batch says otherwise,
+        the pass under way is partial and the passes are counted from the join."""
+        self.joining = True
+        self.loop.joined_steps = 0
+        self.voice.number_from(None, whole=False)
+
+    def first_batch(self, first_of_pass: bool, frame: Any) -> None:
+        """A process joined mid-run reads its first training batch: the first of its pass (the
+        pass is whole) or not (begun before the join); the script's loop variable, read from the
+        loop's FRAME and outwards now, is that pass's epoch. Said once (``numbered``)."""
+        self.joining = False
+        found = epoch_in_frames(frame)
+        self.voice.number_from(found[1] if found else None, first_of_pass)
+        events.emit(events.INSTRUMENT, state="numbered", whole=first_of_pass,
+                    **({"variable": found[0], "epoch": found[1]} if found else {}))
+
+    def on_disarm(self, undo: Callable[[], None]) -> None:
+        """UNDO (a hook's handle's ``remove``, an ``atexit.unregister``) runs at ``disarm``."""
+        self.put_back.append(undo)
+
+    def disarm(self) -> None:
+        """Take every hook out again, last in first out, and say nothing more: the open phase
+        ends now, the pass under way sends no epoch (it is not whole). For a process that was
+        joined mid-run and is being left: it runs on as it was before the hooks went in."""
+        with self.lock:
+            if self.live:
+                try:
+                    self.loop.leave(time.monotonic())
+                    self.voice.say_left_out()
+                except Exception as exc:
+                    self.error("devicewatch", "detach", exc)
+            self.live = False
+            atexit.unregister(self.say_if_silent)
+            atexit.unregister(self.at_exit)
+            while self.put_back:
+                try:
+                    self.put_back.pop()()
+                except Exception as exc:   # one that cannot be put back leaves the others to be
+                    self.live = True
+                    self.error("devicewatch", "detach", exc)
+                    self.live = False
 
     def announce(self) -> None:
         """Say once, before anything else, that this process is instrumented and with what."""

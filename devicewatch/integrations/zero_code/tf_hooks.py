@@ -88,6 +88,7 @@ def arm(tf: Any, process: Process, framework: str) -> None:
     _HOOKS = hooks
     process.fit_measured = measures_fit
     atexit.register(hooks.at_exit)
+    process.on_disarm(lambda: atexit.unregister(hooks.at_exit))
     # else the start-up hook arms each once it has run (``keras_trainer``, ``keras2_trainer``)
     trainer = sys.modules.get(KERAS_TRAINER)
     if trainer is not None:
@@ -147,7 +148,7 @@ class _Hooks:
              hook: str | None = None) -> None:
         original = getattr(owner, name)
         wrapper = functools.wraps(original)(make(original))
-        setattr(owner, name, wrapper)
+        self.process.replace(owner, name, wrapper)
 
         def restore() -> None:
             if owner.__dict__.get(name) is wrapper:

@@ -121,17 +121,20 @@ def arm(torch: Any, process: Process) -> None:
     if distributed is not None and callable(getattr(distributed, "barrier", None)):
         hooks.wrap(distributed, "barrier", hooks.timed_barrier)
     hooks.step_handle = register_optimizer_step_post_hook(hooks.after_step)
-    process.knobs.wrap_dataloader(DataLoader)
+    process.on_disarm(hooks.step_handle.remove)
+    process.on_disarm(hooks.drop_pass_check)
+    process.knobs.wrap_dataloader(DataLoader, process.replace)
     hooks.wrap(dataloader_module._MultiProcessingDataLoaderIter, "__init__", hooks.workers_starting)
     if process.trial is not None:
         hooks.wrap(dataloader_module._MultiProcessingDataLoaderIter, "__del__", hooks.timed_teardown)
     hooks.wrap(_BaseDataLoaderIter, "__next__", hooks.probed_next)   # over timed_next, until a training batch
-    process.knobs.set_threads(torch)
+    process.knobs.set_threads(torch, process.replace)
     process.threads = torch.get_num_threads
     if process.trial is not None and not process.knobs.vary:   # the variants' values timed after the window
         process.trial.threads = (torch.get_num_threads, torch.set_num_threads)
         process.trial.loader = lambda: process.knobs.loader_of(process.loop.pass_.source or process.loop.pass_.last_source)
     atexit.register(hooks.at_exit)
+    process.on_disarm(lambda: atexit.unregister(hooks.at_exit))
 
 
 class _Hooks:
@@ -163,7 +166,7 @@ class _Hooks:
     def wrap(self, owner: Any, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
         original = getattr(owner, name)
         wrapper = functools.wraps(original)(make(original))
-        setattr(owner, name, wrapper)
+        self.process.replace(owner, name, wrapper)
 
         def restore() -> None:
             if getattr(owner, name) is wrapper:
@@ -218,6 +221,9 @@ class _Hooks:
             end = monotonic()
             try:
                 dataset = iterator._dataset
+                if process.joining and is_grad_enabled():   # joined mid-run: is this pass whole?
+                    process.knobs.iterator_seen(iterator)
+                    process.first_batch(iterator._num_yielded == 1, sys._getframe(1))
                 # PyTorch's __next__ counts the batches of the pass: the first made it 1
                 if iterator._num_yielded != 1:  # every batch but a pass's first: kept short
                     fetch(id(dataset), is_grad_enabled(), False, start, end)
@@ -322,10 +328,13 @@ class _Hooks:
             return None
 
     def passes_failed(self, exc: BaseException) -> None:
+        self.drop_pass_check()
+        self.failed("passes", exc)
+
+    def drop_pass_check(self) -> None:
         if self.pass_check is not None:
             self.pass_check.remove()
             self.pass_check = None
-        self.failed("passes", exc)
 
     # -- the trained model loaded back --------------------------------------------------------
 

@@ -1,0 +1,62 @@
+"""What ``devicewatch attach`` runs inside the process it joins, by ``sys.remote_exec`` (Python
+3.14 or newer): ``run({"do": "join", "fifo": …})`` arms the zero-code instrumentation's hooks
+(``instrument.join``), ``run({"do": "leave"})`` takes them out again (``instrument.leave``).
+
+The process runs it on its main thread, between two of its own bytecodes, in a namespace of its
+own. Standard library only until devicewatch is loaded from the package this file belongs to, as
+the start-up hook loads it (the process need not have devicewatch installed, and its sys.path is
+left as it was). Nothing it does may raise into the process: a failure is one ``instrument``
+event (state "error") on the FIFO, written as ``devicewatch.events`` would.
+"""
+
+import importlib
+import importlib.util
+import json
+import os
+import sys
+import time
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the devicewatch package
+_INSTRUMENT = "devicewatch.integrations.zero_code.instrument"
+
+
+def run(request):
+    try:
+        if request.get("do") == "join":
+            _instrumentation().join(request["fifo"])
+        else:
+            instrument = sys.modules.get(_INSTRUMENT)
+            if instrument is not None:
+                instrument.leave()
+    except Exception as exc:
+        _say_error(request.get("fifo"), request.get("do"), exc)
+
+
+def _instrumentation():
+    if "devicewatch" not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            "devicewatch", os.path.join(_PACKAGE, "__init__.py"), submodule_search_locations=[_PACKAGE])
+        package = importlib.util.module_from_spec(spec)
+        sys.modules["devicewatch"] = package
+        try:
+            spec.loader.exec_module(package)
+        except BaseException:
+            del sys.modules["devicewatch"]
+            raise
+    return importlib.import_module(_INSTRUMENT)
+
+
+def _say_error(fifo, doing, exc):
+    if not fifo:
+        return
+    try:
+        line = json.dumps({"kind": "instrument", "mono": time.monotonic(), "pid": os.getpid(),
+                           "state": "error", "framework": "devicewatch",
+                           "detail": f"{doing}: {type(exc).__name__}: {exc}"[:300]})
+        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        try:
+            os.write(fd, (line + "\n").encode())
+        finally:
+            os.close(fd)
+    except Exception:
+        pass
