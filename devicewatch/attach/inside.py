@@ -2,11 +2,13 @@
 3.14 or newer): ``run({"do": "join", "fifo": …})`` arms the zero-code instrumentation's hooks
 (``instrument.join``), ``run({"do": "leave"})`` takes them out again (``instrument.leave``).
 
-The process runs it on its main thread, between two of its own bytecodes, in a namespace of its
-own. Standard library only until devicewatch is loaded from the package this file belongs to, as
+``remote.script`` writes this file's text and the call, with the request, into one script: the
+process reads nothing of devicewatch's until it loads the package (``request["package"]``), as
 the start-up hook loads it (the process need not have devicewatch installed, and its sys.path is
-left as it was). Nothing it does may raise into the process: a failure is one ``instrument``
-event (state "error") on the FIFO, written as ``devicewatch.events`` would.
+left as it was). It runs on the process's main thread, between two of its own bytecodes, in a
+namespace of its own. Standard library only; nothing it does may raise into the process: a
+failure is one ``instrument`` event (state "error") on the FIFO, written as ``devicewatch.events``
+would.
 """
 
 import importlib
@@ -16,14 +18,13 @@ import os
 import sys
 import time
 
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the devicewatch package
 _INSTRUMENT = "devicewatch.integrations.zero_code.instrument"
 
 
 def run(request):
     try:
         if request.get("do") == "join":
-            _instrumentation().join(request["fifo"])
+            _instrumentation(request["package"]).join(request["fifo"])
         else:
             instrument = sys.modules.get(_INSTRUMENT)
             if instrument is not None:
@@ -32,14 +33,14 @@ def run(request):
         _say_error(request.get("fifo"), request.get("do"), exc)
 
 
-def _instrumentation():
+def _instrumentation(package):
     if "devicewatch" not in sys.modules:
         spec = importlib.util.spec_from_file_location(
-            "devicewatch", os.path.join(_PACKAGE, "__init__.py"), submodule_search_locations=[_PACKAGE])
-        package = importlib.util.module_from_spec(spec)
-        sys.modules["devicewatch"] = package
+            "devicewatch", os.path.join(package, "__init__.py"), submodule_search_locations=[package])
+        loaded = importlib.util.module_from_spec(spec)
+        sys.modules["devicewatch"] = loaded
         try:
-            spec.loader.exec_module(package)
+            spec.loader.exec_module(loaded)
         except BaseException:
             del sys.modules["devicewatch"]
             raise

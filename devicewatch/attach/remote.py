@@ -27,6 +27,7 @@ JOIN_WAIT = 10.0
 TIMEOUT = 10.0    # seconds the interpreter may take to start and hand the script over
 _VERSION = re.compile(r"^python(\d+)\.(\d+)")
 REMOTE_EXEC = (3, 14)
+PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # devicewatch, as the process loads it
 _ASK = "import sys; print('%d.%d.%d' % sys.version_info[:3], hasattr(sys, 'remote_exec'))"
 _SEND = "import sys; sys.remote_exec(int(sys.argv[1]), sys.argv[2])"
 
@@ -36,8 +37,11 @@ def interpreter(pid: int) -> tuple[str | None, str]:
     version; else None and why not (said in the run's header)."""
     try:
         exe = os.readlink(f"/proc/{pid}/exe")
+        other = os.readlink(f"/proc/{pid}/ns/mnt") != os.readlink("/proc/self/ns/mnt")
     except OSError as exc:
         return None, f"its executable is not readable ({exc.strerror})"
+    if other:   # the script and the FIFO are handed over by path, which means nothing there
+        return None, "it runs in another mount namespace (a container): attach from inside it for the hooks"
     if exe.endswith(" (deleted)"):
         return None, "its interpreter was replaced on disk after it started"
     name = os.path.basename(exe)
@@ -60,15 +64,12 @@ def interpreter(pid: int) -> tuple[str | None, str]:
 
 
 def script(folder: str, request: dict[str, str], name: str) -> str:
-    """A script in FOLDER that runs ``inside.run(REQUEST)``: the file ``sys.remote_exec`` takes."""
+    """A script in FOLDER, the file ``sys.remote_exec`` takes: ``inside``'s text, then its
+    ``run(REQUEST)`` with the devicewatch package to load."""
     path = os.path.join(folder, f"{name}.py")
-    source = inside.__file__
-    with open(path, "w") as out:
-        out.write(f"_SOURCE = {source!r}\n"
-                  "with open(_SOURCE) as _file:\n"
-                  "    _inside = {'__name__': 'devicewatch_attach', '__file__': _SOURCE}\n"
-                  "    exec(compile(_file.read(), _SOURCE, 'exec'), _inside)\n"
-                  f"_inside['run']({json.dumps(request)})\n")
+    with open(inside.__file__) as source, open(path, "w") as out:
+        out.write(source.read())
+        out.write(f"\n\nrun({json.dumps({**request, 'package': PACKAGE})})\n")
     return path
 
 

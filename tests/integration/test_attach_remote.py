@@ -131,3 +131,26 @@ def test_sample_asks_for_the_sampler_on_python_314(tmp_path: Path) -> None:
     assert not [r for r in run if r.get("kind") == "instrument" and r.get("state") == "joined"]
     assert "hooked" not in run[-1]["instrument"]
     assert "austin cannot read the stacks of this python3.14" in err + text, (err, text)
+
+
+def test_a_process_that_refuses_remote_debugging_is_sampled_and_says_why(tmp_path: Path) -> None:
+    """Started with -X disable-remote-debug: sys.remote_exec is refused, in one notice."""
+    assert PYTHON314 is not None
+    script = tmp_path / "loop.py"
+    script.write_text(LOOP)
+    process = subprocess.Popen([PYTHON314["python"], "-X", "disable-remote-debug", str(script), "8", "0.004", "64"],
+                               stdout=subprocess.PIPE, text=True, cwd=tmp_path, env={**os.environ, **PYTHON314["env"]})
+    try:
+        assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+        out = tmp_path / "refused.jsonl"
+        watcher = attach(process.pid, out)
+        text, err = watcher.communicate(timeout=300)
+        process.stdout.read()
+        process.wait(timeout=120)
+    finally:
+        process.kill()
+    run = records(out)
+    notices = [r["message"] for r in run if r.get("type") == "notice"]
+    assert any(m.startswith("the hooks could not go in (") and "phases sampled from outside" in m
+               for m in notices), notices
+    assert not [r for r in run if r.get("kind") == "instrument" and r.get("state") == "joined"]
