@@ -2,7 +2,12 @@
 its sampled shares come to the job's own timing.
 
     PYTHONPATH=. python bench/bench_attach.py [--periods 10] [--period 5] [--threads 1] [--epochs 10]
-                                              [--only accuracy|slowdown]
+                                              [--only accuracy|slowdown] [--python314]
+
+With ``--python314`` the job and the loop run on the Python 3.14 of ``make python314``, where
+attach puts the zero-code hooks in by ``sys.remote_exec`` (and takes them out at each detach)
+instead of sampling: the slowdown is then the hooks' own cost to the job, there is no sampler,
+and the shares are measured, not sampled.
 
 **Slowdown** (budget: the job's steps/s at most 2% lower while attached). One job runs
 throughout: a PyTorch loop on THREADS threads that prints its steps and the monotonic time every
@@ -71,6 +76,14 @@ while time.monotonic() < end:
 '''
 
 
+def python_argv(use_314: bool) -> tuple[list[str], dict[str, str]]:
+    """The interpreter the job runs on and what its environment adds."""
+    if not use_314:
+        return [sys.executable], {}
+    found = json.loads((ROOT / ".python314" / "python.json").read_text())
+    return [found["python"]], found["env"]
+
+
 def attach_argv(pid: int, output: Path) -> list[str]:
     return [sys.executable, "-m", "devicewatch", "attach", str(pid), "--record", str(output)]
 
@@ -84,12 +97,13 @@ def rate(marks: list[tuple[float, int, float]], start: float, end: float, per_cp
     return (inside[-1][1] - inside[0][1]) / spent if spent > 0 else None
 
 
-def slowdown(periods: int, period: float, threads: int, folder: Path) -> None:
+def slowdown(periods: int, period: float, threads: int, folder: Path, use_314: bool = False) -> None:
     script = folder / "job.py"
     script.write_text(JOB)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    job = subprocess.Popen([sys.executable, str(script), str(2 * periods * period + 10), str(threads)], stdout=subprocess.PIPE,
-                           text=True)
+    python, job_env = python_argv(use_314)
+    job = subprocess.Popen([*python, str(script), str(2 * periods * period + 10), str(threads)], stdout=subprocess.PIPE,
+                           text=True, env={**os.environ, **job_env})
     marks: list[tuple[float, int, float]] = []
 
     def read() -> None:
@@ -99,7 +113,10 @@ def slowdown(periods: int, period: float, threads: int, folder: Path) -> None:
             marks.append((float(t), int(n), float(cpu)))
 
     threading.Thread(target=read, daemon=True).start()
-    time.sleep(3)   # torch imported, the loop going
+    while not marks:   # torch imported, the loop going
+        assert job.poll() is None, "the job ended"
+        time.sleep(0.1)
+    time.sleep(1)
     spans: list[tuple[str, float, float]] = []
     cpu: list[tuple[float, float, float]] = []
     try:
@@ -119,7 +136,9 @@ def slowdown(periods: int, period: float, threads: int, folder: Path) -> None:
             run = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
             end = run[-1]
             own = [r["recorder_cpu"] for r in run if r.get("type") == "sample" and r.get("recorder_cpu") is not None]
-            cpu.append((end["instrument"]["sampled"]["sampler_cpu_s"], end["duration"],
+            hooked = "hooked" in end["instrument"]
+            assert hooked == use_314, f"attach {'sampled' if use_314 else 'hooked'} the job: {end['instrument']}"
+            cpu.append((0.0 if hooked else end["instrument"]["sampled"]["sampler_cpu_s"], end["duration"],
                         statistics.fmean(own) if own else float("nan")))
             began = time.monotonic()
             time.sleep(period)
@@ -138,11 +157,14 @@ def slowdown(periods: int, period: float, threads: int, folder: Path) -> None:
               f"{100 * statistics.median(ratios):+.1f}% over {len(ratios)} pairs, each {100 * min(ratios):+.1f}% to "
               f"{100 * max(ratios):+.1f}% (budget <= 2%)")
     sampler = sum(c for c, _, _ in cpu) / sum(d for _, d, _ in cpu)
-    print(f"sampler (austin): {100 * sampler:.1f}% of one core; recorder: "
-          f"{statistics.fmean(r for _, _, r in cpu):.1f}% of one core (budget: sampler <= 3%)")
+    what = "no sampler (the hooks are in the job)" if use_314 else f"sampler (austin): {100 * sampler:.1f}% of one core"
+    print(f"{what}; recorder: {statistics.fmean(r for _, _, r in cpu):.1f}% of one core (budget: sampler <= 3%)")
 
 
-def accuracy(epochs: int, folder: Path) -> None:
+def accuracy(epochs: int, folder: Path, use_314: bool = False) -> None:
+    if use_314:
+        hooked(epochs, folder)
+        return
     loop = Loop(folder, epochs, 0.004, 256)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     out = folder / "accuracy.jsonl"
@@ -175,6 +197,37 @@ def accuracy(epochs: int, folder: Path) -> None:
           f"{end['instrument']['sampled']['invalid'] + end['instrument']['sampled']['samples']} stacks read as they changed")
 
 
+def hooked(epochs: int, folder: Path) -> None:
+    """Accuracy with the hooks in (Python 3.14): each epoch's measured shares against its [truth]."""
+    from tests.integration.test_attach_remote import Loop314
+
+    loop = Loop314(folder, epochs, 0.004, 256)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = folder / "accuracy.jsonl"
+    try:
+        loop.wait_for("[truth] epoch 1 ", timeout=180)
+        subprocess.run(attach_argv(loop.process.pid, out), cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                       check=True, timeout=600)
+        loop.finish()
+    finally:
+        loop.kill()
+    run = records(out)
+    seen = passes(run)
+    truths = {t["epoch"]: t for t in loop.truths()}
+    numbered = next(r for r in run if r.get("kind") == "instrument" and r.get("state") == "numbered")
+    first = numbered["epoch"] + (0 if numbered["whole"] else 1)
+    expected = sorted(n for n in truths if n >= first)
+    errors = [abs(shares(seen[n])[k] - shares(truths[n])[k]) for n in seen if n in truths
+              for k in ("data", "train", "validate")]
+    total = {k: sum(seen[n][k] for n in seen) for k in ("data", "train", "validate")}
+    truth = {k: sum(truths[n][k] for n in seen if n in truths) for k in ("data", "train", "validate")}
+    whole = max(abs(shares(total)[k] - shares(truth)[k]) for k in total)
+    print(f"accuracy (hooks, Python {run[-1]['instrument']['hooked']['python']}): epochs counted "
+          f"{'exactly' if sorted(seen) == expected else f'WRONG: {sorted(seen)} for {expected}'} "
+          f"({len(seen)} after the join, numbered by the loop variable from {first}); over the run: worst share "
+          f"off by {whole:.1f} points; per epoch: worst {max(errors):.1f}, mean {statistics.fmean(errors):.1f} points")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--periods", type=int, default=10, help="attached periods (each paired with a bare one)")
@@ -182,14 +235,16 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="the job's threads (torch.set_num_threads)")
     parser.add_argument("--epochs", type=int, default=10, help="epochs of the accuracy loop")
     parser.add_argument("--only", choices=("accuracy", "slowdown"), help="measure one of the two")
+    parser.add_argument("--python314", action="store_true",
+                        help="the job on the Python 3.14 of `make python314`: the hooks, not the sampler")
     args = parser.parse_args()
     assert "[truth]" in LOOP
     with tempfile.TemporaryDirectory(prefix="bench-attach-") as folder:
         print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
         if args.only != "slowdown":
-            accuracy(args.epochs, Path(folder))
+            accuracy(args.epochs, Path(folder), args.python314)
         if args.only != "accuracy":
-            slowdown(args.periods, args.period, args.threads, Path(folder))
+            slowdown(args.periods, args.period, args.threads, Path(folder), args.python314)
 
 
 if __name__ == "__main__":
