@@ -47,6 +47,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -161,21 +162,25 @@ def slowdown(periods: int, period: float, threads: int, folder: Path, use_314: b
     print(f"{what}; recorder: {statistics.fmean(r for _, _, r in cpu):.1f}% of one core (budget: sampler <= 3%)")
 
 
+def attached_after_epoch_1(loop: Loop, folder: Path) -> list[dict[str, Any]]:
+    """LOOP's run, attached to after its first epoch until it ends."""
+    out = folder / "accuracy.jsonl"
+    try:
+        loop.wait_for("[truth] epoch 1 ", timeout=180)
+        subprocess.run(attach_argv(loop.process.pid, out), cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                       stdout=subprocess.DEVNULL, check=True, timeout=600)
+        loop.finish()
+    finally:
+        loop.kill()
+    return records(out)
+
+
 def accuracy(epochs: int, folder: Path, use_314: bool = False) -> None:
     if use_314:
         hooked(epochs, folder)
         return
     loop = Loop(folder, epochs, 0.004, 256)
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    out = folder / "accuracy.jsonl"
-    try:
-        loop.wait_for("[truth] epoch 1 ")
-        subprocess.run(attach_argv(loop.process.pid, out), cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                       check=True, timeout=600)
-        loop.finish()
-    finally:
-        loop.kill()
-    run = records(out)
+    run = attached_after_epoch_1(loop, folder)
     sampled = passes(run)
     try:
         truths = whole_after(loop, run, sampled)
@@ -202,16 +207,7 @@ def hooked(epochs: int, folder: Path) -> None:
     from tests.integration.test_attach_remote import Loop314
 
     loop = Loop314(folder, epochs, 0.004, 256)
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    out = folder / "accuracy.jsonl"
-    try:
-        loop.wait_for("[truth] epoch 1 ", timeout=180)
-        subprocess.run(attach_argv(loop.process.pid, out), cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                       check=True, timeout=600)
-        loop.finish()
-    finally:
-        loop.kill()
-    run = records(out)
+    run = attached_after_epoch_1(loop, folder)
     seen = passes(run)
     truths = {t["epoch"]: t for t in loop.truths()}
     numbered = next(r for r in run if r.get("kind") == "instrument" and r.get("state") == "numbered")
