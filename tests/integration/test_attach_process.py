@@ -377,28 +377,36 @@ def test_a_compute_bound_loop_is_not_input_bound(tmp_path: Path) -> None:
 
 
 def test_detach_mid_run_leaves_the_result_of_a_bare_run(tmp_path: Path) -> None:
+    bare, watched, run = detached_mid_epoch(tmp_path, Loop, 5, attach, signal.SIGINT)
+    assert run[-1]["reason"] == "detached: the process runs on, untouched"
+    assert watched.checksum() == bare.checksum()
+
+
+def detached_mid_epoch(tmp_path: Path, kind: type[Loop], epochs: int, attach: Any,
+                       sig: signal.Signals) -> tuple[Loop, Loop, list[dict[str, Any]]]:
+    """A bare run of the loop, then one attached after its first epoch and left (SIG to
+    devicewatch) once its phases come: both run to their end; the second's recording."""
     (tmp_path / "bare").mkdir()
     (tmp_path / "watched").mkdir()
-    bare = Loop(tmp_path / "bare", 5, 0.002, 256)
+    bare = kind(tmp_path / "bare", epochs, 0.002, 256)
     bare.finish()
-    watched = Loop(tmp_path / "watched", 5, 0.002, 256)
+    watched = kind(tmp_path / "watched", epochs, 0.002, 256)
     try:
-        watched.wait_for("[truth] epoch 1 ")
+        watched.wait_for("[truth] epoch 1 ", timeout=180)
         out = tmp_path / "detached.jsonl"
         watcher = attach(watched.process.pid, out)
         deadline = time.monotonic() + 60
-        while not (out.exists() and '"phase_begin"' in out.read_text()):   # sampling has begun
+        while not (out.exists() and '"phase_begin"' in out.read_text()):   # the phases have begun
             assert time.monotonic() < deadline and watcher.poll() is None
             time.sleep(0.05)
-        watcher.send_signal(signal.SIGINT)   # mid-epoch: a detach
+        watcher.send_signal(sig)   # mid-epoch: a detach
         _, err = watcher.communicate(timeout=60)
         assert watched.process.poll() is None, "the loop ended with the detach"
         watched.finish()
     finally:
         watched.kill()
     assert watcher.returncode == 0, err
-    assert records(out)[-1]["reason"] == "detached: the process runs on, untouched"
-    assert watched.checksum() == bare.checksum()
+    return bare, watched, records(out)
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,

@@ -11,13 +11,12 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.test_attach_process import LOOP, Loop, passes, records, shares
+from tests.integration.test_attach_process import LOOP, Loop, detached_mid_epoch, passes, records, shares
 
 ROOT = Path(__file__).resolve().parents[2]
 FOUND = Path(os.environ.get("DEVICEWATCH_PYTHON314", ROOT / ".python314" / "python.json"))
@@ -89,27 +88,7 @@ def test_an_input_bound_loop_on_python_314_is_measured_by_the_hooks(tmp_path: Pa
 
 
 def test_detach_takes_the_hooks_out_and_leaves_the_result_of_a_bare_run(tmp_path: Path) -> None:
-    (tmp_path / "bare").mkdir()
-    (tmp_path / "watched").mkdir()
-    bare = Loop314(tmp_path / "bare", 6, 0.002, 256)
-    bare.finish()
-    watched = Loop314(tmp_path / "watched", 6, 0.002, 256)
-    try:
-        watched.wait_for("[truth] epoch 1 ", timeout=180)
-        out = tmp_path / "detached.jsonl"
-        watcher = attach(watched.process.pid, out)
-        deadline = time.monotonic() + 60
-        while not (out.exists() and '"phase_begin"' in out.read_text()):   # the hooks speak
-            assert time.monotonic() < deadline and watcher.poll() is None
-            time.sleep(0.05)
-        watcher.send_signal(signal.SIGTERM)   # mid-epoch: a detach
-        _, err = watcher.communicate(timeout=60)
-        assert watched.process.poll() is None, "the loop ended with the detach"
-        watched.finish()
-    finally:
-        watched.kill()
-    assert watcher.returncode == 0, err
-    run = records(out)
+    bare, watched, run = detached_mid_epoch(tmp_path, Loop314, 6, attach, signal.SIGTERM)
     assert run[-1]["reason"] == "detached: the process runs on, untouched"
     assert said(run, "left") and run[-1]["instrument"]["hooked"]["taken_out"] is True
     assert watched.checksum() == bare.checksum()
@@ -149,6 +128,7 @@ def test_a_process_that_refuses_remote_debugging_is_sampled_and_says_why(tmp_pat
         process.wait(timeout=120)
     finally:
         process.kill()
+    assert "devicewatch: the hooks could not go in (" in err, (err, text)   # said on the terminal too
     run = records(out)
     notices = [r["message"] for r in run if r.get("type") == "notice"]
     assert any(m.startswith("the hooks could not go in (") and "phases sampled from outside" in m
