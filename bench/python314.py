@@ -88,8 +88,8 @@ def main() -> int:
                 shutil.copyfileobj(got, out)
             os.replace(str(target) + ".part", target)
         subprocess.run(["dpkg-deb", "-x", str(target), str(root)], check=True)
-        print(f"\rpython314: {n}/{len(wanted)} unpacked", end="", flush=True)
-    print()
+        if n % 25 == 0 or n == len(wanted):
+            print(f"python314: {n}/{len(wanted)} unpacked", flush=True)
     lib = root / "usr/lib/x86_64-linux-gnu"
     for name, folder in (("libblas.so.3", "blas"), ("liblapack.so.3", "lapack")):   # Debian's alternatives
         link = lib / name

@@ -153,6 +153,10 @@ class Process:
     live, armed, loop, voice, errors = True, [], Loop(), Voice(), []
     def error(self, framework, hook, exc):
         self.errors.append((framework, hook, str(exc)))
+    def replace(self, owner, name, new):
+        setattr(owner, name, new)
+    def on_disarm(self, undo):
+        pass
 
 original = OwnedIterator.__next__
 process = Process()
