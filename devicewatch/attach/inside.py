@@ -2,6 +2,9 @@
 3.14 or newer): ``run({"do": "join", "fifo": …})`` arms the zero-code instrumentation's hooks
 (``instrument.join``), ``run({"do": "leave"})`` takes them out again (``instrument.leave``).
 
+At the leave, the package it loaded is dropped from ``sys.modules`` with its state, so that the
+next attach joins afresh.
+
 ``remote.script`` writes this file's text and the call, with the request, into one script: the
 process reads nothing of devicewatch's until it loads the package (``request["package"]``), as
 the start-up hook loads it (the process need not have devicewatch installed, and its sys.path is
@@ -19,6 +22,7 @@ import sys
 import time
 
 _INSTRUMENT = "devicewatch.integrations.zero_code.instrument"
+_OURS = "_loaded_by_devicewatch_attach"   # on the package this script loaded, not one the process had
 
 
 def run(request):
@@ -29,6 +33,9 @@ def run(request):
             instrument = sys.modules.get(_INSTRUMENT)
             if instrument is not None:
                 instrument.leave()
+            if getattr(sys.modules.get("devicewatch"), _OURS, False):   # a later attach loads it afresh
+                for name in [n for n in sys.modules if n == "devicewatch" or n.startswith("devicewatch.")]:
+                    del sys.modules[name]
     except Exception as exc:
         _say_error(request.get("fifo"), request.get("do"), exc)
 
@@ -38,6 +45,7 @@ def _instrumentation(package):
         spec = importlib.util.spec_from_file_location(
             "devicewatch", os.path.join(package, "__init__.py"), submodule_search_locations=[package])
         loaded = importlib.util.module_from_spec(spec)
+        setattr(loaded, _OURS, True)
         sys.modules["devicewatch"] = loaded
         try:
             spec.loader.exec_module(loaded)

@@ -11,6 +11,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -134,3 +135,29 @@ def test_a_process_that_refuses_remote_debugging_is_sampled_and_says_why(tmp_pat
     assert any(m.startswith("the hooks could not go in (") and "phases sampled from outside" in m
                for m in notices), notices
     assert not [r for r in run if r.get("kind") == "instrument" and r.get("state") == "joined"]
+
+
+def test_a_process_left_can_be_joined_again(tmp_path: Path) -> None:
+    """Attach, detach, attach again: the second attach has the hooks too (the first's state went
+    with the leave)."""
+    loop = Loop314(tmp_path, 10, 0.002, 256)
+    runs = []
+    try:
+        loop.wait_for("[truth] epoch 1 ", timeout=180)
+        for n in (1, 2):
+            out = tmp_path / f"attach-{n}.jsonl"
+            watcher = attach(loop.process.pid, out)
+            deadline = time.monotonic() + 60
+            while not (out.exists() and '"epoch"' in out.read_text()):   # a whole epoch measured
+                assert time.monotonic() < deadline and watcher.poll() is None
+                time.sleep(0.05)
+            watcher.send_signal(signal.SIGTERM)
+            _, err = watcher.communicate(timeout=60)
+            assert watcher.returncode == 0, err
+            runs.append(records(out))
+        loop.finish()
+    finally:
+        loop.kill()
+    for run in runs:
+        assert said(run, "joined") and said(run, "left"), [r for r in run if r.get("kind") == "instrument"]
+        assert run[-1]["instrument"]["hooked"]["taken_out"] is True
