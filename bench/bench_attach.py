@@ -103,7 +103,7 @@ def slowdown(periods: int, period: float, threads: int, folder: Path, use_314: b
     script.write_text(JOB)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     python, job_env = python_argv(use_314)
-    job = subprocess.Popen([*python, str(script), str(2 * periods * period + 10), str(threads)], stdout=subprocess.PIPE,
+    job = subprocess.Popen([*python, str(script), str(3 * periods * period + 30), str(threads)], stdout=subprocess.PIPE,
                            text=True, env={**os.environ, **job_env})
     marks: list[tuple[float, int, float]] = []
 
@@ -127,7 +127,8 @@ def slowdown(periods: int, period: float, threads: int, folder: Path, use_314: b
                                        stderr=subprocess.PIPE)
             deadline = time.monotonic() + 60
             while not (out.exists() and b'"sample"' in out.read_bytes()):   # the recorder is under way
-                assert time.monotonic() < deadline and watcher.poll() is None, "the attach did not start"
+                if watcher.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"attach {k + 1} did not start: {watcher.communicate()[1].decode()[-500:]}")
                 time.sleep(0.05)
             began = time.monotonic()
             time.sleep(period)
