@@ -2,7 +2,7 @@
 its sampled shares come to the job's own timing.
 
     PYTHONPATH=. python bench/bench_attach.py [--periods 10] [--period 5] [--threads 1] [--epochs 10]
-                                              [--only accuracy|slowdown] [--python314]
+                                              [--only accuracy|slowdown] [--python314] [--width 512]
 
 With ``--python314`` the job and the loop run on the Python 3.14 of ``make python314``, where
 attach puts the zero-code hooks in by ``sys.remote_exec`` (and takes them out at each detach)
@@ -59,9 +59,10 @@ import sys, time
 import torch
 torch.manual_seed(0)
 torch.set_num_threads(int(sys.argv[2]))
-model = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10))
+WIDTH = int(sys.argv[3])
+model = torch.nn.Sequential(torch.nn.Linear(WIDTH, WIDTH), torch.nn.ReLU(), torch.nn.Linear(WIDTH, 10))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
-x, y = torch.randn(64, 512), torch.randint(0, 10, (64,))
+x, y = torch.randn(64, WIDTH), torch.randint(0, 10, (64,))
 end = time.monotonic() + float(sys.argv[1])
 steps, mark = 0, time.monotonic()
 while time.monotonic() < end:
@@ -98,12 +99,13 @@ def rate(marks: list[tuple[float, int, float]], start: float, end: float, per_cp
     return (inside[-1][1] - inside[0][1]) / spent if spent > 0 else None
 
 
-def slowdown(periods: int, period: float, threads: int, folder: Path, use_314: bool = False) -> None:
+def slowdown(periods: int, period: float, threads: int, folder: Path, use_314: bool = False, width: int = 512) -> None:
     script = folder / "job.py"
     script.write_text(JOB)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     python, job_env = python_argv(use_314)
-    job = subprocess.Popen([*python, str(script), str(3 * periods * period + 30), str(threads)], stdout=subprocess.PIPE,
+    seconds = 3 * periods * period + 30   # outlasts the periods, each attach's start and detach included
+    job = subprocess.Popen([*python, str(script), str(seconds), str(threads), str(width)], stdout=subprocess.PIPE,
                            text=True, env={**os.environ, **job_env})
     marks: list[tuple[float, int, float]] = []
 
@@ -231,6 +233,8 @@ def main() -> None:
     parser.add_argument("--period", type=float, default=5.0, help="seconds a period lasts")
     parser.add_argument("--threads", type=int, default=1, help="the job's threads (torch.set_num_threads)")
     parser.add_argument("--epochs", type=int, default=10, help="epochs of the accuracy loop")
+    parser.add_argument("--width", type=int, default=512,
+                        help="the slowdown job's layer width: wider, longer steps (512: about 2 ms a step here)")
     parser.add_argument("--only", choices=("accuracy", "slowdown"), help="measure one of the two")
     parser.add_argument("--python314", action="store_true",
                         help="the job on the Python 3.14 of `make python314`: the hooks, not the sampler")
@@ -241,7 +245,7 @@ def main() -> None:
         if args.only != "slowdown":
             accuracy(args.epochs, Path(folder), args.python314)
         if args.only != "accuracy":
-            slowdown(args.periods, args.period, args.threads, Path(folder), args.python314)
+            slowdown(args.periods, args.period, args.threads, Path(folder), args.python314, args.width)
 
 
 if __name__ == "__main__":
