@@ -3,7 +3,8 @@
 (``instrument.join``), ``run({"do": "leave"})`` takes them out again (``instrument.leave``).
 
 At the leave, the package it loaded is dropped from ``sys.modules`` with its state, so that the
-next attach joins afresh.
+next attach joins afresh, and the folder of the scripts is removed: a script the process runs
+after devicewatch has gone must still be there (else Python says so on the process's stderr).
 
 ``remote.script`` writes this file's text and the call, with the request, into one script: the
 process reads nothing of devicewatch's until it loads the package (``request["package"]``), as
@@ -18,6 +19,7 @@ import importlib
 import importlib.util
 import json
 import os
+import shutil
 import sys
 import time
 
@@ -26,10 +28,12 @@ _OURS = "_loaded_by_devicewatch_attach"   # on the package this script loaded, n
 
 
 def run(request):
+    """``join``; ``leave``, then the scripts' folder removed; ``nothing`` (a join devicewatch gave
+    up waiting for, run after it had gone), the folder removed."""
     try:
         if request.get("do") == "join":
             _instrumentation(request["package"]).join(request["fifo"])
-        else:
+        elif request.get("do") == "leave":
             instrument = sys.modules.get(_INSTRUMENT)
             if instrument is not None:
                 instrument.leave()
@@ -38,6 +42,8 @@ def run(request):
                     del sys.modules[name]
     except Exception as exc:
         _say_error(request.get("fifo"), request.get("do"), exc)
+    if request.get("do") != "join":
+        shutil.rmtree(request.get("folder") or "/nonexistent", ignore_errors=True)
 
 
 def _instrumentation(package):

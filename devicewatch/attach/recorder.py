@@ -13,6 +13,7 @@ or if the process refuses them, from the stack sampler (``sampler``, ``phases``)
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -117,6 +118,8 @@ class AttachedRecorder(Recorder):
         self.joined: dict[str, Any] | None = None   # the process's word that they went in
         self.sampling = False
         self.hooks_out = False                  # the process said it took them out (a detach)
+        self.join_failed = False                # ... or that they could not go in
+        self.scripts: str | None = None         # the folder of the scripts handed to the process
 
     def _header(self) -> dict[str, Any]:
         header = super()._header()
@@ -191,12 +194,13 @@ class AttachedRecorder(Recorder):
             self._refused(sampler.refusal)
         if self.sampling:
             self.builder.finish()
-        if (self.joined or self.join_by) and not workload.ended:
+        if self.joined and not workload.ended:
             self._take_hooks_out(channel)
         self.terminal.terminal_given_back()
         channel.finish()
         if self.joined and not workload.ended and not self.hooks_out:
             self._say("the process did not say it took the hooks out: they may stay in it, speaking to no one")
+        self._tidy_scripts(workload)
         self._finish_attached(workload)
         return exit_code
 
@@ -216,7 +220,8 @@ class AttachedRecorder(Recorder):
         """Hand the process the script that puts the hooks in; False (said) where it refused."""
         assert self.interpreter is not None and channel.folder is not None
         try:
-            path = remote.script(channel.folder, {"do": "join", "fifo": channel.path}, "join")
+            self.scripts = remote.folder(self.target.uid)
+            path = remote.script(self.scripts, {"do": "join", "fifo": channel.path}, "join")
             remote.give(self.target.uid, channel.folder, channel.path, path)
             why = remote.send(self.interpreter, self.target.pid, path)
         except OSError as exc:
@@ -230,15 +235,30 @@ class AttachedRecorder(Recorder):
     def _take_hooks_out(self, channel: EventChannel) -> None:
         """The detach: the process takes the hooks out at its next safe point, and closes its end
         of the FIFO (``channel.finish`` reads until it has)."""
-        assert self.interpreter is not None and channel.folder is not None
+        assert self.interpreter is not None and self.scripts is not None
         try:
-            path = remote.script(channel.folder, {"do": "leave", "fifo": channel.path}, "leave")
+            path = remote.script(self.scripts, {"do": "leave", "fifo": channel.path}, "leave")
             remote.give(self.target.uid, path)
             why = remote.send(self.interpreter, self.target.pid, path)
         except OSError as exc:
             why = f"{exc.strerror or exc}"
         if why is not None:
             self._say(f"the hooks could not be taken out ({why}): they stay in the process, speaking to no one")
+
+    def _tidy_scripts(self, workload: AttachedWorkload) -> None:
+        """The scripts' folder goes, unless a script in it is still due to run in the process: a
+        join it never answered becomes one that only removes the folder; a leave it never
+        answered stays, to take the hooks out when it runs (and remove the folder)."""
+        if self.scripts is None:
+            return
+        answered = self.joined is not None or self.join_failed
+        if workload.ended or (answered and (self.joined is None or self.hooks_out)):
+            shutil.rmtree(self.scripts, ignore_errors=True)
+        elif not answered:
+            try:
+                remote.script(self.scripts, {"do": "nothing"}, "join")
+            except OSError:
+                pass
 
     def _say(self, message: str) -> None:
         self.terminal.say(f"devicewatch: {message}")
@@ -255,7 +275,7 @@ class AttachedRecorder(Recorder):
                 self._say("the hooks went in after the phases were being sampled: taken out again")
                 self._take_hooks_out(self._channel)
         elif state == "error" and record.get("framework") == "devicewatch" and self.join_by is not None:
-            self.join_by = None   # the script ran, and said why the hooks did not go in
+            self.join_by, self.join_failed = None, True   # the script ran, and said why the hooks did not go in
             self._start_sampling()
         elif state == "left":
             self.hooks_out = True

@@ -8,8 +8,10 @@ process as the stack sampler needs. A process started with ``-X disable-remote-d
 ``PYTHON_DISABLE_REMOTE_DEBUG``, or a Python built without remote debugging, refuses: its phases
 are then sampled from outside, as on an older Python.
 
-The script and the FIFO live in the recorder's private folder; a process of another user (when
-devicewatch runs as root) is given them, so that it can read the one and write to the other.
+The scripts live in a private folder of their own (``folder``), the FIFO in the recorder's; a
+process of another user (when devicewatch runs as root) is given them. A script handed over is
+run at the process's next safe point, which may come after devicewatch has gone: its folder is
+then left for the process, and the last script it runs removes it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import json
 import os
 import re
 import subprocess
+import tempfile
 
 from . import inside
 
@@ -63,13 +66,20 @@ def interpreter(pid: int) -> tuple[str | None, str]:
     return exe, version
 
 
+def folder(uid: int | None) -> str:
+    """A private folder for the scripts, given to UID (the process's user) when root."""
+    path = tempfile.mkdtemp(prefix="devicewatch-attach-")
+    give(uid, path)
+    return path
+
+
 def script(folder: str, request: dict[str, str], name: str) -> str:
     """A script in FOLDER, the file ``sys.remote_exec`` takes: ``inside``'s text, then its
     ``run(REQUEST)`` with the devicewatch package to load."""
     path = os.path.join(folder, f"{name}.py")
     with open(inside.__file__) as source, open(path, "w") as out:
         out.write(source.read())
-        out.write(f"\n\nrun({json.dumps({**request, 'package': PACKAGE})})\n")
+        out.write(f"\n\nrun({json.dumps({**request, 'package': PACKAGE, 'folder': folder})})\n")
     return path
 
 

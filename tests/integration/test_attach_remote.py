@@ -11,6 +11,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -161,3 +162,33 @@ def test_a_process_left_can_be_joined_again(tmp_path: Path) -> None:
     for run in runs:
         assert said(run, "joined") and said(run, "left"), [r for r in run if r.get("kind") == "instrument"]
         assert run[-1]["instrument"]["hooked"]["taken_out"] is True
+
+
+def test_a_join_still_due_when_devicewatch_leaves_runs_later_without_a_word(tmp_path: Path) -> None:
+    """The process is in one long call of C code (a sleep) for the whole attach: the script it
+    was handed runs after devicewatch has gone. It finds a script that does nothing but remove
+    its folder, so the process's own stderr stays clean and nothing is left behind."""
+    assert PYTHON314 is not None
+    script = tmp_path / "late.py"
+    script.write_text("import time\nprint('ready', flush=True)\ntime.sleep(6)\n"
+                      "for _ in range(40):\n    time.sleep(0.05)\nprint('done', flush=True)\n")
+    before = set(Path(tempfile.gettempdir()).glob("devicewatch-attach-*"))
+    process = subprocess.Popen([PYTHON314["python"], str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, cwd=tmp_path, env={**os.environ, **PYTHON314["env"]})
+    try:
+        assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+        out = tmp_path / "late.jsonl"
+        watcher = attach(process.pid, out)
+        deadline = time.monotonic() + 60
+        while not (out.exists() and '"sample"' in out.read_text()):
+            assert time.monotonic() < deadline and watcher.poll() is None
+            time.sleep(0.05)
+        time.sleep(1)
+        watcher.send_signal(signal.SIGTERM)
+        watcher.communicate(timeout=60)
+        said, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert said.strip() == "done" and err == "", err
+    assert "hooked" not in records(out)[-1]["instrument"]
+    assert set(Path(tempfile.gettempdir()).glob("devicewatch-attach-*")) <= before
