@@ -199,7 +199,8 @@ class AttachedRecorder(Recorder):
         self.terminal.terminal_given_back()
         channel.finish()
         if self.joined and not workload.ended and not self.hooks_out:
-            self._say("the process did not say it took the hooks out: they may stay in it, speaking to no one")
+            self._say("the process has not yet taken the hooks out: it will at its next safe point, "
+                      "speaking to no one until then")
         self._tidy_scripts(workload)
         self._finish_attached(workload)
         return exit_code
@@ -228,6 +229,9 @@ class AttachedRecorder(Recorder):
             why = f"{exc.strerror or exc}"
         if why is not None:
             self._say(f"the hooks could not go in ({why}): phases sampled from outside")
+            if self.scripts is not None:   # nothing was handed over: nothing is due to run
+                shutil.rmtree(self.scripts, ignore_errors=True)
+                self.scripts = None
             return False
         self.join_by = time.monotonic() + remote.JOIN_WAIT
         return True

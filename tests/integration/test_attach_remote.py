@@ -119,6 +119,7 @@ def test_a_process_that_refuses_remote_debugging_is_sampled_and_says_why(tmp_pat
     assert PYTHON314 is not None
     script = tmp_path / "loop.py"
     script.write_text(LOOP)
+    before = set(Path(tempfile.gettempdir()).glob("devicewatch-attach-*"))
     process = subprocess.Popen([PYTHON314["python"], "-X", "disable-remote-debug", str(script), "8", "0.004", "64"],
                                stdout=subprocess.PIPE, text=True, cwd=tmp_path, env={**os.environ, **PYTHON314["env"]})
     try:
@@ -136,6 +137,7 @@ def test_a_process_that_refuses_remote_debugging_is_sampled_and_says_why(tmp_pat
     assert any(m.startswith("the hooks could not go in (") and "phases sampled from outside" in m
                for m in notices), notices
     assert not [r for r in run if r.get("kind") == "instrument" and r.get("state") == "joined"]
+    assert set(Path(tempfile.gettempdir()).glob("devicewatch-attach-*")) <= before   # no script left: none was due
 
 
 def test_a_process_left_can_be_joined_again(tmp_path: Path) -> None:
