@@ -163,9 +163,9 @@ def emit(kind: str, **fields: Any) -> None:
         if stream is None:
             return
         try:
+            # Unbuffered and non-blocking (``never_wait``), a write to a full FIFO returns None
+            # rather than raising: the event is dropped.
             stream.write(data)
-        except BlockingIOError:  # the FIFO is full and this process may not wait (``never_wait``)
-            pass
         except OSError:  # the recorder is gone: carry on without it
             _disabled = True
             _stream = None
